@@ -1,0 +1,298 @@
+package artifact
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// The binary encoding of artifacts and spans, shared by WAL records and segment
+// files. It is documented byte by byte in docs/format/segment.md.
+//
+// An encoding starts with a version byte, then every field in a fixed order:
+//
+//	uint    uvarint (minimal: a final 0x00 byte after the first is an error)
+//	int64   zigzag varint (binary.AppendVarint), minimal as above
+//	string  uvarint byte length, then the bytes
+//	[]byte  same as string
+//	[]string uvarint count, then each string
+//	uuid    16 raw bytes
+//	hash    32 raw bytes
+//	bool    one byte, 0 or 1; any other value is an error
+//
+// Empty and nil slices encode the same way and decode as nil.
+
+const (
+	// ArtifactEncodingVersion is the first byte of an encoded Artifact.
+	ArtifactEncodingVersion = 1
+	// SpanEncodingVersion is the first byte of an encoded Span.
+	SpanEncodingVersion = 1
+)
+
+// DecodeError reports a malformed artifact or span encoding: which field was
+// being decoded, where it starts in the input, and what is wrong.
+type DecodeError struct {
+	Field  string
+	Offset int
+	Reason string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("artifact: decode %s at byte %d: %s", e.Field, e.Offset, e.Reason)
+}
+
+// AppendArtifact appends the encoding of a (every field, Tenant, Workspace, Seq
+// and Payload included) to dst and returns the extended slice.
+func AppendArtifact(dst []byte, a *Artifact) []byte {
+	dst = append(dst, ArtifactEncodingVersion)
+	dst = append(dst, a.ID[:]...)
+	dst = appendString(dst, a.Tenant)
+	dst = appendString(dst, a.Workspace)
+	dst = binary.AppendUvarint(dst, a.Seq)
+	dst = appendString(dst, a.Type)
+	dst = appendString(dst, a.ActorID)
+	dst = appendString(dst, a.SessionID)
+	dst = appendString(dst, a.ThreadID)
+	dst = appendString(dst, a.IdempotencyKey)
+	dst = binary.AppendVarint(dst, a.Timestamp)
+	dst = binary.AppendVarint(dst, a.IngestedAt)
+	dst = appendString(dst, a.Permissions.Visibility)
+	dst = appendStrings(dst, a.Permissions.AllowedActors)
+	dst = appendStrings(dst, a.Permissions.DeniedActors)
+	dst = appendStrings(dst, a.Permissions.RBACTags)
+	dst = append(dst, a.ContentHash[:]...)
+	dst = appendBool(dst, a.Indexed)
+	dst = binary.AppendUvarint(dst, uint64(len(a.Payload)))
+	return append(dst, a.Payload...)
+}
+
+// DecodeArtifact decodes one artifact at the start of b and returns it with the
+// number of bytes consumed. The result never aliases b (b may be an mmap'd
+// region). Any malformed or truncated input gives a *DecodeError; it never panics.
+func DecodeArtifact(b []byte) (Artifact, int, error) {
+	d := decoder{b: b}
+	var a Artifact
+	d.version("artifact version", ArtifactEncodingVersion)
+	d.uuid("artifact id", a.ID[:])
+	a.Tenant = d.str("tenant")
+	a.Workspace = d.str("workspace")
+	a.Seq = d.uvarint("seq")
+	a.Type = d.str("type")
+	a.ActorID = d.str("actor id")
+	a.SessionID = d.str("session id")
+	a.ThreadID = d.str("thread id")
+	a.IdempotencyKey = d.str("idempotency key")
+	a.Timestamp = d.varint("timestamp")
+	a.IngestedAt = d.varint("ingested at")
+	a.Permissions.Visibility = d.str("visibility")
+	a.Permissions.AllowedActors = d.strs("allowed actors")
+	a.Permissions.DeniedActors = d.strs("denied actors")
+	a.Permissions.RBACTags = d.strs("rbac tags")
+	d.fixed("content hash", a.ContentHash[:])
+	a.Indexed = d.bool("indexed")
+	if p := d.bytes("payload"); len(p) > 0 {
+		a.Payload = append([]byte(nil), p...)
+	}
+	if d.err != nil {
+		return Artifact{}, 0, d.err
+	}
+	return a, d.off, nil
+}
+
+// AppendSpan appends the encoding of s to dst and returns the extended slice.
+func AppendSpan(dst []byte, s *Span) []byte {
+	dst = append(dst, SpanEncodingVersion)
+	dst = append(dst, s.ID[:]...)
+	dst = append(dst, s.ArtifactID[:]...)
+	dst = binary.AppendUvarint(dst, uint64(s.Ordinal))
+	dst = binary.AppendUvarint(dst, uint64(s.Start))
+	dst = binary.AppendUvarint(dst, uint64(s.End))
+	dst = binary.AppendUvarint(dst, uint64(s.Tokens))
+	dst = binary.AppendVarint(dst, s.Timestamp)
+	return appendString(dst, s.Text)
+}
+
+// DecodeSpan decodes one span at the start of b and returns it with the number
+// of bytes consumed. Same rules as DecodeArtifact.
+func DecodeSpan(b []byte) (Span, int, error) {
+	d := decoder{b: b}
+	var s Span
+	d.version("span version", SpanEncodingVersion)
+	d.uuid("span id", s.ID[:])
+	d.uuid("span artifact id", s.ArtifactID[:])
+	s.Ordinal = d.uint32("span ordinal")
+	s.Start = d.uint32("span start")
+	s.End = d.uint32("span end")
+	s.Tokens = d.uint32("span tokens")
+	s.Timestamp = d.varint("span timestamp")
+	s.Text = d.str("span text")
+	if d.err != nil {
+		return Span{}, 0, d.err
+	}
+	return s, d.off, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ss)))
+	for _, s := range ss {
+		dst = appendString(dst, s)
+	}
+	return dst
+}
+
+func appendBool(dst []byte, v bool) []byte {
+	if v {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
+}
+
+// decoder reads fields from b with a sticky error: after the first fault every
+// read returns a zero value, so decode functions check d.err once at the end.
+type decoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *decoder) fail(field string, at int, format string, args ...any) {
+	if d.err == nil {
+		d.err = &DecodeError{Field: field, Offset: at, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (d *decoder) remaining() int { return len(d.b) - d.off }
+
+func (d *decoder) version(field string, want byte) {
+	if d.err != nil {
+		return
+	}
+	if d.remaining() < 1 {
+		d.fail(field, d.off, "truncated")
+		return
+	}
+	if v := d.b[d.off]; v != want {
+		d.fail(field, d.off, "unsupported version %d (want %d)", v, want)
+		return
+	}
+	d.off++
+}
+
+// fixed copies len(dst) bytes into dst.
+func (d *decoder) fixed(field string, dst []byte) {
+	if d.err != nil {
+		return
+	}
+	if d.remaining() < len(dst) {
+		d.fail(field, d.off, "truncated: need %d bytes, have %d", len(dst), d.remaining())
+		return
+	}
+	copy(dst, d.b[d.off:])
+	d.off += len(dst)
+}
+
+func (d *decoder) uuid(field string, dst []byte) { d.fixed(field, dst) }
+
+func (d *decoder) uvarint(field string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	switch {
+	case n == 0:
+		d.fail(field, d.off, "truncated varint")
+		return 0
+	case n < 0:
+		d.fail(field, d.off, "varint overflows 64 bits")
+		return 0
+	case n > 1 && d.b[d.off+n-1] == 0:
+		d.fail(field, d.off, "non-minimal varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) varint(field string) int64 {
+	u := d.uvarint(field)
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v
+}
+
+func (d *decoder) uint32(field string) uint32 {
+	at := d.off
+	v := d.uvarint(field)
+	if v > math.MaxUint32 {
+		d.fail(field, at, "value %d overflows 32 bits", v)
+		return 0
+	}
+	return uint32(v)
+}
+
+// bytes returns a length-prefixed byte string. The result aliases d.b: callers
+// copy it.
+func (d *decoder) bytes(field string) []byte {
+	at := d.off
+	n := d.uvarint(field)
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(d.remaining()) {
+		d.fail(field, at, "length %d exceeds the %d bytes remaining", n, d.remaining())
+		return nil
+	}
+	p := d.b[d.off : d.off+int(n)]
+	d.off += int(n)
+	return p
+}
+
+func (d *decoder) str(field string) string {
+	return string(d.bytes(field)) // string conversion copies
+}
+
+func (d *decoder) strs(field string) []string {
+	at := d.off
+	n := d.uvarint(field)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	// Every string takes at least its one-byte length, which bounds the
+	// allocation by the input size.
+	if n > uint64(d.remaining()) {
+		d.fail(field, at, "count %d exceeds the %d bytes remaining", n, d.remaining())
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = d.str(field)
+		if d.err != nil {
+			return nil
+		}
+	}
+	return ss
+}
+
+func (d *decoder) bool(field string) bool {
+	if d.err != nil {
+		return false
+	}
+	if d.remaining() < 1 {
+		d.fail(field, d.off, "truncated")
+		return false
+	}
+	v := d.b[d.off]
+	if v > 1 {
+		d.fail(field, d.off, "invalid bool byte %#x", v)
+		return false
+	}
+	d.off++
+	return v == 1
+}

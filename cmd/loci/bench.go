@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/loci-memory/loci/bench"
+	"github.com/loci-memory/loci/wal"
+)
+
+const benchUsage = `usage: loci bench <name> [flags]
+
+  ingest    durable ingest through the engine with concurrent writers
+  restart   time to reopen a data directory of N artifacts
+`
+
+func runBench(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, benchUsage)
+		return exitCode(2)
+	}
+	name, args := args[0], args[1:]
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	seed := fs.Uint64("seed", 1, "data generator seed")
+	dir := fs.String("dir", "", "data directory (default: a temporary one, removed afterwards)")
+	var run func() (any, error)
+	switch name {
+	case "ingest":
+		writers := fs.Int("writers", 64, "concurrent writers")
+		n := fs.Int("artifacts", 200000, "artifacts to ingest")
+		fsync := fs.String("fsync", "always", "WAL fsync policy: always | batch | off")
+		run = func() (any, error) {
+			p, err := wal.ParseSyncPolicy(*fsync)
+			if err != nil {
+				return nil, err
+			}
+			return bench.Ingest(bench.IngestConfig{Dir: *dir, Writers: *writers, Artifacts: *n, Sync: p, Seed: *seed})
+		}
+	case "restart":
+		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
+		restarts := fs.Int("restarts", 5, "reopen this many times")
+		run = func() (any, error) {
+			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts})
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "loci bench: unknown benchmark %q\n\n%s", name, benchUsage)
+		return exitCode(2)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(2)
+	}
+	res, err := run()
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	if !*asJSON {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(res)
+}

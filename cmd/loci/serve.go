@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/wal"
+)
+
+// setting is a flag whose default comes from an environment variable, then a
+// built-in default: flags beat the environment, which beats defaults.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func runServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", envOr("LOCI_ADDR", "127.0.0.1:3000"), "listen address (env LOCI_ADDR)")
+	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory (env LOCI_DATA_DIR)")
+	fsync := fs.String("fsync", envOr("LOCI_FSYNC", "always"), "WAL fsync policy: always | batch | off (batch and off lose acknowledged writes on power failure; benchmarks only) (env LOCI_FSYNC)")
+	maxBody := fs.String("max-request-size", envOr("MAX_REQUEST_SIZE_BYTES", strconv.Itoa(10<<20)), "maximum request body in bytes (env MAX_REQUEST_SIZE_BYTES)")
+	flushMB := fs.Int("flush-threshold-mb", 64, "flush the in-memory head to a segment at this size")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(2)
+	}
+	policy, err := wal.ParseSyncPolicy(*fsync)
+	if err != nil {
+		return err
+	}
+	limit, err := strconv.Atoi(*maxBody)
+	if err != nil || limit <= 0 {
+		return fmt.Errorf("MAX_REQUEST_SIZE_BYTES: %q is not a positive integer", *maxBody)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	srv := httpd.New(db, httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log})
+	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case s := <-sig:
+		log.Info("loci: shutting down", "signal", s.String())
+	case err := <-served:
+		if err != nil {
+			db.Close()
+			return err
+		}
+	}
+	// Stop accepting, finish in-flight requests, then close the engine
+	// (which syncs the WAL): nothing acknowledged is lost.
+	shutdownErr := srv.Shutdown()
+	closeErr := db.Close()
+	log.Info("loci: stopped")
+	return errors.Join(shutdownErr, closeErr)
+}

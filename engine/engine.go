@@ -1,0 +1,391 @@
+// Package engine is Loci's storage engine: it owns every piece of durable state.
+// Writes go to the WAL (group commit), are applied to an in-memory head in log
+// order, and the head is flushed to immutable mmap'd segments listed by an
+// atomically replaced manifest. Recovery is manifest + WAL replay. Background
+// compaction merges small segments and purges erased workspaces.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/segment"
+	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/wal"
+)
+
+// Options configures a DB. The zero value gives production defaults.
+type Options struct {
+	// Sync is the WAL fsync policy. SyncAlways (the default) makes every
+	// acknowledged write durable; the others are for benchmarks only.
+	Sync wal.SyncPolicy
+	// WALFileSize rotates WAL files at this size (default 64 MiB).
+	WALFileSize int64
+	// FlushThreshold flushes the head to a segment once its in-memory size
+	// reaches this many bytes (default 64 MiB).
+	FlushThreshold int64
+	// CompactionMinSegments merges a run of at least this many small segments (default 4).
+	CompactionMinSegments int
+	// CompactionMaxBytes: segments at least this large are not merged further,
+	// unless they hold erased data (default 512 MiB).
+	CompactionMaxBytes int64
+	// DisableBackground turns off automatic flushes and compactions (tests and
+	// tools call Flush and Compact themselves).
+	DisableBackground bool
+	// TokenCounter counts span tokens at indexing (default text.Estimate).
+	TokenCounter text.TokenCounter
+	// Logger receives recovery and maintenance messages (default slog.Default()).
+	Logger *slog.Logger
+	// Now returns the current time (default time.Now); ingest uses it for
+	// default timestamps.
+	Now func() time.Time
+}
+
+func (o *Options) setDefaults() {
+	if o.WALFileSize <= 0 {
+		o.WALFileSize = 64 << 20
+	}
+	if o.FlushThreshold <= 0 {
+		o.FlushThreshold = 64 << 20
+	}
+	if o.CompactionMinSegments < 2 {
+		o.CompactionMinSegments = 4
+	}
+	if o.CompactionMaxBytes <= 0 {
+		o.CompactionMaxBytes = 512 << 20
+	}
+	if o.TokenCounter == nil {
+		o.TokenCounter = text.Estimate{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Errors callers test for.
+var (
+	ErrClosed   = errors.New("engine: closed")
+	ErrNotFound = errors.New("not found")
+)
+
+// InvalidError is bad input: nothing was changed. Field names the offending field.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+const (
+	walDir     = "wal"
+	segmentDir = "segments"
+)
+
+// DB is an open data directory. All methods are safe for concurrent use.
+type DB struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	lock *os.File
+	wal  *wal.Log
+
+	// mu guards the read state below. The WAL writer applies records under
+	// mu.Lock; nothing may hold mu while waiting for the WAL.
+	mu         sync.RWMutex
+	head       *head
+	frozen     []*head        // flushing heads, oldest first
+	segments   []*liveSegment // ascending Seq order
+	tombstones map[wsKey]uint64
+	manifest   manifest // last written
+
+	idemMu   sync.Mutex
+	inflight map[idemKey]*inflightIngest
+
+	// maintMu serialises flushes and compactions (and the manifest writes they make).
+	maintMu  sync.Mutex
+	maintErr error // last background failure, reported by Health
+
+	closeMu sync.RWMutex // held shared by every operation, exclusively by Close
+	closed  bool
+
+	kick chan struct{} // wakes the background maintainer
+	stop chan struct{}
+	done chan struct{}
+}
+
+type liveSegment struct {
+	*segment.Segment
+	entry segmentEntry
+}
+
+// Open opens or creates the data directory dir. It takes an exclusive lock on
+// it: a second process gets an error naming the holder.
+func Open(dir string, opts Options) (*DB, error) {
+	opts.setDefaults()
+	if err := os.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
+		return nil, fmt.Errorf("engine: create data directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{
+		dir: dir, opts: opts, log: opts.Logger, lock: lock,
+		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	uuid.EnableRandPool()
+	if err := db.recover(); err != nil {
+		db.closeFiles()
+		return nil, err
+	}
+	if opts.DisableBackground {
+		close(db.done)
+	} else {
+		go db.maintain()
+		if db.head.bytes >= opts.FlushThreshold {
+			db.kickMaintenance()
+		}
+	}
+	return db, nil
+}
+
+// recover loads the manifest, opens its segments and replays the WAL.
+func (db *DB) recover() error {
+	m, err := readManifest(db.dir)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if m == nil {
+		if segs, _ := filepath.Glob(filepath.Join(db.dir, segmentDir, "*.seg")); len(segs) > 0 {
+			return fmt.Errorf("engine: %s has %d segment files but no %s: refusing to start empty over them", db.dir, len(segs), manifestName)
+		}
+		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
+	}
+	db.manifest = *m
+	for _, t := range m.Tombstones {
+		db.tombstones[wsKey{t.Tenant, t.Workspace}] = t.Seq
+	}
+	if err := db.removeOrphans(m); err != nil {
+		return err
+	}
+	for _, e := range m.Segments {
+		path := filepath.Join(db.dir, segmentDir, segment.FileName(e.ID))
+		st, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("engine: segment listed in manifest: %w", err)
+		}
+		if st.Size() != e.Size {
+			return fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
+		}
+		s, err := segment.Open(path)
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		db.segments = append(db.segments, &liveSegment{Segment: s, entry: e})
+	}
+	start := time.Now()
+	var replayed int
+	db.wal, err = wal.Open(filepath.Join(db.dir, walDir), m.Checkpoint, m.LastSeq+1, wal.Options{
+		FileSize: db.opts.WALFileSize, Sync: db.opts.Sync, Logger: db.log,
+	}, func(r wal.Record) error {
+		replayed++
+		return db.apply(recordType(r.Type), r.Seq, r.Payload, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	db.log.Info("engine: recovered", "dir", db.dir, "segments", len(db.segments),
+		"wal_records", replayed, "wal_replay", time.Since(start).Round(time.Microsecond))
+	return nil
+}
+
+// removeOrphans deletes segment files the manifest does not list (written by
+// a flush or compaction that crashed before its manifest) and stale temp files.
+func (db *DB) removeOrphans(m *manifest) error {
+	live := map[string]bool{}
+	for _, e := range m.Segments {
+		live[segment.FileName(e.ID)] = true
+	}
+	dir := filepath.Join(db.dir, segmentDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	for _, e := range entries {
+		if live[e.Name()] || e.IsDir() {
+			continue
+		}
+		db.log.Warn("engine: removing file not listed in manifest", "file", filepath.Join(dir, e.Name()))
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("engine: remove orphan: %w", err)
+		}
+	}
+	os.Remove(filepath.Join(db.dir, manifestName+".tmp"))
+	return nil
+}
+
+// apply makes one durable record visible. It runs on the WAL writer (live)
+// or during replay, always in log order. decoded carries the already decoded
+// form on the live path so it is not decoded twice.
+func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error {
+	switch t {
+	case recArtifact:
+		var ha *headArtifact
+		if decoded != nil {
+			ha = decoded.(*headArtifact)
+		} else {
+			a, spans, err := decodeArtifactRecord(payload)
+			if err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+			ha = &headArtifact{a: a, spans: spans}
+		}
+		ha.a.Seq = seq
+		db.mu.Lock()
+		db.head.add(ha.a, ha.spans)
+		over := db.head.bytes >= db.opts.FlushThreshold
+		db.mu.Unlock()
+		if over && decoded != nil {
+			db.kickMaintenance()
+		}
+	case recEraseWorkspace:
+		var k wsKey
+		if decoded != nil {
+			k = decoded.(wsKey)
+		} else {
+			tenant, ws, err := decodeEraseRecord(payload)
+			if err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+			k = wsKey{tenant, ws}
+		}
+		db.mu.Lock()
+		db.tombstones[k] = seq
+		db.head.erase(k, seq)
+		db.mu.Unlock()
+	default:
+		return fmt.Errorf("seq %d: unknown record type %s", seq, t)
+	}
+	return nil
+}
+
+// Close waits for in-flight operations, stops background work, syncs the WAL
+// and releases the directory. Acknowledged writes are durable before Close.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	if db.closed {
+		db.closeMu.Unlock()
+		return nil
+	}
+	db.closed = true
+	db.closeMu.Unlock()
+	if !db.opts.DisableBackground {
+		close(db.stop)
+	}
+	<-db.done
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	return db.closeFiles()
+}
+
+func (db *DB) closeFiles() error {
+	var errs []error
+	if db.wal != nil {
+		errs = append(errs, db.wal.Close())
+	}
+	db.mu.Lock()
+	for _, s := range db.segments {
+		errs = append(errs, s.Close())
+	}
+	db.segments = nil
+	db.mu.Unlock()
+	if db.lock != nil {
+		errs = append(errs, db.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// enter marks an operation in flight; it fails once Close has begun.
+func (db *DB) enter() error {
+	db.closeMu.RLock()
+	if db.closed {
+		db.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) leave() { db.closeMu.RUnlock() }
+
+// Dir returns the data directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Health reports why the engine cannot serve writes, or nil.
+func (db *DB) Health() error {
+	if err := db.wal.Err(); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	return db.maintErr
+}
+
+// Stats describes the engine's current state.
+type Stats struct {
+	Segments        int    `json:"segments"`
+	SegmentBytes    int64  `json:"segment_bytes"`
+	HeadBytes       int64  `json:"head_bytes"`
+	HeadArtifacts   int    `json:"head_artifacts"`
+	FrozenHeads     int    `json:"frozen_heads"`
+	Tombstones      int    `json:"tombstones"`
+	WALCheckpoint   int    `json:"wal_checkpoint"`
+	WALCurrentIndex int    `json:"wal_current_file"`
+	NextSeq         uint64 `json:"next_seq"`
+}
+
+func (db *DB) Stats() Stats {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	st := Stats{Segments: len(db.segments), HeadBytes: db.head.bytes, HeadArtifacts: len(db.head.byID),
+		FrozenHeads: len(db.frozen), Tombstones: len(db.tombstones), WALCheckpoint: db.manifest.Checkpoint,
+		WALCurrentIndex: db.wal.CurrentIndex(), NextSeq: db.wal.NextSeq()}
+	for _, s := range db.segments {
+		st.SegmentBytes += s.entry.Size
+	}
+	return st
+}
+
+// lockDir takes an exclusive advisory lock on dir/LOCK, recording our pid.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "LOCK")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open lock file: %w", err)
+	}
+	if err := flock(f); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		who := strings.TrimSpace(string(holder))
+		if who == "" {
+			who = "another process"
+		} else {
+			who = "pid " + who
+		}
+		return nil, fmt.Errorf("engine: data directory %s is in use by %s (lock %s): %w", dir, who, path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	}
+	return f, nil
+}

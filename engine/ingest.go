@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/wal"
+)
+
+// Chunking targets of the span splitter, in tokens.
+const (
+	SpanTargetTokens = 200
+	SpanMaxTokens    = 512
+)
+
+// MaxIDLength bounds workspace, actor, session, thread ids and idempotency keys, in bytes.
+const MaxIDLength = 256
+
+// IngestInput is one artifact to store. Payload is the raw_payload JSON value
+// exactly as received (nil when absent); the engine copies it.
+type IngestInput struct {
+	Workspace      string
+	ActorID        string
+	Type           string
+	Payload        []byte
+	Timestamp      time.Time // zero: the time of ingest
+	Permissions    artifact.Permissions
+	IdempotencyKey string
+	SessionID      string
+	ThreadID       string
+}
+
+// IngestResult says what was stored, or found again by idempotency key.
+type IngestResult struct {
+	ArtifactID  uuid.UUID
+	ContentHash [32]byte
+	SpanIDs     []uuid.UUID
+	Created     time.Time // when the engine first accepted the artifact
+	Indexed     bool
+	Replayed    bool // an earlier artifact with the same idempotency key was returned
+}
+
+type idemKey struct {
+	ws  wsKey
+	key string
+}
+
+// inflightIngest is an idempotency key whose artifact is being written; a
+// concurrent ingest with the same key waits for it instead of duplicating it.
+type inflightIngest struct{ done chan struct{} }
+
+// Ingest stores one artifact durably: it returns once the WAL record is
+// synced (per the fsync policy) and the artifact is readable.
+func (db *DB) Ingest(tenant string, in IngestInput) (IngestResult, error) {
+	res, err := db.IngestBatch(tenant, []IngestInput{in})
+	if err != nil {
+		if ie, ok := err.(*InvalidError); ok {
+			ie.Field = trimIndex(ie.Field)
+		}
+		return IngestResult{}, err
+	}
+	return res[0], nil
+}
+
+// IngestBatch stores several artifacts as one WAL group: all are validated
+// first (a bad item is an *InvalidError naming its index and nothing is
+// stored), then written with one group commit.
+func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.leave()
+	if err := checkID("tenant", tenant, true); err != nil {
+		return nil, err
+	}
+	now := db.opts.Now().UTC()
+	prepared := make([]*headArtifact, len(ins))
+	for i := range ins {
+		if err := validateInput(&ins[i]); err != nil {
+			err.Field = fmt.Sprintf("artifacts[%d].%s", i, err.Field)
+			return nil, err
+		}
+		ha, err := db.prepare(tenant, &ins[i], now)
+		if err != nil {
+			return nil, err
+		}
+		prepared[i] = ha
+	}
+
+	results := make([]IngestResult, len(ins))
+	reserved, err := db.resolveIdempotency(tenant, ins, prepared, results)
+	if err != nil {
+		return nil, err
+	}
+	defer db.release(reserved)
+
+	var entries []wal.Entry
+	for i, ha := range prepared {
+		if ha == nil {
+			continue
+		}
+		entries = append(entries, wal.Entry{
+			Type:    uint8(recArtifact),
+			Payload: encodeArtifactRecord(nil, ha.a, ha.spans),
+			Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
+		})
+		results[i] = resultOf(ha.a, ha.spans, false)
+	}
+	if len(entries) > 0 {
+		if _, err := db.wal.Append(entries...); err != nil {
+			return nil, fmt.Errorf("engine: ingest: %w", err)
+		}
+	}
+	return results, nil
+}
+
+// resolveIdempotency fills results for items whose key is already stored (or
+// repeated earlier in the batch) and nils their prepared entry; it reserves the
+// keys of the new items. Reservation is all-or-nothing under idemMu, so two
+// batches sharing keys cannot deadlock.
+func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*headArtifact, results []IngestResult) ([]idemKey, error) {
+	for {
+		var wait *inflightIngest
+		db.idemMu.Lock()
+		for i := range ins {
+			if ins[i].IdempotencyKey == "" {
+				continue
+			}
+			if f := db.inflight[idemKey{wsKey{tenant, ins[i].Workspace}, ins[i].IdempotencyKey}]; f != nil {
+				wait = f
+				break
+			}
+		}
+		if wait != nil {
+			db.idemMu.Unlock()
+			<-wait.done
+			continue
+		}
+		var reserved []idemKey
+		firstInBatch := map[idemKey]int{}
+		for i := range ins {
+			if ins[i].IdempotencyKey == "" {
+				continue
+			}
+			k := idemKey{wsKey{tenant, ins[i].Workspace}, ins[i].IdempotencyKey}
+			if j, ok := firstInBatch[k]; ok {
+				prepared[i] = nil
+				results[i] = resultOf(prepared[j].a, prepared[j].spans, true)
+				continue
+			}
+			a, spans, ok, err := db.findIdempotent(k)
+			if err != nil {
+				for _, r := range reserved {
+					close(db.inflight[r].done)
+					delete(db.inflight, r)
+				}
+				db.idemMu.Unlock()
+				return nil, err
+			}
+			if ok {
+				prepared[i] = nil
+				results[i] = resultOf(a, spans, true)
+				continue
+			}
+			firstInBatch[k] = i
+			db.inflight[k] = &inflightIngest{done: make(chan struct{})}
+			reserved = append(reserved, k)
+		}
+		db.idemMu.Unlock()
+		return reserved, nil
+	}
+}
+
+func (db *DB) release(keys []idemKey) {
+	if len(keys) == 0 {
+		return
+	}
+	db.idemMu.Lock()
+	for _, k := range keys {
+		close(db.inflight[k].done)
+		delete(db.inflight, k)
+	}
+	db.idemMu.Unlock()
+}
+
+func resultOf(a *artifact.Artifact, spans []artifact.Span, replayed bool) IngestResult {
+	ids := make([]uuid.UUID, len(spans))
+	for i := range spans {
+		ids[i] = spans[i].ID
+	}
+	return IngestResult{ArtifactID: a.ID, ContentHash: a.ContentHash, SpanIDs: ids,
+		Created: time.UnixMicro(a.IngestedAt).UTC(), Indexed: a.Indexed, Replayed: replayed}
+}
+
+// prepare builds the artifact and its spans: ids, content hash, text
+// extraction, chunking and token counts. It runs on the caller's goroutine so
+// concurrent ingests use every core.
+func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtifact, error) {
+	ts := now
+	if !in.Timestamp.IsZero() {
+		ts = in.Timestamp
+	}
+	a := &artifact.Artifact{
+		ID: uuid.New(), Tenant: tenant, Workspace: in.Workspace, Type: in.Type, ActorID: in.ActorID,
+		SessionID: in.SessionID, ThreadID: in.ThreadID, IdempotencyKey: in.IdempotencyKey,
+		Timestamp: ts.UnixMicro(), IngestedAt: now.UnixMicro(),
+		Permissions: clonePermissions(in.Permissions), Payload: bytes.Clone(in.Payload), Indexed: true,
+	}
+	a.ContentHash = artifact.ContentHash(a.Payload)
+	var spans []artifact.Span
+	if len(a.Payload) > 0 {
+		extracted, err := text.Extract(a.Type, a.Payload)
+		if err != nil {
+			return nil, &InvalidError{Field: "raw_payload", Reason: err.Error()}
+		}
+		for i, c := range text.Chunks(extracted, db.opts.TokenCounter, SpanTargetTokens, SpanMaxTokens) {
+			spans = append(spans, artifact.Span{
+				ID: uuid.New(), ArtifactID: a.ID, Ordinal: uint32(i), Start: uint32(c.Start), End: uint32(c.End),
+				Tokens: uint32(c.Tokens), Timestamp: a.Timestamp, Text: c.Text,
+			})
+		}
+	}
+	return &headArtifact{a: a, spans: spans}, nil
+}
+
+func clonePermissions(p artifact.Permissions) artifact.Permissions {
+	clone := func(s []string) []string {
+		if len(s) == 0 {
+			return nil
+		}
+		return append([]string(nil), s...)
+	}
+	return artifact.Permissions{Visibility: p.Visibility, AllowedActors: clone(p.AllowedActors),
+		DeniedActors: clone(p.DeniedActors), RBACTags: clone(p.RBACTags)}
+}
+
+// validateInput checks one artifact; the field names are those of the API.
+func validateInput(in *IngestInput) *InvalidError {
+	if err := checkID("workspace_id", in.Workspace, true); err != nil {
+		return err
+	}
+	if err := checkID("actor_id", in.ActorID, true); err != nil {
+		return err
+	}
+	if in.Type == "" {
+		return &InvalidError{"artifact_type", "is required"}
+	}
+	if !artifact.ValidType(in.Type) {
+		return &InvalidError{"artifact_type", fmt.Sprintf("unknown value %q; allowed: %v", in.Type, artifact.Types)}
+	}
+	for _, f := range []struct{ name, v string }{{"idempotency_key", in.IdempotencyKey}, {"session_id", in.SessionID}, {"thread_id", in.ThreadID}} {
+		if err := checkID(f.name, f.v, false); err != nil {
+			return err
+		}
+	}
+	if len(in.Payload) > 0 {
+		if !json.Valid(in.Payload) {
+			return &InvalidError{"raw_payload", "is not valid JSON"}
+		}
+		switch firstNonSpace(in.Payload) {
+		case '{', '[', '"':
+		default:
+			return &InvalidError{"raw_payload", "must be a JSON object, string or array"}
+		}
+	}
+	switch in.Permissions.Visibility {
+	case "", "public", "private", "restricted":
+	default:
+		return &InvalidError{"permissions.visibility", fmt.Sprintf("unknown value %q; allowed: public, private, restricted", in.Permissions.Visibility)}
+	}
+	for _, l := range []struct {
+		name string
+		v    []string
+	}{{"permissions.allowed_actors", in.Permissions.AllowedActors}, {"permissions.denied_actors", in.Permissions.DeniedActors}, {"permissions.rbac_tags", in.Permissions.RBACTags}} {
+		for i, s := range l.v {
+			if err := checkID(fmt.Sprintf("%s[%d]", l.name, i), s, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkID(field, v string, required bool) *InvalidError {
+	switch {
+	case v == "" && required:
+		return &InvalidError{field, "is required"}
+	case len(v) > MaxIDLength:
+		return &InvalidError{field, fmt.Sprintf("is %d bytes, longer than the limit of %d", len(v), MaxIDLength)}
+	case !utf8.ValidString(v):
+		return &InvalidError{field, "is not valid UTF-8"}
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return &InvalidError{field, "contains a control character"}
+		}
+	}
+	return nil
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// trimIndex turns "artifacts[0].field" into "field" for single ingests.
+func trimIndex(field string) string {
+	if i := bytes.IndexByte([]byte(field), '.'); i >= 0 && bytes.HasPrefix([]byte(field), []byte("artifacts[")) {
+		return field[i+1:]
+	}
+	return field
+}

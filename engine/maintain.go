@@ -1,0 +1,370 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/segment"
+)
+
+// maintenanceRetry is how often failed background work is retried.
+const maintenanceRetry = time.Second
+
+func (db *DB) kickMaintenance() {
+	select {
+	case db.kick <- struct{}{}:
+	default:
+	}
+}
+
+// maintain is the background goroutine: it flushes a full head and compacts,
+// retrying after failures (a full disk, say) without blocking ingest.
+func (db *DB) maintain() {
+	defer close(db.done)
+	retry := time.NewTicker(maintenanceRetry)
+	defer retry.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-db.kick:
+		case <-retry.C:
+			db.maintMu.Lock()
+			failed := db.maintErr != nil
+			db.maintMu.Unlock()
+			if !failed {
+				continue
+			}
+		}
+		db.maintMu.Lock()
+		db.mu.RLock()
+		full := db.head.bytes >= db.opts.FlushThreshold || len(db.frozen) > 0 || db.head.erasures > 0
+		db.mu.RUnlock()
+		var err error
+		if full {
+			err = db.flushLocked()
+		}
+		if err == nil {
+			err = db.compactLocked(db.opts.CompactionMinSegments)
+		}
+		if err != nil {
+			db.log.Error("engine: background maintenance failed; will retry", "err", err)
+		}
+		db.maintErr = err
+		db.maintMu.Unlock()
+	}
+}
+
+// Flush writes the head to a segment now and moves the WAL checkpoint past it.
+func (db *DB) Flush() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	return db.flushLocked()
+}
+
+// Compact flushes, then merges every run of small segments and rewrites every
+// segment holding erased data, so erased bytes are gone from disk afterwards.
+func (db *DB) Compact() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	if err := db.flushLocked(); err != nil {
+		return err
+	}
+	return db.compactLocked(2)
+}
+
+// flushLocked freezes the active head at a WAL rotation and writes every
+// frozen head to a segment. Callers hold maintMu.
+func (db *DB) flushLocked() error {
+	db.mu.RLock()
+	empty := db.head.records == 0
+	db.mu.RUnlock()
+	if !empty {
+		_, err := db.wal.Rotate(func(newIndex int) {
+			db.mu.Lock()
+			h := db.head
+			h.walIndex = newIndex
+			db.frozen = append(db.frozen, h)
+			db.head = newHead()
+			db.mu.Unlock()
+		})
+		if err != nil {
+			return fmt.Errorf("engine: flush: rotate wal: %w", err)
+		}
+	}
+	for {
+		db.mu.RLock()
+		if len(db.frozen) == 0 {
+			db.mu.RUnlock()
+			return nil
+		}
+		h := db.frozen[0]
+		data := h.segmentData(db.hidden)
+		db.mu.RUnlock()
+		if err := db.flushHead(h, data); err != nil {
+			return err
+		}
+	}
+}
+
+// flushHead writes one frozen head as a segment and commits it in a new
+// manifest whose checkpoint is past the head's WAL files.
+func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
+	start := time.Now()
+	m := db.manifest
+	m.Segments = append([]segmentEntry(nil), m.Segments...)
+	var ls *liveSegment
+	if len(data) > 0 {
+		var err error
+		if ls, err = db.writeSegment(&m, data); err != nil {
+			return fmt.Errorf("engine: flush: %w", err)
+		}
+		m.Segments = append(m.Segments, ls.entry)
+	}
+	m.Checkpoint = h.walIndex
+	if h.maxSeq > m.LastSeq {
+		m.LastSeq = h.maxSeq
+	}
+	if err := db.commitManifest(&m, ls, nil); err != nil {
+		return fmt.Errorf("engine: flush: %w", err)
+	}
+	db.mu.Lock()
+	if ls != nil {
+		db.segments = append(db.segments, ls)
+	}
+	db.frozen = db.frozen[1:]
+	db.mu.Unlock()
+	if err := db.wal.RemoveBefore(m.Checkpoint); err != nil {
+		db.log.Warn("engine: removing checkpointed wal files failed; retried at next flush", "err", err)
+	}
+	db.log.Info("engine: flushed head", "artifacts", len(h.byID), "bytes", h.bytes, "wal_checkpoint", m.Checkpoint, "took", time.Since(start).Round(time.Microsecond))
+	return nil
+}
+
+// writeSegment writes and opens a new segment, taking its id from m.
+func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegment, error) {
+	id := m.NextSegmentID
+	m.NextSegmentID++
+	db.manifest.NextSegmentID = m.NextSegmentID // never reuse an id, even if this attempt fails
+	dir := filepath.Join(db.dir, segmentDir)
+	info, err := segment.Write(dir, id, data)
+	if err != nil {
+		return nil, err
+	}
+	s, err := segment.Open(filepath.Join(dir, segment.FileName(id)))
+	if err != nil {
+		return nil, err
+	}
+	return &liveSegment{Segment: s, entry: segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}}, nil
+}
+
+// commitManifest writes m with the current tombstones that still hide data.
+// On failure the new segment is closed (its file stays: if the manifest did
+// reach the disk it is referenced; if not, the next Open removes it).
+func (db *DB) commitManifest(m *manifest, added *liveSegment, remaining []*liveSegment) error {
+	db.mu.RLock()
+	m.Tombstones = m.Tombstones[:0:0]
+	for k, seq := range db.tombstones {
+		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
+	}
+	db.mu.RUnlock()
+	if err := writeManifest(db.dir, m); err != nil {
+		if added != nil {
+			added.Close()
+		}
+		return err
+	}
+	db.manifest = *m
+	return nil
+}
+
+// compactLocked merges runs of at least minRun small contiguous segments and
+// rewrites segments holding erased data, one run at a time. Merging only
+// neighbours keeps segments in Seq order. Callers hold maintMu.
+func (db *DB) compactLocked(minRun int) error {
+	for {
+		db.mu.RLock()
+		segs := append([]*liveSegment(nil), db.segments...)
+		lo, hi := db.planCompaction(segs, minRun)
+		db.mu.RUnlock()
+		if lo < 0 {
+			db.dropSpentTombstones()
+			return nil
+		}
+		if err := db.compactRun(segs, lo, hi); err != nil {
+			return fmt.Errorf("engine: compaction: %w", err)
+		}
+	}
+}
+
+// planCompaction returns the first run segs[lo:hi] worth rewriting, or -1.
+// Callers hold mu.
+func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
+	erased := func(s *liveSegment) bool {
+		for _, w := range s.Workspaces() {
+			if db.hidden(wsKey{w.Tenant, w.Workspace}, w.MinSeq) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < len(segs); {
+		if segs[i].entry.Size >= db.opts.CompactionMaxBytes {
+			if erased(segs[i]) {
+				return i, i + 1
+			}
+			i++
+			continue
+		}
+		j, hasErased := i, false
+		for j < len(segs) && segs[j].entry.Size < db.opts.CompactionMaxBytes {
+			hasErased = hasErased || erased(segs[j])
+			j++
+		}
+		if j-i >= minRun || hasErased {
+			return i, j
+		}
+		i = j
+	}
+	return -1, -1
+}
+
+// compactRun merges segs[lo:hi] into one segment (none if everything in them
+// was erased) and swaps it in.
+func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
+	start := time.Now()
+	run := segs[lo:hi]
+	data, err := db.mergeData(run)
+	if err != nil {
+		return err
+	}
+	m := db.manifest
+	var ls *liveSegment
+	if len(data) > 0 {
+		if ls, err = db.writeSegment(&m, data); err != nil {
+			return err
+		}
+	}
+	var entries []segmentEntry
+	for _, s := range segs[:lo] {
+		entries = append(entries, s.entry)
+	}
+	if ls != nil {
+		entries = append(entries, ls.entry)
+	}
+	for _, s := range segs[hi:] {
+		entries = append(entries, s.entry)
+	}
+	m.Segments = entries
+	if err := db.commitManifest(&m, ls, nil); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	live := append([]*liveSegment(nil), db.segments[:lo]...)
+	if ls != nil {
+		live = append(live, ls)
+	}
+	db.segments = append(live, db.segments[hi:]...)
+	db.mu.Unlock()
+	// No reader holds the old segments any more: readers hold mu.RLock for
+	// as long as they touch a segment, and the swap above took mu.Lock.
+	var inBytes int64
+	for _, s := range run {
+		inBytes += s.entry.Size
+		s.Close()
+		if err := os.Remove(s.Path()); err != nil {
+			db.log.Warn("engine: removing compacted segment failed", "file", s.Path(), "err", err)
+		}
+	}
+	var outBytes int64
+	if ls != nil {
+		outBytes = ls.entry.Size
+	}
+	db.log.Info("engine: compacted", "inputs", len(run), "in_bytes", inBytes, "out_bytes", outBytes, "took", time.Since(start).Round(time.Microsecond))
+	return nil
+}
+
+// mergeData reads the visible content of a run of segments, workspace by
+// workspace in Seq order.
+func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
+	byWS := map[wsKey]*segment.WorkspaceData{}
+	var order []wsKey
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	for _, s := range run {
+		for wi, w := range s.Workspaces() {
+			k := wsKey{w.Tenant, w.Workspace}
+			wd := byWS[k]
+			if wd == nil {
+				wd = &segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace}
+				byWS[k] = wd
+				order = append(order, k)
+			}
+			skip := map[uuid.UUID]bool{}
+			err := s.Artifacts(wi, func(a *artifact.Artifact) error {
+				if db.hidden(k, a.Seq) {
+					skip[a.ID] = true
+				} else {
+					wd.Artifacts = append(wd.Artifacts, a)
+				}
+				return nil
+			})
+			if err == nil {
+				err = s.Spans(wi, func(sp artifact.Span) error {
+					if !skip[sp.ArtifactID] {
+						wd.Spans = append(wd.Spans, sp)
+					}
+					return nil
+				})
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []segment.WorkspaceData
+	for _, k := range order {
+		if wd := byWS[k]; len(wd.Artifacts) > 0 {
+			out = append(out, *wd)
+		}
+	}
+	return out, nil
+}
+
+// dropSpentTombstones forgets erasures that no longer hide anything: no
+// segment or head holds older data of the workspace. The next manifest write
+// persists the shorter list.
+func (db *DB) dropSpentTombstones() {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.frozen) > 0 {
+		return
+	}
+	for k, seq := range db.tombstones {
+		spent := true
+		for _, s := range db.segments {
+			if w, ok := s.FindWorkspace(k.Tenant, k.Workspace); ok && s.Workspaces()[w].MinSeq < seq {
+				spent = false
+				break
+			}
+		}
+		// The active head dropped its older data when the erase was applied,
+		// and an erase record still in the WAL brings the tombstone back on
+		// replay together with the data it hides.
+		if spent {
+			delete(db.tombstones, k)
+		}
+	}
+}

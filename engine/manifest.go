@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// manifestName is the file that says which segments are live and where WAL
+// replay starts. It is replaced atomically (write temp, fsync, rename, fsync dir).
+const manifestName = "MANIFEST"
+
+var manifestMagic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
+
+const manifestVersion = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// manifest is the durable root of the engine's state: everything not in it is
+// recovered by replaying the WAL from Checkpoint.
+type manifest struct {
+	NextSegmentID uint64
+	Checkpoint    int    // index of the first WAL file replay needs; older files are garbage
+	LastSeq       uint64 // highest WAL sequence number whose effects live in segments
+	Segments      []segmentEntry
+	Tombstones    []tombstone // erased workspaces whose old data may still sit in segments
+}
+
+// segmentEntry names a live segment; Segments are kept in ascending sequence order.
+type segmentEntry struct {
+	ID             uint64
+	Size           int64
+	MinSeq, MaxSeq uint64
+}
+
+// tombstone hides every artifact of a workspace with Seq < Seq.
+type tombstone struct {
+	Tenant, Workspace string
+	Seq               uint64
+}
+
+func (m *manifest) encode() []byte {
+	body := binary.AppendUvarint(nil, m.NextSegmentID)
+	body = binary.AppendUvarint(body, uint64(m.Checkpoint))
+	body = binary.AppendUvarint(body, m.LastSeq)
+	body = binary.AppendUvarint(body, uint64(len(m.Segments)))
+	for _, s := range m.Segments {
+		body = binary.AppendUvarint(body, s.ID)
+		body = binary.AppendUvarint(body, uint64(s.Size))
+		body = binary.AppendUvarint(body, s.MinSeq)
+		body = binary.AppendUvarint(body, s.MaxSeq)
+	}
+	ts := append([]tombstone(nil), m.Tombstones...)
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Tenant != ts[j].Tenant {
+			return ts[i].Tenant < ts[j].Tenant
+		}
+		return ts[i].Workspace < ts[j].Workspace
+	})
+	body = binary.AppendUvarint(body, uint64(len(ts)))
+	for _, t := range ts {
+		body = appendString(body, t.Tenant)
+		body = appendString(body, t.Workspace)
+		body = binary.AppendUvarint(body, t.Seq)
+	}
+	out := make([]byte, 0, 20+len(body))
+	out = append(out, manifestMagic[:]...)
+	out = binary.LittleEndian.AppendUint32(out, manifestVersion)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
+	out = append(out, body...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out[8:], castagnoli))
+}
+
+// ManifestError reports a damaged manifest with the offset of the fault.
+type ManifestError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+func (e *ManifestError) Error() string {
+	return fmt.Sprintf("manifest %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+func decodeManifest(file string, b []byte) (*manifest, error) {
+	bad := func(off int, reason string) error {
+		return &ManifestError{File: file, Offset: int64(off), Reason: reason}
+	}
+	if len(b) < 20 {
+		return nil, bad(0, fmt.Sprintf("file is %d bytes, shorter than the 20-byte frame", len(b)))
+	}
+	if [8]byte(b[:8]) != manifestMagic {
+		return nil, bad(0, "bad magic")
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != manifestVersion {
+		return nil, bad(8, fmt.Sprintf("unsupported version %d", v))
+	}
+	n := int(binary.LittleEndian.Uint32(b[12:]))
+	if n != len(b)-20 {
+		return nil, bad(12, fmt.Sprintf("body length %d does not match file size %d", n, len(b)))
+	}
+	if got, want := crc32.Checksum(b[8:16+n], castagnoli), binary.LittleEndian.Uint32(b[16+n:]); got != want {
+		return nil, bad(16+n, fmt.Sprintf("checksum mismatch: computed %08x, stored %08x", got, want))
+	}
+	d := decoder{b: b[16 : 16+n], base: 16}
+	m := &manifest{}
+	m.NextSegmentID = d.uvarint()
+	m.Checkpoint = int(d.uvarint())
+	m.LastSeq = d.uvarint()
+	nseg := d.count(4)
+	for i := 0; i < nseg && d.err == nil; i++ {
+		m.Segments = append(m.Segments, segmentEntry{ID: d.uvarint(), Size: int64(d.uvarint()), MinSeq: d.uvarint(), MaxSeq: d.uvarint()})
+	}
+	nts := d.count(3)
+	for i := 0; i < nts && d.err == nil; i++ {
+		m.Tombstones = append(m.Tombstones, tombstone{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint()})
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, bad(d.off(), d.err.Error())
+	}
+	return m, nil
+}
+
+// readManifest returns (nil, nil) when the directory has no manifest yet.
+func readManifest(dir string) (*manifest, error) {
+	path := filepath.Join(dir, manifestName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	return decodeManifest(path, b)
+}
+
+// writeManifest replaces the manifest atomically.
+func writeManifest(dir string, m *manifest) error {
+	return writeFileAtomic(dir, manifestName, m.encode())
+}
+
+// writeFileAtomic writes name in dir so that a crash leaves either the old or
+// the new content, never a mix: temp file, fsync, rename, fsync of the directory.
+func writeFileAtomic(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads uvarint-framed fields and remembers the first error, so
+// decoding code reads straight through and checks once.
+type decoder struct {
+	b    []byte
+	base int // offset of b[0] in the file, for error messages
+	read int
+	err  error
+}
+
+func (d *decoder) off() int { return d.base + d.read }
+
+func (d *decoder) fail(reason string) {
+	if d.err == nil {
+		d.err = errors.New(reason)
+	}
+	d.b = nil
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	d.read += n
+	return v
+}
+
+// count reads an element count and rejects one that cannot fit in the rest
+// of the input, given each element takes at least minSize bytes.
+func (d *decoder) count(minSize int) int {
+	v := d.uvarint()
+	if d.err == nil && v > uint64(len(d.b)/minSize) {
+		d.fail(fmt.Sprintf("count %d exceeds remaining %d bytes", v, len(d.b)))
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(fmt.Sprintf("string length %d exceeds remaining %d bytes", n, len(d.b)))
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	d.read += int(n)
+	return s
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(fmt.Sprintf("length %d exceeds remaining %d bytes", n, len(d.b)))
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	d.read += int(n)
+	return v
+}

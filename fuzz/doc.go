@@ -1,0 +1,2 @@
+// Package fuzz holds the fuzz targets of Loci's on-disk formats.
+package fuzz

@@ -1,0 +1,99 @@
+package httpd
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/loci-memory/loci/engine"
+)
+
+// startServer runs a real server on a loopback port over a real engine.
+func startServer(t *testing.T) string {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := engine.Open(t.TempDir(), engine.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(db, Config{Version: "test", Logger: quiet})
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Shutdown()
+		db.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func TestHealth(t *testing.T) {
+	base := startServer(t)
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status  string         `json:"status"`
+		Version string         `json:"version"`
+		Storage map[string]any `json:"storage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || body.Status != "ok" || body.Version != "test" || body.Storage == nil {
+		t.Fatalf("health: %d %+v", resp.StatusCode, body)
+	}
+	if resp.Header.Get("X-Request-ID") == "" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("headers: %v", resp.Header)
+	}
+}
+
+func TestErrorsAreJSON(t *testing.T) {
+	base := startServer(t)
+	cases := []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"GET", "/nope", 404, ""},
+		{"POST", "/health", 405, "GET"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, base+c.path, strings.NewReader("{}"))
+		req.Header.Set("X-Request-ID", "client-id-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]string
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || body["detail"] == "" {
+			t.Fatalf("%s %s: %d %v", c.method, c.path, resp.StatusCode, body)
+		}
+		if resp.Header.Get("Allow") != c.allow {
+			t.Fatalf("%s %s: Allow %q", c.method, c.path, resp.Header.Get("Allow"))
+		}
+		if resp.Header.Get("X-Request-ID") != "client-id-1" {
+			t.Fatalf("a sane client request id must be echoed, got %q", resp.Header.Get("X-Request-ID"))
+		}
+	}
+	req, _ := http.NewRequest("GET", base+"/health", nil)
+	req.Header.Set("X-Request-ID", "bad id with spaces")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if id := resp.Header.Get("X-Request-ID"); len(id) != 36 {
+		t.Fatalf("an insane request id must be replaced by a UUID, got %q", id)
+	}
+}

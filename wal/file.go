@@ -1,0 +1,231 @@
+package wal
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// FileName returns the name of the log file with the given index.
+func FileName(index int) string {
+	return fmt.Sprintf("%08d.wal", index)
+}
+
+// parseFileName returns the index of a log file name, and false for any name
+// FileName would not produce.
+func parseFileName(name string) (int, bool) {
+	digits, ok := strings.CutSuffix(name, ".wal")
+	if !ok || len(digits) < 8 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	index, err := strconv.Atoi(digits)
+	if err != nil || index < 1 || FileName(index) != name {
+		return 0, false
+	}
+	return index, true
+}
+
+// Files lists the indexes of the log files in dir, ascending. Other names
+// and subdirectories are ignored.
+func Files(dir string) ([]int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var indexes []int
+	for _, e := range entries {
+		if index, ok := parseFileName(e.Name()); ok && !e.IsDir() {
+			indexes = append(indexes, index)
+		}
+	}
+	slices.Sort(indexes)
+	return indexes, nil
+}
+
+// fileHeader returns the 8-byte header every log file starts with.
+func fileHeader() []byte {
+	return append([]byte(fileMagic), formatVersion)
+}
+
+// createFile creates log file index in dir with its header, and makes both
+// the file and its directory entry durable before returning it.
+func createFile(dir string, index int, sync func(*os.File) error) (*os.File, error) {
+	path := filepath.Join(dir, FileName(index))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(fileHeader()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: write header of %s: %w", path, err)
+	}
+	if err := sync(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: sync %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// syncDir fsyncs a directory so that file creations, renames and removals
+// in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// reader reads the records of one log file in order, reusing one payload
+// buffer. It trusts the file size it is given, so a damaged length field is
+// recognised as torn without reading or allocating for it.
+type reader struct {
+	br   *bufio.Reader
+	path string
+	size int64 // bytes in the file
+	off  int64 // offset of the next record
+	hdr  [recordHeaderSize]byte
+	buf  []byte
+}
+
+func newReader(f *os.File, path string) (*reader, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &reader{br: bufio.NewReaderSize(f, 256<<10), path: path, size: fi.Size()}, nil
+}
+
+func (r *reader) corrupt(reason string, torn bool) *CorruptionError {
+	e := &CorruptionError{File: r.path, Offset: r.off, Reason: reason}
+	if torn {
+		e.cause = ErrShort
+	}
+	return e
+}
+
+// readFileHeader checks the file header. A missing or damaged header is a
+// *CorruptionError at offset 0. A well-formed header of another format
+// version is a plain error: that file may be intact, written by a newer
+// Loci, and must never be treated as damage and truncated.
+func (r *reader) readFileHeader() error {
+	if r.size < fileHeaderSize {
+		return r.corrupt(fmt.Sprintf("torn file header: %d of %d bytes", r.size, fileHeaderSize), true)
+	}
+	var h [fileHeaderSize]byte
+	if _, err := io.ReadFull(r.br, h[:]); err != nil {
+		return fmt.Errorf("wal: read %s: %w", r.path, err)
+	}
+	if string(h[:len(fileMagic)]) != fileMagic {
+		return r.corrupt(fmt.Sprintf("bad file magic %q", h[:len(fileMagic)]), false)
+	}
+	if v := h[len(fileMagic)]; v != formatVersion {
+		return fmt.Errorf("wal: %s: unsupported format version %d (want %d)", r.path, v, formatVersion)
+	}
+	r.off = fileHeaderSize
+	return nil
+}
+
+// next returns the next record, io.EOF at a clean end of file, a
+// *CorruptionError at a torn or corrupt record (r.off is then its offset), or
+// an I/O error. The payload is valid until the next call.
+func (r *reader) next() (Record, error) {
+	left := r.size - r.off
+	if left == 0 {
+		return Record{}, io.EOF
+	}
+	if left < recordHeaderSize {
+		return Record{}, r.corrupt(fmt.Sprintf("torn record header: %d of %d bytes", left, recordHeaderSize), true)
+	}
+	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
+		return Record{}, fmt.Errorf("wal: read %s at offset %d: %w", r.path, r.off, err)
+	}
+	length, reason := payloadLen(r.hdr[:])
+	if reason != "" {
+		return Record{}, r.corrupt(reason, false)
+	}
+	if have := left - recordHeaderSize; have < int64(length) {
+		return Record{}, r.corrupt(fmt.Sprintf("torn record payload: %d of %d bytes", have, length), true)
+	}
+	if cap(r.buf) < length {
+		r.buf = make([]byte, length)
+	}
+	payload := r.buf[:length]
+	if _, err := io.ReadFull(r.br, payload); err != nil {
+		return Record{}, fmt.Errorf("wal: read %s at offset %d: %w", r.path, r.off, err)
+	}
+	rec, reason := checkFrame(r.hdr[:], payload)
+	if reason != "" {
+		return Record{}, r.corrupt(reason, false)
+	}
+	r.off += recordHeaderSize + int64(length)
+	return rec, nil
+}
+
+// seqError reports a record whose sequence number does not exceed the one
+// before it. Its checksum is valid, so this is never a torn write.
+func seqError(path string, off int64, seq, prev uint64) *CorruptionError {
+	return &CorruptionError{File: path, Offset: off,
+		Reason: fmt.Sprintf("sequence number %d does not follow %d", seq, prev)}
+}
+
+// ScanFile reads the log file at path without changing it, calling fn for
+// each valid record with the record's offset; the payload is valid only
+// during the call. It stops at the first bad file header or record and
+// returns a *CorruptionError for it (errors.Is(err, ErrShort) if it is torn),
+// and also treats a sequence number that does not increase as corruption. It
+// returns nil if the file is clean to its end, and fn's error if fn fails.
+func ScanFile(path string, fn func(offset int64, r Record) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := newReader(f, path)
+	if err != nil {
+		return err
+	}
+	if err := r.readFileHeader(); err != nil {
+		return err
+	}
+	var prev uint64
+	for first := true; ; first = false {
+		off := r.off
+		rec, err := r.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !first && rec.Seq <= prev {
+			return seqError(path, off, rec.Seq, prev)
+		}
+		prev = rec.Seq
+		if err := fn(off, rec); err != nil {
+			return err
+		}
+	}
+}
