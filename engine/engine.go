@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,11 +113,19 @@ type DB struct {
 	inflight map[idemKey]*inflightIngest
 
 	// maintMu serialises flushes and compactions (and the manifest writes they make).
-	maintMu  sync.Mutex
-	maintErr error // last background failure, reported by Health
+	maintMu sync.Mutex
+
+	errMu    sync.Mutex // guards maintErr alone, so it can be read during a flush
+	maintErr error      // last background failure, reported by Health
+
+	// flushed is broadcast after every flush, waking ingests stalled by a
+	// head that outgrew the flusher (see waitForRoom).
+	stallMu sync.Mutex
+	flushed *sync.Cond
 
 	closeMu sync.RWMutex // held shared by every operation, exclusively by Close
 	closed  bool
+	closing atomic.Bool // set first thing in Close, so stalled ingests give up
 
 	kick chan struct{} // wakes the background maintainer
 	stop chan struct{}
@@ -144,6 +153,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	db.flushed = sync.NewCond(&db.stallMu)
 	uuid.EnableRandPool()
 	if err := db.recover(); err != nil {
 		db.closeFiles()
@@ -283,6 +293,10 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 // Close waits for in-flight operations, stops background work, syncs the WAL
 // and releases the directory. Acknowledged writes are durable before Close.
 func (db *DB) Close() error {
+	db.closing.Store(true)
+	db.stallMu.Lock()
+	db.flushed.Broadcast() // stalled ingests see closing and leave, so Lock below can proceed
+	db.stallMu.Unlock()
 	db.closeMu.Lock()
 	if db.closed {
 		db.closeMu.Unlock()
@@ -336,8 +350,12 @@ func (db *DB) Health() error {
 	if err := db.wal.Err(); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	db.maintMu.Lock()
-	defer db.maintMu.Unlock()
+	return db.maintenanceErr()
+}
+
+func (db *DB) maintenanceErr() error {
+	db.errMu.Lock()
+	defer db.errMu.Unlock()
 	return db.maintErr
 }
 
@@ -348,6 +366,7 @@ type Stats struct {
 	HeadBytes       int64  `json:"head_bytes"`
 	HeadArtifacts   int    `json:"head_artifacts"`
 	FrozenHeads     int    `json:"frozen_heads"`
+	FrozenBytes     int64  `json:"frozen_bytes"`
 	Tombstones      int    `json:"tombstones"`
 	WALCheckpoint   int    `json:"wal_checkpoint"`
 	WALCurrentIndex int    `json:"wal_current_file"`
@@ -362,6 +381,9 @@ func (db *DB) Stats() Stats {
 		WALCurrentIndex: db.wal.CurrentIndex(), NextSeq: db.wal.NextSeq()}
 	for _, s := range db.segments {
 		st.SegmentBytes += s.entry.Size
+	}
+	for _, h := range db.frozen {
+		st.FrozenBytes += h.bytes
 	}
 	return st
 }

@@ -27,7 +27,7 @@ func openTest(t *testing.T, dir string, opts Options) *DB {
 
 func chat(ws, content string) IngestInput {
 	return IngestInput{Workspace: ws, ActorID: "alice", Type: "chat_turn",
-		Payload: []byte(fmt.Sprintf(`{"role":"user","content":%q}`, content)),
+		Payload:   []byte(fmt.Sprintf(`{"role":"user","content":%q}`, content)),
 		Timestamp: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 }
 

@@ -93,6 +93,9 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		prepared[i] = ha
 	}
 
+	if err := db.waitForRoom(); err != nil {
+		return nil, err
+	}
 	results := make([]IngestResult, len(ins))
 	reserved, err := db.resolveIdempotency(tenant, ins, prepared, results)
 	if err != nil {

@@ -33,10 +33,7 @@ func (db *DB) maintain() {
 			return
 		case <-db.kick:
 		case <-retry.C:
-			db.maintMu.Lock()
-			failed := db.maintErr != nil
-			db.maintMu.Unlock()
-			if !failed {
+			if db.maintenanceErr() == nil {
 				continue
 			}
 		}
@@ -54,8 +51,47 @@ func (db *DB) maintain() {
 		if err != nil {
 			db.log.Error("engine: background maintenance failed; will retry", "err", err)
 		}
+		db.errMu.Lock()
 		db.maintErr = err
+		db.errMu.Unlock()
 		db.maintMu.Unlock()
+		if err != nil { // stalled ingests must see the failure, not wait for a flush that will not come
+			db.stallMu.Lock()
+			db.flushed.Broadcast()
+			db.stallMu.Unlock()
+		}
+	}
+}
+
+// stallFactor: ingest waits while unflushed heads hold more than this many
+// times FlushThreshold, so memory stays bounded when ingest outruns flushing.
+const stallFactor = 4
+
+// waitForRoom blocks an ingest while the heads are over the stall limit and
+// background flushing runs to bring them down. When flushing is failing it
+// returns the failure instead of letting memory grow without bound.
+func (db *DB) waitForRoom() error {
+	if db.opts.DisableBackground {
+		return nil
+	}
+	limit := stallFactor * db.opts.FlushThreshold
+	db.stallMu.Lock()
+	defer db.stallMu.Unlock()
+	for {
+		db.mu.RLock()
+		used := db.head.bytes
+		for _, h := range db.frozen {
+			used += h.bytes
+		}
+		db.mu.RUnlock()
+		if used < limit || db.closing.Load() {
+			return nil
+		}
+		if failing := db.maintenanceErr(); failing != nil {
+			return fmt.Errorf("engine: ingest refused: %d bytes await a flush, and flushing fails: %w", used, failing)
+		}
+		db.kickMaintenance()
+		db.flushed.Wait()
 	}
 }
 
@@ -146,6 +182,9 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	}
 	db.frozen = db.frozen[1:]
 	db.mu.Unlock()
+	db.stallMu.Lock()
+	db.flushed.Broadcast()
+	db.stallMu.Unlock()
 	if err := db.wal.RemoveBefore(m.Checkpoint); err != nil {
 		db.log.Warn("engine: removing checkpointed wal files failed; retried at next flush", "err", err)
 	}

@@ -1,12 +1,7 @@
 package text
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -16,23 +11,23 @@ import (
 // described in the package documentation. Extract fails only when payload is
 // not exactly one valid JSON value (surrounding white space allowed).
 func Extract(artifactType string, payload []byte) (string, error) {
-	v, err := decodeJSON(payload)
+	v, err := parseJSON(string(payload))
 	if err != nil {
 		return "", fmt.Errorf("text: %s payload: %w", artifactType, err)
 	}
 	var s string
-	switch v := v.(type) {
-	case string:
-		s = v
-	case map[string]any:
+	switch v.kind {
+	case jsonString:
+		s = v.str
+	case jsonObject:
 		var ok bool
-		if s, ok = structured(artifactType, v); !ok {
-			s = flatten(v, "\n")
+		if s, ok = structured(artifactType, &v); !ok {
+			s = flatten(&v, "\n")
 		}
 	default:
-		s = flatten(v, "\n")
+		s = flatten(&v, "\n")
 	}
-	// encoding/json already replaces invalid UTF-8 in strings; this guards the
+	// The decoder already replaces invalid UTF-8 in strings; this guards the
 	// invariant regardless of how the text was assembled.
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
@@ -40,38 +35,15 @@ func Extract(artifactType string, payload []byte) (string, error) {
 	return s, nil
 }
 
-// errTrailing reports data after the JSON value.
-var errTrailing = errors.New("invalid JSON: data after the top-level value")
-
-// decodeJSON decodes exactly one JSON value, keeping numbers as json.Number so
-// that they can be written as they appear.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if err == io.EOF {
-			return nil, errors.New("invalid JSON: empty")
-		}
-		return nil, err
-	}
-	for _, c := range data[dec.InputOffset():] {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return nil, errTrailing
-		}
-	}
-	return v, nil
-}
-
 // field is one labelled header line of a structured layout.
 type field struct {
 	label, value string
 }
 
-// structured renders m with the layout of artifactType. It reports false when
-// the type has no layout or m holds none of the fields the layout needs, in
-// which case the caller flattens m.
-func structured(artifactType string, m map[string]any) (string, bool) {
+// structured renders the object m with the layout of artifactType. It reports
+// false when the type has no layout or m holds none of the fields the layout
+// needs, in which case the caller flattens m.
+func structured(artifactType string, m *value) (string, bool) {
 	switch artifactType {
 	case "chat_turn":
 		content := body(lookup(m, "content", "text", "message", "parts"), false)
@@ -109,10 +81,8 @@ func structured(artifactType string, m map[string]any) (string, bool) {
 		}, transcript(lookup(m, "transcript", "segments", "utterances", "turns", "text", "content")))
 	case "tool_call":
 		args := lookup(m, "arguments", "args", "input", "parameters", "params")
-		if args == nil {
-			if fn, ok := m["function"].(map[string]any); ok {
-				args = lookup(fn, "arguments", "args", "input", "parameters", "params")
-			}
+		if fn := lookup(m, "function"); args == nil && fn != nil && fn.kind == jsonObject {
+			args = lookup(fn, "arguments", "args", "input", "parameters", "params")
 		}
 		return compose([]field{{"Tool", toolName(m)}}, body(args, true))
 	case "tool_result":
@@ -132,7 +102,17 @@ func structured(artifactType string, m map[string]any) (string, bool) {
 // compose writes the non-empty header fields as "Label: value" lines, then a
 // blank line and the body. It reports false when nothing was written.
 func compose(fields []field, body string) (string, bool) {
+	n := len(body) + 2
+	for _, f := range fields {
+		if f.value != "" {
+			n += len(f.label) + len(f.value) + 3
+		}
+	}
+	if n == len(body)+2 {
+		return body, body != ""
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for _, f := range fields {
 		if f.value == "" {
 			continue
@@ -145,20 +125,17 @@ func compose(fields []field, body string) (string, bool) {
 		b.WriteString(f.value)
 	}
 	if body != "" {
-		if b.Len() == 0 {
-			return body, true
-		}
 		b.WriteString("\n\n")
 		b.WriteString(body)
 	}
-	return b.String(), b.Len() > 0
+	return b.String(), true
 }
 
-// lookup returns the value of the first of keys that m holds with a
-// non-empty value, or nil.
-func lookup(m map[string]any, keys ...string) any {
+// lookup returns the value of the first of keys that the object m holds with
+// a non-empty value, or nil.
+func lookup(m *value, keys ...string) *value {
 	for _, k := range keys {
-		if v, ok := m[k]; ok && !empty(v) {
+		if v, ok := m.get(k); ok && !empty(v) {
 			return v
 		}
 	}
@@ -167,47 +144,47 @@ func lookup(m map[string]any, keys ...string) any {
 
 // empty reports whether v carries no text: null, a blank string, or an empty
 // array or object.
-func empty(v any) bool {
-	switch v := v.(type) {
-	case nil:
+func empty(v *value) bool {
+	switch v.kind {
+	case jsonNull:
 		return true
-	case string:
-		return strings.TrimSpace(v) == ""
-	case []any:
-		return len(v) == 0
-	case map[string]any:
-		return len(v) == 0
+	case jsonString:
+		return strings.TrimSpace(v.str) == ""
+	case jsonArray, jsonObject:
+		return len(v.elems) == 0
 	}
 	return false
 }
 
 // inline renders a header value on one line where it can: scalars as
 // written, arrays joined by ", ", objects flattened with "; " between lines.
-func inline(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strings.TrimSpace(v)
-	case json.Number:
-		return string(v)
-	case bool:
-		if v {
-			return "true"
-		}
-		return "false"
-	case []any:
-		return join(v, ", ", inline)
-	case map[string]any:
+// A nil v renders as "".
+func inline(v *value) string {
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case jsonString:
+		return strings.TrimSpace(v.str)
+	case jsonNumber, jsonBool:
+		return v.str
+	case jsonArray:
+		return join(v.elems, ", ", inline)
+	case jsonObject:
 		return flatten(v, "; ")
 	}
 	return ""
 }
 
 // people renders a person or a list of persons: "Name <email>" for objects.
-func people(v any) string {
-	switch v := v.(type) {
-	case []any:
-		return join(v, ", ", people)
-	case map[string]any:
+func people(v *value) string {
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case jsonArray:
+		return join(v.elems, ", ", people)
+	case jsonObject:
 		name := inline(lookup(v, "name", "display_name", "displayName"))
 		email := inline(lookup(v, "email", "address", "email_address"))
 		switch {
@@ -224,10 +201,10 @@ func people(v any) string {
 
 // when renders a calendar time: a string, or an object in the shape of the
 // Google Calendar API ({"dateTime": ..., "timeZone": ...}).
-func when(v any) string {
-	if m, ok := v.(map[string]any); ok {
-		if t := inline(lookup(m, "dateTime", "date_time", "datetime", "date")); t != "" {
-			if tz := inline(lookup(m, "timeZone", "time_zone", "timezone")); tz != "" {
+func when(v *value) string {
+	if v != nil && v.kind == jsonObject {
+		if t := inline(lookup(v, "dateTime", "date_time", "datetime", "date")); t != "" {
+			if tz := inline(lookup(v, "timeZone", "time_zone", "timezone")); tz != "" {
 				return t + " (" + tz + ")"
 			}
 			return t
@@ -237,15 +214,13 @@ func when(v any) string {
 }
 
 // toolName returns the tool name of a tool_call or tool_result payload.
-func toolName(m map[string]any) string {
+func toolName(m *value) string {
 	v := lookup(m, "tool", "tool_name", "toolName", "name")
-	if v == nil {
-		if fn, ok := m["function"].(map[string]any); ok {
-			v = lookup(fn, "name")
-		}
+	if fn := lookup(m, "function"); v == nil && fn != nil && fn.kind == jsonObject {
+		v = lookup(fn, "name")
 	}
-	if t, ok := v.(map[string]any); ok {
-		if name := lookup(t, "name"); name != nil {
+	if v != nil && v.kind == jsonObject {
+		if name := lookup(v, "name"); name != nil {
 			v = name
 		}
 	}
@@ -255,19 +230,22 @@ func toolName(m map[string]any) string {
 // body renders a long-text field: strings as they are, arrays as one part per
 // line, objects flattened. With jsonStrings, a string holding a JSON object
 // or array is decoded and flattened.
-func body(v any, jsonStrings bool) string {
-	switch v := v.(type) {
-	case string:
-		s := strings.TrimSpace(v)
+func body(v *value, jsonStrings bool) string {
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case jsonString:
+		s := strings.TrimSpace(v.str)
 		if jsonStrings && s != "" && (s[0] == '{' || s[0] == '[') {
-			if x, err := decodeJSON([]byte(s)); err == nil {
-				return flatten(x, "\n")
+			if x, err := parseJSON(s); err == nil {
+				return flatten(&x, "\n")
 			}
 		}
 		return s
-	case []any:
-		return join(v, "\n", part)
-	case map[string]any:
+	case jsonArray:
+		return join(v.elems, "\n", part)
+	case jsonObject:
 		return flatten(v, "\n")
 	}
 	return inline(v)
@@ -275,39 +253,37 @@ func body(v any, jsonStrings bool) string {
 
 // part renders one element of a body array: a string, the "text" of a
 // content part, or the flattened element.
-func part(v any) string {
-	if m, ok := v.(map[string]any); ok {
-		if s, ok := m["text"].(string); ok {
-			return strings.TrimSpace(s)
+func part(v *value) string {
+	switch v.kind {
+	case jsonString:
+		return strings.TrimSpace(v.str)
+	case jsonObject:
+		if t, ok := v.get("text"); ok && t.kind == jsonString {
+			return strings.TrimSpace(t.str)
 		}
-	}
-	if s, ok := v.(string); ok {
-		return strings.TrimSpace(s)
 	}
 	return flatten(v, "\n")
 }
 
 // transcript renders a meeting transcript: a string, or segments rendered as
 // "speaker: text" lines.
-func transcript(v any) string {
-	list, ok := v.([]any)
-	if !ok {
+func transcript(v *value) string {
+	if v == nil || v.kind != jsonArray {
 		return body(v, false)
 	}
-	return join(list, "\n", segment)
+	return join(v.elems, "\n", segment)
 }
 
 // segment renders one transcript segment.
-func segment(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok {
+func segment(v *value) string {
+	if v.kind != jsonObject {
 		return part(v)
 	}
-	text := body(lookup(m, "text", "content", "utterance"), false)
+	text := body(lookup(v, "text", "content", "utterance"), false)
 	if text == "" {
-		return flatten(m, "; ")
+		return flatten(v, "; ")
 	}
-	if speaker := inline(lookup(m, "speaker", "name", "role", "author")); speaker != "" {
+	if speaker := inline(lookup(v, "speaker", "name", "role", "author")); speaker != "" {
 		return speaker + ": " + text
 	}
 	return text
@@ -315,10 +291,10 @@ func segment(v any) string {
 
 // join renders each element of list with render and joins the non-empty
 // results with sep.
-func join(list []any, sep string, render func(any) string) string {
+func join(list []value, sep string, render func(*value) string) string {
 	var b strings.Builder
-	for _, e := range list {
-		s := render(e)
+	for i := range list {
+		s := render(&list[i])
 		if s == "" {
 			continue
 		}
@@ -330,9 +306,9 @@ func join(list []any, sep string, render func(any) string) string {
 	return b.String()
 }
 
-// flatten renders any decoded JSON value as "path: value" lines separated by
+// flatten renders a decoded JSON value as "path: value" lines separated by
 // sep, as described in the package documentation.
-func flatten(v any, sep string) string {
+func flatten(v *value, sep string) string {
 	f := flattener{sep: sep}
 	f.value(v)
 	return f.b.String()
@@ -346,42 +322,33 @@ type flattener struct {
 	path []byte
 }
 
-func (f *flattener) value(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			if k != "blob_pointer" {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
+func (f *flattener) value(v *value) {
+	switch v.kind {
+	case jsonObject:
 		n := len(f.path)
-		for _, k := range keys {
+		for _, i := range v.sortedMembers() {
+			k := v.keys[i]
+			if k == "blob_pointer" {
+				continue
+			}
 			if n > 0 {
 				f.path = append(f.path, '.')
 			}
 			f.path = append(f.path, k...)
-			f.value(v[k])
+			f.value(&v.elems[i])
 			f.path = f.path[:n]
 		}
-	case []any:
-		for _, e := range v {
-			f.value(e)
+	case jsonArray:
+		for i := range v.elems {
+			f.value(&v.elems[i])
 		}
-	case string:
-		if s := strings.TrimSpace(v); s != "" {
+	case jsonString:
+		if s := strings.TrimSpace(v.str); s != "" {
 			f.line(s)
 		}
-	case json.Number:
-		f.line(string(v))
-	case bool:
-		if v {
-			f.line("true")
-		} else {
-			f.line("false")
-		}
-	case nil:
+	case jsonNumber, jsonBool:
+		f.line(v.str)
+	case jsonNull:
 		f.line("null")
 	}
 }

@@ -285,15 +285,15 @@ func (Estimate) Count(s string) int {
 // Combining marks extend the run without adding weight.
 func scanWord(s string, i int, lower bool) (end, weight int) {
 	for i < len(s) {
-		if c := s[i]; c < utf8.RuneSelf {
-			switch asciiKinds[c] {
-			case kindLower:
-				lower = true
-			case kindUpper:
-				if lower {
-					return i, weight
-				}
-			default:
+		c := s[i]
+		if c-'a' < 26 {
+			lower = true
+			weight += 4
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			if c-'A' >= 26 || lower {
 				return i, weight
 			}
 			weight += 4

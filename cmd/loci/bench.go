@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/wal"
@@ -27,6 +28,7 @@ func runBench(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "data generator seed")
 	dir := fs.String("dir", "", "data directory (default: a temporary one, removed afterwards)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	var run func() (any, error)
 	switch name {
 	case "ingest":
@@ -55,6 +57,17 @@ func runBench(args []string) error {
 			return nil
 		}
 		return exitCode(2)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := run()
 	if err != nil {
