@@ -13,7 +13,8 @@
 //
 // In the structured layouts each field is looked up under the keys listed,
 // in that order; the first key holding a non-empty value wins. Keys are
-// matched exactly (case-sensitive). String values are trimmed of surrounding
+// matched exactly (case-sensitive); a key repeated in one object counts with
+// its last value, as everywhere in Extract. String values are trimmed of surrounding
 // white space; missing, null and empty fields are left out together with
 // their label. Fields not listed are ignored. A layout is a block of
 // "Label: value" header lines, then, when there are both headers and a body,

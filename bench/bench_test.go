@@ -1,0 +1,41 @@
+package bench
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/loci-memory/loci/wal"
+)
+
+func TestCorpusDeterministic(t *testing.T) {
+	a, b := NewCorpus(7), NewCorpus(7)
+	for i := 0; i < 200; i++ {
+		if x, y := a.Next("w"), b.Next("w"); !reflect.DeepEqual(x, y) {
+			t.Fatalf("item %d differs for the same seed", i)
+		}
+	}
+	if reflect.DeepEqual(NewCorpus(1).Next("w"), NewCorpus(2).Next("w")) {
+		t.Fatal("different seeds give the same data")
+	}
+}
+
+// The benchmarks run end to end at toy sizes, so their code stays working.
+func TestIngestSmall(t *testing.T) {
+	r, err := Ingest(IngestConfig{Dir: t.TempDir(), Writers: 4, Artifacts: 300, Sync: wal.SyncAlways, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Artifacts != 300 || r.ArtifactsPerS <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.DiskBytes <= r.PayloadBytes/2 || r.Fsync != "always" {
+		t.Fatalf("implausible result %+v", r)
+	}
+}
+
+func TestRestartSmall(t *testing.T) {
+	r, err := Restart(RestartConfig{Dir: t.TempDir(), Artifacts: 500, Seed: 1, Restarts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.OpenSeconds) != 2 || r.HeadArtifacts != 500 || r.DiskBytes <= 0 {
+		t.Fatalf("implausible result %+v", r)
+	}
+}
