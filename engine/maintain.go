@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -340,8 +341,15 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 	byWS := map[wsKey]*segment.WorkspaceData{}
 	var order []wsKey
+	// Read without mu: only maintenance (holding maintMu, as we do) closes
+	// segments, and holding mu for the whole read would stall the WAL writer.
 	db.mu.RLock()
-	defer db.mu.RUnlock()
+	tombstones := maps.Clone(db.tombstones)
+	db.mu.RUnlock()
+	hidden := func(k wsKey, seq uint64) bool {
+		t, ok := tombstones[k]
+		return ok && seq < t
+	}
 	for _, s := range run {
 		for wi, w := range s.Workspaces() {
 			k := wsKey{w.Tenant, w.Workspace}
@@ -353,7 +361,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 			}
 			skip := map[uuid.UUID]bool{}
 			err := s.Artifacts(wi, func(a *artifact.Artifact) error {
-				if db.hidden(k, a.Seq) {
+				if hidden(k, a.Seq) {
 					skip[a.ID] = true
 				} else {
 					wd.Artifacts = append(wd.Artifacts, a)

@@ -12,7 +12,7 @@ var (
 	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.SpeedFastest), // flush speed bounds ingest; see docs/benchmarks.md
-			zstd.WithEncoderCRC(false), // entries carry a CRC-32C already
+			zstd.WithEncoderCRC(false),               // entries carry a CRC-32C already
 			zstd.WithLowerEncoderMem(true),
 		)
 	})
