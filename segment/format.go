@@ -132,6 +132,11 @@ const maxZstdEntry = 32 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// ExtensionKind reports whether kind is a per-workspace section kind that
+// callers supply through WorkspaceData.Sections: the retrieval kinds
+// (32-47) and the workspace-event kinds (48-63).
+func ExtensionKind(kind uint16) bool { return kind >= 32 && kind < 64 }
+
 func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 var le = binary.LittleEndian

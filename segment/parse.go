@@ -122,7 +122,7 @@ func parse(name string, b []byte) (*Segment, error) {
 			haveIndex, s.idIndex = true, sec
 		case KindArtifacts, KindArtifactTable, KindIdempotency, KindSpans, KindSpanText:
 			perWS = true
-		default: // reserved or unknown: skipped, but must be well formed
+		default: // extension, reserved or unknown: must be well formed
 			if t.ws != allWorkspaces && uint64(t.ws) >= nws {
 				return nil, s.corrupt(at, "section %s has workspace index %d, segment has %d workspaces", kindName(t.kind), t.ws, nws)
 			}
@@ -130,6 +130,16 @@ func parse(name string, b []byte) (*Segment, error) {
 				if err := s.checkSection(i); err != nil {
 					return nil, err
 				}
+			}
+			if t.ws != allWorkspaces && ExtensionKind(t.kind) && t.flags&flagDeferredCRC == 0 {
+				w := &s.ws[t.ws]
+				if _, dup := w.extra[t.kind]; dup {
+					return nil, s.corrupt(at, "second %s section for workspace %d", kindName(t.kind), t.ws)
+				}
+				if w.extra == nil {
+					w.extra = map[uint16]span64{}
+				}
+				w.extra[t.kind] = sec
 			}
 			continue
 		}

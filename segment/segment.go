@@ -62,6 +62,7 @@ type wsMeta struct {
 	WorkspaceInfo
 	artifacts, table, idem, spans, text span64
 	idemCount                           uint64
+	extra                               map[uint16]span64 // extension sections by kind
 }
 
 // Open maps the file at path read-only and checks its structure: header and
@@ -193,6 +194,26 @@ func (s *Segment) workspace(ws int) (*wsMeta, error) {
 		return nil, fmt.Errorf("segment %s: no workspace %d (segment has %d)", s.name, ws, len(s.ws))
 	}
 	return &s.ws[ws], nil
+}
+
+// Section returns the bytes of a workspace's extension section of the given
+// kind, as written in WorkspaceData.Sections. The slice points into the
+// mapped file (no copy; its checksum was checked at Open) and is valid until
+// Close: callers must not keep it longer, nor modify it.
+func (s *Segment) Section(ws int, kind uint16) ([]byte, bool) {
+	if s.rlock() != nil {
+		return nil, false
+	}
+	defer s.mu.RUnlock()
+	w, err := s.workspace(ws)
+	if err != nil {
+		return nil, false
+	}
+	sec, ok := w.extra[kind]
+	if !ok {
+		return nil, false
+	}
+	return s.data[sec.off:sec.end():sec.end()], true
 }
 
 // FindArtifact looks id up in the segment-wide id index.

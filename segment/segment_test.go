@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -484,4 +485,42 @@ func TestConcurrentReadsAndClose(t *testing.T) {
 	}
 	s.Close()
 	wg.Wait()
+}
+
+func TestExtensionSections(t *testing.T) {
+	dir := t.TempDir()
+	a := &artifact.Artifact{ID: uuid.New(), Tenant: "t", Workspace: "w", Seq: 1, Type: "note", Payload: []byte(`"x"`)}
+	a.ContentHash = artifact.ContentHash(a.Payload)
+	post, vec := []byte("postings bytes"), bytes.Repeat([]byte{7}, 1000)
+	ws := []WorkspaceData{{Tenant: "t", Workspace: "w", Artifacts: []*artifact.Artifact{a},
+		Sections: []Section{{Kind: KindPostings, Data: post}, {Kind: KindVectors, Data: vec}}}}
+	if _, err := Write(dir, 1, ws); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(filepath.Join(dir, FileName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Section(0, KindPostings); !ok || !bytes.Equal(got, post) {
+		t.Fatalf("postings: %q %v", got, ok)
+	}
+	if got, ok := s.Section(0, KindVectors); !ok || !bytes.Equal(got, vec) {
+		t.Fatal("vectors differ")
+	}
+	if _, ok := s.Section(0, KindTermDict); ok {
+		t.Fatal("absent section found")
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, ok := s.Section(0, KindPostings); ok {
+		t.Fatal("section readable after Close")
+	}
+	for _, bad := range [][]Section{{{Kind: KindSpans, Data: nil}}, {{Kind: KindPostings}, {Kind: KindPostings}}} {
+		ws[0].Sections = bad
+		if _, err := Write(dir, 2, ws); err == nil {
+			t.Fatalf("Write accepted sections %v", bad)
+		}
+	}
 }

@@ -28,6 +28,18 @@ type WorkspaceData struct {
 	// artifact in artifact order, then by Ordinal, whatever the input order;
 	// each artifact's ordinals must be 0, 1, 2, ...
 	Spans []artifact.Span
+	// Sections are extra per-workspace sections (index data: postings, term
+	// dictionary, document lengths, vectors), stored as given after the
+	// workspace's own sections and checksummed like them. Kinds must be
+	// extension kinds (see ExtensionKind) and distinct.
+	Sections []Section
+}
+
+// Section is an extra per-workspace section: its kind and its bytes. Readers
+// get the bytes back with Segment.Section.
+type Section struct {
+	Kind uint16
+	Data []byte
 }
 
 // Info summarizes a segment.
@@ -176,6 +188,16 @@ func (p *wsPlan) plan(wsIdx uint32, ids *[]idRow) error {
 	}
 	if uint64(len(d.Artifacts)) > math.MaxUint32 || uint64(len(d.Spans)) > math.MaxUint32 {
 		return errors.New("too many artifacts or spans")
+	}
+	kinds := map[uint16]bool{}
+	for _, sec := range d.Sections {
+		if !ExtensionKind(sec.Kind) {
+			return fmt.Errorf("section kind %d is not an extension kind", sec.Kind)
+		}
+		if kinds[sec.Kind] {
+			return fmt.Errorf("two sections of kind %s", kindName(sec.Kind))
+		}
+		kinds[sec.Kind] = true
 	}
 	ordinals := make(map[uuid.UUID]uint32, len(d.Artifacts))
 	for i, a := range d.Artifacts {
@@ -465,5 +487,11 @@ func (w *sectionWriter) writeWorkspace(wsIdx uint32, p *wsPlan) error {
 		w.write([]byte(d.Spans[si].Text))
 	}
 	w.end(KindSpanText, flagDeferredCRC, wsIdx)
+
+	for _, sec := range d.Sections {
+		w.begin()
+		w.write(sec.Data)
+		w.end(sec.Kind, 0, wsIdx)
+	}
 	return w.err
 }
