@@ -255,11 +255,11 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		if decoded != nil {
 			ha = decoded.(*headArtifact)
 		} else {
-			a, spans, err := decodeArtifactRecord(payload)
+			a, spans, vecs, err := decodeArtifactRecord(payload)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
-			ha = &headArtifact{a: a, spans: spans}
+			ha = &headArtifact{a: a, spans: spans, vecs: vecs}
 		}
 		ha.a.Seq = seq
 		db.mu.Lock()

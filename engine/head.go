@@ -16,6 +16,8 @@ type wsKey struct {
 type headArtifact struct {
 	a     *artifact.Artifact
 	spans []artifact.Span
+	vecs  *spanVectors // nil: no embeddings (embedder unavailable at ingest)
+	terms [][]string   // analyzed terms per span, from prepare until applied
 }
 
 // headWorkspace is one workspace's part of a head, artifacts in Seq order.

@@ -110,7 +110,7 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		}
 		entries = append(entries, wal.Entry{
 			Type:    uint8(recArtifact),
-			Payload: encodeArtifactRecord(nil, ha.a, ha.spans),
+			Payload: encodeArtifactRecord(nil, ha.a, ha.spans, ha.vecs),
 			Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
 		})
 		results[i] = resultOf(ha.a, ha.spans, false)

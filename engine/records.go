@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/loci-memory/loci/artifact"
 )
@@ -54,49 +55,114 @@ func (t recordType) String() string {
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
-// encodeArtifactRecord: version | artifact encoding | uvarint span count | span encodings.
-// Artifact.Seq is not trusted from the payload: the record's WAL seq is the truth.
-func encodeArtifactRecord(dst []byte, a *artifact.Artifact, spans []artifact.Span) []byte {
+// spanVectors are the quantized embeddings of an artifact's spans in one
+// model's space: span i's vector is Data[i*Dim:(i+1)*Dim] with scale
+// Scales[i] (0: no vector). They are stored in the WAL record because a
+// remote embedder cannot be asked again at replay.
+type spanVectors struct {
+	Model  string
+	Dim    int
+	Data   []int8
+	Scales []float32
+}
+
+// encodeArtifactRecord: version | artifact encoding | uvarint span count |
+// span encodings | vectors flag byte (0 none, 1 present) | when present, the
+// vector block: string model, uvarint dim, then per span f32 scale bits (u32
+// LE) and dim int8. Artifact.Seq is not trusted from the payload: the
+// record's WAL seq is the truth.
+func encodeArtifactRecord(dst []byte, a *artifact.Artifact, spans []artifact.Span, vecs *spanVectors) []byte {
 	dst = append(dst, recordVersion)
 	dst = artifact.AppendArtifact(dst, a)
 	dst = binary.AppendUvarint(dst, uint64(len(spans)))
 	for i := range spans {
 		dst = artifact.AppendSpan(dst, &spans[i])
 	}
+	if vecs == nil || len(spans) == 0 {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = appendString(dst, vecs.Model)
+	dst = binary.AppendUvarint(dst, uint64(vecs.Dim))
+	for i := range spans {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(vecs.Scales[i]))
+		for _, v := range vecs.Data[i*vecs.Dim : (i+1)*vecs.Dim] {
+			dst = append(dst, byte(v))
+		}
+	}
 	return dst
 }
 
-func decodeArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, error) {
+// maxVectorDim bounds the dimension a record may claim.
+const maxVectorDim = 1 << 14
+
+func decodeVectorBlock(b []byte, spans int) (*spanVectors, error) {
+	d := decoder{b: b}
+	v := &spanVectors{Model: d.string()}
+	dim := d.uvarint()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if dim == 0 || dim > maxVectorDim || v.Model == "" {
+		return nil, fmt.Errorf("bad vector block: model %q, dim %d", v.Model, dim)
+	}
+	v.Dim = int(dim)
+	if uint64(len(d.b)) != uint64(spans)*(4+dim) {
+		return nil, fmt.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", len(d.b), uint64(spans)*(4+dim), spans, dim)
+	}
+	v.Data = make([]int8, spans*v.Dim)
+	v.Scales = make([]float32, spans)
+	rest := d.b
+	for i := 0; i < spans; i++ {
+		v.Scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest))
+		for j := 0; j < v.Dim; j++ {
+			v.Data[i*v.Dim+j] = int8(rest[4+j])
+		}
+		rest = rest[4+v.Dim:]
+	}
+	return v, nil
+}
+
+func decodeArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, *spanVectors, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, nil, fmt.Errorf("artifact record: unsupported version")
+		return nil, nil, nil, fmt.Errorf("artifact record: unsupported version")
 	}
 	b = b[1:]
 	a, n, err := artifact.DecodeArtifact(b)
 	if err != nil {
-		return nil, nil, fmt.Errorf("artifact record: %w", err)
+		return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
 	}
 	b = b[n:]
 	cnt, n := binary.Uvarint(b)
 	if n <= 0 || cnt > uint64(len(b)) {
-		return nil, nil, fmt.Errorf("artifact record: bad span count")
+		return nil, nil, nil, fmt.Errorf("artifact record: bad span count")
 	}
 	b = b[n:]
 	spans := make([]artifact.Span, 0, cnt)
 	for i := uint64(0); i < cnt; i++ {
 		s, n, err := artifact.DecodeSpan(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("artifact record: span %d: %w", i, err)
+			return nil, nil, nil, fmt.Errorf("artifact record: span %d: %w", i, err)
 		}
 		if s.ArtifactID != a.ID {
-			return nil, nil, fmt.Errorf("artifact record: span %d belongs to artifact %s, not %s", i, s.ArtifactID, a.ID)
+			return nil, nil, nil, fmt.Errorf("artifact record: span %d belongs to artifact %s, not %s", i, s.ArtifactID, a.ID)
 		}
 		spans = append(spans, s)
 		b = b[n:]
 	}
-	if len(b) != 0 {
-		return nil, nil, fmt.Errorf("artifact record: %d trailing bytes", len(b))
+	var vecs *spanVectors
+	switch {
+	case len(b) == 0:
+		return nil, nil, nil, fmt.Errorf("artifact record: missing vectors flag")
+	case b[0] == 0 && len(b) == 1:
+	case b[0] == 1 && len(spans) > 0:
+		if vecs, err = decodeVectorBlock(b[1:], len(spans)); err != nil {
+			return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("artifact record: bad vectors flag %d or %d trailing bytes", b[0], len(b)-1)
 	}
-	return &a, spans, nil
+	return &a, spans, vecs, nil
 }
 
 // encodeEraseRecord: version | tenant | workspace.

@@ -171,7 +171,7 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 			lastSeq = rec.Seq
 			switch recordType(rec.Type) {
 			case recArtifact:
-				a, spans, err := decodeArtifactRecord(rec.Payload)
+				a, spans, _, err := decodeArtifactRecord(rec.Payload)
 				if err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 					return nil

@@ -196,6 +196,41 @@ func (s *Segment) workspace(ws int) (*wsMeta, error) {
 	return &s.ws[ws], nil
 }
 
+// SpanID returns the id of span i of workspace ws (its row in file order)
+// without reading its text: search uses it to break score ties.
+func (s *Segment) SpanID(ws int, i int) (uuid.UUID, bool) {
+	if s.rlock() != nil {
+		return uuid.UUID{}, false
+	}
+	defer s.mu.RUnlock()
+	w, err := s.workspace(ws)
+	if err != nil || i < 0 || uint64(i) >= uint64(w.Spans) {
+		return uuid.UUID{}, false
+	}
+	var id uuid.UUID
+	at := w.spans.off + uint64(i)*spanRowSize
+	copy(id[:], s.data[at:at+16])
+	return id, true
+}
+
+// Span returns span i of workspace ws (its row in file order), text
+// checksum verified, copied out of the mapping.
+func (s *Segment) Span(ws int, i int) (artifact.Span, error) {
+	if err := s.rlock(); err != nil {
+		return artifact.Span{}, err
+	}
+	defer s.mu.RUnlock()
+	w, err := s.workspace(ws)
+	if err != nil {
+		return artifact.Span{}, err
+	}
+	if i < 0 || uint64(i) >= uint64(w.Spans) {
+		return artifact.Span{}, fmt.Errorf("segment %s: workspace %d has no span %d", s.name, ws, i)
+	}
+	sp, _, err := s.readSpan(w, uint64(i))
+	return sp, err
+}
+
 // Section returns the bytes of a workspace's extension section of the given
 // kind, as written in WorkspaceData.Sections. The slice points into the
 // mapped file (no copy; its checksum was checked at Open) and is valid until

@@ -524,3 +524,35 @@ func TestExtensionSections(t *testing.T) {
 		}
 	}
 }
+
+func TestSpanByIndex(t *testing.T) {
+	dir := t.TempDir()
+	a := &artifact.Artifact{ID: uuid.New(), Tenant: "t", Workspace: "w", Seq: 1, Type: "note", Payload: []byte(`"x"`)}
+	a.ContentHash = artifact.ContentHash(a.Payload)
+	spans := []artifact.Span{
+		{ID: uuid.New(), ArtifactID: a.ID, Ordinal: 0, Start: 0, End: 3, Tokens: 1, Text: "one"},
+		{ID: uuid.New(), ArtifactID: a.ID, Ordinal: 1, Start: 4, End: 7, Tokens: 1, Text: "two"},
+	}
+	if _, err := Write(dir, 1, []WorkspaceData{{Tenant: "t", Workspace: "w", Artifacts: []*artifact.Artifact{a}, Spans: spans}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(filepath.Join(dir, FileName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, want := range spans {
+		if id, ok := s.SpanID(0, i); !ok || id != want.ID {
+			t.Fatalf("SpanID(%d) = %v %v", i, id, ok)
+		}
+		if got, err := s.Span(0, i); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("Span(%d) = %+v %v", i, got, err)
+		}
+	}
+	if _, ok := s.SpanID(0, 2); ok {
+		t.Fatal("SpanID out of range")
+	}
+	if _, err := s.Span(1, 0); err == nil {
+		t.Fatal("Span of a missing workspace")
+	}
+}
