@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -42,6 +44,12 @@ type Options struct {
 	DisableBackground bool
 	// TokenCounter counts span tokens at indexing (default text.Estimate).
 	TokenCounter text.TokenCounter
+	// Embedder embeds span texts at ingest and queries at search (default:
+	// the built-in GloVe embedder). NoEmbedder turns the semantic channel off.
+	Embedder   vecindex.Embedder
+	NoEmbedder bool
+	// BM25 parameters of the lexical channel (default invindex.DefaultBM25).
+	BM25 invindex.BM25
 	// Logger receives recovery and maintenance messages (default slog.Default()).
 	Logger *slog.Logger
 	// Now returns the current time (default time.Now); ingest uses it for
@@ -64,6 +72,15 @@ func (o *Options) setDefaults() {
 	}
 	if o.TokenCounter == nil {
 		o.TokenCounter = text.Estimate{}
+	}
+	if o.Embedder == nil && !o.NoEmbedder {
+		o.Embedder = vecindex.NewGloVe()
+	}
+	if o.NoEmbedder {
+		o.Embedder = nil
+	}
+	if o.BM25 == (invindex.BM25{}) {
+		o.BM25 = invindex.DefaultBM25
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -135,6 +152,30 @@ type DB struct {
 type liveSegment struct {
 	*segment.Segment
 	entry segmentEntry
+	parts []segParts // per workspace of the segment
+}
+
+// openLiveSegment opens a segment file and its index parts.
+func openLiveSegment(path string, e segmentEntry) (*liveSegment, error) {
+	s, err := segment.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := openSegmentParts(s)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &liveSegment{Segment: s, entry: e, parts: parts}, nil
+}
+
+// embedModel returns the model name and dimension of the engine's embedder
+// ("" and 0 without one).
+func (db *DB) embedModel() (string, int) {
+	if db.opts.Embedder == nil {
+		return "", 0
+	}
+	return db.opts.Embedder.Model(), db.opts.Embedder.Dim()
 }
 
 // Open opens or creates the data directory dir. It takes an exclusive lock on
@@ -198,11 +239,11 @@ func (db *DB) recover() error {
 		if st.Size() != e.Size {
 			return fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
 		}
-		s, err := segment.Open(path)
+		ls, err := openLiveSegment(path, e)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-		db.segments = append(db.segments, &liveSegment{Segment: s, entry: e})
+		db.segments = append(db.segments, ls)
 	}
 	start := time.Now()
 	var replayed int
@@ -262,8 +303,9 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 			ha = &headArtifact{a: a, spans: spans, vecs: vecs}
 		}
 		ha.a.Seq = seq
+		model, dim := db.embedModel()
 		db.mu.Lock()
-		db.head.add(ha.a, ha.spans)
+		db.head.add(ha, model, dim)
 		over := db.head.bytes >= db.opts.FlushThreshold
 		db.mu.Unlock()
 		if over && decoded != nil {

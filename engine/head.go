@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
+	"github.com/loci-memory/loci/vecindex"
 )
 
 // wsKey identifies a workspace. Workspaces belong to a tenant, so two tenants
@@ -20,12 +24,23 @@ type headArtifact struct {
 	terms [][]string   // analyzed terms per span, from prepare until applied
 }
 
-// headWorkspace is one workspace's part of a head, artifacts in Seq order.
+// headWorkspace is one workspace's part of a head, artifacts in Seq order,
+// with its search structures: document i of lex and row i of vec are span
+// refs[i].
 type headWorkspace struct {
 	key       wsKey
 	artifacts []*headArtifact
 	idem      map[string]*headArtifact
 	spans     int
+	lex       *invindex.MemIndex
+	vec       *vecindex.MemVectors // nil when the engine has no embedder
+	refs      []spanRef
+}
+
+// spanRef locates span i of a head artifact.
+type spanRef struct {
+	ha *headArtifact
+	i  int
 }
 
 // head holds what the WAL has made durable since the last rotation. The
@@ -46,22 +61,50 @@ func newHead() *head {
 	return &head{workspaces: map[wsKey]*headWorkspace{}, byID: map[uuid.UUID]*headArtifact{}}
 }
 
-// add applies an artifact record. Records arrive in Seq order.
-func (h *head) add(a *artifact.Artifact, spans []artifact.Span) {
+// add applies an artifact record. Records arrive in Seq order. Spans are
+// indexed with ha.terms when prepare computed them (the live path), else
+// analyzed here (replay). Vectors of another model than the engine's, or
+// none, index as zero vectors: no semantic signal.
+func (h *head) add(ha *headArtifact, model string, dim int) {
+	a, spans := ha.a, ha.spans
 	k := wsKey{a.Tenant, a.Workspace}
 	w := h.workspaces[k]
 	if w == nil {
-		w = &headWorkspace{key: k, idem: map[string]*headArtifact{}}
+		w = &headWorkspace{key: k, idem: map[string]*headArtifact{}, lex: invindex.NewMemIndex()}
+		if model != "" {
+			w.vec = vecindex.NewMemVectors(model, dim)
+		}
 		h.workspaces[k] = w
 	}
-	ha := &headArtifact{a: a, spans: spans}
+	terms := ha.terms
+	if terms == nil {
+		terms = analyzeSpans(spans)
+	}
+	ha.terms = nil
+	vecs := ha.vecs
+	if vecs != nil && (vecs.Model != model || vecs.Dim != dim) {
+		vecs = nil
+	}
+	var indexBytes int64
+	for i := range spans {
+		w.lex.Add(spans[i].ID, terms[i])
+		if w.vec != nil {
+			if vecs != nil {
+				w.vec.Add(spans[i].ID, vecs.Data[i*dim:(i+1)*dim], vecs.Scales[i])
+			} else {
+				w.vec.Add(spans[i].ID, make([]int8, dim), 0)
+			}
+		}
+		w.refs = append(w.refs, spanRef{ha, i})
+		indexBytes += int64(16*len(terms[i]) + dim + 48)
+	}
 	w.artifacts = append(w.artifacts, ha)
 	w.spans += len(spans)
 	if a.IdempotencyKey != "" {
 		w.idem[a.IdempotencyKey] = ha
 	}
 	h.byID[a.ID] = ha
-	h.bytes += artifactFootprint(a, spans)
+	h.bytes += artifactFootprint(a, spans) + indexBytes
 	h.note(a.Seq)
 }
 
@@ -95,8 +138,8 @@ func artifactFootprint(a *artifact.Artifact, spans []artifact.Span) int64 {
 }
 
 // segmentData turns a frozen head into the input of segment.Write, leaving
-// out what tombstones hide.
-func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) []segment.WorkspaceData {
+// out what tombstones hide, with each workspace's index sections.
+func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.WorkspaceData, error) {
 	out := make([]segment.WorkspaceData, 0, len(h.workspaces))
 	for k, w := range h.workspaces {
 		wd := segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace}
@@ -107,9 +150,34 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) []segment.Work
 			wd.Artifacts = append(wd.Artifacts, ha.a)
 			wd.Spans = append(wd.Spans, ha.spans...)
 		}
-		if len(wd.Artifacts) > 0 {
-			out = append(out, wd)
+		if len(wd.Artifacts) == 0 {
+			continue
 		}
+		var err error
+		if len(wd.Artifacts) == len(w.artifacts) {
+			wd.Sections, err = headSections(w)
+		} else {
+			// An erasure hides a workspace's older artifacts all at once, so a
+			// partly hidden head workspace does not arise; rebuild if it does.
+			var rows *vectorRows
+			if w.vec != nil {
+				rows = newVectorRows(w.vec.Model(), w.vec.Dim())
+			}
+			var terms [][]string
+			for doc, ref := range w.refs {
+				if !hidden(k, ref.ha.a.Seq) {
+					terms = append(terms, invindex.Analyze(ref.ha.spans[ref.i].Text, nil))
+					if rows != nil {
+						rows.add(memRow(w.vec, doc))
+					}
+				}
+			}
+			wd.Sections, err = indexSections(wd.Spans, terms, rows)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
+		}
+		out = append(out, wd)
 	}
-	return out // segment.Write sorts workspaces, so map order does not matter
+	return out, nil // segment.Write sorts workspaces, so map order does not matter
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -18,6 +20,9 @@ const (
 	SpanTargetTokens = 200
 	SpanMaxTokens    = 512
 )
+
+// embedTimeout bounds one Embed call at ingest.
+const embedTimeout = 30 * time.Second
 
 // MaxIDLength bounds workspace, actor, session, thread ids and idempotency keys, in bytes.
 const MaxIDLength = 256
@@ -43,6 +48,7 @@ type IngestResult struct {
 	SpanIDs     []uuid.UUID
 	Created     time.Time // when the engine first accepted the artifact
 	Indexed     bool
+	Embedded    bool // its spans have vectors (false: no embedder, or it was unavailable)
 	Replayed    bool // an earlier artifact with the same idempotency key was returned
 }
 
@@ -93,6 +99,7 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		prepared[i] = ha
 	}
 
+	db.embed(prepared)
 	if err := db.waitForRoom(); err != nil {
 		return nil, err
 	}
@@ -114,6 +121,7 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 			Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
 		})
 		results[i] = resultOf(ha.a, ha.spans, false)
+		results[i].Embedded = ha.vecs != nil
 	}
 	if len(entries) > 0 {
 		if _, err := db.wal.Append(entries...); err != nil {
@@ -201,6 +209,54 @@ func resultOf(a *artifact.Artifact, spans []artifact.Span, replayed bool) Ingest
 		Created: time.UnixMicro(a.IngestedAt).UTC(), Indexed: a.Indexed, Replayed: replayed}
 }
 
+// embed computes the quantized vectors of every span of the prepared
+// artifacts with one Embed call. When the embedder fails the artifacts are
+// stored without vectors (lexical retrieval still finds them) and the
+// failure is logged: ingest never fails because embeddings are unavailable.
+func (db *DB) embed(prepared []*headArtifact) {
+	if db.opts.Embedder == nil {
+		return
+	}
+	var texts []string
+	for _, ha := range prepared {
+		for i := range ha.spans {
+			texts = append(texts, ha.spans[i].Text)
+		}
+	}
+	if len(texts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), embedTimeout)
+	defer cancel()
+	vecs, err := db.opts.Embedder.Embed(ctx, texts)
+	if err == nil && len(vecs) != len(texts) {
+		err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+	}
+	if err != nil {
+		db.log.Warn("engine: embedding failed; artifacts stored without vectors", "texts", len(texts), "err", err)
+		return
+	}
+	model, dim := db.embedModel()
+	base := 0
+	for _, ha := range prepared {
+		own := vecs[base : base+len(ha.spans)]
+		base += len(ha.spans)
+		if len(own) == 0 {
+			continue
+		}
+		sv := &spanVectors{Model: model, Dim: dim, Data: make([]int8, len(own)*dim), Scales: make([]float32, len(own))}
+		for i, v := range own {
+			if len(v) != dim {
+				db.log.Warn("engine: embedder returned a vector of the wrong dimension; artifact stored without vectors", "got", len(v), "want", dim)
+				sv = nil
+				break
+			}
+			sv.Scales[i] = vecindex.Quantize(v, sv.Data[i*dim:(i+1)*dim])
+		}
+		ha.vecs = sv
+	}
+}
+
 // prepare builds the artifact and its spans: ids, content hash, text
 // extraction, chunking and token counts. It runs on the caller's goroutine so
 // concurrent ingests use every core.
@@ -229,7 +285,7 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 			})
 		}
 	}
-	return &headArtifact{a: a, spans: spans}, nil
+	return &headArtifact{a: a, spans: spans, terms: analyzeSpans(spans)}, nil
 }
 
 func clonePermissions(p artifact.Permissions) artifact.Permissions {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -13,11 +14,20 @@ import (
 	"github.com/loci-memory/loci/artifact"
 )
 
-// snapshot is everything readable about a set of workspaces.
+// snapshot is everything readable about a set of workspaces, search
+// results included.
 type snapshot map[string]struct {
 	Artifacts []artifact.Artifact
 	Spans     []artifact.Span
+	Lexical   [][]SearchHit
+	Semantic  [][]SearchHit
 }
+
+// nonEmptySearches counts snapshots whose searches found something, so the
+// property cannot pass by comparing empty result lists.
+var nonEmptySearches int
+
+var layoutQueries = []string{"deploy budget Friday", "refund meeting approved", "東京 café 🙂", "cluster 4000 rejected deploy"}
 
 func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 	t.Helper()
@@ -56,6 +66,21 @@ func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 				e.Artifacts = append(e.Artifacts, *a)
 			}
 			e.Spans = spans
+			for _, q := range layoutQueries {
+				lex, err := db.SearchLexical(tn, ws, q, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sem, err := db.SearchSemantic(context.Background(), tn, ws, q, 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(lex) > 0 && len(sem) > 0 {
+					nonEmptySearches++
+				}
+				e.Lexical = append(e.Lexical, lex)
+				e.Semantic = append(e.Semantic, sem)
+			}
 			s[tn+"/"+ws] = e
 		}
 	}
@@ -181,6 +206,10 @@ func TestLayoutIndependence(t *testing.T) {
 		return true
 	}, gen.SliceOfN(40, genOp())))
 	props.TestingRun(t)
+	if nonEmptySearches == 0 {
+		t.Fatal("no search found anything: the property compared empty results")
+	}
+	t.Logf("%d non-empty search snapshots compared", nonEmptySearches)
 }
 
 // sameContent compares two snapshots ignoring ids, seqs and ingest times.
@@ -193,6 +222,16 @@ func sameContent(a, b snapshot) bool {
 			}
 			for _, sp := range v.Spans {
 				out[k] = append(out[k], fmt.Sprintf("%d|%d|%d|%d|%s", sp.Ordinal, sp.Start, sp.End, sp.Tokens, sp.Text))
+			}
+			// Span ids differ between the two databases, so equal scores may
+			// tie-break differently: compare each result list's scores.
+			for i := range v.Lexical {
+				for _, h := range v.Lexical[i] {
+					out[k] = append(out[k], fmt.Sprintf("lex%d|%v", i, h.Score))
+				}
+				for _, h := range v.Semantic[i] {
+					out[k] = append(out[k], fmt.Sprintf("sem%d|%v", i, h.Score))
+				}
 			}
 		}
 		return out

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 )
 
@@ -148,8 +149,11 @@ func (db *DB) flushLocked() error {
 			return nil
 		}
 		h := db.frozen[0]
-		data := h.segmentData(db.hidden)
+		data, err := h.segmentData(db.hidden)
 		db.mu.RUnlock()
+		if err != nil {
+			return fmt.Errorf("engine: flush: %w", err)
+		}
 		if err := db.flushHead(h, data); err != nil {
 			return err
 		}
@@ -203,11 +207,7 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 	if err != nil {
 		return nil, err
 	}
-	s, err := segment.Open(filepath.Join(dir, segment.FileName(id)))
-	if err != nil {
-		return nil, err
-	}
-	return &liveSegment{Segment: s, entry: segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}}, nil
+	return openLiveSegment(filepath.Join(dir, segment.FileName(id)), segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq})
 }
 
 // commitManifest writes m with the current tombstones that still hide data.
@@ -337,9 +337,17 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 }
 
 // mergeData reads the visible content of a run of segments, workspace by
-// workspace in Seq order.
+// workspace in Seq order, and rebuilds each workspace's index sections: terms
+// by analysing the span text again, vectors copied row by row (a remote
+// embedder cannot be asked again). Vectors of another model than the
+// engine's become zero vectors.
 func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
-	byWS := map[wsKey]*segment.WorkspaceData{}
+	type merged struct {
+		wd    segment.WorkspaceData
+		terms [][]string
+		rows  *vectorRows
+	}
+	byWS := map[wsKey]*merged{}
 	var order []wsKey
 	// Read without mu: only maintenance (holding maintMu, as we do) closes
 	// segments, and holding mu for the whole read would stall the WAL writer.
@@ -350,13 +358,14 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		t, ok := tombstones[k]
 		return ok && seq < t
 	}
+	model, dim := db.embedModel()
 	for _, s := range run {
 		for wi, w := range s.Workspaces() {
 			k := wsKey{w.Tenant, w.Workspace}
-			wd := byWS[k]
-			if wd == nil {
-				wd = &segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace}
-				byWS[k] = wd
+			m := byWS[k]
+			if m == nil {
+				m = &merged{wd: segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace}, rows: newVectorRows(model, dim)}
+				byWS[k] = m
 				order = append(order, k)
 			}
 			skip := map[uuid.UUID]bool{}
@@ -364,15 +373,27 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 				if hidden(k, a.Seq) {
 					skip[a.ID] = true
 				} else {
-					wd.Artifacts = append(wd.Artifacts, a)
+					m.wd.Artifacts = append(m.wd.Artifacts, a)
 				}
 				return nil
 			})
+			vec := s.parts[wi].vec
+			if vec != nil && (vec.Model() != model || vec.Dim() != dim) {
+				vec = nil
+			}
+			doc := 0
 			if err == nil {
 				err = s.Spans(wi, func(sp artifact.Span) error {
 					if !skip[sp.ArtifactID] {
-						wd.Spans = append(wd.Spans, sp)
+						m.wd.Spans = append(m.wd.Spans, sp)
+						m.terms = append(m.terms, invindex.Analyze(sp.Text, nil))
+						if vec != nil {
+							m.rows.add(memRow(vec, doc))
+						} else {
+							m.rows.add(nil, 0)
+						}
 					}
+					doc++
 					return nil
 				})
 			}
@@ -383,9 +404,16 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 	}
 	var out []segment.WorkspaceData
 	for _, k := range order {
-		if wd := byWS[k]; len(wd.Artifacts) > 0 {
-			out = append(out, *wd)
+		m := byWS[k]
+		if len(m.wd.Artifacts) == 0 {
+			continue
 		}
+		secs, err := indexSections(m.wd.Spans, m.terms, m.rows)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
+		}
+		m.wd.Sections = secs
+		out = append(out, m.wd)
 	}
 	return out, nil
 }

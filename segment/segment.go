@@ -199,18 +199,30 @@ func (s *Segment) workspace(ws int) (*wsMeta, error) {
 // SpanID returns the id of span i of workspace ws (its row in file order)
 // without reading its text: search uses it to break score ties.
 func (s *Segment) SpanID(ws int, i int) (uuid.UUID, bool) {
+	id, _, ok := s.SpanIDs(ws, i)
+	return id, ok
+}
+
+// SpanIDs returns the ids of span i of workspace ws and of its artifact,
+// without reading its text.
+func (s *Segment) SpanIDs(ws int, i int) (span, art uuid.UUID, ok bool) {
 	if s.rlock() != nil {
-		return uuid.UUID{}, false
+		return span, art, false
 	}
 	defer s.mu.RUnlock()
 	w, err := s.workspace(ws)
 	if err != nil || i < 0 || uint64(i) >= uint64(w.Spans) {
-		return uuid.UUID{}, false
+		return span, art, false
 	}
-	var id uuid.UUID
 	at := w.spans.off + uint64(i)*spanRowSize
-	copy(id[:], s.data[at:at+16])
-	return id, true
+	copy(span[:], s.data[at:at+16])
+	ord := uint64(le.Uint32(s.data[at+spanRowArt:]))
+	if ord >= uint64(w.Artifacts) {
+		return span, art, false
+	}
+	artRow := w.table.off + ord*artRowSize
+	copy(art[:], s.data[artRow:artRow+16])
+	return span, art, true
 }
 
 // Span returns span i of workspace ws (its row in file order), text

@@ -545,6 +545,9 @@ func TestSpanByIndex(t *testing.T) {
 		if id, ok := s.SpanID(0, i); !ok || id != want.ID {
 			t.Fatalf("SpanID(%d) = %v %v", i, id, ok)
 		}
+		if id, art, ok := s.SpanIDs(0, i); !ok || id != want.ID || art != a.ID {
+			t.Fatalf("SpanIDs(%d) = %v %v %v", i, id, art, ok)
+		}
 		if got, err := s.Span(0, i); err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("Span(%d) = %+v %v", i, got, err)
 		}

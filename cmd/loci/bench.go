@@ -58,24 +58,41 @@ func runBench(args []string) error {
 		}
 		return exitCode(2)
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	res, err := run()
 	if err != nil {
 		return err
 	}
+	return printResult(res, *asJSON)
+}
+
+// printResult writes a benchmark or evaluation result to stdout: one JSON
+// line with --json, indented JSON otherwise.
+func printResult(v any, oneLine bool) error {
 	enc := json.NewEncoder(os.Stdout)
-	if !*asJSON {
+	if !oneLine {
 		enc.SetIndent("", "  ")
 	}
-	return enc.Encode(res)
+	return enc.Encode(v)
+}
+
+// startCPUProfile profiles the process into path until the returned stop is
+// called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

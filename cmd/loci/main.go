@@ -3,6 +3,7 @@
 //	loci serve   [flags]          run the HTTP service
 //	loci verify  --data DIR       check every checksum and cross-reference of a data directory
 //	loci bench   ingest|restart   measure the engine
+//	loci eval    beir             measure retrieval quality
 //	loci version
 package main
 
@@ -20,6 +21,7 @@ commands:
   serve    run the HTTP service (loci serve --help lists its settings)
   verify   check a data directory: loci verify --data DIR [--json]
   bench    run a benchmark: loci bench ingest|restart [flags] (--help for flags)
+  eval     measure retrieval quality: loci eval beir --data DIR [--json]
   version  print the version
 `
 
@@ -36,6 +38,8 @@ func main() {
 		err = runVerify(args)
 	case "bench":
 		err = runBench(args)
+	case "eval":
+		err = runEval(args)
 	case "version", "--version", "-v":
 		fmt.Println("loci", version)
 	case "help", "--help", "-h":

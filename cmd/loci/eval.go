@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/loci-memory/loci/bench"
+)
+
+const evalUsage = `usage: loci eval <name> [flags]
+
+  beir   nDCG@10, Recall@100 and queries/s on a BEIR data set (lexical, semantic, hybrid)
+`
+
+func runEval(args []string) error {
+	if len(args) == 0 || args[0] != "beir" {
+		fmt.Fprint(os.Stderr, evalUsage)
+		return exitCode(2)
+	}
+	fs := flag.NewFlagSet("eval beir", flag.ContinueOnError)
+	data := fs.String("data", "../shared/data/scifact", "BEIR data set directory")
+	split := fs.String("split", "test", "qrels split")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	minTime := fs.Duration("min-time", 2*time.Second, "repeat queries this long per throughput figure")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return exitCode(2)
+	}
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	res, err := bench.EvalBEIR(bench.BEIRConfig{Data: *data, Split: *split, MinTime: *minTime})
+	if err != nil {
+		return err
+	}
+	return printResult(res, *asJSON)
+}

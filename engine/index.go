@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/segment"
+	"github.com/loci-memory/loci/vecindex"
+)
+
+// In every part of a workspace (the head's or a segment's), document i of
+// the lexical index, row i of the vectors and span i of the span table are
+// the same span, so a hit resolves to its span by position.
+
+// segParts are the search structures of one workspace of a segment.
+type segParts struct {
+	lex *invindex.SegIndex
+	vec *vecindex.SegVectors // nil: the workspace was written without vectors
+}
+
+// openSegmentParts opens the index sections of every workspace of s. They
+// point into s's mapping and live as long as it.
+func openSegmentParts(s *segment.Segment) ([]segParts, error) {
+	out := make([]segParts, len(s.Workspaces()))
+	for wi := range out {
+		td, ok1 := s.Section(wi, segment.KindTermDict)
+		po, ok2 := s.Section(wi, segment.KindPostings)
+		dl, ok3 := s.Section(wi, segment.KindDocLengths)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("segment %s: workspace %d has no BM25 index sections", s.Path(), wi)
+		}
+		lex, err := invindex.OpenSegIndex(invindex.Sections{TermDict: td, Postings: po, DocLengths: dl},
+			func(doc uint32) [16]byte { id, _ := s.SpanID(wi, int(doc)); return id })
+		if err != nil {
+			return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+		}
+		if lex.NumDocs() != s.SpanCount(wi) {
+			return nil, fmt.Errorf("segment %s: workspace %d: index has %d docs for %d spans", s.Path(), wi, lex.NumDocs(), s.SpanCount(wi))
+		}
+		out[wi].lex = lex
+		if vb, ok := s.Section(wi, segment.KindVectors); ok {
+			vec, err := vecindex.OpenSegVectors(vb)
+			if err != nil {
+				return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+			}
+			if vec.NumDocs() != s.SpanCount(wi) {
+				return nil, fmt.Errorf("segment %s: workspace %d: %d vectors for %d spans", s.Path(), wi, vec.NumDocs(), s.SpanCount(wi))
+			}
+			out[wi].vec = vec
+		}
+	}
+	return out, nil
+}
+
+// analyzeSpans returns the index terms of each span's text.
+func analyzeSpans(spans []artifact.Span) [][]string {
+	terms := make([][]string, len(spans))
+	for i := range spans {
+		terms[i] = invindex.Analyze(spans[i].Text, nil)
+	}
+	return terms
+}
+
+// vectorRows collects one int8 vector (dim values) and scale per span for
+// building a VECTORS section.
+type vectorRows struct {
+	model  string
+	dim    int
+	rows   [][]int8
+	scales []float32
+	zero   []int8
+}
+
+func newVectorRows(model string, dim int) *vectorRows {
+	if model == "" {
+		return nil
+	}
+	return &vectorRows{model: model, dim: dim, zero: make([]int8, dim)}
+}
+
+// add appends a vector, or a zero vector (no semantic signal) when v is nil.
+func (r *vectorRows) add(v []int8, scale float32) {
+	if r == nil {
+		return
+	}
+	if v == nil {
+		v, scale = r.zero, 0
+	}
+	r.rows = append(r.rows, v)
+	r.scales = append(r.scales, scale)
+}
+
+// indexSections builds a workspace's extension sections for the given spans
+// (in segment order), their terms and, when rows is non-nil, their vectors.
+func indexSections(spans []artifact.Span, terms [][]string, rows *vectorRows) ([]segment.Section, error) {
+	keys := make([][16]byte, len(spans))
+	for i := range spans {
+		keys[i] = spans[i].ID
+	}
+	lex, err := invindex.BuildSections(keys, terms)
+	if err != nil {
+		return nil, err
+	}
+	secs := lexicalSections(lex)
+	if rows != nil {
+		vb, err := vecindex.BuildSection(rows.dim, rows.model, keys, rows.rows, rows.scales)
+		if err != nil {
+			return nil, err
+		}
+		secs = append(secs, segment.Section{Kind: segment.KindVectors, Data: vb})
+	}
+	return secs, nil
+}
+
+// headSections returns the sections of a head workspace whose spans are all
+// being written, straight from its in-memory indexes.
+func headSections(w *headWorkspace) ([]segment.Section, error) {
+	lex, err := w.lex.Sections()
+	if err != nil {
+		return nil, err
+	}
+	secs := lexicalSections(lex)
+	if w.vec != nil {
+		secs = append(secs, segment.Section{Kind: segment.KindVectors, Data: w.vec.Section()})
+	}
+	return secs, nil
+}
+
+// lexicalSections names the BM25 index's sections for a segment.
+func lexicalSections(lex invindex.Sections) []segment.Section {
+	return []segment.Section{
+		{Kind: segment.KindTermDict, Data: lex.TermDict},
+		{Kind: segment.KindPostings, Data: lex.Postings},
+		{Kind: segment.KindDocLengths, Data: lex.DocLengths},
+	}
+}
+
+// memRow returns row i of a vector part as dim values (nil if i is out of range).
+func memRow(p vecindex.Part, i int) ([]int8, float32) {
+	stride := vecindex.Stride(p.Dim())
+	if i < 0 || i >= p.NumDocs() {
+		return nil, 0
+	}
+	return p.Rows()[i*stride : i*stride+p.Dim()], p.Scales()[i]
+}

@@ -1,0 +1,129 @@
+package invindex
+
+import (
+	"math"
+	"strings"
+)
+
+// MemIndex is the mutable in-memory part: the engine's head. Docs are added in
+// id order and never change. Each term keeps its postings as two growable
+// slices, doc ids and tfs, plus a block table maintained as docs arrive, so a
+// search reads the head exactly as it reads a segment.
+//
+// Add must not run concurrently with anything else; searches may run
+// concurrently with each other. The engine serialises Add under its write lock
+// and searches under its read lock.
+type MemIndex struct {
+	ids      map[string]uint32 // term -> index into terms
+	terms    []memTerm
+	lens     []byte // u32 per doc, little endian, as in a segment
+	keys     [][16]byte
+	totalLen int64
+}
+
+// memTerm is one term's postings in a MemIndex, 8 bytes per posting plus 12
+// per block.
+type memTerm struct {
+	text   string
+	docs   []uint32
+	tfs    []uint32
+	blocks []byte // same layout as a segment's block table
+}
+
+// NewMemIndex returns an empty MemIndex.
+func NewMemIndex() *MemIndex {
+	return &MemIndex{ids: make(map[string]uint32)}
+}
+
+// Add appends a doc with its analyzed terms and returns its id: 0 for the
+// first doc, then 1, 2, ... Term strings are copied, so they may point into a
+// larger buffer.
+func (m *MemIndex) Add(key [16]byte, terms []string) uint32 {
+	if len(m.keys) >= math.MaxUint32-1 || len(terms) > math.MaxUint32 {
+		panic("invindex: MemIndex is full")
+	}
+	doc := uint32(len(m.keys))
+	dl := uint32(len(terms))
+	m.keys = append(m.keys, key)
+	m.lens = le.AppendUint32(m.lens, dl)
+	m.totalLen += int64(dl)
+	for _, t := range terms {
+		id, ok := m.ids[t]
+		if !ok {
+			t = strings.Clone(t)
+			id = uint32(len(m.terms))
+			m.ids[t] = id
+			m.terms = append(m.terms, memTerm{text: t})
+		}
+		mt := &m.terms[id]
+		n := len(mt.docs)
+		last := len(mt.blocks) - blockMetaSize
+		if n > 0 && mt.docs[n-1] == doc {
+			// Another occurrence in this doc, whose posting is the last one.
+			mt.tfs[n-1]++
+			if tf := mt.tfs[n-1]; tf > le.Uint32(mt.blocks[last+4:]) {
+				le.PutUint32(mt.blocks[last+4:], tf)
+			}
+			continue
+		}
+		mt.docs = append(mt.docs, doc)
+		mt.tfs = append(mt.tfs, 1)
+		if n%blockSize == 0 {
+			mt.blocks = le.AppendUint32(mt.blocks, doc)
+			mt.blocks = le.AppendUint32(mt.blocks, 1)
+			mt.blocks = le.AppendUint32(mt.blocks, dl)
+			continue
+		}
+		le.PutUint32(mt.blocks[last:], doc)
+		if dl < le.Uint32(mt.blocks[last+8:]) {
+			le.PutUint32(mt.blocks[last+8:], dl)
+		}
+	}
+	return doc
+}
+
+// NumDocs returns the number of docs added.
+func (m *MemIndex) NumDocs() int { return len(m.keys) }
+
+// NumTerms returns the number of distinct terms.
+func (m *MemIndex) NumTerms() int { return len(m.terms) }
+
+// TotalLen returns the sum of the doc lengths.
+func (m *MemIndex) TotalLen() int64 { return m.totalLen }
+
+// DocFreq returns the number of docs holding term.
+func (m *MemIndex) DocFreq(term string) int {
+	if id, ok := m.ids[term]; ok {
+		return len(m.terms[id].docs)
+	}
+	return 0
+}
+
+// DocLen returns the number of terms doc was added with.
+func (m *MemIndex) DocLen(doc uint32) uint32 { return le.Uint32(m.lens[4*int(doc):]) }
+
+// Key returns the key doc was added with.
+func (m *MemIndex) Key(doc uint32) [16]byte { return m.keys[doc] }
+
+// MemoryBytes estimates the heap bytes the index holds (capacity of its slices
+// and the term strings; map overhead approximated), for resident-memory
+// reports.
+func (m *MemIndex) MemoryBytes() int64 {
+	n := int64(cap(m.lens) + 16*cap(m.keys) + cap(m.terms)*88)
+	for i := range m.terms {
+		t := &m.terms[i]
+		n += int64(4*cap(t.docs) + 4*cap(t.tfs) + cap(t.blocks) + len(t.text) + 48)
+	}
+	return n
+}
+
+func (m *MemIndex) postings(term string) plist {
+	id, ok := m.ids[term]
+	if !ok {
+		return plist{}
+	}
+	t := &m.terms[id]
+	return plist{df: len(t.docs), blocks: t.blocks, docs: t.docs, tfs: t.tfs}
+}
+
+func (m *MemIndex) lengths() []byte { return m.lens }

@@ -1,0 +1,88 @@
+package vecindex
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// MemVectors is the head's mutable, append-only Part: Add appends a document
+// and returns its number. It is not safe for concurrent use: the engine calls
+// Add under its write lock and searches under its read lock.
+type MemVectors struct {
+	model  string
+	dim    int
+	stride int
+	rows   []int8
+	scales []float32
+	keys   [][16]byte
+}
+
+// NewMemVectors returns an empty MemVectors for vectors of the given model
+// and dim. It panics if dim is outside 1..MaxDim or the model name is longer
+// than MaxModelLen bytes: both are fixed by the embedder, so either is a bug.
+func NewMemVectors(model string, dim int) *MemVectors {
+	if err := checkModelDim(model, dim); err != nil {
+		panic("BUG: vecindex.NewMemVectors: " + err.Error())
+	}
+	return &MemVectors{model: model, dim: dim, stride: Stride(dim)}
+}
+
+// Add appends the document key with quantized vector v (Dim() values, as
+// Quantize produced them) and its scale, and returns its document number.
+// It panics if len(v) != Dim(), the scale is negative or not finite, or the
+// part already holds 2^32-1 documents.
+func (m *MemVectors) Add(key [16]byte, v []int8, scale float32) uint32 {
+	if len(v) != m.dim {
+		panic(fmt.Sprintf("BUG: vecindex.MemVectors.Add: vector of %d values, want %d", len(v), m.dim))
+	}
+	if !validScale(scale) {
+		panic(fmt.Sprintf("BUG: vecindex.MemVectors.Add: invalid scale %v", scale))
+	}
+	if uint64(len(m.keys)) >= math.MaxUint32 {
+		panic("BUG: vecindex.MemVectors.Add: part full")
+	}
+	doc := uint32(len(m.keys))
+	n := len(m.rows)
+	m.rows = slices.Grow(m.rows, m.stride)[:n+m.stride]
+	copy(m.rows[n:], v)
+	clear(m.rows[n+m.dim:])
+	m.scales = append(m.scales, scale)
+	m.keys = append(m.keys, key)
+	return doc
+}
+
+// Model implements Part.
+func (m *MemVectors) Model() string { return m.model }
+
+// Dim implements Part.
+func (m *MemVectors) Dim() int { return m.dim }
+
+// Len implements Part.
+func (m *MemVectors) NumDocs() int { return len(m.keys) }
+
+// Rows implements Part.
+func (m *MemVectors) Rows() []int8 { return m.rows }
+
+// Scales implements Part.
+func (m *MemVectors) Scales() []float32 { return m.scales }
+
+// Keys implements Part.
+func (m *MemVectors) Keys() [][16]byte { return m.keys }
+
+// Key returns the key doc was added with.
+func (m *MemVectors) Key(doc uint32) [16]byte { return m.keys[doc] }
+
+// MemoryBytes is the heap memory held by the vectors, scales and keys (their
+// capacities), for the engine's flush threshold and resident-memory reports.
+func (m *MemVectors) MemoryBytes() int64 {
+	return int64(cap(m.rows)) + 4*int64(cap(m.scales)) + 16*int64(cap(m.keys))
+}
+
+// Section encodes the part as a vector section (docs/format/vecindex.md),
+// byte-identical to BuildSection over the same documents.
+func (m *MemVectors) Section() []byte {
+	return encodeSection(m.model, m.dim, m.keys, m.scales, func(i int) []int8 {
+		return m.rows[i*m.stride : i*m.stride+m.dim]
+	})
+}

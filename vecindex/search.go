@@ -1,0 +1,200 @@
+package vecindex
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+)
+
+// searchBlock is how many documents one DotBatch call scores: enough to
+// amortise the call, small enough that the dot products stay in L1.
+const searchBlock = 1024
+
+// Search returns the exact top k documents of parts for the quantized query
+// q (Dim() values, or Stride(Dim()) with zero padding) and its scale, best
+// first: by Score descending, then Key ascending, then (Part, Doc) ascending
+// for the degenerate case of equal keys. Every document is scored, so the
+// answer is the same for any partitioning of the same documents (apart from
+// the Part and Doc fields, which locate each hit).
+//
+// Documents with scale 0 (zero vectors) carry no semantic signal and are
+// never returned; nor is anything for a query whose scale is not positive
+// and finite, k <= 0, or no parts. All parts must have the query's dim; a
+// mismatch is a caller bug and panics. Search allocates only the returned
+// slice: the padded query, dot products and heap come from a pool.
+func Search(parts []Part, q []int8, qscale float32, k int) []Hit {
+	if k <= 0 || len(parts) == 0 || !(qscale > 0) || math.IsInf(float64(qscale), 1) {
+		return nil
+	}
+	dim := parts[0].Dim()
+	stride := Stride(dim)
+	if len(q) != dim && len(q) != stride {
+		panic(fmt.Sprintf("BUG: vecindex.Search: query of %d values for dim %d", len(q), dim))
+	}
+	st := searchPool.Get().(*searchState)
+	defer searchPool.Put(st)
+	st.q = slices.Grow(st.q[:0], stride)[:stride]
+	copy(st.q, q[:dim])
+	clear(st.q[dim:])
+	h := &st.heap
+	h.reset(k)
+	for pi, p := range parts {
+		if p.Dim() != dim {
+			panic(fmt.Sprintf("BUG: vecindex.Search: part %d has dim %d, query %d", pi, p.Dim(), dim))
+		}
+		h.keys = append(h.keys, p.Keys())
+		h.scanPart(pi, p, st, qscale)
+	}
+	out := make([]Hit, len(h.entries))
+	for i, e := range h.entries {
+		pi, doc := e.part(), e.doc()
+		out[i] = Hit{Part: pi, Doc: doc, Score: e.score, Key: h.keys[pi][doc]}
+	}
+	slices.SortFunc(out, func(a, b Hit) int { return compareHits(&a, &b) })
+	h.reset(0) // drop the references to the parts' keys
+	return out
+}
+
+type searchState struct {
+	q    []int8
+	dots []int32
+	heap topK
+}
+
+var searchPool = sync.Pool{New: func() any {
+	return &searchState{dots: make([]int32, searchBlock)}
+}}
+
+// scanPart scores every document of p and offers it to the heap.
+func (h *topK) scanPart(pi int, p Part, st *searchState, qscale float32) {
+	n := p.NumDocs()
+	stride := len(st.q)
+	rows, scales := p.Rows(), p.Scales()
+	rows, scales = rows[:n*stride], scales[:n]
+	for start := 0; start < n; start += searchBlock {
+		end := min(start+searchBlock, n)
+		dots := st.dots[:end-start]
+		dotBatch(st.q, rows[start*stride:end*stride], stride, dots)
+		for i, d := range dots {
+			doc := start + i
+			ds := scales[doc]
+			if ds == 0 {
+				continue
+			}
+			e := entry{score: Score(d, qscale, ds), ref: uint64(pi)<<32 | uint64(doc)}
+			if len(h.entries) < h.k {
+				h.push(e)
+				continue
+			}
+			// Most documents lose to the current k-th hit on score alone.
+			if e.score < h.entries[0].score || !h.worse(h.entries[0], e) {
+				continue
+			}
+			h.entries[0] = e
+			h.down(0)
+		}
+	}
+}
+
+// compareHits orders hits best first: Score descending, Key ascending, then
+// Part and Doc ascending. It returns < 0 when a ranks before b.
+func compareHits(a, b *Hit) int {
+	if a.Score != b.Score {
+		if a.Score > b.Score {
+			return -1
+		}
+		return 1
+	}
+	if c := bytes.Compare(a.Key[:], b.Key[:]); c != 0 {
+		return c
+	}
+	if a.Part != b.Part {
+		return a.Part - b.Part
+	}
+	switch {
+	case a.Doc < b.Doc:
+		return -1
+	case a.Doc > b.Doc:
+		return 1
+	}
+	return 0
+}
+
+// entry is a heap element: a score and the hit's location, part << 32 | doc.
+// Keys are looked up only to break score ties and for the final hits, which
+// keeps the heap small and its comparisons cheap.
+type entry struct {
+	score float64
+	ref   uint64
+}
+
+func (e entry) part() int   { return int(e.ref >> 32) }
+func (e entry) doc() uint32 { return uint32(e.ref) }
+
+// topK is a binary heap of at most k entries whose root is the worst one, so
+// a better candidate replaces the root in O(log k).
+type topK struct {
+	entries []entry
+	k       int
+	keys    [][][16]byte // keys[part], for ties
+}
+
+func (h *topK) reset(k int) {
+	h.entries = h.entries[:0]
+	clear(h.keys)
+	h.keys = h.keys[:0]
+	h.k = k
+}
+
+// worse reports whether a ranks after b: lower score, or equal score and a
+// greater key, or equal keys and a greater (part, doc).
+func (h *topK) worse(a, b entry) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return h.worseTie(a, b)
+}
+
+// worseTie is worse for equal scores, out of line so that worse inlines.
+func (h *topK) worseTie(a, b entry) bool {
+	ka, kb := &h.keys[a.part()][a.doc()], &h.keys[b.part()][b.doc()]
+	if c := bytes.Compare(ka[:], kb[:]); c != 0 {
+		return c > 0
+	}
+	return a.ref > b.ref
+}
+
+func (h *topK) push(x entry) {
+	h.entries = append(h.entries, x)
+	i := len(h.entries) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.worse(h.entries[i], h.entries[p]) {
+			break
+		}
+		h.entries[i], h.entries[p] = h.entries[p], h.entries[i]
+		i = p
+	}
+}
+
+func (h *topK) down(i int) {
+	e := h.entries
+	n := len(e)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		w := l
+		if r := l + 1; r < n && h.worse(e[r], e[l]) {
+			w = r
+		}
+		if !h.worse(e[w], e[i]) {
+			return
+		}
+		e[i], e[w] = e[w], e[i]
+		i = w
+	}
+}

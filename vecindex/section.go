@@ -1,0 +1,120 @@
+package vecindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// A vector section holds one Part's documents: model name, dim, keys, scales
+// and padded int8 rows, laid out so that a reader uses the bytes in place.
+// The layout is specified byte by byte in docs/format/vecindex.md:
+//
+//	header  "LVEC", version u16, model length u16, dim u32, stride u32,
+//	        count u32, reserved u32                          24 bytes
+//	model   name bytes, zero-padded to a multiple of 8
+//	keys    count × 16 bytes
+//	scales  count × float32, little endian
+//	pad     zeros up to a multiple of 16 from the section start
+//	rows    count × stride int8, each dim values then stride-dim zeros
+//
+// The section carries no checksum: it is stored inside a segment section,
+// whose CRC-32C covers it.
+const (
+	sectionMagic   = "LVEC"
+	SectionVersion = 1
+	// MaxModelLen is the longest model name a section can record, in bytes.
+	MaxModelLen = 255
+
+	secHeaderSize = 24
+	secVersion    = 4  // u16
+	secModelLen   = 6  // u16
+	secDim        = 8  // u32
+	secStride     = 12 // u32
+	secCount      = 16 // u32
+	secReserved   = 20 // u32
+)
+
+// ErrCorrupt marks a vector section that fails validation.
+var ErrCorrupt = errors.New("vecindex: corrupt vector section")
+
+// sectionLayout holds the offsets of a section's parts, relative to its
+// start, for count documents.
+type sectionLayout struct {
+	keys, scales, rows, end uint64
+}
+
+func layoutOf(modelLen, stride int, count uint64) sectionLayout {
+	var l sectionLayout
+	l.keys = secHeaderSize + roundUp(uint64(modelLen), 8)
+	l.scales = l.keys + 16*count
+	l.rows = roundUp(l.scales+4*count, 16)
+	l.end = l.rows + uint64(stride)*count
+	return l
+}
+
+func roundUp(x, m uint64) uint64 { return (x + m - 1) / m * m }
+
+func checkModelDim(model string, dim int) error {
+	if dim < 1 || dim > MaxDim {
+		return fmt.Errorf("dim %d outside 1..%d", dim, MaxDim)
+	}
+	if len(model) > MaxModelLen || !utf8.ValidString(model) {
+		return fmt.Errorf("model name must be valid UTF-8 of at most %d bytes", MaxModelLen)
+	}
+	return nil
+}
+
+// BuildSection encodes documents as a vector section: keys[i], its int8
+// vector vecs[i] (dim values, as Quantize produced them) and scales[i]. The
+// bytes equal those of MemVectors.Section after the same Adds. It returns an
+// error on mismatched lengths, a dim outside 1..MaxDim, a model name that is
+// not UTF-8 of at most MaxModelLen bytes, or a negative or non-finite scale.
+func BuildSection(dim int, model string, keys [][16]byte, vecs [][]int8, scales []float32) ([]byte, error) {
+	if err := checkModelDim(model, dim); err != nil {
+		return nil, fmt.Errorf("vecindex.BuildSection: %w", err)
+	}
+	if len(vecs) != len(keys) || len(scales) != len(keys) {
+		return nil, fmt.Errorf("vecindex.BuildSection: %d keys, %d vectors, %d scales", len(keys), len(vecs), len(scales))
+	}
+	if uint64(len(keys)) > math.MaxUint32 {
+		return nil, fmt.Errorf("vecindex.BuildSection: %d documents, at most %d", len(keys), uint32(math.MaxUint32))
+	}
+	for i, v := range vecs {
+		if len(v) != dim {
+			return nil, fmt.Errorf("vecindex.BuildSection: vector %d has %d values, want %d", i, len(v), dim)
+		}
+		if !validScale(scales[i]) {
+			return nil, fmt.Errorf("vecindex.BuildSection: vector %d has invalid scale %v", i, scales[i])
+		}
+	}
+	return encodeSection(model, dim, keys, scales, func(i int) []int8 { return vecs[i] }), nil
+}
+
+// encodeSection writes the section of already validated documents; row(i)
+// returns the dim values of document i.
+func encodeSection(model string, dim int, keys [][16]byte, scales []float32, row func(i int) []int8) []byte {
+	stride := Stride(dim)
+	l := layoutOf(len(model), stride, uint64(len(keys)))
+	b := make([]byte, l.end)
+	copy(b, sectionMagic)
+	le := binary.LittleEndian
+	le.PutUint16(b[secVersion:], SectionVersion)
+	le.PutUint16(b[secModelLen:], uint16(len(model)))
+	le.PutUint32(b[secDim:], uint32(dim))
+	le.PutUint32(b[secStride:], uint32(stride))
+	le.PutUint32(b[secCount:], uint32(len(keys)))
+	copy(b[secHeaderSize:], model)
+	for i, k := range keys {
+		copy(b[l.keys+16*uint64(i):], k[:])
+		le.PutUint32(b[l.scales+4*uint64(i):], math.Float32bits(scales[i]))
+		r := row(i)
+		dst := b[l.rows+uint64(stride)*uint64(i):]
+		for j, x := range r {
+			dst[j] = byte(x)
+		}
+	}
+	return b
+}

@@ -1,0 +1,125 @@
+package vecindex
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// SegVectors is an immutable Part read in place from a vector section: the
+// rows and keys alias the section's bytes (typically a read-only memory map),
+// which must stay valid and unmodified while the SegVectors is used.
+type SegVectors struct {
+	model  string
+	dim    int
+	rows   []int8
+	scales []float32
+	keys   [][16]byte
+}
+
+// OpenSegVectors validates the structure of a vector section and returns a
+// Part over it without copying the vectors. Corrupt bytes give an error
+// wrapping ErrCorrupt, never a panic: bad magic, version or reserved field,
+// a dim outside 1..MaxDim, a stride that is not Stride(dim), a model name
+// that is not UTF-8, a length that is not exactly what the header implies,
+// non-zero padding before the rows, or a negative or non-finite scale. Row
+// padding is not read: the query's padding is zero, so it cannot change a
+// score (the segment's checksum covers it).
+//
+// The scales are used in place when the host is little endian and they are
+// 4-byte aligned in memory (always, for sections of a memory-mapped
+// segment); otherwise they are decoded into a copy.
+func OpenSegVectors(b []byte) (*SegVectors, error) {
+	le := binary.LittleEndian
+	if len(b) < secHeaderSize {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than the header", ErrCorrupt, len(b))
+	}
+	if string(b[:4]) != sectionMagic {
+		return nil, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:4])
+	}
+	if v := le.Uint16(b[secVersion:]); v != SectionVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, SectionVersion)
+	}
+	if r := le.Uint32(b[secReserved:]); r != 0 {
+		return nil, fmt.Errorf("%w: reserved field %#x, want 0", ErrCorrupt, r)
+	}
+	modelLen := int(le.Uint16(b[secModelLen:]))
+	dim := le.Uint32(b[secDim:])
+	stride := le.Uint32(b[secStride:])
+	count := uint64(le.Uint32(b[secCount:]))
+	if dim < 1 || dim > MaxDim {
+		return nil, fmt.Errorf("%w: dim %d outside 1..%d", ErrCorrupt, dim, MaxDim)
+	}
+	if int(stride) != Stride(int(dim)) {
+		return nil, fmt.Errorf("%w: stride %d for dim %d, want %d", ErrCorrupt, stride, dim, Stride(int(dim)))
+	}
+	if modelLen > MaxModelLen {
+		return nil, fmt.Errorf("%w: model name of %d bytes, at most %d", ErrCorrupt, modelLen, MaxModelLen)
+	}
+	l := layoutOf(modelLen, int(stride), count)
+	if uint64(len(b)) != l.end {
+		return nil, fmt.Errorf("%w: %d bytes, header implies %d", ErrCorrupt, len(b), l.end)
+	}
+	model := b[secHeaderSize : secHeaderSize+modelLen]
+	if !utf8.Valid(model) {
+		return nil, fmt.Errorf("%w: model name is not UTF-8", ErrCorrupt)
+	}
+	if !allZero(b[secHeaderSize+modelLen:l.keys]) || !allZero(b[l.scales+4*count:l.rows]) {
+		return nil, fmt.Errorf("%w: non-zero padding", ErrCorrupt)
+	}
+	s := &SegVectors{model: string(model), dim: int(dim)}
+	if count == 0 {
+		return s, nil
+	}
+	s.keys = unsafe.Slice((*[16]byte)(unsafe.Pointer(&b[l.keys])), count)
+	s.rows = unsafe.Slice((*int8)(unsafe.Pointer(&b[l.rows])), count*uint64(stride))
+	sb := b[l.scales : l.scales+4*count]
+	if nativeLittleEndian && uintptr(unsafe.Pointer(&sb[0]))%4 == 0 {
+		s.scales = unsafe.Slice((*float32)(unsafe.Pointer(&sb[0])), count)
+	} else {
+		s.scales = make([]float32, count)
+		for i := range s.scales {
+			s.scales[i] = math.Float32frombits(le.Uint32(sb[4*i:]))
+		}
+	}
+	for i, x := range s.scales {
+		if !validScale(x) {
+			return nil, fmt.Errorf("%w: document %d has invalid scale %v", ErrCorrupt, i, x)
+		}
+	}
+	return s, nil
+}
+
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Model implements Part.
+func (s *SegVectors) Model() string { return s.model }
+
+// Dim implements Part.
+func (s *SegVectors) Dim() int { return s.dim }
+
+// Len implements Part.
+func (s *SegVectors) NumDocs() int { return len(s.keys) }
+
+// Rows implements Part.
+func (s *SegVectors) Rows() []int8 { return s.rows }
+
+// Scales implements Part.
+func (s *SegVectors) Scales() []float32 { return s.scales }
+
+// Keys implements Part.
+func (s *SegVectors) Keys() [][16]byte { return s.keys }
+
+// Key returns the key doc was added with.
+func (s *SegVectors) Key(doc uint32) [16]byte { return s.keys[doc] }
