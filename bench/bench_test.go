@@ -39,3 +39,13 @@ func TestRestartSmall(t *testing.T) {
 		t.Fatalf("implausible result %+v", r)
 	}
 }
+
+func TestSearchSmall(t *testing.T) {
+	r, err := Search(SearchConfig{Spans: 500, Queries: 20, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spans < 500 || r.Queries == 0 || r.LexicalTop100.P50ms <= 0 || r.SemanticTop10.P99ms < r.SemanticTop10.P50ms || r.Segments == 0 {
+		t.Fatalf("implausible result %+v", r)
+	}
+}

@@ -16,6 +16,7 @@ const benchUsage = `usage: loci bench <name> [flags]
 
   ingest    durable ingest through the engine with concurrent writers
   restart   time to reopen a data directory of N artifacts
+  search    lexical and semantic search latency through the engine at N spans
 `
 
 func runBench(args []string) error {
@@ -41,6 +42,13 @@ func runBench(args []string) error {
 				return nil, err
 			}
 			return bench.Ingest(bench.IngestConfig{Dir: *dir, Writers: *writers, Artifacts: *n, Sync: p, Seed: *seed})
+		}
+	case "search":
+		n := fs.Int("spans", 100000, "spans in the workspace")
+		q := fs.Int("queries", 2000, "timed queries per figure")
+		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
+		run = func() (any, error) {
+			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data})
 		}
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")

@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/wal"
+)
+
+// SearchConfig sets up `loci bench search`.
+type SearchConfig struct {
+	Spans   int    // at least this many spans in one workspace
+	Queries int    // timed queries per figure
+	Seed    uint64 // data order and synthetic queries
+	Data    string // shared data directory: real texts and questions; "" = synthetic corpus
+}
+
+// Latency is a latency distribution in milliseconds.
+type Latency struct {
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+}
+
+// SearchResult is what `loci bench search --json` prints.
+type SearchResult struct {
+	Spans          int     `json:"spans"`
+	Artifacts      int     `json:"artifacts"`
+	Segments       int     `json:"segments"`
+	Queries        int     `json:"queries"`
+	LexicalTop100  Latency `json:"lexical_top100"`
+	LexicalTop10   Latency `json:"lexical_top10"`
+	SemanticTop100 Latency `json:"semantic_top100"`
+	SemanticTop10  Latency `json:"semantic_top10"`
+	Kernel         string  `json:"int8_kernel"`
+	Dataset        string  `json:"dataset"`
+}
+
+// Search builds one workspace of at least cfg.Spans spans through the engine
+// (generated artifacts, flushed and compacted), then times lexical (BM25)
+// and semantic (GloVe, exact int8) searches through engine.DB, one at a time,
+// with generated queries of 3 to 8 words.
+func Search(cfg SearchConfig) (*SearchResult, error) {
+	if cfg.Spans <= 0 {
+		cfg.Spans = 100_000
+	}
+	if cfg.Queries <= 0 {
+		cfg.Queries = 2000
+	}
+	dir, err := os.MkdirTemp("", "loci-bench-search-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	next := NewCorpus(cfg.Seed).Next
+	var real *RealCorpus
+	if cfg.Data != "" {
+		if real, err = LoadRealCorpus(cfg.Data, cfg.Seed); err != nil {
+			return nil, err
+		}
+		next = real.Next
+	}
+	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries}
+	for res.Spans < cfg.Spans {
+		batch := make([]engine.IngestInput, 256)
+		for i := range batch {
+			batch[i] = next("bench")
+		}
+		rs, err := db.IngestBatch("bench", batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			res.Spans += len(r.SpanIDs)
+			res.Artifacts++
+		}
+	}
+	if err := db.Compact(); err != nil {
+		return nil, err
+	}
+	res.Segments = db.Stats().Segments
+	rng := rand.New(rand.NewPCG(cfg.Seed, 99))
+	queries := make([]string, cfg.Queries)
+	if real != nil {
+		res.Dataset = fmt.Sprintf("real texts of %s (SciFact, LoCoMo, HotpotQA, tau-bench: %d distinct texts, repeated in seeded orders) in one workspace, flushed and compacted; queries: their %d real questions, sampled with seed %d",
+			cfg.Data, real.Texts(), len(real.Queries), cfg.Seed)
+		for i := range queries {
+			queries[i] = real.Queries[rng.IntN(len(real.Queries))]
+		}
+	} else {
+		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d, a 500-word vocabulary: every term is frequent) in one workspace, flushed and compacted; queries: 3-8 words of the vocabulary", cfg.Seed)
+		for i := range queries {
+			n := 3 + rng.IntN(6)
+			w := make([]string, n)
+			for j := range w {
+				w[j] = words[rng.IntN(len(words))]
+			}
+			queries[i] = strings.Join(w, " ")
+		}
+	}
+	// Skip queries that analyze to nothing (all stop words): they cost nothing.
+	queries = slices.DeleteFunc(queries, func(q string) bool { return len(invindex.Analyze(q, nil)) == 0 })
+
+	measure := func(search func(q string) error) (Latency, error) {
+		lat := make([]time.Duration, 0, len(queries))
+		for _, q := range queries {
+			t := time.Now()
+			if err := search(q); err != nil {
+				return Latency{}, err
+			}
+			lat = append(lat, time.Since(t))
+		}
+		slices.Sort(lat)
+		ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1e6 }
+		return Latency{P50ms: ms(0.5), P99ms: ms(0.99), MaxMs: ms(1)}, nil
+	}
+	for _, f := range []struct {
+		dst *Latency
+		fn  func(q string) error
+	}{
+		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 100); return err }},
+		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 10); return err }},
+		{&res.SemanticTop100, func(q string) error {
+			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 100)
+			return err
+		}},
+		{&res.SemanticTop10, func(q string) error {
+			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 10)
+			return err
+		}},
+	} {
+		if *f.dst, err = measure(f.fn); err != nil {
+			return nil, err
+		}
+	}
+	res.Queries = len(queries)
+	return res, nil
+}
