@@ -124,7 +124,9 @@ type DB struct {
 	frozen     []*head        // flushing heads, oldest first
 	segments   []*liveSegment // ascending Seq order
 	tombstones map[wsKey]uint64
-	manifest   manifest // last written
+	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
+	versions   map[wsKey]uint64         // data version per workspace (seq of its latest change)
+	manifest   manifest                 // last written
 
 	idemMu   sync.Mutex
 	inflight map[idemKey]*inflightIngest
@@ -192,6 +194,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]uint64{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
@@ -227,6 +230,9 @@ func (db *DB) recover() error {
 	for _, t := range m.Tombstones {
 		db.tombstones[wsKey{t.Tenant, t.Workspace}] = t.Seq
 	}
+	for _, v := range m.Versions {
+		db.versions[wsKey{v.Tenant, v.Workspace}] = v.Seq
+	}
 	if err := db.removeOrphans(m); err != nil {
 		return err
 	}
@@ -244,6 +250,9 @@ func (db *DB) recover() error {
 			return fmt.Errorf("engine: %w", err)
 		}
 		db.segments = append(db.segments, ls)
+	}
+	if err := db.loadFeedback(); err != nil {
+		return err
 	}
 	start := time.Now()
 	var replayed int
@@ -306,6 +315,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		model, dim := db.embedModel()
 		db.mu.Lock()
 		db.head.add(ha, model, dim)
+		db.versions[wsKey{ha.a.Tenant, ha.a.Workspace}] = seq
 		over := db.head.bytes >= db.opts.FlushThreshold
 		db.mu.Unlock()
 		if over && decoded != nil {
@@ -325,6 +335,26 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.mu.Lock()
 		db.tombstones[k] = seq
 		db.head.erase(k, seq)
+		delete(db.feedback, k)
+		db.versions[k] = seq
+		db.mu.Unlock()
+	case recFeedback:
+		var e *feedbackEvent
+		if decoded != nil {
+			e = decoded.(*feedbackEvent)
+		} else {
+			var err error
+			if e, err = decodeFeedbackRecord(payload); err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+		}
+		e.Seq = seq
+		k := wsKey{e.Tenant, e.Workspace}
+		db.mu.Lock()
+		db.applyFeedback(k, e)
+		db.head.feedback = append(db.head.feedback, e)
+		db.head.note(seq)
+		db.versions[k] = seq
 		db.mu.Unlock()
 	default:
 		return fmt.Errorf("seq %d: unknown record type %s", seq, t)

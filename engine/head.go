@@ -54,7 +54,8 @@ type head struct {
 	erasures   int   // erase records applied: their WAL bytes should be checkpointed away soon
 	minSeq     uint64
 	maxSeq     uint64
-	walIndex   int // for a frozen head: the first WAL file not covered by it
+	walIndex   int              // for a frozen head: the first WAL file not covered by it
+	feedback   []*feedbackEvent // feedback events applied since the last rotation, in order
 }
 
 func newHead() *head {
@@ -153,6 +154,7 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 		if len(wd.Artifacts) == 0 {
 			continue
 		}
+		wd.Sections = nil
 		var err error
 		if len(wd.Artifacts) == len(w.artifacts) {
 			wd.Sections, err = headSections(w)
@@ -179,5 +181,5 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 		}
 		out = append(out, wd)
 	}
-	return out, nil // segment.Write sorts workspaces, so map order does not matter
+	return withFeedbackSections(out, h.feedback, hidden), nil // segment.Write sorts workspaces, so order does not matter
 }

@@ -21,6 +21,9 @@ type snapshot map[string]struct {
 	Spans     []artifact.Span
 	Lexical   [][]SearchHit
 	Semantic  [][]SearchHit
+	Version   uint64
+	Marks     []string // per span in listing order: its feedback marks
+	Pinned    []int    // positions of pinned spans in the listing, in prefix order
 }
 
 // nonEmptySearches counts snapshots whose searches found something, so the
@@ -66,6 +69,16 @@ func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 				e.Artifacts = append(e.Artifacts, *a)
 			}
 			e.Spans = spans
+			e.Version = db.DataVersion(tn, ws)
+			marks, pinned := db.Marks(tn, ws)
+			pos := map[[16]byte]int{}
+			for i, sp := range spans {
+				pos[sp.ID] = i
+				e.Marks = append(e.Marks, fmt.Sprintf("%+v", marks[sp.ID]))
+			}
+			for _, id := range pinned {
+				e.Pinned = append(e.Pinned, pos[id])
+			}
 			for _, q := range layoutQueries {
 				lex, err := db.SearchLexical(tn, ws, q, 20)
 				if err != nil {
@@ -89,7 +102,7 @@ func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 
 // op is one step of a random history.
 type op struct {
-	Kind   int // 0-6 ingest, 7 flush, 8 compact, 9 erase
+	Kind   int // 0-6 ingest, 7 flush, 8 compact, 9 erase, 10-11 feedback
 	Tenant int
 	WS     int
 	Seed   uint64
@@ -97,7 +110,7 @@ type op struct {
 }
 
 func genOp() gopter.Gen {
-	return gopter.CombineGens(gen.IntRange(0, 9), gen.IntRange(0, 1), gen.IntRange(0, 2), gen.UInt64(), gen.IntRange(-1, 5)).
+	return gopter.CombineGens(gen.IntRange(0, 11), gen.IntRange(0, 1), gen.IntRange(0, 2), gen.UInt64(), gen.IntRange(-1, 5)).
 		Map(func(v []any) op { return op{v[0].(int), v[1].(int), v[2].(int), v[3].(uint64), v[4].(int)} })
 }
 
@@ -163,6 +176,13 @@ func TestLayoutIndependence(t *testing.T) {
 					t.Log(err)
 					return false
 				}
+			case o.Kind >= 10:
+				// The same feedback in both: the artifact and span at the same
+				// position of the listing, which is the same in both.
+				if err := sameFeedback(db, headOnly, tn, ws, o.Seed); err != nil {
+					t.Log(err)
+					return false
+				}
 			default:
 				e1, err1 := db.EraseWorkspace(tn, ws)
 				e2, err2 := headOnly.EraseWorkspace(tn, ws)
@@ -212,6 +232,39 @@ func TestLayoutIndependence(t *testing.T) {
 	t.Logf("%d non-empty search snapshots compared", nonEmptySearches)
 }
 
+// sameFeedback gives one random feedback event to both databases: the
+// action, artifact and span are picked by position from seed.
+func sameFeedback(a, b *DB, tn, ws string, seed uint64) error {
+	r := rand.New(rand.NewPCG(seed, 11))
+	actions := []string{ActionPin, ActionPin, ActionUnpin, ActionPrivate, ActionMarkWrong, ActionOutdated, ActionClear}
+	action := actions[r.IntN(len(actions))]
+	artsA, spansA, _ := a.WorkspaceContent(tn, ws)
+	artsB, spansB, _ := b.WorkspaceContent(tn, ws)
+	if len(artsA) == 0 || len(artsA) != len(artsB) {
+		return nil
+	}
+	i := r.IntN(len(artsA))
+	pick := func(arts []*artifact.Artifact, spans []artifact.Span) FeedbackInput {
+		in := FeedbackInput{Workspace: ws, ActorID: "actor-1", Action: action, ArtifactID: arts[i].ID, Reason: "layout"}
+		var own []artifact.Span
+		for _, sp := range spans {
+			if sp.ArtifactID == arts[i].ID {
+				own = append(own, sp)
+			}
+		}
+		if len(own) > 0 && seed%3 != 0 { // else: the whole artifact
+			in.SpanID = own[int(seed/3)%len(own)].ID
+		}
+		return in
+	}
+	_, errA := a.Feedback(tn, pick(artsA, spansA))
+	_, errB := b.Feedback(tn, pick(artsB, spansB))
+	if (errA == nil) != (errB == nil) {
+		return fmt.Errorf("feedback: %v vs %v", errA, errB)
+	}
+	return nil
+}
+
 // sameContent compares two snapshots ignoring ids, seqs and ingest times.
 func sameContent(a, b snapshot) bool {
 	norm := func(s snapshot) map[string][]string {
@@ -223,6 +276,8 @@ func sameContent(a, b snapshot) bool {
 			for _, sp := range v.Spans {
 				out[k] = append(out[k], fmt.Sprintf("%d|%d|%d|%d|%s", sp.Ordinal, sp.Start, sp.End, sp.Tokens, sp.Text))
 			}
+			out[k] = append(out[k], fmt.Sprint("version|", v.Version, "|pinned|", v.Pinned))
+			out[k] = append(out[k], v.Marks...)
 			// Span ids differ between the two databases, so equal scores may
 			// tie-break differently: compare each result list's scores.
 			for i := range v.Lexical {

@@ -219,6 +219,10 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment, remaining []*liveS
 	for k, seq := range db.tombstones {
 		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
 	}
+	m.Versions = m.Versions[:0:0]
+	for k, seq := range db.versions {
+		m.Versions = append(m.Versions, wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
+	}
 	db.mu.RUnlock()
 	if err := writeManifest(db.dir, m); err != nil {
 		if added != nil {
@@ -240,8 +244,11 @@ func (db *DB) compactLocked(minRun int) error {
 		lo, hi := db.planCompaction(segs, minRun)
 		db.mu.RUnlock()
 		if lo < 0 {
-			db.dropSpentTombstones()
-			return nil
+			if !db.dropSpentTombstones() {
+				return nil
+			}
+			m := db.manifest // persist the shorter tombstone list
+			return db.commitManifest(&m, nil, nil)
 		}
 		if err := db.compactRun(segs, lo, hi); err != nil {
 			return fmt.Errorf("engine: compaction: %w", err)
@@ -253,8 +260,8 @@ func (db *DB) compactLocked(minRun int) error {
 // Callers hold mu.
 func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 	erased := func(s *liveSegment) bool {
-		for _, w := range s.Workspaces() {
-			if db.hidden(wsKey{w.Tenant, w.Workspace}, w.MinSeq) {
+		for wi := range s.Workspaces() {
+			if holdsHidden(s, wi, db.hidden) {
 				return true
 			}
 		}
@@ -347,6 +354,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		terms [][]string
 		rows  *vectorRows
 	}
+	var events []*feedbackEvent
 	byWS := map[wsKey]*merged{}
 	var order []wsKey
 	// Read without mu: only maintenance (holding maintMu, as we do) closes
@@ -377,6 +385,11 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 				}
 				return nil
 			})
+			evs, ferr := readFeedbackSection(s, wi)
+			if ferr != nil {
+				return nil, ferr
+			}
+			events = append(events, evs...)
 			vec := s.parts[wi].vec
 			if vec != nil && (vec.Model() != model || vec.Dim() != dim) {
 				vec = nil
@@ -406,7 +419,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 	for _, k := range order {
 		m := byWS[k]
 		if len(m.wd.Artifacts) == 0 {
-			continue
+			continue // its feedback, if any, is attached below
 		}
 		secs, err := indexSections(m.wd.Spans, m.terms, m.rows)
 		if err != nil {
@@ -415,22 +428,23 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		m.wd.Sections = secs
 		out = append(out, m.wd)
 	}
-	return out, nil
+	return withFeedbackSections(out, events, hidden), nil
 }
 
 // dropSpentTombstones forgets erasures that no longer hide anything: no
-// segment or head holds older data of the workspace. The next manifest write
-// persists the shorter list.
-func (db *DB) dropSpentTombstones() {
+// segment or head holds older data of the workspace. It reports whether it
+// dropped any, so the caller persists the shorter list.
+func (db *DB) dropSpentTombstones() bool {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if len(db.frozen) > 0 {
-		return
+		return false
 	}
-	for k, seq := range db.tombstones {
+	dropped := false
+	for k := range db.tombstones {
 		spent := true
 		for _, s := range db.segments {
-			if w, ok := s.FindWorkspace(k.Tenant, k.Workspace); ok && s.Workspaces()[w].MinSeq < seq {
+			if w, ok := s.FindWorkspace(k.Tenant, k.Workspace); ok && holdsHidden(s, w, db.hidden) {
 				spent = false
 				break
 			}
@@ -440,6 +454,8 @@ func (db *DB) dropSpentTombstones() {
 		// replay together with the data it hides.
 		if spent {
 			delete(db.tombstones, k)
+			dropped = true
 		}
 	}
+	return dropped
 }

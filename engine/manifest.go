@@ -29,6 +29,15 @@ type manifest struct {
 	LastSeq       uint64 // highest WAL sequence number whose effects live in segments
 	Segments      []segmentEntry
 	Tombstones    []tombstone // erased workspaces whose old data may still sit in segments
+	Versions      []wsVersion // data version of every workspace ever changed
+}
+
+// wsVersion is a workspace's data version: the sequence number of its latest
+// change (ingest, feedback, erasure). Receipt ids derive from it, so it is
+// kept here and never moves backwards, whatever compaction removes.
+type wsVersion struct {
+	Tenant, Workspace string
+	Seq               uint64
 }
 
 // segmentEntry names a live segment; Segments are kept in ascending sequence order.
@@ -67,6 +76,19 @@ func (m *manifest) encode() []byte {
 		body = appendString(body, t.Tenant)
 		body = appendString(body, t.Workspace)
 		body = binary.AppendUvarint(body, t.Seq)
+	}
+	vs := append([]wsVersion(nil), m.Versions...)
+	sort.Slice(vs, func(i, j int) bool {
+		if vs[i].Tenant != vs[j].Tenant {
+			return vs[i].Tenant < vs[j].Tenant
+		}
+		return vs[i].Workspace < vs[j].Workspace
+	})
+	body = binary.AppendUvarint(body, uint64(len(vs)))
+	for _, v := range vs {
+		body = appendString(body, v.Tenant)
+		body = appendString(body, v.Workspace)
+		body = binary.AppendUvarint(body, v.Seq)
 	}
 	out := make([]byte, 0, 20+len(body))
 	out = append(out, manifestMagic[:]...)
@@ -119,6 +141,10 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	nts := d.count(3)
 	for i := 0; i < nts && d.err == nil; i++ {
 		m.Tombstones = append(m.Tombstones, tombstone{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint()})
+	}
+	nv := d.count(3)
+	for i := 0; i < nv && d.err == nil; i++ {
+		m.Versions = append(m.Versions, wsVersion{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint()})
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
@@ -249,6 +275,34 @@ func (d *decoder) string() string {
 	d.b = d.b[n:]
 	d.read += int(n)
 	return s
+}
+
+func (d *decoder) uuid() (id [16]byte) {
+	if d.err != nil {
+		return id
+	}
+	if len(d.b) < 16 {
+		d.fail("short uuid")
+		return id
+	}
+	copy(id[:], d.b)
+	d.b = d.b[16:]
+	d.read += 16
+	return id
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	d.read += n
+	return v
 }
 
 func (d *decoder) bytes() []byte {

@@ -69,17 +69,19 @@ func Verify(dir string) (*VerifyReport, error) {
 	}
 	listed := map[string]bool{}
 	var prevMax uint64
-	for i, e := range m.Segments {
+	for _, e := range m.Segments {
 		name := segment.FileName(e.ID)
 		listed[name] = true
 		path := filepath.Join(dir, segmentDir, name)
 		if e.ID >= m.NextSegmentID {
 			fault("manifest: segment %d is not below next segment id %d", e.ID, m.NextSegmentID)
 		}
-		if i > 0 && e.MinSeq <= prevMax {
-			fault("manifest: segment %s seq range [%d,%d] overlaps or precedes the previous one (max %d)", name, e.MinSeq, e.MaxSeq, prevMax)
+		if e.MaxSeq > 0 { // a segment of feedback events only has no artifact seq range
+			if e.MinSeq <= prevMax {
+				fault("manifest: segment %s seq range [%d,%d] overlaps or precedes the previous one (max %d)", name, e.MinSeq, e.MaxSeq, prevMax)
+			}
+			prevMax = e.MaxSeq
 		}
-		prevMax = e.MaxSeq
 		if e.MaxSeq > m.LastSeq {
 			fault("manifest: segment %s max seq %d above last seq %d", name, e.MaxSeq, m.LastSeq)
 		}
@@ -110,6 +112,11 @@ func Verify(dir string) (*VerifyReport, error) {
 		}
 		for wi, w := range s.Workspaces() {
 			k := wsKey{w.Tenant, w.Workspace}
+			if b, ok := s.Section(wi, segment.KindFeedback); ok {
+				if _, err := decodeFeedbackSection(b); err != nil {
+					fault("segment %s: workspace %d: %v", path, wi, err)
+				}
+			}
 			s.Artifacts(wi, func(a *artifact.Artifact) error {
 				seen(a.ID, path)
 				if t, ok := hidden[k]; !ok || a.Seq >= t {
@@ -184,6 +191,10 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				r.Spans += len(spans)
 			case recEraseWorkspace:
 				if _, _, err := decodeEraseRecord(rec.Payload); err != nil {
+					fault("wal: %s at offset %d: %v", path, off, err)
+				}
+			case recFeedback:
+				if _, err := decodeFeedbackRecord(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
 			default:

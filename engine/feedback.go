@@ -1,0 +1,471 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/segment"
+	"github.com/loci-memory/loci/wal"
+)
+
+// Feedback actions (decisions.md § Feedback).
+const (
+	ActionPin             = "pin"
+	ActionUnpin           = "unpin"
+	ActionPrivate         = "private"
+	ActionMarkWrong       = "mark_wrong"
+	ActionOutdated        = "outdated"
+	ActionResolveConflict = "resolve_conflict"
+	ActionClear           = "clear"
+)
+
+// FeedbackActions lists the accepted actions.
+var FeedbackActions = []string{ActionPin, ActionUnpin, ActionPrivate, ActionMarkWrong, ActionOutdated, ActionResolveConflict, ActionClear}
+
+// FeedbackInput is one feedback event. SpanID zero means every span of the
+// artifact. resolve_conflict names the conflict and, optionally, the
+// preferred span; the other span of the conflict becomes outdated.
+type FeedbackInput struct {
+	Workspace       string
+	ActorID         string
+	Action          string
+	ArtifactID      uuid.UUID
+	SpanID          uuid.UUID
+	Reason          string
+	ConflictID      string
+	PreferredSpanID uuid.UUID
+	// ConflictSpans are the two spans of the conflict being resolved, as the
+	// caller found them (in a receipt); required for resolve_conflict.
+	ConflictSpans [2]uuid.UUID
+}
+
+// FeedbackResult acknowledges a durable feedback event.
+type FeedbackResult struct {
+	FeedbackID uuid.UUID
+	Action     string
+	Applied    int // spans whose state the event changed or confirmed
+	CreatedAt  time.Time
+}
+
+// feedbackEvent is the durable form of a feedback event: the spans it acts
+// on are resolved when it is written, so replay needs no lookups.
+type feedbackEvent struct {
+	ID         uuid.UUID
+	Tenant     string
+	Workspace  string
+	ActorID    string
+	Action     string
+	ArtifactID uuid.UUID
+	Spans      []uuid.UUID // the spans the action applies to, sorted
+	Reason     string
+	ConflictID string
+	Preferred  uuid.UUID // resolve_conflict: the span kept (Spans holds the one made outdated)
+	CreatedAt  int64     // Unix µs
+	Seq        uint64    // WAL sequence number, set when applied
+}
+
+// encodeFeedbackRecord: version | 16 id | tenant | workspace | actor | action
+// | 16 artifact | uvarint n | n × 16 span | reason | conflict id | 16
+// preferred | varint created_at.
+func encodeFeedbackRecord(e *feedbackEvent) []byte {
+	b := []byte{recordVersion}
+	b = append(b, e.ID[:]...)
+	for _, s := range []string{e.Tenant, e.Workspace, e.ActorID, e.Action} {
+		b = appendString(b, s)
+	}
+	b = append(b, e.ArtifactID[:]...)
+	b = binary.AppendUvarint(b, uint64(len(e.Spans)))
+	for _, s := range e.Spans {
+		b = append(b, s[:]...)
+	}
+	b = appendString(b, e.Reason)
+	b = appendString(b, e.ConflictID)
+	b = append(b, e.Preferred[:]...)
+	return binary.AppendVarint(b, e.CreatedAt)
+}
+
+func decodeFeedbackRecord(b []byte) (*feedbackEvent, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return nil, fmt.Errorf("feedback record: unsupported version")
+	}
+	d := decoder{b: b[1:]}
+	e := &feedbackEvent{}
+	e.ID = d.uuid()
+	e.Tenant, e.Workspace, e.ActorID, e.Action = d.string(), d.string(), d.string(), d.string()
+	e.ArtifactID = d.uuid()
+	n := d.count(16)
+	for i := 0; i < n && d.err == nil; i++ {
+		e.Spans = append(e.Spans, d.uuid())
+	}
+	e.Reason, e.ConflictID = d.string(), d.string()
+	e.Preferred = d.uuid()
+	e.CreatedAt = d.varint()
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("feedback record: %w", d.err)
+	}
+	if !slices.Contains(FeedbackActions, e.Action) {
+		return nil, fmt.Errorf("feedback record: unknown action %q", e.Action)
+	}
+	return e, nil
+}
+
+// SpanMarks is the effective feedback state of one span.
+type SpanMarks struct {
+	Pinned      bool
+	PinnedSeq   uint64 // orders pinned spans in the prefix: first pinned first
+	Private     bool
+	PrivateFor  []string // actors who marked it private, sorted
+	MarkedWrong bool
+	Outdated    bool
+	OutdatedBy  string
+}
+
+// feedbackState is a workspace's effective feedback state, derived from its
+// event log in order.
+type feedbackState struct {
+	spans map[uuid.UUID]*SpanMarks
+	// conflicts resolved: conflict id -> the event, for receipts
+	resolved map[string]*feedbackEvent
+}
+
+func newFeedbackState() *feedbackState {
+	return &feedbackState{spans: map[uuid.UUID]*SpanMarks{}, resolved: map[string]*feedbackEvent{}}
+}
+
+// apply folds one event into the state.
+func (f *feedbackState) apply(e *feedbackEvent) {
+	mark := func(id uuid.UUID) *SpanMarks {
+		m := f.spans[id]
+		if m == nil {
+			m = &SpanMarks{}
+			f.spans[id] = m
+		}
+		return m
+	}
+	for _, id := range e.Spans {
+		switch e.Action {
+		case ActionPin:
+			m := mark(id)
+			if !m.Pinned {
+				m.Pinned, m.PinnedSeq = true, e.Seq
+			}
+		case ActionUnpin:
+			if m := f.spans[id]; m != nil {
+				m.Pinned, m.PinnedSeq = false, 0
+			}
+		case ActionPrivate:
+			m := mark(id)
+			m.Private = true
+			if i, found := slices.BinarySearch(m.PrivateFor, e.ActorID); !found {
+				m.PrivateFor = slices.Insert(m.PrivateFor, i, e.ActorID)
+			}
+		case ActionMarkWrong:
+			mark(id).MarkedWrong = true
+		case ActionOutdated:
+			m := mark(id)
+			m.Outdated, m.OutdatedBy = true, "marked outdated"
+			if e.Reason != "" {
+				m.OutdatedBy += ": " + e.Reason
+			}
+		case ActionResolveConflict:
+			m := mark(id)
+			m.Outdated, m.OutdatedBy = true, fmt.Sprintf("conflict %s resolved in favour of span %s", e.ConflictID, e.Preferred)
+		case ActionClear:
+			delete(f.spans, id)
+		}
+	}
+	if e.Action == ActionResolveConflict {
+		f.resolved[e.ConflictID] = e
+	}
+}
+
+// marks returns a copy of a span's marks (zero when it has none).
+func (f *feedbackState) marks(id uuid.UUID) SpanMarks {
+	if f == nil {
+		return SpanMarks{}
+	}
+	if m := f.spans[id]; m != nil {
+		c := *m
+		c.PrivateFor = slices.Clone(m.PrivateFor)
+		return c
+	}
+	return SpanMarks{}
+}
+
+// pinned returns the pinned spans, first pinned first (ties by span id).
+func (f *feedbackState) pinned() []uuid.UUID {
+	if f == nil {
+		return nil
+	}
+	var ids []uuid.UUID
+	for id, m := range f.spans {
+		if m.Pinned {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int {
+		if sa, sb := f.spans[a].PinnedSeq, f.spans[b].PinnedSeq; sa != sb {
+			if sa < sb {
+				return -1
+			}
+			return 1
+		}
+		return slices.Compare(a[:], b[:])
+	})
+	return ids
+}
+
+// applyFeedback folds an event into its workspace's state. Callers hold mu
+// (or are recovering).
+func (db *DB) applyFeedback(k wsKey, e *feedbackEvent) {
+	f := db.feedback[k]
+	if f == nil {
+		f = newFeedbackState()
+		db.feedback[k] = f
+	}
+	f.apply(e)
+}
+
+// A FEEDBACK section (segment kind 48) holds a workspace's feedback events in
+// sequence order: u32 count, then per event u64 seq, u32 length and the
+// event in the WAL record encoding (docs/format/wal.md, type 16).
+func encodeFeedbackSection(events []*feedbackEvent) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(events)))
+	for _, e := range events {
+		rec := encodeFeedbackRecord(e)
+		b = binary.LittleEndian.AppendUint64(b, e.Seq)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
+		b = append(b, rec...)
+	}
+	return b
+}
+
+func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("feedback section: %d bytes, want at least 4", len(b))
+	}
+	n := binary.LittleEndian.Uint32(b)
+	b = b[4:]
+	if uint64(n) > uint64(len(b))/12 {
+		return nil, fmt.Errorf("feedback section: count %d exceeds its size", n)
+	}
+	out := make([]*feedbackEvent, 0, n)
+	var prev uint64
+	for i := uint32(0); i < n; i++ {
+		if len(b) < 12 {
+			return nil, fmt.Errorf("feedback section: event %d truncated", i)
+		}
+		seq, l := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint32(b[8:])
+		b = b[12:]
+		if uint64(l) > uint64(len(b)) {
+			return nil, fmt.Errorf("feedback section: event %d length %d exceeds the section", i, l)
+		}
+		if seq <= prev {
+			return nil, fmt.Errorf("feedback section: event %d seq %d does not follow %d", i, seq, prev)
+		}
+		e, err := decodeFeedbackRecord(b[:l])
+		if err != nil {
+			return nil, fmt.Errorf("feedback section: event %d: %w", i, err)
+		}
+		e.Seq, prev = seq, seq
+		out = append(out, e)
+		b = b[l:]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("feedback section: %d trailing bytes", len(b))
+	}
+	return out, nil
+}
+
+// readFeedbackSection returns the feedback events of workspace wi of s.
+func readFeedbackSection(s *liveSegment, wi int) ([]*feedbackEvent, error) {
+	b, ok := s.Section(wi, segment.KindFeedback)
+	if !ok {
+		return nil, nil
+	}
+	evs, err := decodeFeedbackSection(b)
+	if err != nil {
+		return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+	}
+	return evs, nil
+}
+
+// withFeedbackSections attaches the visible events, grouped by workspace in
+// order, as FEEDBACK sections; a workspace with events but no artifacts in
+// this segment gets an entry of its own.
+func withFeedbackSections(ws []segment.WorkspaceData, events []*feedbackEvent, hidden func(wsKey, uint64) bool) []segment.WorkspaceData {
+	byWS := map[wsKey][]*feedbackEvent{}
+	var order []wsKey
+	for _, e := range events {
+		k := wsKey{e.Tenant, e.Workspace}
+		if hidden(k, e.Seq) {
+			continue
+		}
+		if byWS[k] == nil {
+			order = append(order, k)
+		}
+		byWS[k] = append(byWS[k], e)
+	}
+	for _, k := range order {
+		sec := segment.Section{Kind: segment.KindFeedback, Data: encodeFeedbackSection(byWS[k])}
+		i := slices.IndexFunc(ws, func(w segment.WorkspaceData) bool { return w.Tenant == k.Tenant && w.Workspace == k.Workspace })
+		if i < 0 {
+			lex, _ := invindex.BuildSections(nil, nil)
+			ws = append(ws, segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace, Sections: lexicalSections(lex)})
+			i = len(ws) - 1
+		}
+		ws[i].Sections = append(ws[i].Sections, sec)
+	}
+	return ws
+}
+
+// loadFeedback rebuilds the feedback state from the segments' FEEDBACK
+// sections, in sequence order, skipping erased events. WAL replay then
+// applies the later ones.
+func (db *DB) loadFeedback() error {
+	for _, s := range db.segments {
+		for wi := range s.Workspaces() {
+			evs, err := readFeedbackSection(s, wi)
+			if err != nil {
+				return fmt.Errorf("engine: %w", err)
+			}
+			for _, e := range evs {
+				k := wsKey{e.Tenant, e.Workspace}
+				if !db.hidden(k, e.Seq) {
+					db.applyFeedback(k, e)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Feedback records a feedback event durably and applies it: later packs see
+// it, and it changes the workspace's data version. The artifact (and span)
+// must belong to tenant's workspace, else ErrNotFound.
+func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) {
+	if err := db.enter(); err != nil {
+		return FeedbackResult{}, err
+	}
+	defer db.leave()
+	if err := checkID("workspace_id", in.Workspace, true); err != nil {
+		return FeedbackResult{}, err
+	}
+	if err := checkID("actor_id", in.ActorID, true); err != nil {
+		return FeedbackResult{}, err
+	}
+	if !slices.Contains(FeedbackActions, in.Action) {
+		return FeedbackResult{}, &InvalidError{"action", fmt.Sprintf("unknown value %q; allowed: %v", in.Action, FeedbackActions)}
+	}
+	if len(in.Reason) > 4096 {
+		return FeedbackResult{}, &InvalidError{"reason", "is longer than 4096 bytes"}
+	}
+	spans, err := db.ArtifactSpans(tenant, in.ArtifactID)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	a, err := db.Artifact(tenant, in.ArtifactID)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	if a.Workspace != in.Workspace {
+		return FeedbackResult{}, ErrNotFound // ids of other workspaces do not leak either
+	}
+	e := &feedbackEvent{ID: uuid.New(), Tenant: tenant, Workspace: in.Workspace, ActorID: in.ActorID, Action: in.Action,
+		ArtifactID: in.ArtifactID, Reason: in.Reason, CreatedAt: db.opts.Now().UTC().UnixMicro()}
+	has := func(id uuid.UUID) bool {
+		return slices.ContainsFunc(spans, func(s artifact.Span) bool { return s.ID == id })
+	}
+	switch {
+	case in.Action == ActionResolveConflict:
+		if in.ConflictID == "" {
+			return FeedbackResult{}, &InvalidError{"conflict_id", "is required for resolve_conflict"}
+		}
+		a, b := in.ConflictSpans[0], in.ConflictSpans[1]
+		if a == (uuid.UUID{}) || b == (uuid.UUID{}) || a == b {
+			return FeedbackResult{}, &InvalidError{"conflict_id", "names no known conflict"}
+		}
+		keep := in.PreferredSpanID
+		if keep == (uuid.UUID{}) {
+			keep = in.SpanID
+		}
+		var other uuid.UUID
+		switch keep {
+		case a:
+			other = b
+		case b:
+			other = a
+		default:
+			return FeedbackResult{}, &InvalidError{"preferred_span_id", "is not one of the conflict's two spans"}
+		}
+		e.ConflictID, e.Preferred, e.Spans = in.ConflictID, keep, []uuid.UUID{other}
+	case in.SpanID != uuid.UUID{}:
+		if !has(in.SpanID) {
+			return FeedbackResult{}, ErrNotFound
+		}
+		e.Spans = []uuid.UUID{in.SpanID}
+	default:
+		for _, s := range spans {
+			e.Spans = append(e.Spans, s.ID)
+		}
+		slices.SortFunc(e.Spans, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
+	}
+	_, err = db.wal.Append(wal.Entry{Type: uint8(recFeedback), Payload: encodeFeedbackRecord(e),
+		Apply: func(seq uint64) { db.apply(recFeedback, seq, nil, e) }})
+	if err != nil {
+		return FeedbackResult{}, fmt.Errorf("engine: feedback: %w", err)
+	}
+	return FeedbackResult{FeedbackID: e.ID, Action: e.Action, Applied: len(e.Spans), CreatedAt: time.UnixMicro(e.CreatedAt).UTC()}, nil
+}
+
+// Marks returns the effective feedback state of a workspace's spans (only
+// spans with any mark) and its pinned spans, first pinned first.
+func (db *DB) Marks(tenant, ws string) (map[uuid.UUID]SpanMarks, []uuid.UUID) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	f := db.feedback[wsKey{tenant, ws}]
+	out := map[uuid.UUID]SpanMarks{}
+	if f == nil {
+		return out, nil
+	}
+	for id := range f.spans {
+		out[id] = f.marks(id)
+	}
+	return out, f.pinned()
+}
+
+// DataVersion is the workspace's data version: the sequence number of its
+// latest ingest, feedback event or erasure (0: never written). Reads and
+// receipts never change it.
+func (db *DB) DataVersion(tenant, ws string) uint64 {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.versions[wsKey{tenant, ws}]
+}
+
+// holdsHidden reports whether workspace wi of s holds data an erasure hides:
+// artifacts, or feedback events (sorted by seq, so the first decides), older
+// than the workspace's tombstone. hidden is the caller's tombstone check.
+func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
+	w := s.Workspaces()[wi]
+	k := wsKey{w.Tenant, w.Workspace}
+	if w.Artifacts > 0 && hidden(k, w.MinSeq) {
+		return true
+	}
+	if b, ok := s.Section(wi, segment.KindFeedback); ok && len(b) >= 12 && binary.LittleEndian.Uint32(b) > 0 {
+		return hidden(k, binary.LittleEndian.Uint64(b[4:]))
+	}
+	return false
+}
+
+func (m SpanMarks) isZero() bool {
+	return !m.Pinned && !m.Private && !m.MarkedWrong && !m.Outdated && len(m.PrivateFor) == 0
+}
