@@ -126,7 +126,8 @@ type DB struct {
 	tombstones map[wsKey]uint64
 	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
 	versions   map[wsKey]uint64         // data version per workspace (seq of its latest change)
-	manifest   manifest                 // last written
+	receipts   *receiptStore
+	manifest   manifest // last written
 
 	idemMu   sync.Mutex
 	inflight map[idemKey]*inflightIngest
@@ -194,7 +195,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
-		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]uint64{},
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]uint64{}, receipts: newReceiptStore(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
@@ -251,7 +252,7 @@ func (db *DB) recover() error {
 		}
 		db.segments = append(db.segments, ls)
 	}
-	if err := db.loadFeedback(); err != nil {
+	if err := db.loadEvents(); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -336,6 +337,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.tombstones[k] = seq
 		db.head.erase(k, seq)
 		delete(db.feedback, k)
+		db.receipts.erase(k)
 		db.versions[k] = seq
 		db.mu.Unlock()
 	case recFeedback:
@@ -355,6 +357,23 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.head.feedback = append(db.head.feedback, e)
 		db.head.note(seq)
 		db.versions[k] = seq
+		db.mu.Unlock()
+	case recReceipt:
+		var r *Receipt
+		if decoded != nil {
+			r = decoded.(*Receipt)
+		} else {
+			var err error
+			if r, err = decodeReceiptRecord(payload, true); err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+		}
+		r.Seq = seq
+		db.mu.Lock()
+		db.receipts.add(r)
+		db.head.receipts = append(db.head.receipts, r)
+		db.head.bytes += int64(len(r.Body) + len(r.Query) + 256)
+		db.head.note(seq)
 		db.mu.Unlock()
 	default:
 		return fmt.Errorf("seq %d: unknown record type %s", seq, t)

@@ -315,23 +315,32 @@ func withFeedbackSections(ws []segment.WorkspaceData, events []*feedbackEvent, h
 		byWS[k] = append(byWS[k], e)
 	}
 	for _, k := range order {
-		sec := segment.Section{Kind: segment.KindFeedback, Data: encodeFeedbackSection(byWS[k])}
-		i := slices.IndexFunc(ws, func(w segment.WorkspaceData) bool { return w.Tenant == k.Tenant && w.Workspace == k.Workspace })
-		if i < 0 {
-			lex, _ := invindex.BuildSections(nil, nil)
-			ws = append(ws, segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace, Sections: lexicalSections(lex)})
-			i = len(ws) - 1
-		}
-		ws[i].Sections = append(ws[i].Sections, sec)
+		ws = appendSection(ws, k, segment.Section{Kind: segment.KindFeedback, Data: encodeFeedbackSection(byWS[k])})
 	}
 	return ws
 }
 
-// loadFeedback rebuilds the feedback state from the segments' FEEDBACK
-// sections, in sequence order, skipping erased events. WAL replay then
-// applies the later ones.
-func (db *DB) loadFeedback() error {
+// appendSection adds an extension section to workspace k of a new segment,
+// creating an entry (with an empty BM25 index) when k has no artifacts in it.
+func appendSection(ws []segment.WorkspaceData, k wsKey, sec segment.Section) []segment.WorkspaceData {
+	i := slices.IndexFunc(ws, func(w segment.WorkspaceData) bool { return w.Tenant == k.Tenant && w.Workspace == k.Workspace })
+	if i < 0 {
+		lex, _ := invindex.BuildSections(nil, nil)
+		ws = append(ws, segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace, Sections: lexicalSections(lex)})
+		i = len(ws) - 1
+	}
+	ws[i].Sections = append(ws[i].Sections, sec)
+	return ws
+}
+
+// loadEvents rebuilds the feedback state from the segments' FEEDBACK
+// sections, in sequence order, skipping erased events, and indexes their
+// receipts. WAL replay then applies the later ones.
+func (db *DB) loadEvents() error {
 	for _, s := range db.segments {
+		if err := db.receipts.place(s); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
 		for wi := range s.Workspaces() {
 			evs, err := readFeedbackSection(s, wi)
 			if err != nil {
@@ -460,8 +469,11 @@ func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
 	if w.Artifacts > 0 && hidden(k, w.MinSeq) {
 		return true
 	}
-	if b, ok := s.Section(wi, segment.KindFeedback); ok && len(b) >= 12 && binary.LittleEndian.Uint32(b) > 0 {
-		return hidden(k, binary.LittleEndian.Uint64(b[4:]))
+	// Feedback and receipt sections start with a count and the first (lowest) seq.
+	for _, kind := range []uint16{segment.KindFeedback, segment.KindReceipts} {
+		if b, ok := s.Section(wi, kind); ok && len(b) >= 12 && binary.LittleEndian.Uint32(b) > 0 && hidden(k, binary.LittleEndian.Uint64(b[4:])) {
+			return true
+		}
 	}
 	return false
 }

@@ -56,6 +56,7 @@ type head struct {
 	maxSeq     uint64
 	walIndex   int              // for a frozen head: the first WAL file not covered by it
 	feedback   []*feedbackEvent // feedback events applied since the last rotation, in order
+	receipts   []*Receipt       // receipts applied since the last rotation, in order
 }
 
 func newHead() *head {
@@ -181,5 +182,6 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 		}
 		out = append(out, wd)
 	}
-	return withFeedbackSections(out, h.feedback, hidden), nil // segment.Write sorts workspaces, so order does not matter
+	out = withFeedbackSections(out, h.feedback, hidden)
+	return attachReceipts(out, h.receipts, hidden), nil // segment.Write sorts workspaces, so order does not matter
 }

@@ -184,6 +184,9 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	db.mu.Lock()
 	if ls != nil {
 		db.segments = append(db.segments, ls)
+		if err := db.receipts.place(ls); err != nil {
+			db.log.Error("engine: indexing receipts of a new segment", "err", err)
+		}
 	}
 	db.frozen = db.frozen[1:]
 	db.mu.Unlock()
@@ -322,6 +325,9 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 	live := append([]*liveSegment(nil), db.segments[:lo]...)
 	if ls != nil {
 		live = append(live, ls)
+		if err := db.receipts.place(ls); err != nil {
+			db.log.Error("engine: indexing receipts of a compacted segment", "err", err)
+		}
 	}
 	db.segments = append(live, db.segments[hi:]...)
 	db.mu.Unlock()
@@ -355,6 +361,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		rows  *vectorRows
 	}
 	var events []*feedbackEvent
+	var receipts []*Receipt
 	byWS := map[wsKey]*merged{}
 	var order []wsKey
 	// Read without mu: only maintenance (holding maintMu, as we do) closes
@@ -390,6 +397,13 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 				return nil, ferr
 			}
 			events = append(events, evs...)
+			if rb, ok := s.Section(wi, segment.KindReceipts); ok {
+				rs, err := decodeReceiptSection(rb)
+				if err != nil {
+					return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+				}
+				receipts = append(receipts, rs...)
+			}
 			vec := s.parts[wi].vec
 			if vec != nil && (vec.Model() != model || vec.Dim() != dim) {
 				vec = nil
@@ -428,7 +442,8 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		m.wd.Sections = secs
 		out = append(out, m.wd)
 	}
-	return withFeedbackSections(out, events, hidden), nil
+	out = withFeedbackSections(out, events, hidden)
+	return attachReceipts(out, receipts, hidden), nil
 }
 
 // dropSpentTombstones forgets erasures that no longer hide anything: no

@@ -117,6 +117,11 @@ func Verify(dir string) (*VerifyReport, error) {
 					fault("segment %s: workspace %d: %v", path, wi, err)
 				}
 			}
+			if b, ok := s.Section(wi, segment.KindReceipts); ok {
+				if _, err := decodeReceiptSection(b); err != nil {
+					fault("segment %s: workspace %d: %v", path, wi, err)
+				}
+			}
 			s.Artifacts(wi, func(a *artifact.Artifact) error {
 				seen(a.ID, path)
 				if t, ok := hidden[k]; !ok || a.Seq >= t {
@@ -195,6 +200,10 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				}
 			case recFeedback:
 				if _, err := decodeFeedbackRecord(rec.Payload); err != nil {
+					fault("wal: %s at offset %d: %v", path, off, err)
+				}
+			case recReceipt:
+				if _, err := decodeReceiptRecord(rec.Payload, false); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
 			default:
