@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/wal"
 )
 
 // words is a small vocabulary for synthetic text: the generator needs text
@@ -112,4 +114,20 @@ func (c *Corpus) Next(ws string) engine.IngestInput {
 	}
 	in.Payload, _ = json.Marshal(payload)
 	return in
+}
+
+// scratchEngine opens an engine in a new temporary directory for a
+// benchmark or evaluation (fsync off: the figures are about reads), and
+// returns a cleanup that closes it and removes the directory.
+func scratchEngine(prefix string) (*engine.DB, func(), error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); os.RemoveAll(dir) }, nil
 }

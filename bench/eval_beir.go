@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"runtime"
 	"sort"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/invindex"
-	"github.com/loci-memory/loci/wal"
 )
 
 // BEIRConfig sets up `loci eval beir`.
@@ -100,16 +98,11 @@ func EvalBEIR(cfg BEIRConfig) (*BEIRResult, error) {
 	}
 
 	// The engine: documents as artifacts, chunked into spans.
-	dir, err := os.MkdirTemp("", "loci-eval-beir-")
+	db, cleanup, err := scratchEngine("loci-eval-beir-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true})
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
+	defer cleanup()
 	docOf := map[uuid.UUID]string{}
 	start := time.Now()
 	const batch = 256

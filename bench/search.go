@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/vecindex"
-	"github.com/loci-memory/loci/wal"
 )
 
 // SearchConfig sets up `loci bench search`.
@@ -55,16 +53,11 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 	if cfg.Queries <= 0 {
 		cfg.Queries = 2000
 	}
-	dir, err := os.MkdirTemp("", "loci-bench-search-")
+	db, cleanup, err := scratchEngine("loci-bench-search-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true})
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
+	defer cleanup()
 	next := NewCorpus(cfg.Seed).Next
 	var real *RealCorpus
 	if cfg.Data != "" {

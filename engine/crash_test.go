@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -107,6 +108,20 @@ func crashChild(dir, round string) {
 					os.Exit(3)
 				}
 				say("ack %s %s %s", ws, key, r.ArtifactID)
+				if w == 4 && i%5 == 0 {
+					// Feedback and receipts are durable state too.
+					if _, err := db.Feedback("t", FeedbackInput{Workspace: ws, ActorID: "crash", Action: ActionPin, ArtifactID: r.ArtifactID}); err != nil {
+						say("error %v", err)
+						os.Exit(3)
+					}
+					say("pinned %s", r.ArtifactID)
+					pr, err := db.ContextPack(context.Background(), "t", PackRequest{Workspace: ws, Query: fmt.Sprintf("word%d end", i%500), MaxTokens: 256})
+					if err != nil {
+						say("error %v", err)
+						os.Exit(3)
+					}
+					say("receipt %s", pr.ReceiptID)
+				}
 				if w == 5 && i%40 == 39 {
 					if _, err := db.EraseWorkspace("t", "scratch"); err != nil {
 						say("error %v", err)
@@ -127,6 +142,7 @@ func TestCrashRecovery(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(20261121, uint64(*crashIterations)))
 	acked := map[string]uuid.UUID{} // main-workspace key -> id
+	durable := &ackedState{pinned: map[uuid.UUID]bool{}, receipts: map[uuid.UUID]bool{}}
 	var totalAcks int
 	for round := 0; round < *crashIterations; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -164,24 +180,34 @@ func TestCrashRecovery(t *testing.T) {
 				if !ok {
 					t.Fatalf("round %d: child exited early; stderr: %s", round, stderr.String())
 				}
-				recordAck(t, l, acked, &totalAcks)
+				recordAck(t, l, acked, durable, &totalAcks)
 			}
 		}
 		for l := range lines { // acks written before the kill landed
-			recordAck(t, l, acked, &totalAcks)
+			recordAck(t, l, acked, durable, &totalAcks)
 		}
 		cmd.Wait()
-		checkAfterCrash(t, dir, round, acked)
+		checkAfterCrash(t, dir, round, acked, durable)
 	}
-	t.Logf("%d kill points, %d acknowledged artifacts in main", *crashIterations, len(acked))
+	t.Logf("%d kill points, %d acknowledged artifacts in main, %d pins, %d receipts", *crashIterations, len(acked), len(durable.pinned), len(durable.receipts))
 	if len(acked) == 0 {
 		t.Fatal("no ingest was acknowledged: the test checked nothing")
 	}
 }
 
-func recordAck(t *testing.T, l string, acked map[string]uuid.UUID, n *int) {
+// ackedState is the acknowledged feedback and receipts of the crash test.
+type ackedState struct {
+	pinned   map[uuid.UUID]bool // artifacts pinned
+	receipts map[uuid.UUID]bool
+}
+
+func recordAck(t *testing.T, l string, acked map[string]uuid.UUID, d *ackedState, n *int) {
 	f := strings.Fields(l)
 	switch {
+	case len(f) == 2 && f[0] == "pinned":
+		d.pinned[uuid.MustParse(f[1])] = true
+	case len(f) == 2 && f[0] == "receipt":
+		d.receipts[uuid.MustParse(f[1])] = true
 	case len(f) == 4 && f[0] == "ack":
 		*n++
 		if f[1] != "main" {
@@ -200,7 +226,7 @@ func recordAck(t *testing.T, l string, acked map[string]uuid.UUID, n *int) {
 // checkAfterCrash: verify finds no fault; after recovery every acknowledged
 // artifact is present and intact; every visible artifact is whole (payload,
 // hash and spans exactly as ingested), none is visible twice.
-func checkAfterCrash(t *testing.T, dir string, round int, acked map[string]uuid.UUID) {
+func checkAfterCrash(t *testing.T, dir string, round int, acked map[string]uuid.UUID, d *ackedState) {
 	t.Helper()
 	rep, err := Verify(dir)
 	if err != nil {
@@ -240,7 +266,7 @@ func checkAfterCrash(t *testing.T, dir string, round int, acked map[string]uuid.
 				t.Fatalf("round %d: artifact %s half-visible: payload differs", round, a.IdempotencyKey)
 			}
 			extracted, _ := text.Extract("chat_turn", want)
-			chunks := text.Chunks(extracted, text.Estimate{}, SpanTargetTokens, SpanMaxTokens)
+			chunks := text.Chunks(extracted, text.O200kBase(), SpanTargetTokens, SpanMaxTokens)
 			got := spansOf[a.ID]
 			if len(got) != len(chunks) {
 				t.Fatalf("round %d: artifact %s has %d spans, want %d", round, a.IdempotencyKey, len(got), len(chunks))
@@ -250,6 +276,23 @@ func checkAfterCrash(t *testing.T, dir string, round int, acked map[string]uuid.
 					t.Fatalf("round %d: artifact %s span %d differs", round, a.IdempotencyKey, i)
 				}
 			}
+		}
+	}
+	marks, _ := db.Marks("t", "main")
+	for art := range d.pinned {
+		spans, err := db.ArtifactSpans("t", art)
+		if err != nil {
+			t.Fatalf("round %d: pinned artifact %s: %v", round, art, err)
+		}
+		for _, sp := range spans {
+			if !marks[sp.ID].Pinned {
+				t.Fatalf("round %d: acknowledged pin of %s lost", round, art)
+			}
+		}
+	}
+	for id := range d.receipts {
+		if _, err := db.GetReceipt("t", id); err != nil {
+			t.Fatalf("round %d: acknowledged receipt %s lost: %v", round, id, err)
 		}
 	}
 	// Retrying an acknowledged key after the crash returns the same artifact.

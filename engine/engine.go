@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,8 @@ type Options struct {
 	// DisableBackground turns off automatic flushes and compactions (tests and
 	// tools call Flush and Compact themselves).
 	DisableBackground bool
-	// TokenCounter counts span tokens at indexing (default text.Estimate).
+	// TokenCounter counts span tokens at indexing and pack tokens (default:
+	// the exact o200k_base BPE counter, text.O200kBase).
 	TokenCounter text.TokenCounter
 	// Embedder embeds span texts at ingest and queries at search (default:
 	// the built-in GloVe embedder). NoEmbedder turns the semantic channel off.
@@ -71,7 +73,7 @@ func (o *Options) setDefaults() {
 		o.CompactionMaxBytes = 512 << 20
 	}
 	if o.TokenCounter == nil {
-		o.TokenCounter = text.Estimate{}
+		o.TokenCounter = text.O200kBase()
 	}
 	if o.Embedder == nil && !o.NoEmbedder {
 		o.Embedder = vecindex.NewGloVe()
@@ -125,7 +127,7 @@ type DB struct {
 	segments   []*liveSegment // ascending Seq order
 	tombstones map[wsKey]uint64
 	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
-	versions   map[wsKey]uint64         // data version per workspace (seq of its latest change)
+	versions   map[wsKey]wsVersion      // data version and newest artifact time per workspace
 	receipts   *receiptStore
 	manifest   manifest // last written
 
@@ -146,6 +148,8 @@ type DB struct {
 	closeMu sync.RWMutex // held shared by every operation, exclusively by Close
 	closed  bool
 	closing atomic.Bool // set first thing in Close, so stalled ingests give up
+
+	lastWrite atomic.Int64 // Unix ns of the latest ingest, for deferring compaction
 
 	kick chan struct{} // wakes the background maintainer
 	stop chan struct{}
@@ -195,7 +199,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
-		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]uint64{}, receipts: newReceiptStore(),
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, receipts: newReceiptStore(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
@@ -232,7 +236,7 @@ func (db *DB) recover() error {
 		db.tombstones[wsKey{t.Tenant, t.Workspace}] = t.Seq
 	}
 	for _, v := range m.Versions {
-		db.versions[wsKey{v.Tenant, v.Workspace}] = v.Seq
+		db.versions[wsKey{v.Tenant, v.Workspace}] = v
 	}
 	if err := db.removeOrphans(m); err != nil {
 		return err
@@ -316,7 +320,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		model, dim := db.embedModel()
 		db.mu.Lock()
 		db.head.add(ha, model, dim)
-		db.versions[wsKey{ha.a.Tenant, ha.a.Workspace}] = seq
+		db.touch(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha.a.Timestamp)
 		over := db.head.bytes >= db.opts.FlushThreshold
 		db.mu.Unlock()
 		if over && decoded != nil {
@@ -338,7 +342,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.head.erase(k, seq)
 		delete(db.feedback, k)
 		db.receipts.erase(k)
-		db.versions[k] = seq
+		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
 	case recFeedback:
 		var e *feedbackEvent
@@ -356,7 +360,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.applyFeedback(k, e)
 		db.head.feedback = append(db.head.feedback, e)
 		db.head.note(seq)
-		db.versions[k] = seq
+		db.touch(k, seq, math.MinInt64)
 		db.mu.Unlock()
 	case recReceipt:
 		var r *Receipt
@@ -379,6 +383,20 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		return fmt.Errorf("seq %d: unknown record type %s", seq, t)
 	}
 	return nil
+}
+
+// touch records a change of workspace k at seq, and an artifact time (none:
+// math.MinInt64). Callers hold mu.
+func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
+	v, ok := db.versions[k]
+	if !ok {
+		v = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
+	}
+	v.Seq = seq
+	if artifactTime != math.MinInt64 && (v.Newest == math.MinInt64 || artifactTime > v.Newest) {
+		v.Newest = artifactTime
+	}
+	db.versions[k] = v
 }
 
 // Close waits for in-flight operations, stops background work, syncs the WAL

@@ -119,6 +119,7 @@ func decodeFeedbackRecord(b []byte) (*feedbackEvent, error) {
 
 // SpanMarks is the effective feedback state of one span.
 type SpanMarks struct {
+	ArtifactID  uuid.UUID // the span's artifact
 	Pinned      bool
 	PinnedSeq   uint64 // orders pinned spans in the prefix: first pinned first
 	Private     bool
@@ -145,7 +146,7 @@ func (f *feedbackState) apply(e *feedbackEvent) {
 	mark := func(id uuid.UUID) *SpanMarks {
 		m := f.spans[id]
 		if m == nil {
-			m = &SpanMarks{}
+			m = &SpanMarks{ArtifactID: e.ArtifactID}
 			f.spans[id] = m
 		}
 		return m
@@ -457,7 +458,7 @@ func (db *DB) Marks(tenant, ws string) (map[uuid.UUID]SpanMarks, []uuid.UUID) {
 func (db *DB) DataVersion(tenant, ws string) uint64 {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	return db.versions[wsKey{tenant, ws}]
+	return db.versions[wsKey{tenant, ws}].Seq
 }
 
 // holdsHidden reports whether workspace wi of s holds data an erasure hides:
@@ -478,6 +479,6 @@ func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
 	return false
 }
 
-func (m SpanMarks) isZero() bool {
+func (m SpanMarks) isZero() bool { // ArtifactID is where the marks live, not a mark
 	return !m.Pinned && !m.Private && !m.MarkedWrong && !m.Outdated && len(m.PrivateFor) == 0
 }

@@ -102,15 +102,24 @@ func indexSections(spans []artifact.Span, terms [][]string, rows *vectorRows) ([
 	if err != nil {
 		return nil, err
 	}
-	secs := lexicalSections(lex)
-	if rows != nil {
-		vb, err := vecindex.BuildSection(rows.dim, rows.model, keys, rows.rows, rows.scales)
-		if err != nil {
-			return nil, err
-		}
-		secs = append(secs, segment.Section{Kind: segment.KindVectors, Data: vb})
+	return withVectorSection(lexicalSections(lex), spans, rows)
+}
+
+// withVectorSection appends the VECTORS section of spans built from rows
+// (nothing when rows is nil).
+func withVectorSection(secs []segment.Section, spans []artifact.Span, rows *vectorRows) ([]segment.Section, error) {
+	if rows == nil {
+		return secs, nil
 	}
-	return secs, nil
+	keys := make([][16]byte, len(spans))
+	for i := range spans {
+		keys[i] = spans[i].ID
+	}
+	vb, err := vecindex.BuildSection(rows.dim, rows.model, keys, rows.rows, rows.scales)
+	if err != nil {
+		return nil, err
+	}
+	return append(secs, segment.Section{Kind: segment.KindVectors, Data: vb}), nil
 }
 
 // headSections returns the sections of a head workspace whose spans are all

@@ -100,6 +100,7 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	}
 
 	db.embed(prepared)
+	db.lastWrite.Store(time.Now().UnixNano())
 	if err := db.waitForRoom(); err != nil {
 		return nil, err
 	}

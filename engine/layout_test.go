@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -24,6 +25,7 @@ type snapshot map[string]struct {
 	Version   uint64
 	Marks     []string // per span in listing order: its feedback marks
 	Pinned    []int    // positions of pinned spans in the listing, in prefix order
+	Packs     []string // context pack results (JSON) and receipt ids, per query
 }
 
 // nonEmptySearches counts snapshots whose searches found something, so the
@@ -74,7 +76,9 @@ func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 			pos := map[[16]byte]int{}
 			for i, sp := range spans {
 				pos[sp.ID] = i
-				e.Marks = append(e.Marks, fmt.Sprintf("%+v", marks[sp.ID]))
+				m := marks[sp.ID]
+				m.ArtifactID = [16]byte{} // differs between databases; the span position says where it is
+				e.Marks = append(e.Marks, fmt.Sprintf("%+v", m))
 			}
 			for _, id := range pinned {
 				e.Pinned = append(e.Pinned, pos[id])
@@ -91,6 +95,12 @@ func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 				if len(lex) > 0 && len(sem) > 0 {
 					nonEmptySearches++
 				}
+				pr, err := db.ContextPack(context.Background(), tn, PackRequest{Workspace: ws, Query: q, MaxTokens: 300, ActorID: "actor-1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := json.Marshal(pr.Result)
+				e.Packs = append(e.Packs, string(body)+"|"+pr.ReceiptID.String())
 				e.Lexical = append(e.Lexical, lex)
 				e.Semantic = append(e.Semantic, sem)
 			}

@@ -13,8 +13,14 @@ import (
 	"github.com/loci-memory/loci/segment"
 )
 
-// maintenanceRetry is how often failed background work is retried.
+// maintenanceRetry is how often failed background work is retried, and
+// deferred compaction reconsidered.
 const maintenanceRetry = time.Second
+
+// compactionQuiet: while ingests arrived within this long, background
+// compaction waits (unless its debt reaches twice the usual run or erased
+// data waits), so bursts of writes do not share the CPU with merges.
+const compactionQuiet = 2 * time.Second
 
 func (db *DB) kickMaintenance() {
 	select {
@@ -35,7 +41,7 @@ func (db *DB) maintain() {
 			return
 		case <-db.kick:
 		case <-retry.C:
-			if db.maintenanceErr() == nil {
+			if db.maintenanceErr() == nil && !db.compactionDue() {
 				continue
 			}
 		}
@@ -48,7 +54,11 @@ func (db *DB) maintain() {
 			err = db.flushLocked()
 		}
 		if err == nil {
-			err = db.compactLocked(db.opts.CompactionMinSegments)
+			minRun := db.opts.CompactionMinSegments
+			if db.writing() {
+				minRun *= 2 // defer ordinary merges while writes arrive
+			}
+			err = db.compactLocked(minRun)
 		}
 		if err != nil {
 			db.log.Error("engine: background maintenance failed; will retry", "err", err)
@@ -63,6 +73,23 @@ func (db *DB) maintain() {
 			db.stallMu.Unlock()
 		}
 	}
+}
+
+// writing reports whether ingests arrived within compactionQuiet.
+func (db *DB) writing() bool {
+	return time.Since(time.Unix(0, db.lastWrite.Load())) < compactionQuiet
+}
+
+// compactionDue reports whether deferred compaction can run now: writes
+// went quiet and a run is worth merging.
+func (db *DB) compactionDue() bool {
+	if db.writing() {
+		return false
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	lo, _ := db.planCompaction(db.segments, db.opts.CompactionMinSegments)
+	return lo >= 0
 }
 
 // stallFactor: ingest waits while unflushed heads hold more than this many
@@ -223,8 +250,8 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment, remaining []*liveS
 		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
 	}
 	m.Versions = m.Versions[:0:0]
-	for k, seq := range db.versions {
-		m.Versions = append(m.Versions, wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
+	for _, v := range db.versions {
+		m.Versions = append(m.Versions, v)
 	}
 	db.mu.RUnlock()
 	if err := writeManifest(db.dir, m); err != nil {
@@ -350,15 +377,15 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 }
 
 // mergeData reads the visible content of a run of segments, workspace by
-// workspace in Seq order, and rebuilds each workspace's index sections: terms
-// by analysing the span text again, vectors copied row by row (a remote
-// embedder cannot be asked again). Vectors of another model than the
-// engine's become zero vectors.
+// workspace in Seq order, and rebuilds each workspace's index sections: the
+// BM25 postings merged from the segments' (no text is analysed again),
+// vectors copied row by row (a remote embedder cannot be asked again).
+// Vectors of another model than the engine's become zero vectors.
 func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 	type merged struct {
-		wd    segment.WorkspaceData
-		terms [][]string
-		rows  *vectorRows
+		wd   segment.WorkspaceData
+		lex  *invindex.MemIndex
+		rows *vectorRows
 	}
 	var events []*feedbackEvent
 	var receipts []*Receipt
@@ -379,7 +406,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 			k := wsKey{w.Tenant, w.Workspace}
 			m := byWS[k]
 			if m == nil {
-				m = &merged{wd: segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace}, rows: newVectorRows(model, dim)}
+				m = &merged{wd: segment.WorkspaceData{Tenant: k.Tenant, Workspace: k.Workspace}, lex: invindex.NewMemIndex(), rows: newVectorRows(model, dim)}
 				byWS[k] = m
 				order = append(order, k)
 			}
@@ -409,11 +436,13 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 				vec = nil
 			}
 			doc := 0
+			var keep []bool
 			if err == nil {
 				err = s.Spans(wi, func(sp artifact.Span) error {
-					if !skip[sp.ArtifactID] {
+					kept := !skip[sp.ArtifactID]
+					keep = append(keep, kept)
+					if kept {
 						m.wd.Spans = append(m.wd.Spans, sp)
-						m.terms = append(m.terms, invindex.Analyze(sp.Text, nil))
 						if vec != nil {
 							m.rows.add(memRow(vec, doc))
 						} else {
@@ -423,6 +452,9 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 					doc++
 					return nil
 				})
+			}
+			if err == nil {
+				err = m.lex.AppendIndex(s.parts[wi].lex, func(d uint32) bool { return keep[d] })
 			}
 			if err != nil {
 				return nil, err
@@ -435,11 +467,13 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		if len(m.wd.Artifacts) == 0 {
 			continue // its feedback, if any, is attached below
 		}
-		secs, err := indexSections(m.wd.Spans, m.terms, m.rows)
+		lex, err := m.lex.Sections()
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
-		m.wd.Sections = secs
+		if m.wd.Sections, err = withVectorSection(lexicalSections(lex), m.wd.Spans, m.rows); err != nil {
+			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
+		}
 		out = append(out, m.wd)
 	}
 	out = withFeedbackSections(out, events, hidden)

@@ -38,6 +38,7 @@ type manifest struct {
 type wsVersion struct {
 	Tenant, Workspace string
 	Seq               uint64
+	Newest            int64 // newest visible artifact time (Unix µs), the default as_of of packs
 }
 
 // segmentEntry names a live segment; Segments are kept in ascending sequence order.
@@ -89,6 +90,7 @@ func (m *manifest) encode() []byte {
 		body = appendString(body, v.Tenant)
 		body = appendString(body, v.Workspace)
 		body = binary.AppendUvarint(body, v.Seq)
+		body = binary.AppendVarint(body, v.Newest)
 	}
 	out := make([]byte, 0, 20+len(body))
 	out = append(out, manifestMagic[:]...)
@@ -144,7 +146,7 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	}
 	nv := d.count(3)
 	for i := 0; i < nv && d.err == nil; i++ {
-		m.Versions = append(m.Versions, wsVersion{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint()})
+		m.Versions = append(m.Versions, wsVersion{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint(), Newest: d.varint()})
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

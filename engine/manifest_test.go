@@ -14,7 +14,7 @@ func sampleManifest() *manifest {
 	return &manifest{NextSegmentID: 9, Checkpoint: 4, LastSeq: 12345,
 		Segments:   []segmentEntry{{ID: 3, Size: 4096, MinSeq: 1, MaxSeq: 100}, {ID: 8, Size: 1 << 20, MinSeq: 101, MaxSeq: 12000}},
 		Tombstones: []tombstone{{Tenant: "t", Workspace: "w", Seq: 50}, {Tenant: "a", Workspace: "é", Seq: 7}},
-		Versions:   []wsVersion{{Tenant: "t", Workspace: "w", Seq: 12345}, {Tenant: "a", Workspace: "b", Seq: 9}}}
+		Versions:   []wsVersion{{Tenant: "t", Workspace: "w", Seq: 12345, Newest: -5}, {Tenant: "a", Workspace: "b", Seq: 9, Newest: 1700000000000000}}}
 }
 
 func TestManifestRoundTrip(t *testing.T) {
@@ -29,7 +29,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	want := *m
 	want.Tombstones = []tombstone{{Tenant: "a", Workspace: "é", Seq: 7}, {Tenant: "t", Workspace: "w", Seq: 50}} // sorted on write
-	want.Versions = []wsVersion{{Tenant: "a", Workspace: "b", Seq: 9}, {Tenant: "t", Workspace: "w", Seq: 12345}}
+	want.Versions = []wsVersion{{Tenant: "a", Workspace: "b", Seq: 9, Newest: 1700000000000000}, {Tenant: "t", Workspace: "w", Seq: 12345, Newest: -5}}
 	if !reflect.DeepEqual(*got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}

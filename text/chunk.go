@@ -62,6 +62,35 @@ func Chunks(text string, counter TokenCounter, target, maxTokens int) []Chunk {
 	if target < 1 || target > maxTokens {
 		target = maxTokens
 	}
+	// Fast path: a text that fits the target whole is one chunk, counted
+	// once (most chat turns and notes are), instead of once per sentence and
+	// again as a chunk.
+	lo, hi := 0, len(text)
+	for lo < hi {
+		r, n := utf8.DecodeRuneInString(text[lo:])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		lo += n
+	}
+	for hi > lo {
+		r, n := utf8.DecodeLastRuneInString(text[:hi])
+		if !unicode.IsSpace(r) {
+			break
+		}
+		hi -= n
+	}
+	if lo == hi {
+		return nil
+	}
+	// Only texts short enough to plausibly fit try it (tokens average about
+	// four bytes), so long documents are not counted an extra time.
+	if hi-lo <= 4*target {
+		if n := counter.Count(text[lo:hi]); n <= target {
+			start := utf8.RuneCountInString(text[:lo])
+			return []Chunk{{Start: start, End: start + utf8.RuneCountInString(text[lo:hi]), Text: text[lo:hi], Tokens: n}}
+		}
+	}
 	c := chunker{text: text, counter: counter, target: target, max: maxTokens}
 	for pos := 0; ; {
 		start, end, next := nextSentence(text, pos)

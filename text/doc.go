@@ -120,5 +120,6 @@
 //
 // [Chunks] splits extracted text into sentence-aware [Chunk]s of about a target
 // number of tokens and never more than a maximum, counted by a [TokenCounter].
-// Until the exact o200k_base counter lands, [Estimate] approximates it.
+// The engine counts with the exact [BPE] counters ([O200kBase] by default,
+// [CL100kBase]); [Estimate] is a cheap approximation for tests and tools.
 package text

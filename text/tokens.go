@@ -5,8 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// TokenCounter counts the tokens of a text. The exact BPE counter (o200k_base)
-// arrives later in this package; until then [Estimate] is used.
+// TokenCounter counts the tokens of a text. [BPE] counts exactly ([O200kBase],
+// [CL100kBase]); [Estimate] approximates without a vocabulary.
 type TokenCounter interface {
 	Count(s string) int
 }

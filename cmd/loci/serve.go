@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,9 +11,12 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -32,6 +36,7 @@ func runServe(args []string) error {
 	fsync := fs.String("fsync", envOr("LOCI_FSYNC", "always"), "WAL fsync policy: always | batch | off (batch and off lose acknowledged writes on power failure; benchmarks only) (env LOCI_FSYNC)")
 	maxBody := fs.String("max-request-size", envOr("MAX_REQUEST_SIZE_BYTES", strconv.Itoa(10<<20)), "maximum request body in bytes (env MAX_REQUEST_SIZE_BYTES)")
 	flushMB := fs.Int("flush-threshold-mb", 64, "flush the in-memory head to a segment at this size")
+	tokenizer := fs.String("tokenizer", envOr("TOKENIZER", "o200k_base"), "token counting encoding: o200k_base | cl100k_base (env TOKENIZER)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -46,8 +51,17 @@ func runServe(args []string) error {
 	if err != nil || limit <= 0 {
 		return fmt.Errorf("MAX_REQUEST_SIZE_BYTES: %q is not a positive integer", *maxBody)
 	}
+	counter, err := text.BPEByName(*tokenizer)
+	if err != nil {
+		return fmt.Errorf("TOKENIZER: %w", err)
+	}
+	embedder, err := embedderFromEnv()
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log})
+	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log,
+		TokenCounter: counter, Embedder: embedder})
 	if err != nil {
 		return err
 	}
@@ -78,4 +92,26 @@ func runServe(args []string) error {
 	closeErr := db.Close()
 	log.Info("loci: stopped")
 	return errors.Join(shutdownErr, closeErr)
+}
+
+// embedderFromEnv returns the OpenAI-compatible embedder when EMBEDDINGS_URL
+// is set, else nil (the engine's built-in GloVe embedder). Without
+// EMBEDDINGS_DIM the dimension is probed at start, so the provider must
+// answer then; with it, the service starts regardless and a provider that is
+// down only degrades packs to lexical retrieval, with a note.
+func embedderFromEnv() (vecindex.Embedder, error) {
+	cfg, ok, err := vecindex.OpenAIConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := vecindex.NewOpenAI(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("EMBEDDINGS_URL: %w (set EMBEDDINGS_DIM to start without asking the provider)", err)
+	}
+	return e, nil
 }

@@ -1,0 +1,439 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/vecindex"
+)
+
+// MaxPackTokens bounds max_tokens of a context pack.
+const MaxPackTokens = 128000
+
+// DefaultPackTokens is max_tokens when a v1 request sets none.
+const DefaultPackTokens = 4096
+
+// Candidate pool depths per retrieval channel: how many spans each channel
+// offers the packer.
+const (
+	poolDefault    = 200
+	poolLowLatency = 100
+	poolHighRecall = 600
+)
+
+// PackRequest is a context pack request: the v1 fields, and Profile for v2.
+type PackRequest struct {
+	Workspace string
+	Query     string
+	MaxTokens int // 1..128000; 0 means DefaultPackTokens
+	ActorID   string
+	SessionID string
+	Mode      string // "relevance" (default) | "coverage"
+	Policy    pack.Policy
+	AsOf      int64 // Unix µs; 0: the newest artifact time of the workspace
+	Tuning    pack.Tuning
+	// Advisory limits, echoed in the receipt.
+	MaxLatencyMs *float64
+	MaxCostUSD   *float64
+	// Profile is the v2 serving profile ("" for v1).
+	Profile string
+}
+
+// PackResponse is a packed context with its receipt's id.
+type PackResponse struct {
+	Result         *pack.Result
+	ReceiptID      uuid.UUID
+	ServingProfile string // v2: the profile that actually ran
+	DataVersion    uint64
+}
+
+// ContextPack retrieves candidates for the query from the workspace
+// (lexical, semantic and temporal channels), lets the packer decide what
+// goes into the token budget, and stores the decision receipt durably. The
+// same request on the same data (same data version) returns a byte-identical
+// result and the same receipt id, whatever the data's layout.
+func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (*PackResponse, error) {
+	if err := validatePackRequest(&req); err != nil {
+		return nil, err
+	}
+	profile := req.Profile
+	switch profile {
+	case "":
+	case pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall:
+	default:
+		return nil, &InvalidError{"profile", fmt.Sprintf("unknown value %q; allowed: low_latency, balanced, high_recall", profile)}
+	}
+	// Embed the query outside any lock: a remote embedder may be slow.
+	var q8 []int8
+	var qscale float32
+	var assumption string
+	if profile != pack.ProfileLowLatency {
+		q8, qscale, assumption = db.embedQuery(ctx, req.Query)
+	}
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.leave()
+
+	db.mu.RLock()
+	k := wsKey{tenant, req.Workspace}
+	version := db.versions[k]
+	// The passes of each profile: (profile that runs, budget, pool depth).
+	// balanced escalates to high_recall, and high_recall grows its budget,
+	// when the first pass finds sparse evidence.
+	type pass struct {
+		profile string
+		budget  int
+		pool    int
+	}
+	first := pass{profile, req.MaxTokens, poolDefault}
+	var second *pass
+	switch profile {
+	case pack.ProfileLowLatency:
+		first.pool = poolLowLatency
+	case pack.ProfileBalanced:
+		first.budget = pack.BudgetFor(profile, req.MaxTokens, false)
+		second = &pass{pack.ProfileHighRecall, pack.BudgetFor(pack.ProfileHighRecall, req.MaxTokens, true), poolHighRecall}
+	case pack.ProfileHighRecall:
+		first = pass{profile, pack.BudgetFor(profile, req.MaxTokens, false), poolHighRecall}
+		second = &pass{profile, pack.BudgetFor(profile, req.MaxTokens, true), poolHighRecall}
+	}
+	useSemantic := profile != pack.ProfileLowLatency
+	res, err := db.packLocked(k, req, first.budget, first.pool, useSemantic, q8, qscale, assumption, version)
+	served := first.profile
+	if err == nil && second != nil && pack.Sparse(res) {
+		served = second.profile
+		res, err = db.packLocked(k, req, second.budget, second.pool, useSemantic, q8, qscale, assumption, version)
+	}
+	db.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+
+	receiptID := receiptID(tenant, req, version.Seq)
+	body, err := receiptBody(receiptID, tenant, req, res, served, version.Seq, db.opts.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	err = db.StoreReceipt(Receipt{ID: receiptID, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
+		PackHash: res.PackHash, Timestamp: db.opts.Now().UTC().UnixMicro(), Confidence: res.Confidence, Abstain: res.Abstain,
+		TotalTokens: res.TotalTokens, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	return &PackResponse{Result: res, ReceiptID: receiptID, ServingProfile: served, DataVersion: version.Seq}, nil
+}
+
+func validatePackRequest(req *PackRequest) error {
+	if err := checkID("workspace_id", req.Workspace, true); err != nil {
+		return err
+	}
+	if req.Query == "" {
+		return &InvalidError{"query", "is required and must not be empty"}
+	}
+	if len(req.Query) > 16<<10 {
+		return &InvalidError{"query", "is longer than 16384 bytes"}
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = DefaultPackTokens
+	}
+	if req.MaxTokens < 1 || req.MaxTokens > MaxPackTokens {
+		return &InvalidError{"max_tokens", fmt.Sprintf("must be between 1 and %d, got %d", MaxPackTokens, req.MaxTokens)}
+	}
+	if err := checkID("actor_id", req.ActorID, false); err != nil {
+		return err
+	}
+	if err := checkID("session_id", req.SessionID, false); err != nil {
+		return err
+	}
+	switch req.Mode {
+	case "":
+		req.Mode = "relevance"
+	case "relevance", "coverage":
+	default:
+		return &InvalidError{"mode", fmt.Sprintf("unknown value %q; allowed: relevance, coverage", req.Mode)}
+	}
+	switch req.Policy.PrivacyLevel {
+	case "", pack.PrivacyDefault, pack.PrivacyStrict:
+	default:
+		return &InvalidError{"policy.privacy_level", fmt.Sprintf("unknown value %q; allowed: default, strict", req.Policy.PrivacyLevel)}
+	}
+	if req.Tuning == (pack.Tuning{}) {
+		req.Tuning = pack.DefaultTuning()
+	}
+	return nil
+}
+
+// embedQuery returns the quantized query vector, or a degradation note.
+func (db *DB) embedQuery(ctx context.Context, query string) ([]int8, float32, string) {
+	if db.opts.Embedder == nil {
+		return nil, 0, pack.AssumeNoSemantic
+	}
+	vecs, err := db.opts.Embedder.Embed(ctx, []string{query})
+	_, dim := db.embedModel()
+	if err != nil || len(vecs) != 1 || len(vecs[0]) != dim {
+		if err != nil && !errors.Is(err, vecindex.ErrUnavailable) {
+			db.log.Warn("engine: query embedding failed", "err", err)
+		}
+		return nil, 0, pack.AssumeNoSemantic
+	}
+	q := make([]int8, dim)
+	return q, vecindex.Quantize(vecs[0], q), ""
+}
+
+// packLocked gathers candidates and packs. Callers hold mu (shared).
+func (db *DB) packLocked(k wsKey, req PackRequest, budget, pool int, useSemantic bool, q8 []int8, qscale float32, assumption string, version wsVersion) (*pack.Result, error) {
+	srcs := db.workspaceSources(k)
+	r := newResolver(srcs, db)
+
+	// Lexical channel.
+	lexParts := make([]invindex.Part, len(srcs))
+	for i, src := range srcs {
+		if src.hw != nil {
+			lexParts[i] = src.hw.lex
+		} else {
+			lexParts[i] = src.seg.parts[src.ws].lex
+		}
+	}
+	for _, h := range invindex.Search(lexParts, invindex.QueryTerms(invindex.Analyze(req.Query, nil)), pool, db.opts.BM25) {
+		c, err := r.candidate(h.Part, h.Doc)
+		if err != nil {
+			return nil, err
+		}
+		c.Lexical, c.InLexical = h.Score, true
+	}
+	// Semantic channel.
+	semantic := useSemantic && q8 != nil && qscale > 0
+	if semantic {
+		model, dim := db.embedModel()
+		var parts []vecindex.Part
+		var at []int
+		for i, src := range srcs {
+			var p vecindex.Part
+			if src.hw != nil && src.hw.vec != nil {
+				p = src.hw.vec
+			} else if src.hw == nil && src.seg.parts[src.ws].vec != nil {
+				p = src.seg.parts[src.ws].vec
+			}
+			if p != nil && p.Model() == model && p.Dim() == dim {
+				parts, at = append(parts, p), append(at, i)
+			}
+		}
+		for _, h := range vecindex.Search(parts, q8, qscale, pool) {
+			c, err := r.candidate(at[h.Part], h.Doc)
+			if err != nil {
+				return nil, err
+			}
+			c.Semantic, c.InSemantic = h.Score, true
+		}
+	}
+	// Pinned spans, whatever the query.
+	f := db.feedback[k]
+	var pinned []pack.Candidate
+	for _, id := range f.pinned() {
+		c, err := r.byID(f.marks(id).ArtifactID, id)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			pinned = append(pinned, *c)
+		}
+	}
+	cands := make([]pack.Candidate, 0, len(r.order))
+	for _, id := range r.order { // first-seen order: deterministic
+		c := r.cands[id]
+		c.Marks = packMarks(f.marks(c.SpanID))
+		cands = append(cands, *c)
+	}
+	for i := range pinned {
+		pinned[i].Marks = packMarks(f.marks(pinned[i].SpanID))
+	}
+	asOf := req.AsOf
+	if asOf == 0 && version.Newest != math.MinInt64 {
+		asOf = version.Newest
+	}
+	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
+		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic}
+	res := pack.Pack(preq, pinned, cands, db.opts.TokenCounter)
+	if assumption != "" && useSemantic && !slices.Contains(res.Assumptions, assumption) {
+		res.Assumptions = append(res.Assumptions, assumption)
+	}
+	res.TokenAccounting.Budget = req.MaxTokens
+	res.TokenAccounting.Remaining = req.MaxTokens - res.TokenAccounting.TotalUsed
+	return res, nil
+}
+
+func packMarks(m SpanMarks) pack.Marks {
+	return pack.Marks{Pinned: m.Pinned, Private: m.Private, PrivateFor: m.PrivateFor, MarkedWrong: m.MarkedWrong,
+		Outdated: m.Outdated, OutdatedBy: m.OutdatedBy}
+}
+
+// resolver turns (part, doc) hits into packer candidates, one per span,
+// reading each artifact's metadata once. Callers hold mu.
+type resolver struct {
+	db    *DB
+	srcs  []partSource
+	cands map[uuid.UUID]*pack.Candidate
+	order []uuid.UUID
+	arts  map[uuid.UUID]*artifact.Artifact
+}
+
+func newResolver(srcs []partSource, db *DB) *resolver {
+	return &resolver{db: db, srcs: srcs, cands: map[uuid.UUID]*pack.Candidate{}, arts: map[uuid.UUID]*artifact.Artifact{}}
+}
+
+func (r *resolver) candidate(part int, doc uint32) (*pack.Candidate, error) {
+	src := r.srcs[part]
+	var sp artifact.Span
+	var a *artifact.Artifact
+	if src.hw != nil {
+		ref := src.hw.refs[doc]
+		sp, a = ref.ha.spans[ref.i], ref.ha.a
+	} else {
+		var err error
+		if sp, err = src.seg.Span(src.ws, int(doc)); err != nil {
+			return nil, fmt.Errorf("engine: pack: %w", err)
+		}
+	}
+	if c := r.cands[sp.ID]; c != nil {
+		return c, nil
+	}
+	if a == nil {
+		var err error
+		if a, err = r.artifact(sp.ArtifactID); err != nil {
+			return nil, err
+		}
+	}
+	c := newCandidate(sp, a)
+	r.cands[sp.ID] = c
+	r.order = append(r.order, sp.ID)
+	return c, nil
+}
+
+// byID resolves a span by its artifact and id (pinned spans); nil if gone.
+func (r *resolver) byID(artID, spanID uuid.UUID) (*pack.Candidate, error) {
+	a, err := r.artifact(artID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ha, s, ref, ok := r.db.locate(a.Tenant, artID)
+	if !ok {
+		return nil, nil
+	}
+	spans := []artifact.Span(nil)
+	if ha != nil {
+		spans = ha.spans
+	} else if spans, err = s.ArtifactSpans(ref); err != nil {
+		return nil, fmt.Errorf("engine: pack: %w", err)
+	}
+	for _, sp := range spans {
+		if sp.ID == spanID {
+			return newCandidate(sp, a), nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *resolver) artifact(id uuid.UUID) (*artifact.Artifact, error) {
+	if a := r.arts[id]; a != nil {
+		return a, nil
+	}
+	for _, h := range r.db.headsNewestFirst() {
+		if ha := h.byID[id]; ha != nil {
+			r.arts[id] = ha.a
+			return ha.a, nil
+		}
+	}
+	for i := len(r.db.segments) - 1; i >= 0; i-- {
+		s := r.db.segments[i]
+		if ref, ok := s.FindArtifact(id); ok {
+			a, err := s.Artifact(ref)
+			if err != nil {
+				return nil, fmt.Errorf("engine: pack: %w", err)
+			}
+			r.arts[id] = a
+			return a, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+func newCandidate(sp artifact.Span, a *artifact.Artifact) *pack.Candidate {
+	return &pack.Candidate{SpanID: sp.ID, ArtifactID: a.ID, SourceType: a.Type, CreatorID: a.ActorID, SessionID: a.SessionID,
+		Timestamp: a.Timestamp, Text: sp.Text, Tokens: int(sp.Tokens), Start: int(sp.Start), End: int(sp.End), Permissions: a.Permissions}
+}
+
+// receiptNamespace scopes receipt ids (UUIDs derived with SHA-256).
+var receiptNamespace = uuid.MustParse("6f1c8a52-3c1e-4c7e-9a55-2b7f0b1d9e11")
+
+// receiptID derives a receipt's id from the tenant, the workspace's data
+// version and the canonical request, so an identical request on identical
+// data maps to one receipt.
+func receiptID(tenant string, req PackRequest, version uint64) uuid.UUID {
+	canon, _ := json.Marshal(canonicalRequest(req))
+	data := fmt.Appendf(nil, "%s\x00%s\x00%d\x00", tenant, req.Workspace, version)
+	return uuid.NewHash(sha256.New(), receiptNamespace, append(data, canon...), 8)
+}
+
+// canonicalRequest is a request with defaults applied and lists sorted.
+func canonicalRequest(req PackRequest) any {
+	p := req.Policy
+	sorted := func(s []string) []string { c := slices.Clone(s); slices.Sort(c); return c }
+	p.AllowedSources, p.DeniedSources, p.AllowedActors = sorted(p.AllowedSources), sorted(p.DeniedSources), sorted(p.AllowedActors)
+	p.RBACRequired = sorted(p.RBACRequired)
+	return struct {
+		Query, Actor, Session, Mode, Profile string
+		MaxTokens                            int
+		Policy                               pack.Policy
+		AsOf                                 int64
+		Tuning                               pack.Tuning
+		MaxLatencyMs, MaxCostUSD             *float64
+	}{req.Query, req.ActorID, req.SessionID, req.Mode, req.Profile, req.MaxTokens, p, req.AsOf, req.Tuning, req.MaxLatencyMs, req.MaxCostUSD}
+}
+
+// receiptBody is the full receipt as the receipts endpoint serves it.
+func receiptBody(id uuid.UUID, tenant string, req PackRequest, res *pack.Result, profile string, version uint64, now time.Time) ([]byte, error) {
+	policy := res.PolicySummary
+	var reason *string
+	if res.AbstainReason != "" {
+		reason = &res.AbstainReason
+	}
+	return json.Marshal(struct {
+		ID                   uuid.UUID                  `json:"id"`
+		Query                string                     `json:"query"`
+		Timestamp            string                     `json:"timestamp"`
+		WorkspaceID          string                     `json:"workspace_id"`
+		ActorID              string                     `json:"actor_id"`
+		Evidence             []pack.Citation            `json:"evidence"`
+		ChannelContributions []pack.ChannelContribution `json:"channel_contributions"`
+		Exclusions           []pack.Exclusion           `json:"exclusions"`
+		Conflicts            []pack.Conflict            `json:"conflicts"`
+		TokenAccounting      pack.TokenAccounting       `json:"token_accounting"`
+		Confidence           float64                    `json:"confidence"`
+		AbstainFlag          bool                       `json:"abstain_flag"`
+		AbstainReason        *string                    `json:"abstain_reason"`
+		Assumptions          []string                   `json:"assumptions"`
+		PolicySummary        pack.Policy                `json:"policy_summary"`
+		PackHash             string                     `json:"pack_hash"`
+		Mode                 string                     `json:"mode"`
+		ServingProfile       string                     `json:"serving_profile,omitempty"`
+		MaxLatencyMs         *float64                   `json:"max_latency_ms"`
+		MaxCostUSD           *float64                   `json:"max_cost_usd"`
+		DataVersion          uint64                     `json:"data_version"`
+	}{id, req.Query, now.Format(time.RFC3339Nano), req.Workspace, req.ActorID, res.Citations, res.ChannelContributions,
+		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
+		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version})
+}

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/loci-memory/loci/pack"
+)
+
+func TestContextPack(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, Options{DisableBackground: true})
+	facts := []string{
+		"The production deploy is scheduled for Friday at 10:00.",
+		"The data platform budget for Q3 is 4000 dollars.",
+		"Alice prefers tea over coffee in the morning.",
+		"The incident review meeting happens every Monday.",
+	}
+	var ids []IngestResult
+	for _, f := range facts {
+		r, err := db.Ingest("t", chat("ws", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r)
+	}
+	ctx := context.Background()
+	req := PackRequest{Workspace: "ws", Query: "when is the production deploy?", MaxTokens: 512, ActorID: "alice"}
+	res, err := db.ContextPack(ctx, "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Result
+	if len(r.Citations) == 0 || r.Citations[0].ArtifactID != ids[0].ArtifactID {
+		t.Fatalf("top citation is not the deploy fact: %+v", r.Citations)
+	}
+	if !strings.Contains(r.ContextText, "[cite:1] ") || !strings.Contains(r.ContextText, "=== TOP EVIDENCE (Most Relevant to Query) ===") {
+		t.Fatalf("layout:\n%s", r.ContextText)
+	}
+	if r.TotalTokens > 512 || r.TotalTokens != db.opts.TokenCounter.Count(r.ContextText) {
+		t.Fatalf("total tokens %d", r.TotalTokens)
+	}
+	// The receipt is stored and says the same.
+	rec, err := db.GetReceipt("t", res.ReceiptID)
+	if err != nil || rec.PackHash != r.PackHash {
+		t.Fatalf("receipt: %+v %v", rec, err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body, &body); err != nil || body["pack_hash"] != r.PackHash || body["workspace_id"] != "ws" {
+		t.Fatalf("receipt body: %s", rec.Body)
+	}
+	// The same request on the same data: the same bytes and receipt id; no second receipt.
+	again, _ := db.ContextPack(ctx, "t", req)
+	b1, _ := json.Marshal(res.Result)
+	b2, _ := json.Marshal(again.Result)
+	if string(b1) != string(b2) || again.ReceiptID != res.ReceiptID {
+		t.Fatal("identical requests gave different packs")
+	}
+	if page, _ := db.ListReceipts("t", "ws", "", 0, 10); page.Total != 1 {
+		t.Fatalf("%d receipts for two identical requests", page.Total)
+	}
+	// Feedback changes later packs: mark the deploy fact wrong, pin the tea fact.
+	db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "alice", Action: ActionMarkWrong, ArtifactID: ids[0].ArtifactID})
+	db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "alice", Action: ActionPin, ArtifactID: ids[2].ArtifactID})
+	after, _ := db.ContextPack(ctx, "t", req)
+	if after.ReceiptID == res.ReceiptID {
+		t.Fatal("feedback did not change the receipt id")
+	}
+	for _, c := range after.Result.Citations {
+		if c.ArtifactID == ids[0].ArtifactID {
+			t.Fatal("a span marked wrong was included")
+		}
+	}
+	if !strings.HasPrefix(after.Result.ContextText, "=== PINNED CONTEXT (Authoritative) ===") || !strings.Contains(after.Result.PrefixText, "tea") {
+		t.Fatalf("pinned span not in the prefix:\n%s", after.Result.ContextText)
+	}
+	found := false
+	for _, e := range after.Result.Exclusions {
+		found = found || e.ArtifactID == ids[0].ArtifactID && e.Reason == "MARKED_WRONG"
+	}
+	if !found {
+		t.Fatalf("no MARKED_WRONG exclusion: %+v", after.Result.Exclusions)
+	}
+	// Budgets: never over, for small and large budgets alike.
+	for _, budget := range []int{1, 5, 20, 64, 300, 128000} {
+		req.MaxTokens = budget
+		r, err := db.ContextPack(ctx, "t", req)
+		if err != nil || r.Result.TotalTokens > budget {
+			t.Fatalf("budget %d: %v %v", budget, r.Result.TotalTokens, err)
+		}
+	}
+	// v2 profiles.
+	for _, p := range []string{pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall} {
+		r, err := db.ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: "budget for the data platform", MaxTokens: 600, Profile: p})
+		if err != nil || r.ServingProfile == "" || r.Result.TotalTokens > 600 {
+			t.Fatalf("profile %s: %+v %v", p, r, err)
+		}
+	}
+	// Errors.
+	var ie *InvalidError
+	for _, bad := range []PackRequest{
+		{Workspace: "ws", Query: ""},
+		{Workspace: "ws", Query: "x", MaxTokens: 128001},
+		{Workspace: "ws", Query: "x", Mode: "fast"},
+		{Workspace: "ws", Query: "x", Profile: "turbo"},
+		{Workspace: "ws", Query: "x", Policy: pack.Policy{PrivacyLevel: "paranoid"}},
+	} {
+		if _, err := db.ContextPack(ctx, "t", bad); !errors.As(err, &ie) {
+			t.Fatalf("%+v: %v", bad, err)
+		}
+	}
+	db.Close()
+}

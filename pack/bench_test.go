@@ -1,0 +1,98 @@
+package pack
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loci-memory/loci/text"
+)
+
+// benchCandidates returns n candidates of about 200 tokens each: English-
+// like sentences over a Zipf-distributed vocabulary of 3,000 words, with
+// numbers and units, 40 artifacts, both channels.
+func benchCandidates(n int) []Candidate {
+	r := rand.New(rand.NewPCG(1, 2))
+	vocab := make([]string, 3000)
+	for i := range vocab {
+		var b strings.Builder
+		for range 3 + r.IntN(7) {
+			b.WriteByte(byte('a' + r.IntN(26)))
+		}
+		vocab[i] = b.String()
+	}
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	out := make([]Candidate, n)
+	for i := range out {
+		var b strings.Builder
+		for b.Len() < 800 {
+			for k := range 8 + r.IntN(12) {
+				if k > 0 {
+					b.WriteByte(' ')
+				}
+				if r.IntN(30) == 0 {
+					b.WriteString("42 days")
+				} else {
+					b.WriteString(vocab[z.Uint64()])
+				}
+			}
+			b.WriteString(". ")
+		}
+		c := cnd(i, i%40, b.String(), r.Float64()*25)
+		c.Semantic, c.InSemantic = r.Float64(), true
+		c.Timestamp -= r.Int64N(1e13)
+		out[i] = c
+	}
+	return out
+}
+
+// cheap is a near-free token counter, to measure Pack without the cost of
+// counting.
+type cheap struct{}
+
+func (cheap) Count(s string) int { return len(s)/4 + 1 }
+
+// timed wraps a counter and adds up the time spent counting.
+type timed struct {
+	tok   text.TokenCounter
+	spent time.Duration
+	calls int
+}
+
+func (t *timed) Count(s string) int {
+	start := time.Now()
+	n := t.tok.Count(s)
+	t.spent += time.Since(start)
+	t.calls++
+	return n
+}
+
+// benchmarkPack reports ns/op, and also the time per op outside the token
+// counter (pack-ns/op) and the counter calls per op.
+func benchmarkPack(b *testing.B, mode string, tok text.TokenCounter) {
+	cs := benchCandidates(200)
+	rq := req("refund window policy for enterprise customers", 4096)
+	rq.Mode = mode
+	counter := &timed{tok: tok}
+	b.ReportAllocs()
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		r := Pack(rq, nil, cs, counter)
+		if r.TotalTokens > 4096 || len(r.Citations) == 0 {
+			b.Fatalf("%d tokens, %d citations", r.TotalTokens, len(r.Citations))
+		}
+		n++
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(elapsed-counter.spent)/float64(n), "pack-ns/op")
+	b.ReportMetric(float64(counter.calls)/float64(n), "counts/op")
+}
+
+// BenchmarkPack: 200 candidates of about 200 tokens, budget 4096.
+func BenchmarkPack(b *testing.B) {
+	b.Run("relevance/estimate", func(b *testing.B) { benchmarkPack(b, ModeRelevance, text.Estimate{}) })
+	b.Run("coverage/estimate", func(b *testing.B) { benchmarkPack(b, ModeCoverage, text.Estimate{}) })
+	b.Run("relevance/cheap", func(b *testing.B) { benchmarkPack(b, ModeRelevance, cheap{}) })
+}

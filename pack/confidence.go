@@ -1,0 +1,85 @@
+package pack
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// DepthTokens is the evidence, in tokens, at which evidence depth is full:
+// about one span as the chunker cuts them.
+const DepthTokens = 200
+
+// confidence scores how well the included spans answer the query, in
+// [0,1]. With I the included spans and r1 >= r2 >= r3 the best relevances
+// in I (fewer when I is smaller):
+//
+//	R = 0.7*r1 + 0.3*mean(r1, r2, r3)                best relevance, runners-up
+//	Q = share of the query's distinct terms and        query coverage
+//	    numbers found in some span of I (Q = R when
+//	    the query has none)
+//	strength = R * (0.25 + 0.75*Q)                   relevance strength
+//	D = min(1, evidence tokens / DepthTokens)        evidence depth
+//	C = sum of relevance over I / sum over I and     budget coverage
+//	    the spans excluded for BUDGET
+//	V = min(3, distinct artifacts in I) / 3          source diversity
+//	confidence = strength * (0.6 + 0.4*(0.5*D + 0.3*C + 0.2*V))
+//
+// rounded to 6 decimals; 0 when I is empty. Relevance strength gates the
+// rest: deep, diverse evidence that matches the query weakly still scores
+// low. Query coverage gives it an absolute footing, since the lexical
+// channel is normalised to the best candidate and so always tops at 1.
+func confidence(included []*cand, budgetCut []*cand, query []uint64, evidence int) float64 {
+	if len(included) == 0 {
+		return 0
+	}
+	rels := make([]float64, len(included))
+	for i, c := range included {
+		rels[i] = c.rel
+	}
+	slices.SortFunc(rels, func(a, b float64) int { return cmp.Compare(b, a) })
+	top := rels[:min(3, len(rels))]
+	mean := 0.0
+	for _, x := range top {
+		mean += x
+	}
+	mean /= float64(len(top))
+	r := float64(0.7*rels[0]) + float64(0.3*mean)
+
+	q := r
+	if len(query) > 0 {
+		found := 0
+		for _, w := range query {
+			for _, c := range included {
+				if c.feat.terms.has(w) || c.feat.nums.has(w) {
+					found++
+					break
+				}
+			}
+		}
+		q = float64(found) / float64(len(query))
+	}
+	strength := float64(r * (0.25 + float64(0.75*q)))
+
+	d := min(1, float64(evidence)/DepthTokens)
+	kept, cut := 0.0, 0.0
+	for _, c := range included {
+		kept += c.rel
+	}
+	for _, c := range budgetCut {
+		cut += c.rel
+	}
+	cov := 1.0
+	if kept+cut > 0 {
+		cov = kept / (kept + cut)
+	}
+	arts := make([]uuid.UUID, len(included))
+	for i, c := range included {
+		arts[i] = c.ArtifactID
+	}
+	slices.SortFunc(arts, compareID)
+	v := float64(min(3, len(slices.Compact(arts)))) / 3
+	support := float64(0.5*d) + float64(0.3*cov) + float64(0.2*v)
+	return round6(clamp01(float64(strength * (0.6 + float64(0.4*support)))))
+}

@@ -1,0 +1,98 @@
+package pack
+
+import (
+	"math"
+	"testing"
+)
+
+// TestConfidenceFormula checks the documented formula on a hand-computed
+// case.
+func TestConfidenceFormula(t *testing.T) {
+	a := cnd(1, 1, "The refund window is thirty days for annual plans.", 10)
+	a.Tokens = 100
+	b := cnd(2, 2, "Refunds go to the original card.", 5)
+	b.Tokens = 50
+	rq := req("refund window for monthly plans", 10000)
+	r := Pack(rq, nil, []Candidate{a, b}, est)
+	// rel(a) = 0.55 + 0.1 = 0.65, rel(b) = 0.275 + 0.1 = 0.375
+	// R = 0.7*0.65 + 0.3*(0.65+0.375)/2 = 0.60875
+	// query terms: refund window monthly plan; found: refund, window, plan -> Q = 3/4
+	// strength = R * (0.25 + 0.75*0.75)
+	// D = 150/200, C = 1, V = 2/3
+	R := 0.7*0.65 + 0.3*(0.65+0.375)/2
+	strength := R * (0.25 + 0.75*0.75)
+	support := 0.5*0.75 + 0.3*1 + 0.2*2.0/3
+	want := round6(strength * (0.6 + 0.4*support))
+	if math.Abs(r.Confidence-want) > 2e-6 {
+		t.Errorf("confidence %v, want %v", r.Confidence, want)
+	}
+	if r.Abstain {
+		t.Errorf("abstained: %q", r.AbstainReason)
+	}
+}
+
+// TestConfidenceSignals: the components move confidence the documented way.
+func TestConfidenceSignals(t *testing.T) {
+	long := wordsText(0, 150)
+	mk := func(n, a int, txt string, lex float64) Candidate {
+		c := cnd(n, a, txt, lex)
+		c.Tokens = 200
+		return c
+	}
+	conf := func(query string, budget int, cs ...Candidate) float64 {
+		return Pack(req(query, budget), nil, cs, est).Confidence
+	}
+	matching := mk(1, 1, "Refund window policy. "+long, 10)
+	base := conf("refund window policy", 100000, matching)
+	if other := conf("parking garage hours", 100000, matching); other >= base {
+		t.Errorf("query coverage: unrelated query %v >= matching %v", other, base)
+	}
+	if diverse := conf("refund window policy", 100000, matching, mk(2, 2, "Refund window policy. "+wordsText(500, 150), 10)); diverse <= base {
+		t.Errorf("source diversity: two artifacts %v <= one %v", diverse, base)
+	}
+	short := mk(1, 1, "Refund window policy.", 10)
+	short.Tokens = 20
+	if shallow := conf("refund window policy", 100000, short); shallow >= base {
+		t.Errorf("evidence depth: 20 tokens %v >= 200 tokens %v", shallow, base)
+	}
+	cut := conf("refund window policy", est.Count(headerEvidence+footer+evidenceLine(1, matching.Text))+5,
+		matching, mk(2, 2, "Refund window policy. "+wordsText(500, 150), 10))
+	if cut >= conf("refund window policy", 100000, matching, mk(2, 2, "Refund window policy. "+wordsText(500, 150), 10)) {
+		t.Errorf("budget coverage: cut %v not below uncut", cut)
+	}
+}
+
+func TestAbstention(t *testing.T) {
+	// Few evidence tokens.
+	tiny := cnd(1, 1, "Refunds: 30 days.", 10)
+	r := Pack(req("refund", 1000), nil, []Candidate{tiny}, est)
+	if !r.Abstain || r.AbstainReason != AbstainFewTokens || len(r.Citations) != 1 {
+		t.Errorf("few tokens: abstain %v %q, %d citations", r.Abstain, r.AbstainReason, len(r.Citations))
+	}
+	rq := req("refund", 1000)
+	rq.Tuning.MinEvidenceTokens = 5
+	if r := Pack(rq, nil, []Candidate{tiny}, est); r.Abstain {
+		t.Errorf("min_evidence_tokens 5: abstained %q", r.AbstainReason)
+	}
+
+	// Low confidence: only recency, no query match.
+	rq = req("quarterly revenue forecast", 1000)
+	rq.SemanticAvailable = false
+	stale := cnd(2, 2, wordsText(0, 150), 0)
+	stale.Tokens = 200
+	stale.InLexical = false
+	r = Pack(rq, nil, []Candidate{stale}, est)
+	if !r.Abstain || r.AbstainReason != AbstainLowConfidence || len(r.Citations) != 1 || r.ContextText == "" {
+		t.Errorf("low confidence: abstain %v %q confidence %v, %d citations", r.Abstain, r.AbstainReason, r.Confidence, len(r.Citations))
+	}
+	rq.Tuning.MinConfidence = 0
+	if r := Pack(rq, nil, []Candidate{stale}, est); r.Abstain {
+		t.Errorf("min_confidence 0: abstained %q", r.AbstainReason)
+	}
+
+	// Nothing at all: insufficient evidence, whatever the thresholds.
+	rq.Tuning = Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 3, DiversityDecay: 0.5, RedundancyJaccard: 0.8, TemporalHalfLifeHours: 720}
+	if r := Pack(rq, nil, nil, est); !r.Abstain || r.AbstainReason != AbstainFewTokens || r.Confidence != 0 {
+		t.Errorf("empty: %v %q %v", r.Abstain, r.AbstainReason, r.Confidence)
+	}
+}

@@ -1,0 +1,99 @@
+package pack
+
+// features are what the conflict rules and query coverage read of a span.
+type features struct {
+	terms  hashSet    // term hashes (see termHash)
+	nums   hashSet    // number hashes
+	quants []quantity // numbers with units, in text order
+	phrase string     // the first supersession phrase, or ""
+	polar  []clause   // the clauses that state a form of a negation pair
+}
+
+// clause is a clause that states a form of a negation pair.
+type clause struct {
+	terms    hashSet // term hashes of the clause
+	pos, neg uint    // bit sets over negationPairs: the forms it states
+}
+
+// featuresOf reads the features of a text in one pass over its words.
+func featuresOf(s string) *features {
+	f := &features{}
+	all := make([]uint64, 0, len(s)/8) // term hashes in text order
+	var nums []uint64
+	quantEnd := 0 // quantities are read up to here
+	clauseStart := 0
+	var pos, neg, pending uint // pending: positive forms not yet known to be negated by a "not" after them
+	prevNot := false
+	prevStart := "" // the previous word when it can start a two-word phrase
+	endClause := func() {
+		pos |= pending
+		if pos|neg != 0 {
+			f.polar = append(f.polar, clause{newHashSet(all[clauseStart:]), pos, neg})
+		}
+		clauseStart, pos, neg, pending, prevNot, prevStart = len(all), 0, 0, 0, false, ""
+	}
+	eachWord(s, func(w []byte, start int, brk bool) {
+		if brk {
+			endClause()
+		}
+		if c := s[start]; '0' <= c && c <= '9' && start >= quantEnd && !continuesWord(s, start) {
+			q, next, ok := quantityAt(s, start)
+			if ok {
+				f.quants = append(f.quants, q)
+			}
+			quantEnd = next
+		}
+		h := wordKey(w)
+		r := lexicon.get(h)
+		if r == nil {
+			pos |= pending
+			pending, prevNot, prevStart = 0, false, ""
+		} else {
+			if f.phrase == "" {
+				f.phrase = r.phrase(prevStart)
+			}
+			prevStart = r.start
+			if r.not {
+				neg |= pending
+			} else {
+				pos |= pending
+			}
+			pending = 0
+			if prevNot {
+				neg |= r.pos
+			} else {
+				pending = r.pos
+			}
+			neg |= r.neg
+			prevNot = r.not
+		}
+		switch h, kind := termOf(w, h, r); kind {
+		case kindTerm:
+			all = append(all, h)
+		case kindNumber:
+			nums = append(nums, h)
+		}
+	})
+	endClause()
+	f.terms = newHashSet(all)
+	f.nums = newHashSet(nums)
+	return f
+}
+
+// Supersession phrases, matched as whole words within a clause:
+// supersede, supersedes, superseded, "revised to", "no longer",
+// "updated to", "replaced by".
+
+// phrase returns the supersession phrase that a word of role r completes,
+// given the previous word's start role, or "".
+func (r *role) phrase(prevStart string) string {
+	if r.single != "" {
+		return r.single
+	}
+	for _, p := range r.after {
+		if p.start == prevStart {
+			return p.phrase
+		}
+	}
+	return ""
+}

@@ -1,0 +1,87 @@
+package pack
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// Serving profiles of the v2 context pack.
+const (
+	ProfileLowLatency = "low_latency"
+	ProfileBalanced   = "balanced"
+	ProfileHighRecall = "high_recall"
+)
+
+// BudgetFor returns the token budget a v2 profile packs with, given the
+// request's max_tokens and whether a first pass found the evidence sparse
+// (see Sparse):
+//
+//	low_latency  max_tokens
+//	balanced     floor(max_tokens / 1.5), or max_tokens when sparse
+//	high_recall  floor(max_tokens / 4),   or max_tokens when sparse
+//
+// It is at least 1 and never above max_tokens; an unknown profile gets
+// max_tokens. The v2 profiles are Pack with these budgets (and the
+// engine's channel choices): the adaptive budget may use less than
+// max_tokens but never more.
+func BudgetFor(profile string, maxTokens int, sparse bool) int {
+	if maxTokens < 1 {
+		return max(maxTokens, 0)
+	}
+	b := maxTokens
+	switch {
+	case sparse:
+	case profile == ProfileBalanced:
+		b = maxTokens * 2 / 3
+	case profile == ProfileHighRecall:
+		b = maxTokens / 4
+	}
+	return max(b, 1)
+}
+
+// SparseCitations is the number of citations below which a pack's
+// evidence counts as sparse.
+const SparseCitations = 3
+
+// Sparse reports whether a pack found sparse evidence: it abstained, or
+// it cites fewer than SparseCitations spans. The balanced profile escalates
+// to high_recall, and the profiles grow their budget, on sparse evidence.
+func Sparse(r *Result) bool {
+	return r.Abstain || len(r.Citations) < SparseCitations
+}
+
+// Snippet is a cited span as the v2 context pack returns it.
+type Snippet struct {
+	Content      string    `json:"content"`
+	ArtifactID   uuid.UUID `json:"artifact_id"`
+	SpanID       uuid.UUID `json:"span_id"`
+	Score        float64   `json:"score"`
+	ArtifactType string    `json:"artifact_type"`
+	StartOffset  int       `json:"start_offset"`
+	EndOffset    int       `json:"end_offset"`
+	Citation     int       `json:"citation"` // the N of [cite:N] in the context text
+}
+
+// Snippets returns the cited spans of r as v2 snippets, ordered by
+// relevance (descending, then by cite number).
+func Snippets(r *Result) []Snippet {
+	out := make([]Snippet, len(r.Citations))
+	for i, c := range r.Citations {
+		out[i] = Snippet{
+			Content:      c.Text,
+			ArtifactID:   c.ArtifactID,
+			SpanID:       c.SpanID,
+			Score:        c.RelevanceScore,
+			ArtifactType: c.SourceType,
+			StartOffset:  c.StartOffset,
+			EndOffset:    c.EndOffset,
+			Citation:     c.Index,
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Snippet) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.Citation, b.Citation))
+	})
+	return out
+}

@@ -1,0 +1,173 @@
+package pack
+
+import (
+	"math"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+)
+
+// Candidate is one span offered to the packer, with everything needed to
+// decide about it. The engine fills it from the span, its artifact, the
+// retrieval channels and the feedback log.
+type Candidate struct {
+	SpanID, ArtifactID uuid.UUID
+	SourceType         string // artifact type
+	CreatorID          string // artifact actor_id
+	SessionID          string
+	Timestamp          int64  // artifact time, Unix microseconds
+	Text               string // the span text
+	Tokens             int    // token count of Text, stored at indexing
+	Start, End         int    // code point offsets into the artifact's extracted text
+	Permissions        artifact.Permissions
+
+	Lexical  float64 // BM25 score; 0 when the lexical channel did not return the span
+	Semantic float64 // cosine similarity; 0 when the semantic channel did not return it
+
+	InLexical, InSemantic bool // which channels returned the span
+
+	Marks Marks // effective feedback state
+}
+
+// Marks is the effective feedback state of a span, as the engine derives it
+// from the workspace's feedback log.
+type Marks struct {
+	Pinned      bool
+	Private     bool     // marked private: visible only to PrivateFor
+	PrivateFor  []string // actors who marked it private (they still see it, unless privacy_level is strict)
+	MarkedWrong bool
+	Outdated    bool
+	OutdatedBy  string // why it is outdated, e.g. "resolve_conflict <id>" or the feedback reason
+}
+
+// Policy is a request's access policy. Its JSON names are those of the
+// request's policy object; it is echoed, normalised, as the receipt's
+// policy_summary.
+type Policy struct {
+	AllowedSources []string `json:"allowed_sources"` // artifact types; empty allows all
+	DeniedSources  []string `json:"denied_sources"`  // artifact types
+	AllowedActors  []string `json:"allowed_actors"`  // artifact creators; empty allows all
+	RBACRequired   []string `json:"rbac_required"`   // every tag must be on the artifact
+	PrivacyLevel   string   `json:"privacy_level"`   // "default" (or "") | "strict"
+}
+
+// Privacy levels of Policy.PrivacyLevel.
+const (
+	PrivacyDefault = "default"
+	PrivacyStrict  = "strict"
+)
+
+// Tuning holds the packer's tunable thresholds; the JSON names are those of
+// the request's tuning overrides.
+type Tuning struct {
+	MinConfidence         float64 `json:"min_confidence"`               // abstain below this confidence
+	MinEvidenceTokens     int     `json:"min_evidence_tokens"`          // abstain below this many evidence tokens
+	MaxSpansPerArtifact   int     `json:"max_spans_per_artifact"`       // diversity cap
+	DiversityDecay        float64 `json:"diversity_decay"`              // coverage mode discount per span already taken
+	RedundancyJaccard     float64 `json:"redundancy_jaccard_threshold"` // shingle Jaccard at which a span is redundant
+	TemporalHalfLifeHours float64 `json:"temporal_half_life_hours"`     // half-life of the temporal score
+}
+
+// DefaultTuning returns the defaults of decisions.md.
+func DefaultTuning() Tuning {
+	return Tuning{
+		MinConfidence:         0.08,
+		MinEvidenceTokens:     20,
+		MaxSpansPerArtifact:   3,
+		DiversityDecay:        0.5,
+		RedundancyJaccard:     0.8,
+		TemporalHalfLifeHours: 720,
+	}
+}
+
+// effective returns t with every out-of-range or NaN field replaced by its
+// default. The zero Tuning stands for DefaultTuning, so that a caller that
+// forgets to set it does not pack with thresholds of zero.
+func (t Tuning) effective() Tuning {
+	d := DefaultTuning()
+	if t == (Tuning{}) {
+		return d
+	}
+	if !(t.MinConfidence >= 0 && t.MinConfidence <= 1) {
+		t.MinConfidence = d.MinConfidence
+	}
+	if t.MinEvidenceTokens < 0 {
+		t.MinEvidenceTokens = d.MinEvidenceTokens
+	}
+	if t.MaxSpansPerArtifact < 1 {
+		t.MaxSpansPerArtifact = d.MaxSpansPerArtifact
+	}
+	if !(t.DiversityDecay >= 0 && t.DiversityDecay <= 1) {
+		t.DiversityDecay = d.DiversityDecay
+	}
+	if !(t.RedundancyJaccard > 0 && t.RedundancyJaccard <= 1) {
+		t.RedundancyJaccard = d.RedundancyJaccard
+	}
+	if !(t.TemporalHalfLifeHours > 0) {
+		t.TemporalHalfLifeHours = d.TemporalHalfLifeHours
+	}
+	return t
+}
+
+// Weights are the weights of the retrieval channels in the fused relevance.
+type Weights struct{ Lexical, Semantic, Temporal float64 }
+
+// DefaultWeights returns the channel weights used when a request sets none:
+// lexical 0.55, semantic 0.35, temporal 0.10. The query channels dominate;
+// recency only breaks near-ties and lets recent evidence through when the
+// query matches nothing else.
+func DefaultWeights() Weights {
+	return Weights{Lexical: 0.55, Semantic: 0.35, Temporal: 0.10}
+}
+
+// effective returns the weights actually used: negative and NaN weights
+// count as 0, all-zero weights stand for DefaultWeights, the semantic weight
+// is given to the other channels in proportion to theirs when semantic search
+// is unavailable, and the result is scaled to sum to 1 so that the fused
+// relevance stays in [0,1].
+func (w Weights) effective(semantic bool) Weights {
+	clean := func(x float64) float64 {
+		if !(x > 0) || math.IsInf(x, 1) {
+			return 0
+		}
+		return x
+	}
+	w = Weights{clean(w.Lexical), clean(w.Semantic), clean(w.Temporal)}
+	if w.Lexical+w.Semantic+w.Temporal == 0 {
+		w = DefaultWeights()
+	}
+	if !semantic {
+		w.Semantic = 0
+		if w.Lexical+w.Temporal == 0 {
+			d := DefaultWeights()
+			w.Lexical, w.Temporal = d.Lexical, d.Temporal
+		}
+	}
+	sum := w.Lexical + w.Semantic + w.Temporal
+	return Weights{w.Lexical / sum, w.Semantic / sum, w.Temporal / sum}
+}
+
+// Modes of Request.Mode.
+const (
+	ModeRelevance = "relevance"
+	ModeCoverage  = "coverage"
+)
+
+// Request is what Pack needs of a context pack request, with the defaults
+// the engine resolved (as_of, tuning, weights).
+type Request struct {
+	Query     string
+	MaxTokens int    // 1..128000, validated by the caller; Pack never exceeds it
+	ActorID   string // "" is an anonymous request: public artifacts only
+	SessionID string // non-empty: only candidates of this session (pinned spans are workspace-wide)
+	Mode      string // ModeRelevance (default) or ModeCoverage
+	Policy    Policy
+	AsOf      int64 // Unix microseconds; recency is measured against it
+	Tuning    Tuning
+	Weights   Weights
+
+	// SemanticAvailable is false when the semantic channel did not run;
+	// the pack then notes it among its assumptions and gives the semantic
+	// weight to the other channels.
+	SemanticAvailable bool
+}

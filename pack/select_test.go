@@ -1,0 +1,315 @@
+package pack
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestRedundancy(t *testing.T) {
+	base := wordsText(0, 40)
+	tests := []struct {
+		name string
+		dup  string
+		want string
+	}{
+		{"identical", base, ReasonRedundancy},
+		{"one word added", base + " extra", ReasonRedundancy},
+		{"case and punctuation", strings.ToUpper(strings.ReplaceAll(base, " ", ", ")), ReasonRedundancy},
+		{"shifted window", wordsText(1, 40), ReasonRedundancy}, // 38 of 40 shingles shared
+		{"half shared", wordsText(20, 40), "cite:2"},
+		{"different", wordsText(100, 40), "cite:2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := cnd(1, 1, base, 10)
+			b := cnd(2, 2, tt.dup, 9)
+			r := Pack(req("q", 10000), nil, []Candidate{a, b}, est)
+			if got := outcome(r, b.SpanID); got != tt.want {
+				t.Errorf("outcome %q, want %q", got, tt.want)
+			}
+			if tt.want == ReasonRedundancy {
+				e := exclusionOf(t, r, b.SpanID)
+				if !strings.Contains(e.Detail, a.SpanID.String()) || !strings.Contains(e.Detail, "[cite:1]") {
+					t.Errorf("detail %q does not name the included span", e.Detail)
+				}
+			}
+		})
+	}
+	// The threshold is a tuning knob.
+	a, b := cnd(1, 1, base, 10), cnd(2, 2, wordsText(20, 40), 9)
+	rq := req("q", 10000)
+	rq.Tuning.RedundancyJaccard = 0.3
+	if got := outcome(Pack(rq, nil, []Candidate{a, b}, est), b.SpanID); got != ReasonRedundancy {
+		t.Errorf("threshold 0.3: %q", got)
+	}
+	// Redundant with a pinned span.
+	if got := outcome(Pack(req("q", 10000), []Candidate{a}, []Candidate{cnd(2, 2, base, 9)}, est), spanID(2)); got != ReasonRedundancy {
+		t.Errorf("against pinned: %q", got)
+	}
+}
+
+// shingleSet is the plain shingle set of s.
+func shingleSet(s string) map[uint64]bool {
+	m := map[uint64]bool{}
+	for _, h := range appendShingles(nil, s) {
+		m[h] = true
+	}
+	return m
+}
+
+// naiveJaccard is the plain definition; 0 for two empty sets.
+func naiveJaccard(a, b map[uint64]bool) float64 {
+	inter := 0
+	for h := range a {
+		if b[h] {
+			inter++
+		}
+	}
+	if u := len(a) + len(b) - inter; u > 0 {
+		return float64(inter) / float64(u)
+	}
+	return 0
+}
+
+// TestRedundancyIndex: the inverted index finds the most similar included
+// span and its exact Jaccard similarity, as a comparison with each would.
+func TestRedundancyIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vocab := strings.Fields("a b c d e f g h i j k l m n o p")
+	text := func() string {
+		ws := make([]string, r.IntN(40))
+		for i := range ws {
+			ws[i] = vocab[r.IntN(4+r.IntN(len(vocab)-4))]
+		}
+		return strings.Join(ws, " ")
+	}
+	for round := range 50 {
+		var x redundancyIndex
+		var included []map[uint64]bool
+		for range 1 + r.IntN(30) {
+			s := text()
+			if r.IntN(3) == 0 && len(included) > 0 {
+				// A candidate query between additions.
+				q := text()
+				ord, j := x.mostSimilar(x.distinct(q))
+				wantOrd, wantJ := -1, 0.0
+				for i, in := range included {
+					if nj := naiveJaccard(shingleSet(q), in); nj > wantJ {
+						wantOrd, wantJ = i, nj
+					}
+				}
+				if ord != wantOrd || math.Abs(j-wantJ) > 1e-12 {
+					t.Fatalf("round %d: got %d %v, want %d %v", round, ord, j, wantOrd, wantJ)
+				}
+			}
+			x.add(len(included), x.distinct(s))
+			included = append(included, shingleSet(s))
+		}
+	}
+}
+
+// TestDiversityCap: at most max_spans_per_artifact spans per artifact; the
+// rest are REDUNDANCY with a detail that says so.
+func TestDiversityCap(t *testing.T) {
+	var cs []Candidate
+	for i := range 5 {
+		cs = append(cs, cnd(i+1, 1, wordsText(i*50, 20), float64(10-i)))
+	}
+	cs = append(cs, cnd(9, 2, wordsText(900, 20), 1))
+	r := Pack(req("q", 100000), nil, cs, est)
+	for i := range 5 {
+		want := "cite:" + fmt.Sprint(i+1)
+		if i >= 3 {
+			want = ReasonRedundancy
+		}
+		if got := outcome(r, spanID(i+1)); got != want {
+			t.Errorf("span %d: %q, want %q", i+1, got, want)
+		}
+	}
+	if e := exclusionOf(t, r, spanID(4)); e.Detail != "artifact already has 3 spans in the pack (max_spans_per_artifact)" {
+		t.Errorf("detail %q", e.Detail)
+	}
+	if got := outcome(r, spanID(9)); got != "cite:4" {
+		t.Errorf("other artifact: %q", got)
+	}
+	// Pinned spans count towards their artifact's share.
+	rq := req("q", 100000)
+	rq.Tuning.MaxSpansPerArtifact = 1
+	r = Pack(rq, []Candidate{cs[4]}, cs[:4], est)
+	for i := range 4 {
+		if got := outcome(r, spanID(i+1)); got != ReasonRedundancy {
+			t.Errorf("with a pinned span of the artifact, span %d: %q", i+1, got)
+		}
+	}
+}
+
+// TestCoverageDecay: in coverage mode the second span of an artifact
+// competes with its relevance discounted by diversity_decay, so a less
+// relevant span of another artifact comes first; relevance mode keeps the
+// plain order. Reported scores are undiscounted.
+func TestCoverageDecay(t *testing.T) {
+	a1 := cnd(1, 1, wordsText(0, 20), 10)  // rel 0.55+0.1 = 0.65
+	a2 := cnd(2, 1, wordsText(100, 20), 9) // 0.595, discounted 0.2975
+	b1 := cnd(3, 2, wordsText(200, 20), 5) // 0.375
+	c1 := cnd(4, 3, wordsText(300, 20), 1) // 0.155
+	a3 := cnd(5, 1, wordsText(400, 20), 8) // 0.54, discounted twice 0.135
+	cs := []Candidate{a1, a2, b1, c1, a3}
+	order := func(r *Result) string {
+		var s []string
+		for _, c := range r.Citations {
+			s = append(s, fmt.Sprint(c.SpanID[1]))
+		}
+		return strings.Join(s, ",")
+	}
+	rq := req("q", 100000)
+	if got := order(Pack(rq, nil, cs, est)); got != "1,2,5,3,4" {
+		t.Errorf("relevance mode order %s", got)
+	}
+	rq.Mode = ModeCoverage
+	r := Pack(rq, nil, cs, est)
+	if got := order(r); got != "1,3,2,4,5" {
+		t.Errorf("coverage mode order %s", got)
+	}
+	if r.Citations[2].RelevanceScore != 0.595 {
+		t.Errorf("reported score %v, want the undiscounted 0.595", r.Citations[2].RelevanceScore)
+	}
+	rq.Tuning.DiversityDecay = 1 // no discount: the relevance order
+	if got := order(Pack(rq, nil, cs, est)); got != "1,2,5,3,4" {
+		t.Errorf("coverage mode without decay: %s", got)
+	}
+	// Decay 0.7: a2 at 0.4165 still beats b1, a3 at 0.54*0.49 = 0.2646 no
+	// longer does, but beats c1.
+	rq.Tuning.DiversityDecay = 0.7
+	if got := order(Pack(rq, nil, cs, est)); got != "1,2,3,5,4" {
+		t.Errorf("coverage mode decay 0.7: %s", got)
+	}
+}
+
+// TestRelevanceFloor: candidates far below the best are LOW_RELEVANCE;
+// pinned spans are exempt.
+func TestRelevanceFloor(t *testing.T) {
+	rq := req("q", 100000)
+	rq.Weights = Weights{Lexical: 1}
+	best := cnd(1, 1, wordsText(0, 10), 100)
+	edge := cnd(2, 2, wordsText(100, 10), 20)  // 0.2: at the floor, kept
+	below := cnd(3, 3, wordsText(200, 10), 19) // 0.19
+	zero := cnd(4, 4, wordsText(300, 10), 0)
+	pin := cnd(5, 5, wordsText(400, 10), 0)
+	r := Pack(rq, []Candidate{pin}, []Candidate{best, edge, below, zero}, est)
+	want := map[int]string{1: "cite:2", 2: "cite:3", 3: ReasonLowRelevance, 4: ReasonLowRelevance, 5: "cite:1"}
+	for n, w := range want {
+		if got := outcome(r, spanID(n)); got != w {
+			t.Errorf("span %d: %q, want %q", n, got, w)
+		}
+	}
+	if e := exclusionOf(t, r, spanID(3)); e.Detail != "relevance 0.19 is below the floor 0.2 (the larger of 0.02 and 0.2 × the best relevance 1)" || e.RelevanceScore != 0.19 {
+		t.Errorf("exclusion %+v", e)
+	}
+	// The absolute floor: when everything is weak, 0.02 still applies.
+	rq.Weights = Weights{Lexical: 0.01, Temporal: 0.99}
+	old := cnd(6, 6, wordsText(500, 10), 1)
+	old.Timestamp = rq.AsOf - int64(30*720*3600e6) // 30 half-lives: temporal ~ 0
+	r = Pack(rq, nil, []Candidate{old}, est)
+	if got := outcome(r, old.SpanID); got != ReasonLowRelevance {
+		t.Errorf("weak alone: %q", got)
+	}
+}
+
+func TestScore(t *testing.T) {
+	const hour = int64(3600e6)
+	rq := req("q", 1000)
+	a := cnd(1, 1, "a", 10)
+	a.Semantic, a.InSemantic = 0.8, true
+	b := cnd(2, 2, "b", 5)
+	b.Semantic = 1.7 // clamped to 1
+	b.Timestamp = rq.AsOf - 720*hour
+	c := cnd(3, 3, "c", math.Inf(1)) // non-finite: 0
+	c.Semantic = -0.3                // clamped to 0
+	c.Timestamp = rq.AsOf + 100*hour // future: as of AsOf
+	cs := gather(nil, []Candidate{a, b, c}, "")
+	score(cs, DefaultWeights().effective(true), rq.AsOf, 720)
+	want := []float64{
+		round6(0.55 + 0.35*0.8 + 0.1),
+		round6(0.55*0.5 + 0.35 + 0.1*0.5),
+		round6(0.1),
+	}
+	for i, c := range cs {
+		if c.rel != want[i] {
+			t.Errorf("span %d: relevance %v, want %v", i+1, c.rel, want[i])
+		}
+	}
+	// Semantic unavailable: its weight goes to the others in proportion.
+	w := DefaultWeights().effective(false)
+	if math.Abs(w.Lexical-0.55/0.65) > 1e-12 || w.Semantic != 0 || math.Abs(w.Temporal-0.1/0.65) > 1e-12 {
+		t.Errorf("weights without semantic %+v", w)
+	}
+	r := Pack(Request{Query: "a", MaxTokens: 100}, nil, []Candidate{a}, est)
+	if len(r.Assumptions) != 1 || r.Assumptions[0] != AssumeNoSemantic || r.ChannelContributions[1].Weight != 0 {
+		t.Errorf("assumptions %q, contributions %+v", r.Assumptions, r.ChannelContributions)
+	}
+	// Zero and negative weights fall back to the defaults.
+	if got := (Weights{-1, 0, math.NaN()}).effective(true); got != DefaultWeights().effective(true) {
+		t.Errorf("weights %+v", got)
+	}
+}
+
+// TestGather: duplicates merge whatever their order; session scoping drops
+// retrieved spans of other sessions but never pinned ones.
+func TestGather(t *testing.T) {
+	lex := cnd(1, 1, "span one", 7)
+	sem := lex
+	sem.Lexical, sem.InLexical, sem.Semantic, sem.InSemantic = 0, false, 0.6, true
+	sem.Marks = Marks{Private: true, PrivateFor: []string{"bob"}}
+	lex.Marks = Marks{Private: true, PrivateFor: []string{"alice", "bob"}}
+	for _, in := range [][]Candidate{{lex, sem}, {sem, lex}} {
+		cs := gather(nil, in, "")
+		if len(cs) != 1 {
+			t.Fatalf("%d candidates", len(cs))
+		}
+		c := cs[0]
+		if c.Lexical != 7 || c.Semantic != 0.6 || !c.InLexical || !c.InSemantic ||
+			strings.Join(c.Marks.PrivateFor, ",") != "alice,bob" {
+			t.Errorf("merged %+v", c.Candidate)
+		}
+	}
+	other := cnd(2, 2, "other session", 5)
+	other.SessionID = "s2"
+	mine := cnd(3, 3, "my session", 5)
+	mine.SessionID = "s1"
+	pinnedOther := cnd(4, 4, "pinned elsewhere", 0)
+	pinnedOther.SessionID = "s2"
+	markedPinned := cnd(5, 5, "marked pinned elsewhere", 1)
+	markedPinned.SessionID = "s2"
+	markedPinned.Marks.Pinned = true
+	rq := req("session", 1000)
+	rq.SessionID = "s1"
+	r := Pack(rq, []Candidate{pinnedOther}, []Candidate{other, mine, markedPinned}, est)
+	if got := outcome(r, other.SpanID); got != "" {
+		t.Errorf("other session: %q, want dropped silently", got)
+	}
+	for _, c := range []Candidate{mine, pinnedOther, markedPinned} {
+		if got := outcome(r, c.SpanID); !strings.HasPrefix(got, "cite:") {
+			t.Errorf("%s: %q", c.Text, got)
+		}
+	}
+	if n := r.ChannelContributions[2].CandidateCount; n != 3 {
+		t.Errorf("temporal candidates %d, want 3 (after scoping)", n)
+	}
+}
+
+func TestTuningEffective(t *testing.T) {
+	if (Tuning{}).effective() != DefaultTuning() {
+		t.Error("zero tuning is not the default")
+	}
+	got := Tuning{MinConfidence: 2, MinEvidenceTokens: -1, MaxSpansPerArtifact: 0, DiversityDecay: math.NaN(), RedundancyJaccard: 0, TemporalHalfLifeHours: -5}.effective()
+	if got != DefaultTuning() {
+		t.Errorf("invalid fields not defaulted: %+v", got)
+	}
+	keep := Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 1, DiversityDecay: 0, RedundancyJaccard: 1, TemporalHalfLifeHours: 1}
+	if got := keep.effective(); got != keep {
+		t.Errorf("valid fields changed: %+v", got)
+	}
+}
