@@ -20,8 +20,8 @@ type wsKey struct {
 type headArtifact struct {
 	a     *artifact.Artifact
 	spans []artifact.Span
-	vecs  *spanVectors // nil: no embeddings (embedder unavailable at ingest)
-	terms [][]string   // analyzed terms per span, from prepare until applied
+	vecs  *spanVectors        // nil: no embeddings (embedder unavailable at ingest)
+	terms []invindex.DocTerms // counted terms per span, from prepare until applied
 }
 
 // headWorkspace is one workspace's part of a head, artifacts in Seq order,
@@ -80,7 +80,7 @@ func (h *head) add(ha *headArtifact, model string, dim int) {
 	}
 	terms := ha.terms
 	if terms == nil {
-		terms = analyzeSpans(spans)
+		terms = countSpans(spans)
 	}
 	ha.terms = nil
 	vecs := ha.vecs
@@ -89,7 +89,7 @@ func (h *head) add(ha *headArtifact, model string, dim int) {
 	}
 	var indexBytes int64
 	for i := range spans {
-		w.lex.Add(spans[i].ID, terms[i])
+		w.lex.AddCounted(spans[i].ID, terms[i])
 		if w.vec != nil {
 			if vecs != nil {
 				w.vec.Add(spans[i].ID, vecs.Data[i*dim:(i+1)*dim], vecs.Scales[i])
@@ -98,7 +98,7 @@ func (h *head) add(ha *headArtifact, model string, dim int) {
 			}
 		}
 		w.refs = append(w.refs, spanRef{ha, i})
-		indexBytes += int64(16*len(terms[i]) + dim + 48)
+		indexBytes += int64(16*int(terms[i].Len) + dim + 48)
 	}
 	w.artifacts = append(w.artifacts, ha)
 	w.spans += len(spans)

@@ -53,13 +53,13 @@ func openSegmentParts(s *segment.Segment) ([]segParts, error) {
 	return out, nil
 }
 
-// analyzeSpans returns the index terms of each span's text.
-func analyzeSpans(spans []artifact.Span) [][]string {
-	terms := make([][]string, len(spans))
+// countSpans returns the counted index terms of each span's text.
+func countSpans(spans []artifact.Span) []invindex.DocTerms {
+	out := make([]invindex.DocTerms, len(spans))
 	for i := range spans {
-		terms[i] = invindex.Analyze(spans[i].Text, nil)
+		out[i] = invindex.CountTerms(invindex.Analyze(spans[i].Text, nil))
 	}
-	return terms
+	return out
 }
 
 // vectorRows collects one int8 vector (dim values) and scale per span for

@@ -286,7 +286,7 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 			})
 		}
 	}
-	return &headArtifact{a: a, spans: spans, terms: analyzeSpans(spans)}, nil
+	return &headArtifact{a: a, spans: spans, terms: countSpans(spans)}, nil
 }
 
 func clonePermissions(p artifact.Permissions) artifact.Permissions {

@@ -410,12 +410,15 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 				byWS[k] = m
 				order = append(order, k)
 			}
+			// Artifacts are copied as stored entries: no decompression, no
+			// decoding, no compression.
 			skip := map[uuid.UUID]bool{}
-			err := s.Artifacts(wi, func(a *artifact.Artifact) error {
+			err := s.RawArtifacts(wi, func(a *artifact.Artifact, entry []byte) error {
 				if hidden(k, a.Seq) {
 					skip[a.ID] = true
 				} else {
 					m.wd.Artifacts = append(m.wd.Artifacts, a)
+					m.wd.Entries = append(m.wd.Entries, entry)
 				}
 				return nil
 			})

@@ -127,3 +127,48 @@ func (m *MemIndex) postings(term string) plist {
 }
 
 func (m *MemIndex) lengths() []byte { return m.lens }
+
+// DocTerms is one doc's analyzed terms counted: unique terms in first
+// occurrence order, their frequencies, and the doc length (all occurrences).
+// Counting is done apart from AddCounted so it can run in parallel, away
+// from whatever serialises adds.
+type DocTerms struct {
+	Terms []string
+	TFs   []uint32
+	Len   uint32
+}
+
+// CountTerms counts a doc's analyzed terms.
+func CountTerms(terms []string) DocTerms {
+	d := DocTerms{Len: uint32(len(terms))}
+	if len(terms) == 0 {
+		return d
+	}
+	at := make(map[string]int, len(terms))
+	for _, t := range terms {
+		if i, ok := at[t]; ok {
+			d.TFs[i]++
+			continue
+		}
+		at[t] = len(d.Terms)
+		d.Terms = append(d.Terms, t)
+		d.TFs = append(d.TFs, 1)
+	}
+	return d
+}
+
+// AddCounted appends a doc whose terms CountTerms counted and returns its
+// id; the index is exactly what Add of the doc's terms would build.
+func (m *MemIndex) AddCounted(key [16]byte, d DocTerms) uint32 {
+	if len(m.keys) >= math.MaxUint32-1 {
+		panic("invindex: MemIndex is full")
+	}
+	doc := uint32(len(m.keys))
+	m.keys = append(m.keys, key)
+	m.lens = le.AppendUint32(m.lens, d.Len)
+	m.totalLen += int64(d.Len)
+	for i, t := range d.Terms {
+		m.appendPosting(m.termFor(t), doc, d.TFs[i])
+	}
+	return doc
+}

@@ -448,6 +448,65 @@ func (s *Segment) Artifacts(ws int, fn func(*artifact.Artifact) error) error {
 	return nil
 }
 
+// RawArtifacts calls fn for every artifact of workspace ws in Seq order with
+// a light artifact (ID, Seq, Tenant, Workspace and IdempotencyKey only) and a
+// copy of its stored entry, checksum checked but not decoded, for
+// WorkspaceData.Entries: compaction copies entries without decompressing.
+func (s *Segment) RawArtifacts(ws int, fn func(a *artifact.Artifact, entry []byte) error) error {
+	if err := s.rlock(); err != nil {
+		return err
+	}
+	w, err := s.workspace(ws)
+	if err != nil {
+		s.mu.RUnlock()
+		return err
+	}
+	keys := map[uint32]string{}
+	for i := uint64(0); i < w.idemCount; i++ {
+		ord, key, err := s.idemRow(w, i)
+		if err != nil {
+			s.mu.RUnlock()
+			return err
+		}
+		keys[ord] = string(key)
+	}
+	type item struct {
+		a     *artifact.Artifact
+		entry []byte
+	}
+	items := make([]item, 0, w.Artifacts)
+	for ord := uint64(0); ord < uint64(w.Artifacts); ord++ {
+		rowAt := w.table.off + ord*artRowSize
+		row := s.data[rowAt : rowAt+artRowSize]
+		rel := le.Uint64(row[artRowEntry:])
+		if rel > w.artifacts.len || w.artifacts.len-rel < entryHeaderSize {
+			s.mu.RUnlock()
+			return s.corrupt(rowAt, "artifact %d: entry offset %d outside its %d-byte ARTIFACTS section", ord, rel, w.artifacts.len)
+		}
+		at := w.artifacts.off + rel
+		stored := uint64(le.Uint32(s.data[at+4:]))
+		if stored > w.artifacts.len-rel-entryHeaderSize {
+			s.mu.RUnlock()
+			return s.corrupt(at, "artifact entry of %d bytes runs past the end of its ARTIFACTS section", stored)
+		}
+		entry := s.data[at : at+entryHeaderSize+stored]
+		if got := crc(entry[4:]); got != le.Uint32(entry) {
+			s.mu.RUnlock()
+			return s.corrupt(at, "artifact entry checksum mismatch (stored %#08x, computed %#08x)", le.Uint32(entry), got)
+		}
+		a := &artifact.Artifact{Tenant: w.Tenant, Workspace: w.Workspace, Seq: le.Uint64(row[artRowSeq:]), IdempotencyKey: keys[uint32(ord)]}
+		copy(a.ID[:], row[:16])
+		items = append(items, item{a, bytes.Clone(entry)})
+	}
+	s.mu.RUnlock()
+	for _, it := range items { // fn runs without the lock, as for Artifacts
+		if err := fn(it.a, it.entry); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ArtifactSpans returns the spans of the artifact at r, by Ordinal.
 func (s *Segment) ArtifactSpans(r Ref) ([]artifact.Span, error) {
 	if err := s.rlock(); err != nil {

@@ -28,6 +28,12 @@ type WorkspaceData struct {
 	// artifact in artifact order, then by Ordinal, whatever the input order;
 	// each artifact's ordinals must be 0, 1, 2, ...
 	Spans []artifact.Span
+	// Entries, when set, holds one stored artifact entry per artifact (as
+	// Segment.RawArtifacts yields them: header and body, checksum checked),
+	// written verbatim: compaction copies artifacts without decoding them.
+	// Artifacts[i] then needs only ID, Seq, Tenant, Workspace and
+	// IdempotencyKey. A nil entry is encoded from Artifacts[i] as usual.
+	Entries [][]byte
 	// Sections are extra per-workspace sections (index data: postings, term
 	// dictionary, document lengths, vectors), stored as given after the
 	// workspace's own sections and checksummed like them. Kinds must be
@@ -62,6 +68,9 @@ type wsPlan struct {
 	idem       []idemKey
 	textLength uint64
 }
+
+// hasEntry reports whether artifact i comes as a stored entry.
+func (p *wsPlan) hasEntry(i int) bool { return i < len(p.d.Entries) && p.d.Entries[i] != nil }
 
 type idemKey struct {
 	key     string
@@ -189,6 +198,15 @@ func (p *wsPlan) plan(wsIdx uint32, ids *[]idRow) error {
 	if uint64(len(d.Artifacts)) > math.MaxUint32 || uint64(len(d.Spans)) > math.MaxUint32 {
 		return errors.New("too many artifacts or spans")
 	}
+	if d.Entries != nil && len(d.Entries) != len(d.Artifacts) {
+		return fmt.Errorf("%d entries for %d artifacts", len(d.Entries), len(d.Artifacts))
+	}
+	for i, e := range d.Entries {
+		if e != nil && (len(e) < entryHeaderSize || uint64(len(e)-entryHeaderSize) != uint64(le.Uint32(e[4:])) ||
+			crc(e[4:]) != le.Uint32(e)) {
+			return fmt.Errorf("artifact %d: stored entry is malformed", i)
+		}
+	}
 	kinds := map[uint16]bool{}
 	for _, sec := range d.Sections {
 		if !ExtensionKind(sec.Kind) {
@@ -211,7 +229,7 @@ func (p *wsPlan) plan(wsIdx uint32, ids *[]idRow) error {
 			return fmt.Errorf("artifact %s: seq %d after seq %d: artifacts must be in strictly ascending Seq",
 				a.ID, a.Seq, d.Artifacts[i-1].Seq)
 		}
-		if artifact.ContentHash(a.Payload) != a.ContentHash {
+		if !p.hasEntry(i) && artifact.ContentHash(a.Payload) != a.ContentHash {
 			return fmt.Errorf("artifact %s: ContentHash does not match Payload", a.ID)
 		}
 		if _, dup := ordinals[a.ID]; dup {
@@ -405,6 +423,10 @@ func (w *sectionWriter) writeWorkspace(wsIdx uint32, p *wsPlan) error {
 	entryOffs := make([]uint64, len(d.Artifacts))
 	for i, a := range d.Artifacts {
 		entryOffs[i] = w.off - w.start
+		if p.hasEntry(i) {
+			w.write(d.Entries[i])
+			continue
+		}
 		w.raw = artifact.AppendArtifact(w.raw[:0], a)
 		if uint64(len(w.raw)) > math.MaxUint32 {
 			return fmt.Errorf("segment: artifact %s: encoding of %d bytes is too large", a.ID, len(w.raw))
