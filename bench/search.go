@@ -38,14 +38,15 @@ type SearchResult struct {
 	LexicalTop10   Latency `json:"lexical_top10"`
 	SemanticTop100 Latency `json:"semantic_top100"`
 	SemanticTop10  Latency `json:"semantic_top10"`
+	Pack2048       Latency `json:"context_pack_2048"`
 	Kernel         string  `json:"int8_kernel"`
 	Dataset        string  `json:"dataset"`
 }
 
 // Search builds one workspace of at least cfg.Spans spans through the engine
 // (generated artifacts, flushed and compacted), then times lexical (BM25)
-// and semantic (GloVe, exact int8) searches through engine.DB, one at a time,
-// with generated queries of 3 to 8 words.
+// and semantic (GloVe, exact int8) searches and v1 context packs of 2,048
+// tokens through engine.DB, one at a time.
 func Search(cfg SearchConfig) (*SearchResult, error) {
 	if cfg.Spans <= 0 {
 		cfg.Spans = 100_000
@@ -132,6 +133,10 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		}},
 		{&res.SemanticTop10, func(q string) error {
 			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 10)
+			return err
+		}},
+		{&res.Pack2048, func(q string) error {
+			_, err := db.ContextPack(context.Background(), "bench", engine.PackRequest{Workspace: "bench", Query: q, MaxTokens: 2048})
 			return err
 		}},
 	} {
