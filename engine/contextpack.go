@@ -360,7 +360,7 @@ func (r *resolver) artifact(id uuid.UUID) (*artifact.Artifact, error) {
 	for i := len(r.db.segments) - 1; i >= 0; i-- {
 		s := r.db.segments[i]
 		if ref, ok := s.FindArtifact(id); ok {
-			a, err := s.Artifact(ref)
+			a, err := s.artifactMeta(id, ref)
 			if err != nil {
 				return nil, fmt.Errorf("engine: pack: %w", err)
 			}

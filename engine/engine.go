@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
@@ -160,6 +161,39 @@ type liveSegment struct {
 	*segment.Segment
 	entry segmentEntry
 	parts []segParts // per workspace of the segment
+
+	// meta caches artifact metadata (payload dropped) read at pack time:
+	// segments are immutable, so entries never go stale. Capped, not evicted.
+	metaMu sync.Mutex
+	meta   map[uuid.UUID]*artifact.Artifact
+}
+
+// metaCacheCap bounds a segment's metadata cache (about 200 bytes each).
+const metaCacheCap = 1 << 17
+
+// artifactMeta returns an artifact's metadata (Payload nil) by ref,
+// decoding the entry once.
+func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Artifact, error) {
+	ls.metaMu.Lock()
+	a := ls.meta[id]
+	ls.metaMu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	a, err := ls.Artifact(ref)
+	if err != nil {
+		return nil, err
+	}
+	a.Payload = nil
+	ls.metaMu.Lock()
+	if ls.meta == nil {
+		ls.meta = map[uuid.UUID]*artifact.Artifact{}
+	}
+	if len(ls.meta) < metaCacheCap {
+		ls.meta[id] = a
+	}
+	ls.metaMu.Unlock()
+	return a, nil
 }
 
 // openLiveSegment opens a segment file and its index parts.
