@@ -66,12 +66,7 @@ func (m *manifest) encode() []byte {
 		body = binary.AppendUvarint(body, s.MaxSeq)
 	}
 	ts := append([]tombstone(nil), m.Tombstones...)
-	sort.Slice(ts, func(i, j int) bool {
-		if ts[i].Tenant != ts[j].Tenant {
-			return ts[i].Tenant < ts[j].Tenant
-		}
-		return ts[i].Workspace < ts[j].Workspace
-	})
+	sort.Slice(ts, func(i, j int) bool { return wsLess(ts[i].Tenant, ts[i].Workspace, ts[j].Tenant, ts[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(ts)))
 	for _, t := range ts {
 		body = appendString(body, t.Tenant)
@@ -79,12 +74,7 @@ func (m *manifest) encode() []byte {
 		body = binary.AppendUvarint(body, t.Seq)
 	}
 	vs := append([]wsVersion(nil), m.Versions...)
-	sort.Slice(vs, func(i, j int) bool {
-		if vs[i].Tenant != vs[j].Tenant {
-			return vs[i].Tenant < vs[j].Tenant
-		}
-		return vs[i].Workspace < vs[j].Workspace
-	})
+	sort.Slice(vs, func(i, j int) bool { return wsLess(vs[i].Tenant, vs[i].Workspace, vs[j].Tenant, vs[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(vs)))
 	for _, v := range vs {
 		body = appendString(body, v.Tenant)
@@ -98,6 +88,15 @@ func (m *manifest) encode() []byte {
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
 	out = append(out, body...)
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out[8:], castagnoli))
+}
+
+// wsLess orders workspaces by (tenant, workspace), so that equal states
+// encode to equal bytes.
+func wsLess(t1, w1, t2, w2 string) bool {
+	if t1 != t2 {
+		return t1 < t2
+	}
+	return w1 < w2
 }
 
 // ManifestError reports a damaged manifest with the offset of the fault.

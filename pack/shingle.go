@@ -31,20 +31,7 @@ func wordHash(w []byte) uint64 {
 // it; ok is false when s has no further word. ASCII words are hashed as
 // they are scanned; others go through nextWord.
 func nextWordHash(s string, i int, buf []byte) (h uint64, end int, ok bool) {
-	for i < len(s) {
-		if c := s[i]; c < utf8.RuneSelf {
-			if asciiWord[c] != 0 {
-				break
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if isWordRune(r) {
-			break
-		}
-		i += size
-	}
+	i = skipNonWord(s, i)
 	if i == len(s) {
 		return 0, i, false
 	}

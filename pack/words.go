@@ -46,20 +46,7 @@ var asciiWord = func() (t [utf8.RuneSelf]byte) {
 // start and of its end; the word is empty when s has no further word.
 func nextWord(s string, i int, buf []byte) (word []byte, start, end int) {
 	buf = buf[:0]
-	for i < len(s) {
-		if c := s[i]; c < utf8.RuneSelf {
-			if asciiWord[c] != 0 {
-				break
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if isWordRune(r) {
-			break
-		}
-		i += size
-	}
+	i = skipNonWord(s, i)
 	start = i
 	prevLetter := false
 	for i < len(s) {
@@ -155,4 +142,24 @@ func breaksClause(gap string) bool {
 func inNumber(s string, i, j int) bool {
 	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
 	return j == i+1 && i > 0 && j < len(s) && isDigit(s[i-1]) && isDigit(s[j])
+}
+
+// skipNonWord returns the offset of the first word rune of s at or after i
+// (len(s) if none).
+func skipNonWord(s string, i int) int {
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if asciiWord[c] != 0 {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isWordRune(r) {
+			return i
+		}
+		i += size
+	}
+	return i
 }
