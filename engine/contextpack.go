@@ -125,7 +125,7 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	if err != nil {
 		return nil, err
 	}
-	err = db.StoreReceipt(Receipt{ID: receiptID, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
+	err = db.storeReceipt(Receipt{ID: receiptID, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
 		PackHash: res.PackHash, Timestamp: db.opts.Now().UTC().UnixMicro(), Confidence: res.Confidence, Abstain: res.Abstain,
 		TotalTokens: res.TotalTokens, Body: body})
 	if err != nil {

@@ -146,8 +146,14 @@ type DB struct {
 	stallMu sync.Mutex
 	flushed *sync.Cond
 
-	closeMu sync.RWMutex // held shared by every operation, exclusively by Close
+	// The close gate: operations count themselves in (enter) and out
+	// (leave); Close marks the DB closed and waits for the count to drop to
+	// zero. Unlike a RWMutex held shared, entering twice in one call chain
+	// cannot deadlock against a waiting Close.
+	gateMu  sync.Mutex
 	closed  bool
+	ops     int         // operations in flight
+	idle    *sync.Cond  // broadcast when ops drops to zero after close
 	closing atomic.Bool // set first thing in Close, so stalled ingests give up
 
 	lastWrite atomic.Int64 // Unix ns of the latest ingest, for deferring compaction
@@ -237,6 +243,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
+	db.idle = sync.NewCond(&db.gateMu)
 	uuid.EnableRandPool()
 	if err := db.recover(); err != nil {
 		db.closeFiles()
@@ -438,15 +445,18 @@ func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
 func (db *DB) Close() error {
 	db.closing.Store(true)
 	db.stallMu.Lock()
-	db.flushed.Broadcast() // stalled ingests see closing and leave, so Lock below can proceed
+	db.flushed.Broadcast() // stalled ingests see closing and leave, so the wait below ends
 	db.stallMu.Unlock()
-	db.closeMu.Lock()
+	db.gateMu.Lock()
 	if db.closed {
-		db.closeMu.Unlock()
+		db.gateMu.Unlock()
 		return nil
 	}
 	db.closed = true
-	db.closeMu.Unlock()
+	for db.ops > 0 {
+		db.idle.Wait()
+	}
+	db.gateMu.Unlock()
 	if !db.opts.DisableBackground {
 		close(db.stop)
 	}
@@ -475,15 +485,24 @@ func (db *DB) closeFiles() error {
 
 // enter marks an operation in flight; it fails once Close has begun.
 func (db *DB) enter() error {
-	db.closeMu.RLock()
+	db.gateMu.Lock()
+	defer db.gateMu.Unlock()
 	if db.closed {
-		db.closeMu.RUnlock()
 		return ErrClosed
 	}
+	db.ops++
 	return nil
 }
 
-func (db *DB) leave() { db.closeMu.RUnlock() }
+// leave ends an operation begun by enter.
+func (db *DB) leave() {
+	db.gateMu.Lock()
+	db.ops--
+	if db.ops == 0 && db.closed {
+		db.idle.Broadcast()
+	}
+	db.gateMu.Unlock()
+}
 
 // Dir returns the data directory.
 func (db *DB) Dir() string { return db.dir }

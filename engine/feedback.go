@@ -378,11 +378,7 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	if len(in.Reason) > 4096 {
 		return FeedbackResult{}, &InvalidError{"reason", "is longer than 4096 bytes"}
 	}
-	spans, err := db.ArtifactSpans(tenant, in.ArtifactID)
-	if err != nil {
-		return FeedbackResult{}, err
-	}
-	a, err := db.Artifact(tenant, in.ArtifactID)
+	a, spans, err := db.artifactAndSpans(tenant, in.ArtifactID)
 	if err != nil {
 		return FeedbackResult{}, err
 	}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -175,5 +177,92 @@ func TestFeedbackOnlySegmentCompacts(t *testing.T) {
 	rep, err := Verify(dir)
 	if err != nil || len(rep.Faults) != 0 {
 		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
+
+// TestCloseDuringFeedbackAndPacks: Close while feedback, packs and ingests
+// run must return (no operation may wait on the close guard it holds).
+func TestCloseDuringFeedbackAndPacks(t *testing.T) {
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
+	r, err := db.Ingest("t", chat("ws", "the deploy is on Friday"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for g := 0; g < 6; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				switch (g + i) % 3 {
+				case 0:
+					db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "a", Action: ActionPin, ArtifactID: r.ArtifactID})
+				case 1:
+					db.ContextPack(context.Background(), "t", PackRequest{Workspace: "ws", Query: "deploy", MaxTokens: 100 + i%50})
+				default:
+					db.Ingest("t", chat("ws", "more text"))
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return while operations were running")
+	}
+	close(stop)
+	for g := 0; g < 6; g++ {
+		<-done
+	}
+}
+
+// TestNestedEnterDuringClose: an operation that enters again while Close is
+// waiting for it gets ErrClosed at once instead of waiting on Close, which
+// waits on it (a shared RWMutex as the close guard deadlocked here).
+func TestNestedEnterDuringClose(t *testing.T) {
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
+	if err := db.enter(); err != nil { // the outer operation
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	for { // wait until Close is waiting for the outer operation
+		db.gateMu.Lock()
+		c := db.closed
+		db.gateMu.Unlock()
+		if c {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	inner := make(chan error, 1)
+	go func() { inner <- db.enter() }()
+	select {
+	case err := <-inner:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("nested enter during Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nested enter blocked behind Close")
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned while an operation was in flight")
+	default:
+	}
+	db.leave()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -88,6 +88,29 @@ func (db *DB) locate(tenant string, id uuid.UUID) (ha *headArtifact, seg *liveSe
 	return nil, nil, segment.Ref{}, false
 }
 
+// artifactAndSpans returns an artifact of tenant and its spans, or
+// ErrNotFound; for callers already inside enter.
+func (db *DB) artifactAndSpans(tenant string, id uuid.UUID) (*artifact.Artifact, []artifact.Span, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ha, s, ref, ok := db.locate(tenant, id)
+	switch {
+	case !ok:
+		return nil, nil, ErrNotFound
+	case ha != nil:
+		return ha.a, append([]artifact.Span(nil), ha.spans...), nil
+	}
+	a, err := s.Artifact(ref)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: artifact %s: %w", id, err)
+	}
+	spans, err := s.ArtifactSpans(ref)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: spans of artifact %s: %w", id, err)
+	}
+	return a, spans, nil
+}
+
 // Artifact returns an artifact of tenant by id, or ErrNotFound (also for
 // another tenant's id, so ids do not leak). The result must not be modified.
 func (db *DB) Artifact(tenant string, id uuid.UUID) (*artifact.Artifact, error) {

@@ -269,6 +269,12 @@ func (db *DB) StoreReceipt(r Receipt) error {
 		return err
 	}
 	defer db.leave()
+	return db.storeReceipt(r)
+}
+
+// storeReceipt is StoreReceipt for callers already inside enter (nesting
+// enter could deadlock against a waiting Close).
+func (db *DB) storeReceipt(r Receipt) error {
 	db.mu.RLock()
 	_, exists := db.receipts.byID[r.ID]
 	db.mu.RUnlock()
