@@ -14,12 +14,13 @@ func TestConfidenceFormula(t *testing.T) {
 	b.Tokens = 50
 	rq := req("refund window for monthly plans", 10000)
 	r := Pack(rq, nil, []Candidate{a, b}, est)
-	// rel(a) = 0.55 + 0.1 = 0.65, rel(b) = 0.275 + 0.1 = 0.375
-	// R = 0.7*0.65 + 0.3*(0.65+0.375)/2 = 0.60875
+	// Lexical ranks 0 and 1: rel(a) = 0.45*1 + 0.1 = 0.55,
+	// rel(b) = 0.45*61/62 + 0.1 = 0.542742 (rounded to 6 places)
+	// R = 0.7*0.55 + 0.3*(0.55+0.542742)/2
 	// query terms: refund window monthly plan; found: refund, window, plan -> Q = 3/4
 	// strength = R * (0.25 + 0.75*0.75)
 	// D = 150/200, C = 1, V = 2/3
-	R := 0.7*0.65 + 0.3*(0.65+0.375)/2
+	R := 0.7*0.55 + 0.3*(0.55+0.542742)/2
 	strength := R * (0.25 + 0.75*0.75)
 	support := 0.5*0.75 + 0.3*1 + 0.2*2.0/3
 	want := round6(strength * (0.6 + 0.4*support))

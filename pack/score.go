@@ -1,30 +1,54 @@
 package pack
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // microsPerHour converts Unix microsecond differences to hours.
 const microsPerHour = 3600e6
 
+// rrfK is the constant of the reciprocal-rank channel scores.
+const rrfK = 60
+
 // score computes the channel scores and the fused relevance of every
-// candidate:
+// candidate. The query channels contribute by rank, not by raw score
+// (reciprocal rank fusion, normalised so the best rank scores 1), because
+// BM25 scores and cosines live on unrelated scales and cosines of averaged
+// word vectors bunch together:
 //
-//	lexical  = Lexical / max Lexical over cs   (0 when that max is not positive)
-//	semantic = Semantic clamped to [0,1]
+//	lexical  = (rrfK+1) / (rrfK+1 + r)  r = rank by Lexical among candidates the lexical channel returned, from 0; else 0
+//	semantic = likewise by Semantic among those the semantic channel returned
 //	temporal = 2^(-age / half-life), age = max(0, asOf - Timestamp) in hours
 //	relevance = w.Lexical*lexical + w.Semantic*semantic + w.Temporal*temporal
 //
-// with the effective weights w (summing to 1). Non-finite channel scores
-// count as 0. The relevance is rounded by round6.
+// with the effective weights w (summing to 1). Ranks order by score
+// descending, then span id; non-finite scores count as 0. The relevance is
+// rounded by round6.
 func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
-	maxLex := 0.0
-	for _, c := range cs {
-		maxLex = max(maxLex, finite(c.Lexical))
-	}
-	for _, c := range cs {
-		if maxLex > 0 {
-			c.lex = clamp01(finite(c.Lexical) / maxLex)
+	rankBy := func(in func(*cand) bool, val func(*cand) float64, set func(*cand, float64)) {
+		var ranked []*cand
+		for _, c := range cs {
+			if in(c) {
+				ranked = append(ranked, c)
+			}
 		}
-		c.sem = clamp01(finite(c.Semantic))
+		slices.SortStableFunc(ranked, func(a, b *cand) int {
+			if va, vb := finite(val(a)), finite(val(b)); va != vb {
+				if va > vb {
+					return -1
+				}
+				return 1
+			}
+			return compareID(a.SpanID, b.SpanID)
+		})
+		for r, c := range ranked {
+			set(c, float64(rrfK+1)/float64(rrfK+1+r))
+		}
+	}
+	rankBy(func(c *cand) bool { return c.InLexical }, func(c *cand) float64 { return c.Lexical }, func(c *cand, v float64) { c.lex = v })
+	rankBy(func(c *cand) bool { return c.InSemantic }, func(c *cand) float64 { return c.Semantic }, func(c *cand, v float64) { c.sem = v })
+	for _, c := range cs {
 		age := 0.0
 		if c.Timestamp < asOf {
 			age = float64(asOf-c.Timestamp) / microsPerHour

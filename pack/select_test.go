@@ -151,11 +151,12 @@ func TestDiversityCap(t *testing.T) {
 // relevant span of another artifact comes first; relevance mode keeps the
 // plain order. Reported scores are undiscounted.
 func TestCoverageDecay(t *testing.T) {
-	a1 := cnd(1, 1, wordsText(0, 20), 10)  // rel 0.55+0.1 = 0.65
-	a2 := cnd(2, 1, wordsText(100, 20), 9) // 0.595, discounted 0.2975
-	b1 := cnd(3, 2, wordsText(200, 20), 5) // 0.375
-	c1 := cnd(4, 3, wordsText(300, 20), 1) // 0.155
-	a3 := cnd(5, 1, wordsText(400, 20), 8) // 0.54, discounted twice 0.135
+	// Lexical ranks 0..4 score 61/(61+r); rel = 0.45·that + 0.1 (temporal).
+	a1 := cnd(1, 1, wordsText(0, 20), 10)  // rank 0: 0.55
+	a2 := cnd(2, 1, wordsText(100, 20), 9) // rank 1: 0.542742, discounted 0.271371
+	b1 := cnd(3, 2, wordsText(200, 20), 5) // rank 3: 0.528906
+	c1 := cnd(4, 3, wordsText(300, 20), 1) // rank 4: 0.522308
+	a3 := cnd(5, 1, wordsText(400, 20), 8) // rank 2: 0.535714, discounted twice 0.133929
 	cs := []Candidate{a1, a2, b1, c1, a3}
 	order := func(r *Result) string {
 		var s []string
@@ -170,35 +171,47 @@ func TestCoverageDecay(t *testing.T) {
 	}
 	rq.Mode = ModeCoverage
 	r := Pack(rq, nil, cs, est)
-	if got := order(r); got != "1,3,2,4,5" {
+	if got := order(r); got != "1,3,4,2,5" {
 		t.Errorf("coverage mode order %s", got)
 	}
-	if r.Citations[2].RelevanceScore != 0.595 {
-		t.Errorf("reported score %v, want the undiscounted 0.595", r.Citations[2].RelevanceScore)
+	if r.Citations[3].RelevanceScore != 0.542742 {
+		t.Errorf("reported score %v, want the undiscounted 0.542742", r.Citations[3].RelevanceScore)
 	}
 	rq.Tuning.DiversityDecay = 1 // no discount: the relevance order
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,5,3,4" {
 		t.Errorf("coverage mode without decay: %s", got)
 	}
-	// Decay 0.7: a2 at 0.4165 still beats b1, a3 at 0.54*0.49 = 0.2646 no
-	// longer does, but beats c1.
-	rq.Tuning.DiversityDecay = 0.7
+	// Decay 0.95: a2 at 0.515605 still loses to b1 and c1 (0.5289, 0.5223);
+	// once a2 is in, a3 at 0.535714·0.9025 = 0.483482 comes last.
+	rq.Tuning.DiversityDecay = 0.95
+	if got := order(Pack(rq, nil, cs, est)); got != "1,3,4,2,5" {
+		t.Errorf("coverage mode decay 0.95: %s", got)
+	}
+	// Decay 0.99: a2 at 0.537315 beats b1; a3 at 0.535714·0.98 = 0.5250 then
+	// loses to b1 but beats c1.
+	rq.Tuning.DiversityDecay = 0.99
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,3,5,4" {
-		t.Errorf("coverage mode decay 0.7: %s", got)
+		t.Errorf("coverage mode decay 0.99: %s", got)
 	}
 }
 
 // TestRelevanceFloor: candidates far below the best are LOW_RELEVANCE;
 // pinned spans are exempt.
 func TestRelevanceFloor(t *testing.T) {
+	const halfLife = int64(720 * 3600e6)
 	rq := req("q", 100000)
-	rq.Weights = Weights{Lexical: 1}
-	best := cnd(1, 1, wordsText(0, 10), 100)
-	edge := cnd(2, 2, wordsText(100, 10), 20)  // 0.2: at the floor, kept
-	below := cnd(3, 3, wordsText(200, 10), 19) // 0.19
-	zero := cnd(4, 4, wordsText(300, 10), 0)
-	pin := cnd(5, 5, wordsText(400, 10), 0)
-	r := Pack(rq, []Candidate{pin}, []Candidate{best, edge, below, zero}, est)
+	rq.Weights = Weights{Lexical: 0.5, Temporal: 0.5}
+	// Temporal t at age -log2(t) half-lives; rel = 0.5·lexical rank score + 0.5·t.
+	aged := func(c Candidate, t float64) Candidate {
+		c.Timestamp = rq.AsOf - int64(-math.Log2(t)*float64(halfLife))
+		return c
+	}
+	best := cnd(1, 1, wordsText(0, 10), 100)                    // 0.5 + 0.5 = 1
+	above := aged(cnd(2, 2, wordsText(100, 10), 0), 0.45)       // 0.225: above the floor 0.2, kept
+	below := aged(cnd(3, 3, wordsText(200, 10), 0), 0.38)       // 0.19
+	zero := aged(cnd(4, 4, wordsText(300, 10), 0), 1.0/(1<<30)) // about 0
+	pin := aged(cnd(5, 5, wordsText(400, 10), 0), 1.0/(1<<30))
+	r := Pack(rq, []Candidate{pin}, []Candidate{best, above, below, zero}, est)
 	want := map[int]string{1: "cite:2", 2: "cite:3", 3: ReasonLowRelevance, 4: ReasonLowRelevance, 5: "cite:1"}
 	for n, w := range want {
 		if got := outcome(r, spanID(n)); got != w {
@@ -210,8 +223,8 @@ func TestRelevanceFloor(t *testing.T) {
 	}
 	// The absolute floor: when everything is weak, 0.02 still applies.
 	rq.Weights = Weights{Lexical: 0.01, Temporal: 0.99}
-	old := cnd(6, 6, wordsText(500, 10), 1)
-	old.Timestamp = rq.AsOf - int64(30*720*3600e6) // 30 half-lives: temporal ~ 0
+	old := cnd(6, 6, wordsText(500, 10), 0)
+	old.Timestamp = rq.AsOf - 30*halfLife // 30 half-lives: temporal ~ 0
 	r = Pack(rq, nil, []Candidate{old}, est)
 	if got := outcome(r, old.SpanID); got != ReasonLowRelevance {
 		t.Errorf("weak alone: %q", got)
@@ -231,10 +244,12 @@ func TestScore(t *testing.T) {
 	c.Timestamp = rq.AsOf + 100*hour // future: as of AsOf
 	cs := gather(nil, []Candidate{a, b, c}, "")
 	score(cs, DefaultWeights().effective(true), rq.AsOf, 720)
+	// Channels contribute by rank, 61/(61+r): lexical ranks a (10), b (5),
+	// c (non-finite: 0); only a was returned by the semantic channel.
 	want := []float64{
-		round6(0.55 + 0.35*0.8 + 0.1),
-		round6(0.55*0.5 + 0.35 + 0.1*0.5),
-		round6(0.1),
+		round6(0.45*1 + 0.45*1 + 0.1*1),
+		round6(0.45*61.0/62 + 0.1*0.5),
+		round6(0.45*61.0/63 + 0.1),
 	}
 	for i, c := range cs {
 		if c.rel != want[i] {
@@ -243,7 +258,7 @@ func TestScore(t *testing.T) {
 	}
 	// Semantic unavailable: its weight goes to the others in proportion.
 	w := DefaultWeights().effective(false)
-	if math.Abs(w.Lexical-0.55/0.65) > 1e-12 || w.Semantic != 0 || math.Abs(w.Temporal-0.1/0.65) > 1e-12 {
+	if math.Abs(w.Lexical-0.45/0.55) > 1e-12 || w.Semantic != 0 || math.Abs(w.Temporal-0.1/0.55) > 1e-12 {
 		t.Errorf("weights without semantic %+v", w)
 	}
 	r := Pack(Request{Query: "a", MaxTokens: 100}, nil, []Candidate{a}, est)
