@@ -241,47 +241,25 @@ func (db *DB) applyFeedback(k wsKey, e *feedbackEvent) {
 func encodeFeedbackSection(events []*feedbackEvent) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(events)))
 	for _, e := range events {
-		rec := encodeFeedbackRecord(e)
-		b = binary.LittleEndian.AppendUint64(b, e.Seq)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
-		b = append(b, rec...)
+		b = appendSeqFrame(b, e.Seq, encodeFeedbackRecord(e))
 	}
 	return b
 }
 
 func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
-	if len(b) < 4 {
-		return nil, fmt.Errorf("feedback section: %d bytes, want at least 4", len(b))
+	frames, rest, err := readSeqFrames(b, "feedback section")
+	if err != nil {
+		return nil, err
 	}
-	n := binary.LittleEndian.Uint32(b)
-	b = b[4:]
-	if uint64(n) > uint64(len(b))/12 {
-		return nil, fmt.Errorf("feedback section: count %d exceeds its size", n)
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("feedback section: %d trailing bytes", len(rest))
 	}
-	out := make([]*feedbackEvent, 0, n)
-	var prev uint64
-	for i := uint32(0); i < n; i++ {
-		if len(b) < 12 {
-			return nil, fmt.Errorf("feedback section: event %d truncated", i)
-		}
-		seq, l := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint32(b[8:])
-		b = b[12:]
-		if uint64(l) > uint64(len(b)) {
-			return nil, fmt.Errorf("feedback section: event %d length %d exceeds the section", i, l)
-		}
-		if seq <= prev {
-			return nil, fmt.Errorf("feedback section: event %d seq %d does not follow %d", i, seq, prev)
-		}
-		e, err := decodeFeedbackRecord(b[:l])
-		if err != nil {
+	out := make([]*feedbackEvent, len(frames))
+	for i, f := range frames {
+		if out[i], err = decodeFeedbackRecord(b[f.off : f.off+f.len]); err != nil {
 			return nil, fmt.Errorf("feedback section: event %d: %w", i, err)
 		}
-		e.Seq, prev = seq, seq
-		out = append(out, e)
-		b = b[l:]
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("feedback section: %d trailing bytes", len(b))
+		out[i].Seq = f.seq
 	}
 	return out, nil
 }

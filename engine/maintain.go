@@ -205,7 +205,7 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	if h.maxSeq > m.LastSeq {
 		m.LastSeq = h.maxSeq
 	}
-	if err := db.commitManifest(&m, ls, nil); err != nil {
+	if err := db.commitManifest(&m, ls); err != nil {
 		return fmt.Errorf("engine: flush: %w", err)
 	}
 	db.mu.Lock()
@@ -243,7 +243,7 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 // commitManifest writes m with the current tombstones that still hide data.
 // On failure the new segment is closed (its file stays: if the manifest did
 // reach the disk it is referenced; if not, the next Open removes it).
-func (db *DB) commitManifest(m *manifest, added *liveSegment, remaining []*liveSegment) error {
+func (db *DB) commitManifest(m *manifest, added *liveSegment) error {
 	db.mu.RLock()
 	m.Tombstones = m.Tombstones[:0:0]
 	for k, seq := range db.tombstones {
@@ -278,7 +278,7 @@ func (db *DB) compactLocked(minRun int) error {
 				return nil
 			}
 			m := db.manifest // persist the shorter tombstone list
-			return db.commitManifest(&m, nil, nil)
+			return db.commitManifest(&m, nil)
 		}
 		if err := db.compactRun(segs, lo, hi); err != nil {
 			return fmt.Errorf("engine: compaction: %w", err)
@@ -345,7 +345,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 		entries = append(entries, s.entry)
 	}
 	m.Segments = entries
-	if err := db.commitManifest(&m, ls, nil); err != nil {
+	if err := db.commitManifest(&m, ls); err != nil {
 		return err
 	}
 	db.mu.Lock()

@@ -263,32 +263,27 @@ func (d *decoder) count(minSize int) int {
 	return int(v)
 }
 
-func (d *decoder) string() string {
-	n := d.uvarint()
+// take consumes n bytes, or fails naming what did not fit.
+func (d *decoder) take(n uint64, what string) []byte {
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(d.b)) {
-		d.fail(fmt.Sprintf("string length %d exceeds remaining %d bytes", n, len(d.b)))
-		return ""
+		d.fail(fmt.Sprintf("%s of %d bytes exceeds remaining %d bytes", what, n, len(d.b)))
+		return nil
 	}
-	s := string(d.b[:n])
+	v := d.b[:n]
 	d.b = d.b[n:]
 	d.read += int(n)
-	return s
+	return v
 }
 
+func (d *decoder) string() string { return string(d.take(d.uvarint(), "string")) }
+
+func (d *decoder) bytes() []byte { return d.take(d.uvarint(), "byte string") }
+
 func (d *decoder) uuid() (id [16]byte) {
-	if d.err != nil {
-		return id
-	}
-	if len(d.b) < 16 {
-		d.fail("short uuid")
-		return id
-	}
-	copy(id[:], d.b)
-	d.b = d.b[16:]
-	d.read += 16
+	copy(id[:], d.take(16, "uuid"))
 	return id
 }
 
@@ -303,20 +298,5 @@ func (d *decoder) varint() int64 {
 	}
 	d.b = d.b[n:]
 	d.read += n
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.fail(fmt.Sprintf("length %d exceeds remaining %d bytes", n, len(d.b)))
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	d.read += int(n)
 	return v
 }

@@ -101,10 +101,7 @@ func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
 func encodeReceiptSection(rs []*Receipt) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(rs)))
 	for _, r := range rs {
-		rec := encodeReceiptRecord(r)
-		b = binary.LittleEndian.AppendUint64(b, r.Seq)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
-		b = append(b, rec...)
+		b = appendSeqFrame(b, r.Seq, encodeReceiptRecord(r))
 	}
 	byID := make([]uint32, len(rs))
 	for i := range byID {
@@ -224,40 +221,61 @@ func (sr *storedReceipt) body() ([]byte, error) {
 	return r.Body, nil
 }
 
-type receiptRow struct {
+// receiptRows checks a RECEIPTS section's framing and returns its rows.
+func receiptRows(b []byte) ([]seqFrame, error) {
+	rows, rest, err := readSeqFrames(b, "receipts section")
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != 4*len(rows) {
+		return nil, fmt.Errorf("receipts section: id order table is %d bytes, want %d", len(rest), 4*len(rows))
+	}
+	return rows, nil
+}
+
+// Event sections (FEEDBACK, RECEIPTS) frame their records the same way:
+// u32 count, then per record u64 seq, u32 length and the record's bytes;
+// seqs strictly increase.
+
+// seqFrame locates one framed record in a section.
+type seqFrame struct {
 	seq      uint64
 	off, len int
 }
 
-// receiptRows checks a RECEIPTS section's framing and returns its rows.
-func receiptRows(b []byte) ([]receiptRow, error) {
+func appendSeqFrame(b []byte, seq uint64, rec []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
+	return append(b, rec...)
+}
+
+// readSeqFrames checks the framing of an event section and returns its
+// frames and the bytes after them.
+func readSeqFrames(b []byte, what string) ([]seqFrame, []byte, error) {
 	if len(b) < 4 {
-		return nil, fmt.Errorf("receipts section: %d bytes, want at least 4", len(b))
+		return nil, nil, fmt.Errorf("%s: %d bytes, want at least 4", what, len(b))
 	}
 	n := binary.LittleEndian.Uint32(b)
-	if uint64(n) > uint64(len(b))/16 {
-		return nil, fmt.Errorf("receipts section: count %d exceeds its size", n)
+	if uint64(n) > uint64(len(b)-4)/12 {
+		return nil, nil, fmt.Errorf("%s: count %d exceeds its size", what, n)
 	}
-	rows := make([]receiptRow, 0, n)
+	frames := make([]seqFrame, 0, n)
 	at := 4
 	var prev uint64
 	for i := uint32(0); i < n; i++ {
 		if len(b)-at < 12 {
-			return nil, fmt.Errorf("receipts section: receipt %d truncated", i)
+			return nil, nil, fmt.Errorf("%s: record %d truncated", what, i)
 		}
 		seq, l := binary.LittleEndian.Uint64(b[at:]), int(binary.LittleEndian.Uint32(b[at+8:]))
 		at += 12
 		if l > len(b)-at || seq <= prev {
-			return nil, fmt.Errorf("receipts section: receipt %d: bad length %d or seq %d after %d", i, l, seq, prev)
+			return nil, nil, fmt.Errorf("%s: record %d: bad length %d or seq %d after %d", what, i, l, seq, prev)
 		}
-		rows = append(rows, receiptRow{seq, at, l})
+		frames = append(frames, seqFrame{seq, at, l})
 		prev = seq
 		at += l
 	}
-	if len(b)-at != 4*int(n) {
-		return nil, fmt.Errorf("receipts section: id order table is %d bytes, want %d", len(b)-at, 4*n)
-	}
-	return rows, nil
+	return frames, b[at:], nil
 }
 
 // StoreReceipt stores a receipt durably (its WAL record is synced before
@@ -339,7 +357,7 @@ func (db *DB) ListReceipts(tenant, ws, packHash string, offset, limit int) (Rece
 	return page, nil
 }
 
-// receiptsOf returns the receipts of a head, grouped per workspace in order.
+// receiptSections groups receipts per workspace in order, leaving out erased ones.
 func receiptSections(rs []*Receipt, hidden func(wsKey, uint64) bool) map[wsKey][]*Receipt {
 	out := map[wsKey][]*Receipt{}
 	for _, r := range rs {
