@@ -58,6 +58,10 @@ type Options struct {
 	// Now returns the current time (default time.Now); ingest uses it for
 	// default timestamps.
 	Now func() time.Time
+	// Control is the service's control-plane state (tenants, keys, usage,
+	// jobs), made durable through the WAL and snapshotted at flushes. Nil:
+	// none; a data directory holding control state then refuses to open.
+	Control ControlState
 }
 
 func (o *Options) setDefaults() {
@@ -131,6 +135,10 @@ type DB struct {
 	versions   map[wsKey]wsVersion      // data version and newest artifact time per workspace
 	receipts   *receiptStore
 	manifest   manifest // last written
+
+	// controlSnap is a control snapshot taken at a WAL rotation and not yet
+	// written; no checkpoint may pass that rotation before it is. Guarded by maintMu.
+	controlSnap []byte
 
 	idemMu   sync.Mutex
 	inflight map[idemKey]*inflightIngest
@@ -300,6 +308,9 @@ func (db *DB) recover() error {
 	if err := db.loadEvents(); err != nil {
 		return err
 	}
+	if err := db.restoreControl(); err != nil {
+		return err
+	}
 	start := time.Now()
 	var replayed int
 	db.wal, err = wal.Open(filepath.Join(db.dir, walDir), m.Checkpoint, m.LastSeq+1, wal.Options{
@@ -421,6 +432,9 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.head.note(seq)
 		db.mu.Unlock()
 	default:
+		if isControlRecord(t) {
+			return db.applyControl(t, seq, payload)
+		}
 		return fmt.Errorf("seq %d: unknown record type %s", seq, t)
 	}
 	return nil

@@ -39,6 +39,11 @@ type IngestInput struct {
 	IdempotencyKey string
 	SessionID      string
 	ThreadID       string
+	// ArtifactID, when set, is the id the artifact gets (an asynchronous
+	// indexing job assigns it when it accepts the artifact). If the tenant
+	// already has an artifact with this id, ingest returns it (Replayed), so
+	// a job resumed after a crash never stores its artifact twice.
+	ArtifactID uuid.UUID
 }
 
 // IngestResult says what was stored, or found again by idempotency key.
@@ -110,6 +115,15 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		return nil, err
 	}
 	defer db.release(reserved)
+	for i, ha := range prepared {
+		if ha == nil || ins[i].ArtifactID == uuid.Nil {
+			continue
+		}
+		if a, spans, err := db.artifactAndSpans(tenant, ins[i].ArtifactID); err == nil {
+			prepared[i] = nil
+			results[i] = resultOf(a, spans, true)
+		}
+	}
 
 	var entries []wal.Entry
 	for i, ha := range prepared {
@@ -266,8 +280,12 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 	if !in.Timestamp.IsZero() {
 		ts = in.Timestamp
 	}
+	id := in.ArtifactID
+	if id == uuid.Nil {
+		id = uuid.New()
+	}
 	a := &artifact.Artifact{
-		ID: uuid.New(), Tenant: tenant, Workspace: in.Workspace, Type: in.Type, ActorID: in.ActorID,
+		ID: id, Tenant: tenant, Workspace: in.Workspace, Type: in.Type, ActorID: in.ActorID,
 		SessionID: in.SessionID, ThreadID: in.ThreadID, IdempotencyKey: in.IdempotencyKey,
 		Timestamp: ts.UnixMicro(), IngestedAt: now.UnixMicro(),
 		Permissions: clonePermissions(in.Permissions), Payload: bytes.Clone(in.Payload), Indexed: true,

@@ -164,10 +164,19 @@ func (db *DB) flushLocked() error {
 			db.frozen = append(db.frozen, h)
 			db.head = newHead()
 			db.mu.Unlock()
+			if db.opts.Control != nil { // the swap runs between WAL batches: the snapshot matches the rotation
+				db.controlSnap = db.opts.Control.SnapshotControl()
+			}
 		})
 		if err != nil {
 			return fmt.Errorf("engine: flush: rotate wal: %w", err)
 		}
+	}
+	if db.controlSnap != nil {
+		if err := db.writeControlSnapshot(db.controlSnap); err != nil {
+			return fmt.Errorf("engine: flush: control snapshot: %w", err)
+		}
+		db.controlSnap = nil
 	}
 	for {
 		db.mu.RLock()

@@ -21,13 +21,15 @@ const (
 
 	// Reserved for the async indexing, packing and HTTP work. Records 1-15
 	// are workspace data, 16-31 workspace events, 32-63 service state.
-	recIndexed    recordType = 3  // spans of an artifact stored raw earlier (async indexing)
-	recFeedback   recordType = 16 // feedback event
-	recReceipt    recordType = 17 // decision receipt of a context pack
+	recIndexed  recordType = 3  // spans of an artifact stored raw earlier (async indexing)
+	recFeedback recordType = 16 // feedback event
+	recReceipt  recordType = 17 // decision receipt of a context pack
+	// 32-47 are control records (ControlState): kind = type - 32.
 	recTenant     recordType = 32 // tenant created or changed (plan)
 	recAPIKey     recordType = 33 // API key created or revoked (hash only)
 	recUsage      recordType = 34 // usage counters delta
 	recJob        recordType = 35 // indexing job state change
+	recWorkspace  recordType = 36 // workspace claimed or released by a tenant
 	recordVersion byte       = 1  // leading byte of every record payload
 )
 
@@ -51,6 +53,8 @@ func (t recordType) String() string {
 		return "usage"
 	case recJob:
 		return "job"
+	case recWorkspace:
+		return "workspace"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }

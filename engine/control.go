@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/loci-memory/loci/wal"
+)
+
+// ControlState is durable service state that lives outside workspaces
+// (tenants, API keys, usage counters, indexing jobs). The engine makes it
+// durable without understanding it: changes travel through the WAL as
+// control records, and at every flush the engine stores a full snapshot so
+// that older WAL files can be removed.
+type ControlState interface {
+	// ApplyControl applies one control record, in WAL order. kind is
+	// 0..MaxControlKind (WAL record type 32+kind). Replay after a restart may
+	// present records the restored snapshot already covers: a record with
+	// seq <= the snapshot's applied seq must be ignored.
+	ApplyControl(kind uint8, seq uint64, payload []byte) error
+	// SnapshotControl encodes the whole applied state, including the highest
+	// seq applied. The engine calls it on the WAL writer between batches, so
+	// no ApplyControl runs concurrently.
+	SnapshotControl() []byte
+	// RestoreControl replaces the state with a snapshot made by
+	// SnapshotControl. It is called once at Open, before replay.
+	RestoreControl(b []byte) error
+}
+
+// MaxControlKind is the highest control record kind: WAL record types 32-47.
+const MaxControlKind = 15
+
+// recControlBase is the WAL record type of control kind 0.
+const recControlBase recordType = 32
+
+// controlName is the file holding the latest control snapshot.
+const controlName = "CONTROL"
+
+// controlMagic opens the control snapshot file; the version byte follows.
+var controlMagic = []byte("LOCICTL")
+
+const controlVersion = 1
+
+// ErrNoControl is returned when control records are written or found but
+// the DB was opened without Options.Control: dropping them would lose them.
+var ErrNoControl = errors.New("engine: no control state configured (Options.Control)")
+
+func isControlRecord(t recordType) bool {
+	return t >= recControlBase && t <= recControlBase+MaxControlKind
+}
+
+// AppendControl writes one control record. It returns once the record is
+// durable (per the fsync policy) and ApplyControl has applied it.
+func (db *DB) AppendControl(kind uint8, payload []byte) error {
+	if db.opts.Control == nil {
+		return ErrNoControl
+	}
+	if kind > MaxControlKind {
+		return fmt.Errorf("engine: control kind %d out of range 0..%d", kind, MaxControlKind)
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	t := recControlBase + recordType(kind)
+	var applyErr error
+	_, err := db.wal.Append(wal.Entry{Type: uint8(t), Payload: payload,
+		Apply: func(seq uint64) { applyErr = db.apply(t, seq, payload, nil) }})
+	if err != nil {
+		return fmt.Errorf("engine: append control record: %w", err)
+	}
+	return applyErr
+}
+
+// applyControl hands a control record to the control state and accounts
+// for it in the head, so that the next flush snapshots it.
+func (db *DB) applyControl(t recordType, seq uint64, payload []byte) error {
+	if db.opts.Control == nil {
+		return fmt.Errorf("seq %d: %s record: %w", seq, t, ErrNoControl)
+	}
+	if err := db.opts.Control.ApplyControl(uint8(t-recControlBase), seq, payload); err != nil {
+		return fmt.Errorf("seq %d: %s record: %w", seq, t, err)
+	}
+	db.mu.Lock()
+	db.head.note(seq)
+	db.head.bytes += int64(len(payload))
+	db.mu.Unlock()
+	return nil
+}
+
+// encodeControlFile frames a snapshot: magic, version, CRC-32C of the
+// snapshot, then the snapshot (docs/format/manifest.md § CONTROL).
+func encodeControlFile(snap []byte) []byte {
+	b := make([]byte, 0, len(controlMagic)+1+4+len(snap))
+	b = append(b, controlMagic...)
+	b = append(b, controlVersion)
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(snap, castagnoli))
+	return append(b, snap...)
+}
+
+// decodeControlFile checks the framing of a CONTROL file and returns the snapshot.
+func decodeControlFile(path string, b []byte) ([]byte, error) {
+	hdr := len(controlMagic) + 1 + 4
+	switch {
+	case len(b) < hdr:
+		return nil, fmt.Errorf("%s: %d bytes, shorter than the %d-byte header", path, len(b), hdr)
+	case !bytes.Equal(b[:len(controlMagic)], controlMagic):
+		return nil, fmt.Errorf("%s: offset 0: bad magic", path)
+	case b[len(controlMagic)] != controlVersion:
+		return nil, fmt.Errorf("%s: offset %d: unsupported version %d", path, len(controlMagic), b[len(controlMagic)])
+	}
+	snap := b[hdr:]
+	if got, want := crc32.Checksum(snap, castagnoli), binary.LittleEndian.Uint32(b[len(controlMagic)+1:]); got != want {
+		return nil, fmt.Errorf("%s: offset %d: checksum mismatch (stored %08x, computed %08x)", path, len(controlMagic)+1, want, got)
+	}
+	return snap, nil
+}
+
+// readControlFile returns the stored snapshot, or nil when there is none.
+func readControlFile(dir string) ([]byte, error) {
+	path := filepath.Join(dir, controlName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeControlFile(path, b)
+}
+
+// restoreControl loads the control snapshot before WAL replay. Without a
+// control state, a snapshot on disk is an error: the service state it holds
+// would be lost at the next flush.
+func (db *DB) restoreControl() error {
+	snap, err := readControlFile(db.dir)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if snap == nil {
+		return nil
+	}
+	if db.opts.Control == nil {
+		return fmt.Errorf("engine: %s holds service state: %w", filepath.Join(db.dir, controlName), ErrNoControl)
+	}
+	if err := db.opts.Control.RestoreControl(snap); err != nil {
+		return fmt.Errorf("engine: %s: %w", filepath.Join(db.dir, controlName), err)
+	}
+	return nil
+}
+
+// writeControlSnapshot stores snap (taken at a WAL rotation) durably. It is
+// written before the manifest that moves the checkpoint past the WAL files
+// it covers, so a crash in between only leaves a snapshot newer than the
+// checkpoint; replay skips what it already covers.
+func (db *DB) writeControlSnapshot(snap []byte) error {
+	if snap == nil {
+		return nil
+	}
+	return writeFileAtomic(db.dir, controlName, encodeControlFile(snap))
+}
