@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -356,6 +359,27 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	if len(in.Reason) > 4096 {
 		return FeedbackResult{}, &InvalidError{"reason", "is longer than 4096 bytes"}
 	}
+	if in.Action == ActionResolveConflict && in.ConflictSpans == ([2]uuid.UUID{}) && in.ConflictID != "" {
+		claims, ok, err := db.findConflict(wsKey{tenant, in.Workspace}, in.ConflictID)
+		if err != nil {
+			return FeedbackResult{}, err
+		}
+		if !ok {
+			return FeedbackResult{}, ErrNotFound
+		}
+		in.ConflictSpans = [2]uuid.UUID{claims[0].SpanID, claims[1].SpanID}
+		// The marks live with the artifact of the span made outdated.
+		keep := in.PreferredSpanID
+		if keep == (uuid.UUID{}) {
+			keep = in.SpanID
+		}
+		switch keep {
+		case claims[0].SpanID:
+			in.ArtifactID = claims[1].ArtifactID
+		case claims[1].SpanID:
+			in.ArtifactID = claims[0].ArtifactID
+		}
+	}
 	a, spans, err := db.artifactAndSpans(tenant, in.ArtifactID)
 	if err != nil {
 		return FeedbackResult{}, err
@@ -455,4 +479,38 @@ func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
 
 func (m SpanMarks) isZero() bool { // ArtifactID is where the marks live, not a mark
 	return !m.Pinned && !m.Private && !m.MarkedWrong && !m.Outdated && len(m.PrivateFor) == 0
+}
+
+// findConflict looks a conflict id up in the workspace's receipts, newest
+// first: conflicts are found by packs, and every pack's receipt lists them.
+func (db *DB) findConflict(k wsKey, conflictID string) ([2]pack.Claim, bool, error) {
+	id, err := uuid.Parse(conflictID)
+	if err != nil {
+		return [2]pack.Claim{}, false, nil
+	}
+	needle := []byte(id.String())
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	rs := db.receipts.byWS[k]
+	for i := len(rs) - 1; i >= 0; i-- {
+		body, err := rs[i].body()
+		if err != nil {
+			return [2]pack.Claim{}, false, err
+		}
+		if !bytes.Contains(body, needle) {
+			continue
+		}
+		var r struct {
+			Conflicts []pack.Conflict `json:"conflicts"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil {
+			return [2]pack.Claim{}, false, fmt.Errorf("engine: receipt %s: %w", rs[i].ID, err)
+		}
+		for _, c := range r.Conflicts {
+			if c.ID == id {
+				return [2]pack.Claim{c.ClaimA, c.ClaimB}, true, nil
+			}
+		}
+	}
+	return [2]pack.Claim{}, false, nil
 }

@@ -400,3 +400,18 @@ func trimIndex(field string) string {
 	}
 	return field
 }
+
+// Validate checks an artifact as Ingest would (fields and text extraction)
+// without storing it: asynchronous ingest rejects bad input before it
+// accepts a job, so a job only fails for reasons the caller could not see.
+func (db *DB) Validate(in IngestInput) error {
+	if err := validateInput(&in); err != nil {
+		return err
+	}
+	if len(in.Payload) > 0 {
+		if _, err := text.Extract(in.Type, in.Payload); err != nil {
+			return &InvalidError{Field: "raw_payload", Reason: err.Error()}
+		}
+	}
+	return nil
+}

@@ -213,8 +213,10 @@ func (db *DB) WorkspaceContent(tenant, ws string) ([]*artifact.Artifact, []artif
 
 // EraseResult counts what an erase made unreadable.
 type EraseResult struct {
-	Artifacts int
-	Spans     int
+	Artifacts   int
+	Spans       int
+	Receipts    int
+	MarkedSpans int // spans whose feedback state was dropped
 }
 
 // EraseWorkspace makes every artifact and span of a workspace unreadable at
@@ -233,6 +235,10 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 	_, err := db.wal.Append(wal.Entry{Type: uint8(recEraseWorkspace), Payload: encodeEraseRecord(tenant, ws), Apply: func(seq uint64) {
 		db.mu.RLock()
 		res = db.countVisible(k)
+		res.Receipts = len(db.receipts.byWS[k])
+		if f := db.feedback[k]; f != nil {
+			res.MarkedSpans = len(f.spans)
+		}
 		db.mu.RUnlock()
 		db.apply(recEraseWorkspace, seq, nil, k)
 	}})
