@@ -27,12 +27,18 @@ type LoCoMoBudget struct {
 	// Evidence recall: the share of gold evidence turns cited in the pack.
 	RecallCat1to4 float64            `json:"evidence_recall_cat1_4"`
 	RecallByCat   map[string]float64 `json:"evidence_recall_by_category"`
-	// Abstention rates.
-	AbstainCat5  float64 `json:"abstain_rate_cat5"`
-	AbstainOther float64 `json:"abstain_rate_cat1_4"`
-	MeanTokens   float64 `json:"mean_total_tokens"`
-	P50ms        float64 `json:"pack_p50_ms"`
-	P99ms        float64 `json:"pack_p99_ms"`
+	// Abstention rates: of category 5 (adversarial, unanswerable), of
+	// categories 1-4, and per category.
+	AbstainCat5  float64            `json:"abstain_rate_cat5"`
+	AbstainOther float64            `json:"abstain_rate_cat1_4"`
+	AbstainByCat map[string]float64 `json:"abstain_rate_by_category"`
+	// Gold turns of categories 1-4 not cited, by the exclusion reason of
+	// their most relevant span, or NOT_CANDIDATE when no channel returned
+	// them.
+	MissedCat1to4 map[string]int `json:"missed_gold_cat1_4"`
+	MeanTokens    float64        `json:"mean_total_tokens"`
+	P50ms         float64        `json:"pack_p50_ms"`
+	P99ms         float64        `json:"pack_p99_ms"`
 }
 
 // LoCoMoResult is what `loci eval locomo --json` prints.
@@ -46,39 +52,63 @@ type LoCoMoResult struct {
 
 var diaIDPattern = regexp.MustCompile(`^D(\d+):(\d+)$`)
 
-// EvalLoCoMo ingests every LoCoMo conversation into its own workspace (each
-// turn a chat_turn, idempotency key its dialogue id, timestamp its
-// session's date-time), asks every question as a v1 context pack query at
-// each budget, and measures how many gold evidence turns the pack cites.
-func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
-	raw, err := os.ReadFile(cfg.Data)
+// locomoQA is one LoCoMo question.
+type locomoQA struct {
+	Question string   `json:"question"`
+	Evidence []string `json:"evidence"`
+	Category int      `json:"category"`
+}
+
+// locomoSet is the LoCoMo data ingested into a scratch engine: conversation
+// ci is workspace "locomo-<ci>", and turnOf[ci] maps an artifact to its
+// dialogue id.
+type locomoSet struct {
+	db      *engine.DB
+	cleanup func()
+	qa      [][]locomoQA
+	turnOf  []map[uuid.UUID]string
+	turns   int
+}
+
+// gold returns the well-formed gold evidence ids of a question (a few gold
+// entries hold two ids separated by ";").
+func (q *locomoQA) gold() []string {
+	var out []string
+	for _, ev := range q.Evidence {
+		for _, id := range strings.Split(ev, ";") {
+			if id = strings.TrimSpace(id); diaIDPattern.MatchString(id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// loadLoCoMo ingests every LoCoMo conversation into its own workspace of a
+// scratch engine (each turn a chat_turn, idempotency key its dialogue id,
+// timestamp its session's date-time plus its position in seconds).
+func loadLoCoMo(path string) (*locomoSet, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var convs []struct {
-		QA []struct {
-			Question string   `json:"question"`
-			Evidence []string `json:"evidence"`
-			Category int      `json:"category"`
-		} `json:"qa"`
+		QA           []locomoQA                 `json:"qa"`
 		Conversation map[string]json.RawMessage `json:"conversation"`
 		SampleID     string                     `json:"sample_id"`
 	}
 	if err := json.Unmarshal(raw, &convs); err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Data, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	db, cleanup, err := scratchEngine("loci-eval-locomo-")
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-
-	res := &LoCoMoResult{Conversations: len(convs),
-		Note: "each conversation in its own workspace; a turn's text is '<speaker>: <text>'; an evidence turn counts as recalled when the pack cites a span of its artifact"}
-	turnOf := make([]map[uuid.UUID]string, len(convs)) // artifact -> dialogue id, per conversation
+	set := &locomoSet{db: db, cleanup: cleanup, turnOf: make([]map[uuid.UUID]string, len(convs))}
 	for ci, conv := range convs {
+		set.qa = append(set.qa, conv.QA)
 		ws := fmt.Sprintf("locomo-%d", ci)
-		turnOf[ci] = map[uuid.UUID]string{}
+		set.turnOf[ci] = map[uuid.UUID]string{}
 		var sessions []int
 		for key := range conv.Conversation {
 			if n, ok := strings.CutPrefix(key, "session_"); ok && !strings.Contains(n, "_") {
@@ -94,6 +124,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 			json.Unmarshal(conv.Conversation[fmt.Sprintf("session_%d_date_time", si)], &when)
 			ts, err := time.Parse("3:04 pm on 2 January, 2006", when)
 			if err != nil {
+				cleanup()
 				return nil, fmt.Errorf("conversation %d session %d: date %q: %w", ci, si, when, err)
 			}
 			var turns []struct {
@@ -102,6 +133,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 				Text    string `json:"text"`
 			}
 			if err := json.Unmarshal(conv.Conversation[fmt.Sprintf("session_%d", si)], &turns); err != nil {
+				cleanup()
 				return nil, err
 			}
 			var ins []engine.IngestInput
@@ -113,26 +145,44 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 			}
 			rs, err := db.IngestBatch("eval", ins)
 			if err != nil {
+				cleanup()
 				return nil, err
 			}
 			for i, r := range rs {
-				turnOf[ci][r.ArtifactID] = ins[i].IdempotencyKey
+				set.turnOf[ci][r.ArtifactID] = ins[i].IdempotencyKey
 			}
-			res.Turns += len(ins)
+			set.turns += len(ins)
 		}
 	}
 	if err := db.Compact(); err != nil {
+		cleanup()
 		return nil, err
 	}
+	return set, nil
+}
+
+// EvalLoCoMo ingests every LoCoMo conversation into its own workspace (see
+// loadLoCoMo), asks every question as a v1 context pack query at each
+// budget, and measures how many gold evidence turns the pack cites, and
+// why the others were not.
+func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
+	set, err := loadLoCoMo(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	defer set.cleanup()
+	db := set.db
+	res := &LoCoMoResult{Conversations: len(set.qa), Turns: set.turns,
+		Note: "each conversation in its own workspace; a turn's text is '<speaker>: <text>'; an evidence turn counts as recalled when the pack cites a span of its artifact"}
 
 	for _, budget := range cfg.Budgets {
-		b := LoCoMoBudget{Budget: budget, RecallByCat: map[string]float64{}}
+		b := LoCoMoBudget{Budget: budget, RecallByCat: map[string]float64{}, AbstainByCat: map[string]float64{}, MissedCat1to4: map[string]int{}}
 		found, total := map[int]float64{}, map[int]float64{}
-		abstain, asked := map[bool]float64{}, map[bool]float64{}
+		abstain, asked := map[int]float64{}, map[int]float64{}
 		var lat []time.Duration
 		var tokens float64
-		for ci, conv := range convs {
-			for _, qa := range conv.QA {
+		for ci, qas := range set.qa {
+			for _, qa := range qas {
 				start := time.Now()
 				pr, err := db.ContextPack(context.Background(), "eval", engine.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: qa.Question, MaxTokens: budget})
 				lat = append(lat, time.Since(start))
@@ -142,40 +192,49 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 				tokens += float64(pr.Result.TotalTokens)
 				cited := map[string]bool{}
 				for _, c := range pr.Result.Citations {
-					cited[turnOf[ci][c.ArtifactID]] = true
+					cited[set.turnOf[ci][c.ArtifactID]] = true
 				}
-				for _, ev := range qa.Evidence {
-					for _, id := range strings.Split(ev, ";") { // a few gold entries hold two ids
-						id = strings.TrimSpace(id)
-						if !diaIDPattern.MatchString(id) {
-							continue
-						}
-						total[qa.Category]++
-						if cited[id] {
-							found[qa.Category]++
-						}
+				why := map[string]string{} // turn -> reason its most relevant span was excluded
+				for _, e := range pr.Result.Exclusions {
+					if t := set.turnOf[ci][e.ArtifactID]; why[t] == "" {
+						why[t] = e.Reason
 					}
 				}
-				cat5 := qa.Category == 5
-				asked[cat5]++
+				for _, id := range qa.gold() {
+					total[qa.Category]++
+					switch {
+					case cited[id]:
+						found[qa.Category]++
+					case qa.Category > 4:
+					case why[id] != "":
+						b.MissedCat1to4[why[id]]++
+					default:
+						b.MissedCat1to4["NOT_CANDIDATE"]++
+					}
+				}
+				asked[qa.Category]++
 				if pr.Result.Abstain {
-					abstain[cat5]++
+					abstain[qa.Category]++
 				}
 			}
 		}
-		var f14, t14 float64
+		var f14, t14, a14, q14 float64
 		for cat := 1; cat <= 5; cat++ {
 			if total[cat] > 0 {
 				b.RecallByCat[strconv.Itoa(cat)] = found[cat] / total[cat]
 			}
+			if asked[cat] > 0 {
+				b.AbstainByCat[strconv.Itoa(cat)] = abstain[cat] / asked[cat]
+			}
 			if cat <= 4 {
 				f14, t14 = f14+found[cat], t14+total[cat]
+				a14, q14 = a14+abstain[cat], q14+asked[cat]
 			}
 		}
 		b.RecallCat1to4 = f14 / t14
-		b.AbstainCat5 = abstain[true] / asked[true]
-		b.AbstainOther = abstain[false] / asked[false]
-		n := asked[true] + asked[false]
+		b.AbstainCat5 = abstain[5] / asked[5]
+		b.AbstainOther = a14 / q14
+		n := q14 + asked[5]
 		b.MeanTokens = tokens / n
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		b.P50ms = float64(lat[len(lat)/2].Microseconds()) / 1e3

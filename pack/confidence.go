@@ -2,6 +2,7 @@ package pack
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/google/uuid"
@@ -16,10 +17,10 @@ const DepthTokens = 200
 // in I (fewer when I is smaller):
 //
 //	R = 0.7*r1 + 0.3*mean(r1, r2, r3)                best relevance, runners-up
-//	Q = share of the query's distinct terms and        query coverage
-//	    numbers found in some span of I (Q = R when
-//	    the query has none)
-//	strength = R * (0.25 + 0.75*Q)                   relevance strength
+//	Q = the largest share of the query's distinct     query coverage
+//	    terms and numbers found in one span of I
+//	    (Q = R when the query has none)
+//	strength = R * Q^2.5                             relevance strength
 //	D = min(1, evidence tokens / DepthTokens)        evidence depth
 //	C = sum of relevance over I / sum over I and     budget coverage
 //	    the spans excluded for BUDGET
@@ -28,8 +29,13 @@ const DepthTokens = 200
 //
 // rounded to 6 decimals; 0 when I is empty. Relevance strength gates the
 // rest: deep, diverse evidence that matches the query weakly still scores
-// low. Query coverage gives it an absolute footing, since the lexical
-// channel is normalised to the best candidate and so always tops at 1.
+// low. Query coverage gives it an absolute footing, since the channels
+// score by rank and so the best candidate always tops at 1. It is measured
+// per span: evidence that names what the question asks about only in
+// pieces scattered over unrelated spans (the query's subject in one, its
+// topic in another) does not answer it. With the default min_confidence a
+// pack abstains, roughly, when no included span holds more than about a
+// third of the query's terms (Q^2.5 is 0.064 at Q = 1/3, 0.088 at Q = 0.4).
 func confidence(included []*cand, budgetCut []*cand, query []uint64, evidence int) float64 {
 	if len(included) == 0 {
 		return 0
@@ -49,18 +55,20 @@ func confidence(included []*cand, budgetCut []*cand, query []uint64, evidence in
 
 	q := r
 	if len(query) > 0 {
-		found := 0
-		for _, w := range query {
-			for _, c := range included {
+		best := 0
+		for _, c := range included {
+			n := 0
+			for _, w := range query {
 				if c.feat.terms.has(w) || c.feat.nums.has(w) {
-					found++
-					break
+					n++
 				}
 			}
+			best = max(best, n)
 		}
-		q = float64(found) / float64(len(query))
+		q = float64(best) / float64(len(query))
 	}
-	strength := float64(r * (0.25 + float64(0.75*q)))
+	// q^2.5 as q·q·√q: the square root is correctly rounded everywhere.
+	strength := float64(float64(r*q)*q) * math.Sqrt(q)
 
 	d := min(1, float64(evidence)/DepthTokens)
 	kept, cut := 0.0, 0.0

@@ -17,11 +17,12 @@ func TestConfidenceFormula(t *testing.T) {
 	// Lexical ranks 0 and 1: rel(a) = 0.45*1 + 0.1 = 0.55,
 	// rel(b) = 0.45*61/62 + 0.1 = 0.542742 (rounded to 6 places)
 	// R = 0.7*0.55 + 0.3*(0.55+0.542742)/2
-	// query terms: refund window monthly plan; found: refund, window, plan -> Q = 3/4
-	// strength = R * (0.25 + 0.75*0.75)
+	// query terms: refund window monthly plan; a holds refund, window, plan,
+	// b only refund -> Q = 3/4 (the best single span)
+	// strength = R * Q^2.5
 	// D = 150/200, C = 1, V = 2/3
 	R := 0.7*0.55 + 0.3*(0.55+0.542742)/2
-	strength := R * (0.25 + 0.75*0.75)
+	strength := R * math.Pow(0.75, 2.5)
 	support := 0.5*0.75 + 0.3*1 + 0.2*2.0/3
 	want := round6(strength * (0.6 + 0.4*support))
 	if math.Abs(r.Confidence-want) > 2e-6 {
@@ -95,5 +96,45 @@ func TestAbstention(t *testing.T) {
 	rq.Tuning = Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 3, DiversityDecay: 0.5, RedundancyJaccard: 0.8, TemporalHalfLifeHours: 720}
 	if r := Pack(rq, nil, nil, est); !r.Abstain || r.AbstainReason != AbstainFewTokens || r.Confidence != 0 {
 		t.Errorf("empty: %v %q %v", r.Abstain, r.AbstainReason, r.Confidence)
+	}
+}
+
+// TestQueryCoveragePerSpan: query coverage counts the terms found together
+// in one span, so the query's terms scattered over two spans make weaker
+// evidence than the same terms in one, and a pack whose best span holds a
+// third of the query's terms abstains under the default min_confidence.
+func TestQueryCoveragePerSpan(t *testing.T) {
+	mk := func(n, a int, txt string, lex float64) Candidate {
+		c := cnd(n, a, txt, lex)
+		c.Tokens = 200
+		return c
+	}
+	conf := func(query string, cs ...Candidate) *Result { return Pack(req(query, 100000), nil, cs, est) }
+	together := conf("harbour crane inspection",
+		mk(1, 1, "The harbour crane inspection is due. "+wordsText(0, 100), 10),
+		mk(2, 2, "Unrelated notes. "+wordsText(300, 100), 5))
+	scattered := conf("harbour crane inspection",
+		mk(1, 1, "The harbour is busy. "+wordsText(0, 100), 10),
+		mk(2, 2, "A crane inspection is due. "+wordsText(300, 100), 5))
+	if scattered.Confidence >= together.Confidence {
+		t.Errorf("scattered terms %v >= terms together %v", scattered.Confidence, together.Confidence)
+	}
+	if together.Abstain {
+		t.Errorf("terms together: abstained %q (confidence %v)", together.AbstainReason, together.Confidence)
+	}
+	// Best span: 2 of 3 terms -> Q^2.5 = 0.363 at most; keeps.
+	if scattered.Abstain {
+		t.Errorf("two of three terms in one span: abstained %q (confidence %v)", scattered.AbstainReason, scattered.Confidence)
+	}
+	// Each span holds one of the three terms: Q = 1/3, Q^2.5 = 0.064 < 0.08.
+	third := conf("harbour crane inspection",
+		mk(1, 1, "The harbour is busy. "+wordsText(0, 100), 10),
+		mk(2, 2, "A crane arrived. "+wordsText(300, 100), 5),
+		mk(3, 3, "The inspection passed. "+wordsText(600, 100), 4))
+	if !third.Abstain || third.AbstainReason != AbstainLowConfidence {
+		t.Errorf("one of three terms per span: abstain %v %q (confidence %v)", third.Abstain, third.AbstainReason, third.Confidence)
+	}
+	if len(third.Citations) != 3 {
+		t.Errorf("an abstaining pack still carries its evidence: %d citations", len(third.Citations))
 	}
 }

@@ -1,8 +1,11 @@
 package pack
 
 import (
+	"cmp"
 	"math"
 	"slices"
+
+	"github.com/google/uuid"
 )
 
 // microsPerHour converts Unix microsecond differences to hours.
@@ -22,9 +25,10 @@ const rrfK = 60
 //	temporal = 2^(-age / half-life), age = max(0, asOf - Timestamp) in hours
 //	relevance = w.Lexical*lexical + w.Semantic*semantic + w.Temporal*temporal
 //
-// with the effective weights w (summing to 1). Ranks order by score
-// descending, then span id; non-finite scores count as 0. The relevance is
-// rounded by round6.
+// with the effective weights w (summing to 1), rounded by round6, and then
+// raised by the context contribution of the candidate's neighbours (see
+// ContextShare). Ranks order by score descending, then span id; non-finite
+// scores count as 0.
 func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 	rankBy := func(in func(*cand) bool, val func(*cand) float64, set func(*cand, float64)) {
 		var ranked []*cand
@@ -59,6 +63,85 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 		rel := float64(w.Lexical*c.lex) + float64(w.Semantic*c.sem)
 		rel += float64(w.Temporal * c.temp)
 		c.rel = round6(clamp01(rel))
+	}
+	addContext(cs)
+}
+
+// Context contribution: a span next to strong evidence is likely part of
+// the same exchange (the question before an answer, the answer after it,
+// the paragraph continuing a matched one), and often carries what the query
+// asks for without sharing its words. Each candidate's neighbours are the
+// nearest earlier and the nearest later gathered candidate of its group
+// (its session when it has one, else its artifact), in the order of
+// Timestamp, then ArtifactID, then Start, then SpanID, when no more than
+// ContextWindow microseconds apart. A candidate's relevance becomes
+//
+//	max(own relevance, ContextShare × the higher own relevance of its neighbours)
+//
+// where own relevance is the fused relevance before this step, so that the
+// share does not travel further than one neighbour.
+const (
+	ContextShare  = 0.7
+	ContextWindow = 10 * 60 * 1e6 // 10 minutes, in microseconds
+)
+
+// addContext raises each candidate's relevance to ContextShare times that
+// of its strongest neighbour (see ContextShare). cs must have their own
+// relevance in rel; the result is rounded by round6.
+func addContext(cs []*cand) {
+	if len(cs) < 2 {
+		return
+	}
+	type entry struct {
+		c   *cand
+		own float64
+	}
+	es := make([]entry, len(cs))
+	for i, c := range cs {
+		es[i] = entry{c, c.rel}
+	}
+	// Groups: sessions by id, then the spans without a session by artifact.
+	grouped := func(c *cand) int {
+		if c.SessionID == "" {
+			return 1
+		}
+		return 0
+	}
+	artifactOf := func(c *cand) uuid.UUID {
+		if c.SessionID == "" {
+			return c.ArtifactID
+		}
+		return uuid.Nil
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		return cmp.Or(
+			cmp.Compare(grouped(a.c), grouped(b.c)),
+			cmp.Compare(a.c.SessionID, b.c.SessionID),
+			compareID(artifactOf(a.c), artifactOf(b.c)),
+			cmp.Compare(a.c.Timestamp, b.c.Timestamp),
+			compareID(a.c.ArtifactID, b.c.ArtifactID),
+			cmp.Compare(a.c.Start, b.c.Start),
+			compareID(a.c.SpanID, b.c.SpanID),
+		)
+	})
+	near := func(a, b *entry) bool {
+		if a.c.SessionID != b.c.SessionID || artifactOf(a.c) != artifactOf(b.c) {
+			return false
+		}
+		d := b.c.Timestamp - a.c.Timestamp // b sorts after a: d >= 0 unless it overflowed
+		return d >= 0 && d <= ContextWindow
+	}
+	for i := range es {
+		ctx := 0.0
+		if i > 0 && near(&es[i-1], &es[i]) {
+			ctx = es[i-1].own
+		}
+		if i+1 < len(es) && near(&es[i], &es[i+1]) {
+			ctx = max(ctx, es[i+1].own)
+		}
+		if v := round6(float64(ContextShare * ctx)); v > es[i].own {
+			es[i].c.rel = v
+		}
 	}
 }
 

@@ -271,6 +271,57 @@ func TestScore(t *testing.T) {
 	}
 }
 
+// TestContext: a candidate next to a stronger one in its session (or, with
+// no session, in its artifact) gets ContextShare of the stronger one's own
+// relevance; the share goes one neighbour far, only to the nearest earlier
+// and later candidate of the group, and only within ContextWindow.
+func TestContext(t *testing.T) {
+	const sec = int64(1e6)
+	rq := req("q", 1000)
+	at := func(c Candidate, session string, ts int64) Candidate {
+		c.SessionID, c.Timestamp = session, rq.AsOf+ts
+		return c
+	}
+	strong := at(cnd(1, 1, "strong", 10), "s1", 10*sec)
+	after := at(cnd(2, 2, "after", 0), "s1", 11*sec)         // next in s1
+	further := at(cnd(3, 3, "further", 0), "s1", 12*sec)     // two away: no share
+	before := at(cnd(4, 4, "before", 0), "s1", 9*sec)        // previous in s1
+	other := at(cnd(5, 5, "other session", 0), "s2", 10*sec) // another session
+	late := at(cnd(6, 6, "late", 0), "s1", 10*sec-601*sec)   // 601 s before "before": beyond the window
+	chunk1 := at(cnd(7, 7, "chunk one", 8), "", 0)           // no session: its artifact groups
+	chunk2 := at(cnd(8, 7, "chunk two", 0), "", 0)
+	chunk2.Start = 100
+	lone := at(cnd(9, 9, "other artifact", 0), "", 0)
+	for _, c := range []*Candidate{&after, &further, &before, &other, &late, &chunk2, &lone} {
+		c.Lexical, c.InLexical = 0, false
+	}
+	cs := gather(nil, []Candidate{strong, after, further, before, other, late, chunk1, chunk2, lone}, "")
+	score(cs, DefaultWeights().effective(true), rq.AsOf, 720)
+	rel := map[int]float64{}
+	for _, c := range cs {
+		rel[int(c.SpanID[1])] = c.rel
+	}
+	temporal := func(ts int64) float64 { return 0.1 * math.Exp2(-float64(max(0, rq.AsOf-(rq.AsOf+ts)))/3600e6/720) }
+	own1 := round6(0.45*1 + temporal(10*sec))
+	own7 := round6(0.45*61.0/62 + temporal(0))
+	want := map[int]float64{
+		1: own1,
+		2: round6(0.7 * own1),
+		3: round6(temporal(12 * sec)), // its neighbour "after" lends only its own relevance, 0.7×0.1 < 0.1
+		4: round6(0.7 * own1),
+		5: round6(temporal(10 * sec)),
+		6: round6(temporal(-591 * sec)),
+		7: own7,
+		8: round6(0.7 * own7),
+		9: round6(temporal(0)),
+	}
+	for n, w := range want {
+		if rel[n] != w {
+			t.Errorf("span %d: relevance %v, want %v", n, rel[n], w)
+		}
+	}
+}
+
 // TestGather: duplicates merge whatever their order; session scoping drops
 // retrieved spans of other sessions but never pinned ones.
 func TestGather(t *testing.T) {
