@@ -68,19 +68,8 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		next = real.Next
 	}
 	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries}
-	for res.Spans < cfg.Spans {
-		batch := make([]engine.IngestInput, 256)
-		for i := range batch {
-			batch[i] = next("bench")
-		}
-		rs, err := db.IngestBatch("bench", batch)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			res.Spans += len(r.SpanIDs)
-			res.Artifacts++
-		}
+	if res.Spans, res.Artifacts, err = fillWorkspace(db, "bench", next, cfg.Spans); err != nil {
+		return nil, err
 	}
 	if err := db.Compact(); err != nil {
 		return nil, err
@@ -146,4 +135,24 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 	}
 	res.Queries = len(queries)
 	return res, nil
+}
+
+// fillWorkspace ingests artifacts from next into workspace "bench" of
+// tenant, in batches of 256, until it holds at least spans spans.
+func fillWorkspace(db *engine.DB, tenant string, next func(ws string) engine.IngestInput, spans int) (nSpans, nArtifacts int, err error) {
+	for nSpans < spans {
+		batch := make([]engine.IngestInput, 256)
+		for i := range batch {
+			batch[i] = next("bench")
+		}
+		rs, err := db.IngestBatch(tenant, batch)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, r := range rs {
+			nSpans += len(r.SpanIDs)
+			nArtifacts++
+		}
+	}
+	return nSpans, nArtifacts, nil
 }

@@ -288,3 +288,18 @@ func (db *DB) countVisible(k wsKey) EraseResult {
 	}
 	return r
 }
+
+// ArtifactByIdempotencyKey returns the id of the tenant's artifact stored
+// in ws under key, if any (asynchronous ingest checks keys before it
+// accepts a job).
+func (db *DB) ArtifactByIdempotencyKey(tenant, ws, key string) (uuid.UUID, bool, error) {
+	if err := db.enter(); err != nil {
+		return uuid.Nil, false, err
+	}
+	defer db.leave()
+	a, _, ok, err := db.findIdempotent(idemKey{wsKey{tenant, ws}, key})
+	if !ok || err != nil {
+		return uuid.Nil, false, err
+	}
+	return a.ID, true, nil
+}

@@ -1,52 +1,97 @@
-// Package httpd is Loci's HTTP front end on fasthttp. Until the API routes
-// land it serves GET /health; every response carries X-Request-ID and every
-// error is {"detail": ...}.
+// Package httpd is Loci's HTTP API (v1 and v2) on fasthttp: routing,
+// authentication, per-tenant rate limits, usage metering, and the handlers
+// that turn JSON requests into engine calls. Every response carries
+// X-Request-ID and every error is {"detail": ...}.
 package httpd
 
 import (
+	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/ratelimit"
 	"github.com/valyala/fasthttp"
 )
 
-// Config configures a Server.
+// Config configures a Server. The zero value serves with authentication off.
 type Config struct {
 	Version         string
 	MaxRequestBytes int // default 10 MiB
 	Logger          *slog.Logger
+	// APIKey is the operator's admin key. Empty: authentication is off and
+	// every request acts as the built-in tenant "default" (plan enterprise,
+	// no rate limit).
+	APIKey string
+	// OpenRegistration lets anyone register a free tenant without the admin key.
+	OpenRegistration bool
+	// AsyncIndexing makes v1 ingest store the artifact and index it in the
+	// background (indexed: false in the response).
+	AsyncIndexing bool
+	// IndexWorkers is the number of background indexing workers (default 2;
+	// negative: none, so jobs wait for a server that has workers).
+	IndexWorkers int
+	// RateWindow is the rate limit's sliding window (default 60 s).
+	RateWindow time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
-// Server serves one engine.
+// Server serves one engine and its control state.
 type Server struct {
-	db     *engine.DB
-	cfg    Config
-	log    *slog.Logger
-	start  time.Time
-	srv    *fasthttp.Server
-	routes map[string]route // path -> handler
+	db      *engine.DB
+	ctl     *control.Store
+	cfg     Config
+	log     *slog.Logger
+	start   time.Time
+	srv     *fasthttp.Server
+	router  router
+	limiter *ratelimit.Limiter
+	jobs    *jobRunner
+
+	stopUsage chan struct{}
+	usageDone chan struct{}
+	closeOnce sync.Once
 }
 
-// New returns a server for db.
-func New(db *engine.DB, cfg Config) *Server {
+// DefaultTenant is the tenant every request acts as when authentication is
+// off, and the tenant of requests made with the admin key.
+const DefaultTenant = "default"
+
+// New returns a server for db and ctl. ctl must be the db's control state
+// (engine.Options.Control), attached to db. It starts the usage writer and
+// the indexing workers, which resume unfinished jobs; Shutdown stops them.
+func New(db *engine.DB, ctl *control.Store, cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 10 << 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{db: db, cfg: cfg, log: cfg.Logger, start: time.Now()}
-	s.routes = map[string]route{
-		"/health": {fasthttp.MethodGet, s.health},
+	if cfg.IndexWorkers == 0 {
+		cfg.IndexWorkers = 2
 	}
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{db: db, ctl: ctl, cfg: cfg, log: cfg.Logger, start: time.Now(),
+		limiter: ratelimit.New(cfg.RateWindow, cfg.Now), stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
+	s.router = s.routes()
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
+		ErrorHandler:          s.transportError,
 		Name:                  "loci",
 		MaxRequestBodySize:    cfg.MaxRequestBytes,
 		ReadTimeout:           30 * time.Second,
@@ -54,45 +99,153 @@ func New(db *engine.DB, cfg Config) *Server {
 		IdleTimeout:           120 * time.Second,
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
+		NoDefaultDate:         true,
+		Logger:                fasthttpLogger{cfg.Logger},
 	}
+	go func() {
+		defer close(s.usageDone)
+		ctl.RunUsageWriter(s.stopUsage)
+	}()
+	s.jobs = newJobRunner(s, cfg.IndexWorkers)
 	return s
 }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Shutdown stops accepting connections and waits for in-flight requests.
-func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+// Shutdown stops accepting connections, waits for in-flight requests, stops
+// the indexing workers (a job being indexed finishes; pending jobs resume at
+// the next start) and writes the last usage counts. The caller then closes
+// the engine.
+func (s *Server) Shutdown() error {
+	err := s.srv.Shutdown()
+	s.closeOnce.Do(func() {
+		s.jobs.stop()
+		close(s.stopUsage)
+		<-s.usageDone
+	})
+	return err
+}
 
-type route struct {
-	method string
-	h      func(*fasthttp.RequestCtx)
+// fasthttpLogger sends fasthttp's own messages (connection errors) to the log.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Warn("httpd: " + fmt.Sprintf(format, args...))
+}
+
+// principal is who a request acts for.
+type principal struct {
+	tenant string
+	plan   control.Plan
+	admin  bool // the operator's admin key
+	open   bool // authentication is off
+}
+
+// call is one request being served: its principal, path parameters and the
+// usage it adds beyond the request count.
+type call struct {
+	who    principal
+	params map[string]string
+	usage  control.UsageDelta
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("httpd: panic serving request", "path", string(ctx.Path()), "panic", p, "stack", string(debug.Stack()))
+			s.log.Error("httpd: panic serving request", "path", string(ctx.Path()), "panic", p, "request_id", requestID(ctx), "stack", string(debug.Stack()))
 			ctx.Response.Reset()
 			ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
-	r, ok := s.routes[string(ctx.Path())]
-	if !ok {
+	rt, params, allowed := s.router.match(string(ctx.Method()), string(ctx.Path()))
+	if rt == nil {
+		if allowed != "" {
+			ctx.Response.Header.Set("Allow", allowed)
+			writeError(ctx, fasthttp.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", ctx.Method(), ctx.Path(), allowed))
+			return
+		}
 		writeError(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no route for %s", ctx.Path()))
 		return
 	}
-	if string(ctx.Method()) != r.method {
-		ctx.Response.Header.Set("Allow", r.method)
-		writeError(ctx, fasthttp.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", ctx.Method(), ctx.Path(), r.method))
+	c := &call{params: params}
+	if rt.public {
+		rt.h(ctx, c)
 		return
 	}
-	r.h(ctx)
+	who, status, detail := s.authenticate(ctx, rt)
+	if status != 0 {
+		writeError(ctx, status, detail)
+		return
+	}
+	c.who = who
+	metered := who.tenant != ""
+	if metered && !who.open && !who.admin {
+		ok, remaining, retry := s.limiter.Allow(who.tenant, who.plan.RPM)
+		ctx.Response.Header.Set("X-RateLimit-Limit", strconv.Itoa(who.plan.RPM))
+		ctx.Response.Header.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+		if !ok {
+			secs := int64((retry + time.Second - 1) / time.Second)
+			ctx.Response.Header.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+			s.ctl.Count(who.tenant, s.cfg.Now(), control.UsageDelta{Endpoint: rt.name, RateLimited: true})
+			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("rate limit of %d requests per minute exceeded for plan %s; retry after %d s", who.plan.RPM, who.plan.Name, max(secs, 1)))
+			return
+		}
+	}
+	if rt.v2 && !who.plan.V2 {
+		writeError(ctx, fasthttp.StatusForbidden, fmt.Sprintf("plan %s does not include the v2 API; upgrade to pro, team or enterprise (PUT /v1/billing/plan)", who.plan.Name))
+		return
+	}
+	rt.h(ctx, c)
+	if metered {
+		c.usage.Endpoint = rt.name
+		s.ctl.Count(who.tenant, s.cfg.Now(), c.usage)
+	}
 }
 
-func (s *Server) health(ctx *fasthttp.RequestCtx) {
+// authenticate resolves the caller. It returns a status and detail when the
+// request must be refused.
+func (s *Server) authenticate(ctx *fasthttp.RequestCtx, rt *route) (principal, int, string) {
+	if s.cfg.APIKey == "" {
+		p, _ := control.PlanByName("enterprise")
+		return principal{tenant: DefaultTenant, plan: p, open: true}, 0, ""
+	}
+	key := string(ctx.Request.Header.Peek("X-API-Key"))
+	if key == "" {
+		if rt.register && s.cfg.OpenRegistration {
+			return principal{}, 0, ""
+		}
+		return principal{}, fasthttp.StatusUnauthorized, "missing X-API-Key header"
+	}
+	if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1 {
+		p, _ := control.PlanByName("enterprise")
+		return principal{tenant: DefaultTenant, plan: p, admin: true}, 0, ""
+	}
+	t, _, ok := s.ctl.Authenticate(key)
+	if !ok {
+		return principal{}, fasthttp.StatusUnauthorized, "invalid API key"
+	}
+	p, ok := control.PlanByName(t.Plan)
+	if !ok {
+		return principal{}, fasthttp.StatusInternalServerError, "tenant has an unknown plan"
+	}
+	return principal{tenant: t.ID, plan: p}, 0, ""
+}
+
+// transportError answers requests fasthttp could not read: an oversized
+// body is 413, anything else 400, both as JSON.
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds the limit of %d bytes (MAX_REQUEST_SIZE_BYTES)", s.cfg.MaxRequestBytes))
+		return
+	}
+	writeError(ctx, fasthttp.StatusBadRequest, "malformed HTTP request: "+err.Error())
+}
+
+func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 	body := map[string]any{
 		"status":   "ok",
 		"version":  s.cfg.Version,

@@ -2,35 +2,15 @@ package httpd
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/loci-memory/loci/engine"
 )
 
-// startServer runs a real server on a loopback port over a real engine.
+// startServer runs a real server with authentication off.
 func startServer(t *testing.T) string {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := engine.Open(t.TempDir(), engine.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := New(db, Config{Version: "test", Logger: quiet})
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		srv.Shutdown()
-		db.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return newHarness(t, Config{}).base
 }
 
 func TestHealth(t *testing.T) {

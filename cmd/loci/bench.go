@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/wal"
@@ -17,6 +19,7 @@ const benchUsage = `usage: loci bench <name> [flags]
   ingest    durable ingest through the engine with concurrent writers
   restart   time to reopen a data directory of N artifacts
   search    lexical and semantic search latency through the engine at N spans
+  pack      context pack latency and throughput over HTTP on loopback at N spans
 `
 
 func runBench(args []string) error {
@@ -33,15 +36,43 @@ func runBench(args []string) error {
 	var run func() (any, error)
 	switch name {
 	case "ingest":
-		writers := fs.Int("writers", 64, "concurrent writers")
+		writers := fs.Int("writers", 64, "concurrent writers (HTTP clients with --http)")
 		n := fs.Int("artifacts", 200000, "artifacts to ingest")
 		fsync := fs.String("fsync", "always", "WAL fsync policy: always | batch | off")
+		overHTTP := fs.Bool("http", false, "ingest through POST /v2/ingest of the real server on loopback")
+		batch := fs.Int("batch", 100, "artifacts per v2 ingest request (with --http)")
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
 				return nil, err
 			}
+			if *overHTTP {
+				return bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: *n, Batch: *batch, Writers: *writers, Seed: *seed, Sync: p})
+			}
 			return bench.Ingest(bench.IngestConfig{Dir: *dir, Writers: *writers, Artifacts: *n, Sync: p, Seed: *seed})
+		}
+	case "pack":
+		n := fs.Int("spans", 100000, "spans in the workspace")
+		reqs := fs.Int("requests", 2000, "timed requests per concurrency level")
+		levels := fs.String("concurrency", "1,8,64", "concurrency levels, comma-separated; the first is the headline figure")
+		budget := fs.Int("max-tokens", 2048, "max_tokens of each pack")
+		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
+		fsync := fs.String("fsync", "always", "WAL fsync policy (receipts are written durably): always | batch | off")
+		run = func() (any, error) {
+			p, err := wal.ParseSyncPolicy(*fsync)
+			if err != nil {
+				return nil, err
+			}
+			var conc []int
+			for _, f := range strings.Split(*levels, ",") {
+				c, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || c < 1 {
+					return nil, fmt.Errorf("--concurrency: %q is not a positive integer", f)
+				}
+				conc = append(conc, c)
+			}
+			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
+				Seed: *seed, Data: *data, Sync: p})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")

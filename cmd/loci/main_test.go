@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,66 +36,136 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestServeHealthAndGracefulShutdown runs `loci serve` as a real process,
-// asks /health over loopback, sends SIGTERM and expects exit status 0, then
-// checks the data directory with `loci verify`.
-func TestServeHealthAndGracefulShutdown(t *testing.T) {
-	bin := buildLoci(t)
-	data := filepath.Join(t.TempDir(), "data")
-	addr := freePort(t)
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--data", data)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
+// serveProcess is `loci serve` running as a real process on a loopback port.
+type serveProcess struct {
+	cmd  *exec.Cmd
+	addr string
+	logs chan string
+}
+
+// startServe starts `loci serve` on data and waits until /health answers 200.
+func startServe(t *testing.T, bin, data string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{addr: freePort(t), logs: make(chan string, 1000)}
+	p.cmd = exec.Command(bin, "serve", "--addr", p.addr, "--data", data)
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	logs := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			logs <- sc.Text()
+			select {
+			case p.logs <- sc.Text():
+			default: // keep the process from blocking on a full pipe
+			}
 		}
-		close(logs)
+		close(p.logs)
 	}()
 	var resp *http.Response
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if resp, err = http.Get("http://" + addr + "/health"); err == nil {
+		if resp, err = http.Get("http://" + p.addr + "/health"); err == nil {
 			break
 		}
 	}
 	if err != nil {
-		cmd.Process.Kill()
+		p.cmd.Process.Kill()
 		t.Fatalf("server never answered: %v", err)
 	}
 	var h map[string]any
 	json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || h["status"] != "ok" {
+		p.cmd.Process.Kill()
 		t.Fatalf("health: %d %v", resp.StatusCode, h)
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
+	return p
+}
+
+// stop sends SIGTERM and expects a clean exit (status 0, "stopped" logged).
+func (p *serveProcess) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- p.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("serve exited with %v", err)
 		}
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
 		t.Fatal("serve did not stop on SIGTERM")
 	}
 	var all []string
-	for l := range logs {
+	for l := range p.logs {
 		all = append(all, l)
 	}
 	if !strings.Contains(strings.Join(all, "\n"), "stopped") {
 		t.Fatalf("no clean stop in logs:\n%s", strings.Join(all, "\n"))
 	}
+}
+
+// TestServeGracefulShutdownLosesNothing runs `loci serve` as a real process,
+// ingests from several clients while SIGTERM arrives, expects exit status 0,
+// checks the data directory with `loci verify`, and finds every
+// acknowledged artifact after a restart.
+func TestServeGracefulShutdownLosesNothing(t *testing.T) {
+	bin := buildLoci(t)
+	data := filepath.Join(t.TempDir(), "data")
+	p := startServe(t, bin, data)
+
+	var mu sync.Mutex
+	var acked []string
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 10 * time.Second}
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				body := fmt.Sprintf(`{"workspace_id":"ws","actor_id":"w%d","artifact_type":"note","raw_payload":{"content":"note %d of writer %d"}}`, w, i, w)
+				resp, err := client.Post("http://"+p.addr+"/v1/ingest", "application/json", strings.NewReader(body))
+				if err != nil {
+					return // the server stopped accepting
+				}
+				var m map[string]any
+				json.NewDecoder(resp.Body).Decode(&m)
+				resp.Body.Close()
+				if resp.StatusCode != 201 {
+					return
+				}
+				mu.Lock()
+				acked = append(acked, m["artifact_id"].(string))
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(300 * time.Millisecond)
+	p.stop(t)
+	wg.Wait()
+	if len(acked) == 0 {
+		t.Fatal("no ingest was acknowledged before the shutdown")
+	}
 	out, err := exec.Command(bin, "verify", "--data", data).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok: no faults") {
 		t.Fatalf("verify: %v\n%s", err, out)
 	}
+
+	p = startServe(t, bin, data)
+	defer p.stop(t)
+	for _, id := range acked {
+		resp, err := http.Get("http://" + p.addr + "/v1/artifacts/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("acknowledged artifact %s lost: %d (of %d acknowledged)", id, resp.StatusCode, len(acked))
+		}
+	}
+	t.Logf("%d acknowledged artifacts all present after the restart", len(acked))
 }
 
 func TestVerifyExitCodeOnFault(t *testing.T) {

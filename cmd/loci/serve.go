@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/text"
@@ -37,6 +38,10 @@ func runServe(args []string) error {
 	maxBody := fs.String("max-request-size", envOr("MAX_REQUEST_SIZE_BYTES", strconv.Itoa(10<<20)), "maximum request body in bytes (env MAX_REQUEST_SIZE_BYTES)")
 	flushMB := fs.Int("flush-threshold-mb", 64, "flush the in-memory head to a segment at this size")
 	tokenizer := fs.String("tokenizer", envOr("TOKENIZER", "o200k_base"), "token counting encoding: o200k_base | cl100k_base (env TOKENIZER)")
+	apiKey := fs.String("api-key", envOr("API_KEY", ""), "operator admin key; empty turns authentication off (env API_KEY)")
+	openReg := fs.String("open-registration", envOr("OPEN_REGISTRATION", "false"), "let anyone register a free tenant: true | false (env OPEN_REGISTRATION)")
+	async := fs.String("async-indexing", envOr("ASYNC_INDEXING", "false"), "index v1 ingests in the background: true | false (env ASYNC_INDEXING)")
+	workers := fs.Int("index-workers", 2, "background indexing workers")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -55,23 +60,38 @@ func runServe(args []string) error {
 	if err != nil {
 		return fmt.Errorf("TOKENIZER: %w", err)
 	}
+	openRegistration, err := strconv.ParseBool(*openReg)
+	if err != nil {
+		return fmt.Errorf("OPEN_REGISTRATION: %q is not true or false", *openReg)
+	}
+	asyncIndexing, err := strconv.ParseBool(*async)
+	if err != nil {
+		return fmt.Errorf("ASYNC_INDEXING: %q is not true or false", *async)
+	}
+	if *workers < 1 {
+		return fmt.Errorf("--index-workers: must be at least 1, got %d", *workers)
+	}
 	embedder, err := embedderFromEnv()
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctl := control.New(time.Now)
 	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log,
-		TokenCounter: counter, Embedder: embedder})
+		TokenCounter: counter, Embedder: embedder, Control: ctl})
 	if err != nil {
 		return err
 	}
+	ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		db.Close()
 		return err
 	}
-	srv := httpd.New(db, httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log})
-	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version)
+	srv := httpd.New(db, ctl, httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
+		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers})
+	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version,
+		"auth", *apiKey != "", "async_indexing", asyncIndexing)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -82,6 +102,7 @@ func runServe(args []string) error {
 		log.Info("loci: shutting down", "signal", s.String())
 	case err := <-served:
 		if err != nil {
+			srv.Shutdown()
 			db.Close()
 			return err
 		}
@@ -89,9 +110,10 @@ func runServe(args []string) error {
 	// Stop accepting, finish in-flight requests, then close the engine
 	// (which syncs the WAL): nothing acknowledged is lost.
 	shutdownErr := srv.Shutdown()
+	flushErr := db.Flush() // the next start replays no WAL
 	closeErr := db.Close()
 	log.Info("loci: stopped")
-	return errors.Join(shutdownErr, closeErr)
+	return errors.Join(shutdownErr, flushErr, closeErr)
 }
 
 // embedderFromEnv returns the OpenAI-compatible embedder when EMBEDDINGS_URL

@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/wal"
+	"github.com/valyala/fasthttp"
+)
+
+// server is the real HTTP server over a real engine in a scratch directory,
+// listening on a loopback port.
+type server struct {
+	dir  string
+	db   *engine.DB
+	srv  *httpd.Server
+	addr string
+}
+
+func startServer(prefix string, sync wal.SyncPolicy) (*server, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	ctl := control.New(time.Now)
+	db, err := engine.Open(dir, engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ctl.Attach(db.AppendControl)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		db.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &server{dir: dir, db: db, addr: ln.Addr().String(),
+		srv: httpd.New(db, ctl, httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: quietLogger()})}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+func (s *server) close() {
+	s.srv.Shutdown()
+	s.db.Close()
+	os.RemoveAll(s.dir)
+}
+
+// quietLogger keeps the engine's and server's routine messages out of a
+// benchmark's output; warnings and errors still reach stderr.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// Level is one concurrency level of an HTTP benchmark.
+type Level struct {
+	Concurrency  int     `json:"concurrency"`
+	Requests     int     `json:"requests"`
+	RequestsPerS float64 `json:"requests_per_s"`
+	P50ms        float64 `json:"p50_ms"`
+	P90ms        float64 `json:"p90_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	MaxMs        float64 `json:"max_ms"`
+}
+
+// load sends the bodies to path with conc concurrent clients (each request
+// one keep-alive connection's round trip) and measures every request.
+func load(addr, path string, bodies [][]byte, conc int, want int) (Level, error) {
+	client := &fasthttp.HostClient{Addr: addr, MaxConns: conc, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	lat := make([]time.Duration, len(bodies))
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(bodies) {
+					return
+				}
+				req.Reset()
+				req.SetRequestURI("http://" + addr + path)
+				req.Header.SetMethod("POST")
+				req.Header.SetContentType("application/json")
+				req.SetBody(bodies[i])
+				t := time.Now()
+				err := client.Do(req, resp)
+				lat[i] = time.Since(t)
+				if err == nil && resp.StatusCode() != want {
+					err = fmt.Errorf("%s: status %d: %s", path, resp.StatusCode(), resp.Body())
+				}
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return Level{}, firstErr
+	}
+	slices.Sort(lat)
+	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1e6 }
+	return Level{Concurrency: conc, Requests: len(bodies), RequestsPerS: float64(len(bodies)) / elapsed.Seconds(),
+		P50ms: ms(0.5), P90ms: ms(0.9), P99ms: ms(0.99), MaxMs: ms(1)}, nil
+}
+
+// PackHTTPConfig sets up `loci bench pack`.
+type PackHTTPConfig struct {
+	Spans       int    // at least this many spans in one workspace
+	Requests    int    // timed requests per concurrency level
+	Concurrency []int  // levels; the first is the headline figure
+	MaxTokens   int    // budget of each pack
+	Seed        uint64 // data order and query sample
+	Data        string // shared data directory for real texts and questions ("" = synthetic)
+	Sync        wal.SyncPolicy
+}
+
+// PackHTTPResult is what `loci bench pack --json` prints: the headline
+// fields are those of the first concurrency level.
+type PackHTTPResult struct {
+	Spans        int     `json:"spans"`
+	Artifacts    int     `json:"artifacts"`
+	Concurrency  int     `json:"concurrency"`
+	P50ms        float64 `json:"p50_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	RequestsPerS float64 `json:"requests_per_s"`
+	MaxTokens    int     `json:"max_tokens"`
+	Levels       []Level `json:"levels"`
+	Fsync        string  `json:"fsync"`
+	BuildSeconds float64 `json:"build_seconds"`
+	Dataset      string  `json:"dataset"`
+}
+
+// PackHTTP builds one workspace of cfg.Spans spans deterministically
+// through the engine (flushed and compacted), serves it with the real HTTP
+// server on loopback, and times POST /v1/context-pack at each concurrency
+// level with keep-alive clients. Each pack stores its receipt (durably,
+// per cfg.Sync), as in production.
+func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
+	if cfg.Spans <= 0 {
+		cfg.Spans = 100_000
+	}
+	if cfg.Requests <= 0 {
+		cfg.Requests = 2000
+	}
+	if len(cfg.Concurrency) == 0 {
+		cfg.Concurrency = []int{1, 8, 64}
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 2048
+	}
+	start := time.Now()
+	s, err := startServer("loci-bench-pack-", cfg.Sync)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	next := NewCorpus(cfg.Seed).Next
+	var real *RealCorpus
+	if cfg.Data != "" {
+		if real, err = LoadRealCorpus(cfg.Data, cfg.Seed); err != nil {
+			return nil, err
+		}
+		next = real.Next
+	}
+	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String()}
+	if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
+		return nil, err
+	}
+	if err := s.db.Flush(); err != nil {
+		return nil, err
+	}
+	if err := s.db.Compact(); err != nil {
+		return nil, err
+	}
+	res.BuildSeconds = time.Since(start).Seconds()
+
+	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
+	var questions []string
+	if real != nil {
+		questions = real.Queries
+		res.Dataset = fmt.Sprintf("real texts of %s (%d distinct texts in seeded orders) in one workspace, flushed and compacted; queries: their real questions, sampled with seed %d", cfg.Data, real.Texts(), cfg.Seed)
+	} else {
+		for i := 0; i < 500; i++ {
+			n := 3 + rng.IntN(6)
+			q := ""
+			for j := 0; j < n; j++ {
+				q += words[rng.IntN(len(words))] + " "
+			}
+			questions = append(questions, q)
+		}
+		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d) in one workspace, flushed and compacted; queries of 3-8 vocabulary words", cfg.Seed)
+	}
+	questions = slices.DeleteFunc(slices.Clone(questions), func(q string) bool { return len(invindex.Analyze(q, nil)) == 0 })
+	body := func() []byte {
+		b, _ := json.Marshal(map[string]any{"workspace_id": "bench", "query": questions[rng.IntN(len(questions))], "max_tokens": cfg.MaxTokens})
+		return b
+	}
+	// Warm up: page in the segments and the first receipts.
+	warm := make([][]byte, 200)
+	for i := range warm {
+		warm[i] = body()
+	}
+	if _, err := load(s.addr, "/v1/context-pack", warm, 1, 200); err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Concurrency {
+		bodies := make([][]byte, cfg.Requests)
+		for i := range bodies {
+			bodies[i] = body()
+		}
+		lv, err := load(s.addr, "/v1/context-pack", bodies, c, 200)
+		if err != nil {
+			return nil, err
+		}
+		res.Levels = append(res.Levels, lv)
+	}
+	first := res.Levels[0]
+	res.Concurrency, res.P50ms, res.P99ms, res.RequestsPerS = first.Concurrency, first.P50ms, first.P99ms, first.RequestsPerS
+	return res, nil
+}
+
+// IngestHTTPConfig sets up `loci bench ingest --http`.
+type IngestHTTPConfig struct {
+	Artifacts int // total artifacts
+	Batch     int // artifacts per POST /v2/ingest
+	Writers   int // concurrent clients
+	Seed      uint64
+	Sync      wal.SyncPolicy
+}
+
+// IngestHTTPResult is what `loci bench ingest --http --json` prints.
+type IngestHTTPResult struct {
+	Artifacts     int     `json:"artifacts"`
+	Batch         int     `json:"batch"`
+	Fsync         string  `json:"fsync"`
+	Seconds       float64 `json:"seconds"`
+	ArtifactsPerS float64 `json:"artifacts_per_s"`
+	Level
+	Dataset string `json:"dataset"`
+}
+
+// IngestHTTP sends generated artifacts to POST /v2/ingest (synchronous
+// indexing: each response means stored, indexed and durable) in batches
+// from concurrent keep-alive clients, and reports artifacts per second and
+// request latency.
+func IngestHTTP(cfg IngestHTTPConfig) (*IngestHTTPResult, error) {
+	if cfg.Artifacts <= 0 || cfg.Batch <= 0 || cfg.Writers <= 0 {
+		return nil, fmt.Errorf("artifacts, batch and writers must be positive")
+	}
+	s, err := startServer("loci-bench-ingest-http-", cfg.Sync)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	corpus := NewCorpus(cfg.Seed)
+	var bodies [][]byte
+	var payload int64
+	for done := 0; done < cfg.Artifacts; done += cfg.Batch {
+		n := min(cfg.Batch, cfg.Artifacts-done)
+		ws := fmt.Sprintf("ws-%d", len(bodies)%8)
+		items := make([]map[string]any, n)
+		for i := range items {
+			in := corpus.Next(ws)
+			payload += int64(len(in.Payload))
+			items[i] = map[string]any{"artifact_type": in.Type, "raw_payload": json.RawMessage(in.Payload),
+				"timestamp": in.Timestamp.UTC().Format(time.RFC3339Nano), "session_id": in.SessionID}
+		}
+		b, err := json.Marshal(map[string]any{"workspace_id": ws, "actor_id": "bench", "artifacts": items})
+		if err != nil {
+			return nil, err
+		}
+		bodies = append(bodies, b)
+	}
+	start := time.Now()
+	lv, err := load(s.addr, "/v2/ingest", bodies, cfg.Writers, 201)
+	if err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start).Seconds()
+	return &IngestHTTPResult{Artifacts: cfg.Artifacts, Batch: cfg.Batch, Fsync: cfg.Sync.String(),
+		Seconds: elapsed, ArtifactsPerS: float64(cfg.Artifacts) / elapsed, Level: lv,
+		Dataset: fmt.Sprintf("synthetic (bench.Corpus seed %d): 70%% chat turns, 20%% JSON tool results, 10%% documents; mean payload %d bytes; 8 workspaces", cfg.Seed, payload/int64(cfg.Artifacts))}, nil
+}

@@ -1,0 +1,321 @@
+package httpd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/engine"
+	"github.com/valyala/fasthttp"
+)
+
+// MaxBatch is the most artifacts one v2 ingest may carry.
+const MaxBatch = 1000
+
+// ingestItem is one artifact of an ingest request as sent.
+type ingestItem struct {
+	WorkspaceID    string          `json:"workspace_id"`
+	ActorID        string          `json:"actor_id"`
+	ArtifactType   string          `json:"artifact_type"`
+	RawPayload     json.RawMessage `json:"raw_payload"`
+	Timestamp      *string         `json:"timestamp"`
+	Permissions    json.RawMessage `json:"permissions"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	SessionID      string          `json:"session_id"`
+	ThreadID       string          `json:"thread_id"`
+}
+
+type permissionsJSON struct {
+	Visibility    string   `json:"visibility"`
+	AllowedActors []string `json:"allowed_actors"`
+	DeniedActors  []string `json:"denied_actors"`
+	RBACTags      []string `json:"rbac_tags"`
+}
+
+// input converts an item to the engine's form; now is the default timestamp.
+func (it *ingestItem) input(now time.Time) (engine.IngestInput, error) {
+	in := engine.IngestInput{Workspace: it.WorkspaceID, ActorID: it.ActorID, Type: it.ArtifactType,
+		IdempotencyKey: it.IdempotencyKey, SessionID: it.SessionID, ThreadID: it.ThreadID, Timestamp: now}
+	if len(it.RawPayload) > 0 && string(it.RawPayload) != "null" {
+		in.Payload = it.RawPayload
+	}
+	if it.Timestamp != nil {
+		t, err := parseTime("timestamp", *it.Timestamp)
+		if err != nil {
+			return in, err
+		}
+		in.Timestamp = t
+	}
+	var p permissionsJSON
+	if err := decodeStrict(it.Permissions, "permissions", &p); err != nil {
+		return in, err
+	}
+	in.Permissions = artifact.Permissions{Visibility: p.Visibility, AllowedActors: p.AllowedActors, DeniedActors: p.DeniedActors, RBACTags: p.RBACTags}
+	return in, nil
+}
+
+// jobInput is what an asynchronous job stores: the artifact as accepted,
+// its timestamp already resolved (the time of the ingest call, not of indexing).
+type jobInput struct {
+	Workspace      string               `json:"workspace_id"`
+	ActorID        string               `json:"actor_id"`
+	Type           string               `json:"artifact_type"`
+	Payload        json.RawMessage      `json:"raw_payload,omitempty"`
+	Timestamp      int64                `json:"timestamp_us"`
+	Permissions    artifact.Permissions `json:"permissions"`
+	IdempotencyKey string               `json:"idempotency_key,omitempty"`
+	SessionID      string               `json:"session_id,omitempty"`
+	ThreadID       string               `json:"thread_id,omitempty"`
+	AcceptedAt     int64                `json:"accepted_us"`
+}
+
+func encodeJobInput(in engine.IngestInput, accepted time.Time) []byte {
+	b, _ := json.Marshal(jobInput{in.Workspace, in.ActorID, in.Type, in.Payload, in.Timestamp.UnixMicro(), in.Permissions,
+		in.IdempotencyKey, in.SessionID, in.ThreadID, accepted.UnixMicro()})
+	return b
+}
+
+func decodeJobInput(b []byte) (engine.IngestInput, jobInput, error) {
+	var j jobInput
+	if err := json.Unmarshal(b, &j); err != nil {
+		return engine.IngestInput{}, j, err
+	}
+	return engine.IngestInput{Workspace: j.Workspace, ActorID: j.ActorID, Type: j.Type, Payload: j.Payload,
+		Timestamp: time.UnixMicro(j.Timestamp).UTC(), Permissions: j.Permissions, IdempotencyKey: j.IdempotencyKey,
+		SessionID: j.SessionID, ThreadID: j.ThreadID}, j, nil
+}
+
+type ingestResponse struct {
+	ArtifactID  uuid.UUID   `json:"artifact_id"`
+	ContentHash string      `json:"content_hash"`
+	Indexed     bool        `json:"indexed"`
+	SpanIDs     []uuid.UUID `json:"span_ids"`
+	Created     string      `json:"created"`
+}
+
+func (s *Server) ingestV1(ctx *fasthttp.RequestCtx, c *call) {
+	var it ingestItem
+	if err := decodeBody(ctx.PostBody(), &it); err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	now := s.cfg.Now().UTC()
+	in, err := it.input(now)
+	if err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	if err := s.db.Validate(in); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if err := s.ctl.ClaimWorkspace(c.who.tenant, in.Workspace); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if s.cfg.AsyncIndexing {
+		jobs, replay, err := s.accept(c.who.tenant, in.Workspace, []engine.IngestInput{in}, now)
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		j := jobs[0]
+		status := fasthttp.StatusCreated
+		if replay[0] {
+			ctx.Response.Header.Set("Idempotent-Replay", "true")
+			status = fasthttp.StatusOK
+		} else {
+			c.usage.Artifacts, c.usage.RawBytes = 1, uint64(len(in.Payload))
+		}
+		writeJSON(ctx, status, ingestResponse{ArtifactID: j.ArtifactID, ContentHash: hashString(artifact.ContentHash(in.Payload)),
+			Indexed: false, SpanIDs: []uuid.UUID{}, Created: formatTime(j.CreatedAt)})
+		return
+	}
+	res, err := s.db.Ingest(c.who.tenant, in)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	status := fasthttp.StatusCreated
+	if res.Replayed {
+		ctx.Response.Header.Set("Idempotent-Replay", "true")
+		status = fasthttp.StatusOK
+	} else {
+		c.usage.Artifacts, c.usage.RawBytes = 1, uint64(len(in.Payload))
+	}
+	writeJSON(ctx, status, ingestResponse{ArtifactID: res.ArtifactID, ContentHash: hashString(res.ContentHash),
+		Indexed: res.Indexed, SpanIDs: nonNilIDs(res.SpanIDs), Created: formatTime(res.Created)})
+}
+
+// accept stores artifacts for asynchronous indexing: one durable job record
+// for the batch, raw artifacts included, then the workers are woken. An item
+// whose idempotency key is already stored or pending gets that artifact's
+// job (replay true): a pending one is returned as is; for a stored one a job
+// is created that completes at once with the existing artifact.
+func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Time) ([]control.Job, []bool, error) {
+	out := make([]control.Job, len(ins))
+	replay := make([]bool, len(ins))
+	dupOf := make([]int, len(ins))     // index of an earlier item with the same key, or -1
+	createdAt := make([]int, len(ins)) // index into create, or -1
+	var create []control.JobInput
+	first := map[string]int{}
+	for i, in := range ins {
+		dupOf[i], createdAt[i] = -1, -1
+		id := uuid.New()
+		if k := in.IdempotencyKey; k != "" {
+			if j, ok := first[k]; ok {
+				dupOf[i], replay[i] = j, true
+				continue
+			}
+			first[k] = i
+			if j, ok := s.ctl.JobByIdempotencyKey(tenant, ws, k); ok && j.Status != control.StatusFailed {
+				out[i], replay[i] = j, true
+				continue
+			}
+			existing, ok, err := s.db.ArtifactByIdempotencyKey(tenant, ws, k)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				id, replay[i] = existing, true
+			}
+		}
+		createdAt[i] = len(create)
+		create = append(create, control.JobInput{ArtifactID: id, IdempotencyKey: in.IdempotencyKey, Input: encodeJobInput(in, now)})
+	}
+	if len(create) > 0 {
+		created, err := s.ctl.CreateJobs(tenant, ws, create)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, c := range createdAt {
+			if c >= 0 {
+				out[i] = created[c]
+			}
+		}
+		s.jobs.wake()
+	}
+	for i, j := range dupOf {
+		if j >= 0 {
+			out[i] = out[j]
+		}
+	}
+	return out, replay, nil
+}
+
+type v2IngestRequest struct {
+	WorkspaceID string            `json:"workspace_id"`
+	ActorID     string            `json:"actor_id"`
+	Artifacts   []json.RawMessage `json:"artifacts"`
+	AsyncIndex  bool              `json:"async_index"`
+}
+
+type v2Ingested struct {
+	ArtifactID       uuid.UUID   `json:"artifact_id"`
+	SpanIDs          []uuid.UUID `json:"span_ids"`
+	Created          string      `json:"created"`
+	ContentHash      string      `json:"content_hash"`
+	IdempotentReplay bool        `json:"idempotent_replay"`
+}
+
+type queuedJob struct {
+	JobID          string `json:"job_id"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Status         string `json:"status"`
+}
+
+func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
+	var req v2IngestRequest
+	if err := decodeBody(ctx.PostBody(), &req); err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	switch {
+	case req.Artifacts == nil:
+		badRequest(ctx, errors.New("artifacts: is required (an array of 1 to 1000 artifacts)"))
+		return
+	case len(req.Artifacts) == 0:
+		badRequest(ctx, errors.New("artifacts: must hold at least one artifact"))
+		return
+	case len(req.Artifacts) > MaxBatch:
+		badRequest(ctx, fmt.Errorf("artifacts: %d artifacts exceed the batch limit of %d", len(req.Artifacts), MaxBatch))
+		return
+	}
+	now := s.cfg.Now().UTC()
+	ins := make([]engine.IngestInput, len(req.Artifacts))
+	var rawBytes uint64
+	for i, raw := range req.Artifacts {
+		var it ingestItem
+		if err := decodeBody(raw, &it); err != nil {
+			badRequest(ctx, fmt.Errorf("artifacts[%d]: %v", i, err))
+			return
+		}
+		// workspace_id and actor_id are given once, at the top level.
+		it.WorkspaceID, it.ActorID = req.WorkspaceID, req.ActorID
+		in, err := it.input(now)
+		if err != nil {
+			badRequest(ctx, fmt.Errorf("artifacts[%d].%v", i, err))
+			return
+		}
+		if err := s.db.Validate(in); err != nil {
+			var inv *engine.InvalidError
+			if errors.As(err, &inv) && inv.Field != "workspace_id" && inv.Field != "actor_id" {
+				badRequest(ctx, fmt.Errorf("artifacts[%d].%s: %s", i, inv.Field, inv.Reason))
+				return
+			}
+			s.fail(ctx, err)
+			return
+		}
+		ins[i] = in
+		rawBytes += uint64(len(in.Payload))
+	}
+	if err := s.ctl.ClaimWorkspace(c.who.tenant, req.WorkspaceID); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if req.AsyncIndex {
+		jobs, replay, err := s.accept(c.who.tenant, req.WorkspaceID, ins, now)
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		queued := make([]queuedJob, len(jobs))
+		for i, j := range jobs {
+			queued[i] = queuedJob{JobID: j.ID, IdempotencyKey: j.IdempotencyKey, Status: string(j.Status)}
+			if !replay[i] {
+				c.usage.Artifacts++
+				c.usage.RawBytes += uint64(len(ins[i].Payload))
+			}
+		}
+		writeJSON(ctx, fasthttp.StatusAccepted, map[string]any{"workspace_id": req.WorkspaceID, "queued_jobs": queued})
+		return
+	}
+	res, err := s.db.IngestBatch(c.who.tenant, ins)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	out := make([]v2Ingested, len(res))
+	status := fasthttp.StatusOK
+	for i, r := range res {
+		out[i] = v2Ingested{ArtifactID: r.ArtifactID, SpanIDs: nonNilIDs(r.SpanIDs), Created: formatTime(r.Created),
+			ContentHash: hashString(r.ContentHash), IdempotentReplay: r.Replayed}
+		if !r.Replayed {
+			status = fasthttp.StatusCreated
+			c.usage.Artifacts++
+			c.usage.RawBytes += uint64(len(ins[i].Payload))
+		}
+	}
+	writeJSON(ctx, status, map[string]any{"workspace_id": req.WorkspaceID, "ingested": out})
+}
+
+func nonNilIDs(ids []uuid.UUID) []uuid.UUID {
+	if ids == nil {
+		return []uuid.UUID{}
+	}
+	return ids
+}
