@@ -199,6 +199,34 @@ func (db *DB) packLocked(k wsKey, req PackRequest, budget, pool int, useSemantic
 	srcs := db.workspaceSources(k)
 	r := newResolver(srcs, db)
 
+	// Semantic channel: its scan runs on another core while the lexical
+	// channel searches and resolves; its hits are resolved after the
+	// lexical ones, so the candidate order stays the same. The caller's
+	// read lock covers both goroutines (it is released after wait).
+	semantic := useSemantic && q8 != nil && qscale > 0
+	var semHits []vecindex.Hit
+	var at []int
+	var semDone chan struct{}
+	if semantic {
+		model, dim := db.embedModel()
+		var parts []vecindex.Part
+		for i, src := range srcs {
+			var p vecindex.Part
+			if src.hw != nil && src.hw.vec != nil {
+				p = src.hw.vec
+			} else if src.hw == nil && src.seg.parts[src.ws].vec != nil {
+				p = src.seg.parts[src.ws].vec
+			}
+			if p != nil && p.Model() == model && p.Dim() == dim {
+				parts, at = append(parts, p), append(at, i)
+			}
+		}
+		semDone = make(chan struct{})
+		go func() {
+			defer close(semDone)
+			semHits = vecindex.Search(parts, q8, qscale, pool)
+		}()
+	}
 	// Lexical channel.
 	lexParts := make([]invindex.Part, len(srcs))
 	for i, src := range srcs {
@@ -211,28 +239,16 @@ func (db *DB) packLocked(k wsKey, req PackRequest, budget, pool int, useSemantic
 	for _, h := range invindex.Search(lexParts, invindex.QueryTerms(invindex.Analyze(req.Query, nil)), pool, db.opts.BM25) {
 		c, err := r.candidate(h.Part, h.Doc)
 		if err != nil {
+			if semDone != nil {
+				<-semDone
+			}
 			return nil, err
 		}
 		c.Lexical, c.InLexical = h.Score, true
 	}
-	// Semantic channel.
-	semantic := useSemantic && q8 != nil && qscale > 0
 	if semantic {
-		model, dim := db.embedModel()
-		var parts []vecindex.Part
-		var at []int
-		for i, src := range srcs {
-			var p vecindex.Part
-			if src.hw != nil && src.hw.vec != nil {
-				p = src.hw.vec
-			} else if src.hw == nil && src.seg.parts[src.ws].vec != nil {
-				p = src.seg.parts[src.ws].vec
-			}
-			if p != nil && p.Model() == model && p.Dim() == dim {
-				parts, at = append(parts, p), append(at, i)
-			}
-		}
-		for _, h := range vecindex.Search(parts, q8, qscale, pool) {
+		<-semDone
+		for _, h := range semHits {
 			c, err := r.candidate(at[h.Part], h.Doc)
 			if err != nil {
 				return nil, err
