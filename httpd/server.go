@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,6 +59,7 @@ type Server struct {
 	limiter *ratelimit.Limiter
 	jobs    *jobRunner
 
+	ready     atomic.Bool // Start ran
 	stopUsage chan struct{}
 	usageDone chan struct{}
 	closeOnce sync.Once
@@ -67,10 +69,17 @@ type Server struct {
 // off, and the tenant of requests made with the admin key.
 const DefaultTenant = "default"
 
-// New returns a server for db and ctl. ctl must be the db's control state
-// (engine.Options.Control), attached to db. It starts the usage writer and
-// the indexing workers, which resume unfinished jobs; Shutdown stops them.
+// New returns a server for db and ctl, ready to serve: NewStarting, then Start.
 func New(db *engine.DB, ctl *control.Store, cfg Config) *Server {
+	s := NewStarting(cfg)
+	s.Start(db, ctl)
+	return s
+}
+
+// NewStarting returns a server that can accept connections before the
+// engine has recovered: until Start, /health answers 503 "starting" and
+// every other route 503 with Retry-After.
+func NewStarting(cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 10 << 20
 	}
@@ -86,7 +95,7 @@ func New(db *engine.DB, ctl *control.Store, cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{db: db, ctl: ctl, cfg: cfg, log: cfg.Logger, start: time.Now(),
+	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(),
 		limiter: ratelimit.New(cfg.RateWindow, cfg.Now), stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
 	s.router = s.routes()
 	s.srv = &fasthttp.Server{
@@ -102,12 +111,21 @@ func New(db *engine.DB, ctl *control.Store, cfg Config) *Server {
 		NoDefaultDate:         true,
 		Logger:                fasthttpLogger{cfg.Logger},
 	}
+	return s
+}
+
+// Start makes the server serve db and ctl. ctl must be the db's control
+// state (engine.Options.Control), attached to db. It starts the usage
+// writer and the indexing workers, which resume unfinished jobs; Shutdown
+// stops them.
+func (s *Server) Start(db *engine.DB, ctl *control.Store) {
+	s.db, s.ctl = db, ctl
 	go func() {
 		defer close(s.usageDone)
 		ctl.RunUsageWriter(s.stopUsage)
 	}()
-	s.jobs = newJobRunner(s, cfg.IndexWorkers)
-	return s
+	s.jobs = newJobRunner(s, s.cfg.IndexWorkers)
+	s.ready.Store(true) // publishes the fields above to the handlers
 }
 
 // Serve accepts connections on ln until Shutdown.
@@ -119,6 +137,9 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // the engine.
 func (s *Server) Shutdown() error {
 	err := s.srv.Shutdown()
+	if !s.ready.Load() {
+		return err
+	}
 	s.closeOnce.Do(func() {
 		s.jobs.stop()
 		close(s.stopUsage)
@@ -168,6 +189,16 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		writeError(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no route for %s", ctx.Path()))
+		return
+	}
+	if !s.ready.Load() {
+		ctx.Response.Header.Set("Retry-After", "1")
+		if rt.pattern == "/health" {
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"status": "starting", "version": s.cfg.Version,
+				"uptime_s": int64(time.Since(s.start).Seconds()), "reason": "recovering the data directory"})
+			return
+		}
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "the service is starting (recovering the data directory); retry shortly")
 		return
 	}
 	c := &call{params: params}

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -76,4 +77,42 @@ func TestErrorsAreJSON(t *testing.T) {
 	if id := resp.Header.Get("X-Request-ID"); len(id) != 36 {
 		t.Fatalf("an insane request id must be replaced by a UUID, got %q", id)
 	}
+}
+
+// Before Start (the engine is still recovering) the server answers, but
+// only to say it is starting.
+func TestStartingState(t *testing.T) {
+	h := newHarness(t, Config{})
+	db, ctl := h.db, h.ctl
+	srv := NewStarting(Config{Version: "test", Logger: quiet})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	base := "http://" + ln.Addr().String()
+	get := func(path string) (int, map[string]any, http.Header) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m, resp.Header
+	}
+	if code, m, hdr := get("/health"); code != 503 || m["status"] != "starting" || hdr.Get("X-Request-ID") == "" {
+		t.Fatalf("health while starting: %d %v", code, m)
+	}
+	if code, m, hdr := get("/v1/receipts?workspace_id=w"); code != 503 || m["detail"] == nil || hdr.Get("Retry-After") != "1" {
+		t.Fatalf("route while starting: %d %v %v", code, m, hdr)
+	}
+	h.srv.Shutdown() // the harness's own server lets go of the engine's workers
+	h.srv = nil
+	srv.Start(db, ctl)
+	if code, m, _ := get("/health"); code != 200 || m["status"] != "ok" {
+		t.Fatalf("health after start: %d %v", code, m)
+	}
+	t.Cleanup(func() { db.Close() })
 }

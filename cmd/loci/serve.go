@@ -76,25 +76,27 @@ func runServe(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// Listen first: while the engine recovers, /health answers 503 "starting".
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := httpd.NewStarting(httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
+		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	ctl := control.New(time.Now)
 	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log,
 		TokenCounter: counter, Embedder: embedder, Control: ctl})
 	if err != nil {
+		srv.Shutdown()
 		return err
 	}
 	ctl.Attach(db.AppendControl)
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		db.Close()
-		return err
-	}
-	srv := httpd.New(db, ctl, httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
-		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers})
+	srv.Start(db, ctl)
 	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version,
 		"auth", *apiKey != "", "async_indexing", asyncIndexing)
 
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
