@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/control"
 	"github.com/valyala/fasthttp"
 )
 
@@ -387,6 +389,14 @@ func TestAsyncJobsResumeAfterRestart(t *testing.T) {
 	if r := h.do("GET", "/v1/artifacts/"+id, "", nil); r.status != 200 || !bytes.Contains(r.body, []byte(raw)) {
 		t.Fatalf("pending artifact: %d %s", r.status, r.body)
 	}
+	// A key pending in a job replays that job's artifact, even with another payload.
+	keyed := `{"workspace_id":"ws","actor_id":"a","artifact_type":"note","idempotency_key":"k1","raw_payload":`
+	k1 := h.do("POST", "/v1/ingest", "", keyed+`{"content":"first"}}`).must(t, 201)
+	k1again := h.do("POST", "/v1/ingest", "", keyed+`{"content":"second"}}`)
+	if m := k1again.must(t, 200); str(m, "artifact_id") != str(k1, "artifact_id") || str(m, "content_hash") != str(k1, "content_hash") ||
+		k1again.header.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("pending key replay %s, first %v", k1again.body, k1)
+	}
 	bm := h.do("POST", "/v2/ingest", "", map[string]any{"workspace_id": "ws", "actor_id": "a", "async_index": true,
 		"artifacts": []map[string]any{{"artifact_type": "note", "raw_payload": "a string payload"}}}).must(t, 202)
 	job := str(bm["queued_jobs"].([]any)[0].(map[string]any), "job_id")
@@ -398,21 +408,53 @@ func TestAsyncJobsResumeAfterRestart(t *testing.T) {
 	if j := waitJob(t, h, "", job); str(j, "status") != "done" {
 		t.Fatalf("job after restart %v", j)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := h.do("GET", "/v1/artifacts/"+id+"/status", "", nil).must(t, 200)
-		if str(st, "status") == "indexed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("artifact still %v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitIndexed(t, h, id)
 	p := h.do("POST", "/v1/context-pack", "", map[string]any{"workspace_id": "ws", "query": "resume restart"}).must(t, 200)
 	if !strings.Contains(str(p, "context_text"), "resume me after the restart") {
 		t.Fatalf("resumed artifact not retrievable: %v", p["context_text"])
 	}
+	// Once stored, the key replays the stored, indexed artifact.
+	waitIndexed(t, h, str(k1, "artifact_id"))
+	m = h.do("POST", "/v1/ingest", "", keyed+`{"content":"third"}}`).must(t, 200)
+	if str(m, "artifact_id") != str(k1, "artifact_id") || m["indexed"] != true || len(m["span_ids"].([]any)) == 0 {
+		t.Fatalf("stored key replay %v", m)
+	}
+}
+
+func waitIndexed(t *testing.T, h *harness, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := h.do("GET", "/v1/artifacts/"+id+"/status", "", nil).must(t, 200)
+		if str(st, "status") == "indexed" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("artifact %s still %v", id, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A job that cannot be indexed is recorded as failed, with the reason; it
+// is not an HTTP error of any call.
+func TestAsyncJobFailure(t *testing.T) {
+	h := newHarness(t, Config{})
+	art := uuid.New()
+	jobs, err := h.ctl.CreateJobs(DefaultTenant, "ws", []control.JobInput{{ArtifactID: art, Input: []byte("not a job input")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.jobs.wake()
+	j := waitJob(t, h, "", jobs[0].ID)
+	if str(j, "status") != "failed" || !strings.Contains(str(j, "error_message"), "unreadable") || j["artifact_id"] != nil {
+		t.Fatalf("failed job %v", j)
+	}
+	st := h.do("GET", "/v1/artifacts/"+art.String()+"/status", "", nil).must(t, 200)
+	if str(st, "status") != "failed" || st["indexed"] != false || !strings.Contains(str(st, "error_message"), "unreadable") {
+		t.Fatalf("status of a failed artifact %v", st)
+	}
+	h.do("GET", "/v1/artifacts/"+art.String(), "", nil).fails(t, 404, "failed")
 }
 
 func TestWorkspaceErase(t *testing.T) {

@@ -118,21 +118,7 @@ func (s *Server) ingestV1(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	if s.cfg.AsyncIndexing {
-		jobs, replay, err := s.accept(c.who.tenant, in.Workspace, []engine.IngestInput{in}, now)
-		if err != nil {
-			s.fail(ctx, err)
-			return
-		}
-		j := jobs[0]
-		status := fasthttp.StatusCreated
-		if replay[0] {
-			ctx.Response.Header.Set("Idempotent-Replay", "true")
-			status = fasthttp.StatusOK
-		} else {
-			c.usage.Artifacts, c.usage.RawBytes = 1, uint64(len(in.Payload))
-		}
-		writeJSON(ctx, status, ingestResponse{ArtifactID: j.ArtifactID, ContentHash: hashString(artifact.ContentHash(in.Payload)),
-			Indexed: false, SpanIDs: []uuid.UUID{}, Created: formatTime(j.CreatedAt)})
+		s.ingestAsyncV1(ctx, c, in, now)
 		return
 	}
 	res, err := s.db.Ingest(c.who.tenant, in)
@@ -149,6 +135,58 @@ func (s *Server) ingestV1(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	writeJSON(ctx, status, ingestResponse{ArtifactID: res.ArtifactID, ContentHash: hashString(res.ContentHash),
 		Indexed: res.Indexed, SpanIDs: nonNilIDs(res.SpanIDs), Created: formatTime(res.Created)})
+}
+
+// ingestAsyncV1 is v1 ingest with ASYNC_INDEXING: the artifact is stored
+// in a durable job and indexed in the background (indexed: false). A key
+// already stored or pending answers with that artifact, as a replay.
+func (s *Server) ingestAsyncV1(ctx *fasthttp.RequestCtx, c *call, in engine.IngestInput, now time.Time) {
+	if in.IdempotencyKey != "" {
+		id, ok, err := s.db.ArtifactByIdempotencyKey(c.who.tenant, in.Workspace, in.IdempotencyKey)
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		if ok {
+			a, err := s.db.Artifact(c.who.tenant, id)
+			if err != nil {
+				s.fail(ctx, err)
+				return
+			}
+			spans, err := s.db.ArtifactSpans(c.who.tenant, id)
+			if err != nil {
+				s.fail(ctx, err)
+				return
+			}
+			ids := make([]uuid.UUID, len(spans))
+			for i := range spans {
+				ids[i] = spans[i].ID
+			}
+			ctx.Response.Header.Set("Idempotent-Replay", "true")
+			writeJSON(ctx, fasthttp.StatusOK, ingestResponse{ArtifactID: a.ID, ContentHash: hashString(a.ContentHash),
+				Indexed: a.Indexed, SpanIDs: ids, Created: formatTime(time.UnixMicro(a.IngestedAt))})
+			return
+		}
+	}
+	jobs, replay, err := s.accept(c.who.tenant, in.Workspace, []engine.IngestInput{in}, now)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	j := jobs[0]
+	payload := in.Payload
+	status := fasthttp.StatusCreated
+	if replay[0] { // a pending job holds the key: answer with its artifact
+		if stored, _, err := decodeJobInput(j.Input); err == nil {
+			payload = stored.Payload
+		}
+		ctx.Response.Header.Set("Idempotent-Replay", "true")
+		status = fasthttp.StatusOK
+	} else {
+		c.usage.Artifacts, c.usage.RawBytes = 1, uint64(len(in.Payload))
+	}
+	writeJSON(ctx, status, ingestResponse{ArtifactID: j.ArtifactID, ContentHash: hashString(artifact.ContentHash(payload)),
+		Indexed: false, SpanIDs: []uuid.UUID{}, Created: formatTime(j.CreatedAt)})
 }
 
 // accept stores artifacts for asynchronous indexing: one durable job record
