@@ -14,6 +14,7 @@ import (
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
 )
 
@@ -97,39 +98,59 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	}
 	defer db.leave()
 
-	db.mu.RLock()
 	k := wsKey{tenant, req.Workspace}
-	version := db.versions[k]
 	// The passes of each profile: (profile that runs, budget, pool depth).
 	// balanced escalates to high_recall, and high_recall grows its budget,
 	// when the first pass finds sparse evidence.
-	type pass struct {
-		profile string
-		budget  int
-		pool    int
-	}
-	first := pass{profile, req.MaxTokens, poolFor(req.MaxTokens)}
-	var second *pass
+	first := packPass{profile, req.MaxTokens, poolFor(req.MaxTokens)}
+	var second *packPass
 	switch profile {
 	case pack.ProfileLowLatency:
 		first.pool = poolLowLatency
 	case pack.ProfileBalanced:
 		first.budget = pack.BudgetFor(profile, req.MaxTokens, false)
-		second = &pass{pack.ProfileHighRecall, pack.BudgetFor(pack.ProfileHighRecall, req.MaxTokens, true), poolHighRecall}
+		second = &packPass{pack.ProfileHighRecall, pack.BudgetFor(pack.ProfileHighRecall, req.MaxTokens, true), poolHighRecall}
 	case pack.ProfileHighRecall:
-		first = pass{profile, pack.BudgetFor(profile, req.MaxTokens, false), poolHighRecall}
-		second = &pass{profile, pack.BudgetFor(profile, req.MaxTokens, true), poolHighRecall}
+		first = packPass{profile, pack.BudgetFor(profile, req.MaxTokens, false), poolHighRecall}
+		second = &packPass{profile, pack.BudgetFor(profile, req.MaxTokens, true), poolHighRecall}
 	}
 	useSemantic := profile != pack.ProfileLowLatency
-	res, err := db.packLocked(k, req, first.budget, first.pool, useSemantic, q8, qscale, assumption, version)
-	served := first.profile
-	if err == nil && second != nil && pack.Sparse(res) {
-		served = second.profile
-		res, err = db.packLocked(k, req, second.budget, second.pool, useSemantic, q8, qscale, assumption, version)
-	}
-	db.mu.RUnlock()
-	if err != nil {
-		return nil, err
+	// Candidates are gathered under the read lock; the packer, which only
+	// reads the gathered copies, runs without it, so that writers (a
+	// receipt, an ingest) wait for less. Both passes must see one data
+	// version: if the workspace changed in between, the pack starts over.
+	var res *pack.Result
+	var served string
+	var version wsVersion
+	// Admission: at most 4 × GOMAXPROCS packs compute at once; the rest wait
+	// their turn in order instead of all sharing the cores, which keeps
+	// the latency of each pack near its CPU time under load.
+	db.packSlots <- struct{}{}
+	defer func() { <-db.packSlots }()
+	for {
+		db.mu.RLock()
+		version = db.versions[k]
+		g, err := db.gatherLocked(k, req, first, useSemantic, q8, qscale, version)
+		db.mu.RUnlock()
+		if err != nil {
+			return nil, err
+		}
+		res, served = g.decide(db.opts.TokenCounter, assumption), first.profile
+		if second == nil || !pack.Sparse(res) {
+			break
+		}
+		db.mu.RLock()
+		if db.versions[k] != version {
+			db.mu.RUnlock()
+			continue
+		}
+		g, err = db.gatherLocked(k, req, *second, useSemantic, q8, qscale, version)
+		db.mu.RUnlock()
+		if err != nil {
+			return nil, err
+		}
+		res, served = g.decide(db.opts.TokenCounter, assumption), second.profile
+		break
 	}
 
 	receiptID := receiptID(tenant, req, version.Seq)
@@ -204,7 +225,38 @@ func (db *DB) embedQuery(ctx context.Context, query string) ([]int8, float32, st
 }
 
 // packLocked gathers candidates and packs. Callers hold mu (shared).
-func (db *DB) packLocked(k wsKey, req PackRequest, budget, pool int, useSemantic bool, q8 []int8, qscale float32, assumption string, version wsVersion) (*pack.Result, error) {
+// packPass is one packing pass of a profile: the profile that runs, its
+// budget and its candidate pool depth.
+type packPass struct {
+	profile string
+	budget  int
+	pool    int
+}
+
+// gathered is what a pass hands the packer: copies, safe to use after the
+// read lock is released.
+type gathered struct {
+	preq        pack.Request
+	pinned      []pack.Candidate
+	cands       []pack.Candidate
+	useSemantic bool
+	maxTokens   int
+}
+
+// decide packs the gathered candidates (no lock needed).
+func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result {
+	res := pack.Pack(g.preq, g.pinned, g.cands, tok)
+	if assumption != "" && g.useSemantic && !slices.Contains(res.Assumptions, assumption) {
+		res.Assumptions = append(res.Assumptions, assumption)
+	}
+	res.TokenAccounting.Budget = g.maxTokens
+	res.TokenAccounting.Remaining = g.maxTokens - res.TokenAccounting.TotalUsed
+	return res
+}
+
+// gatherLocked retrieves a pass's candidates and pinned spans. Callers hold mu.
+func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic bool, q8 []int8, qscale float32, version wsVersion) (*gathered, error) {
+	budget, pool := p.budget, p.pool
 	srcs := db.workspaceSources(k)
 	r := newResolver(srcs, db)
 
@@ -292,13 +344,7 @@ func (db *DB) packLocked(k wsKey, req PackRequest, budget, pool int, useSemantic
 	}
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
 		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic}
-	res := pack.Pack(preq, pinned, cands, db.opts.TokenCounter)
-	if assumption != "" && useSemantic && !slices.Contains(res.Assumptions, assumption) {
-		res.Assumptions = append(res.Assumptions, assumption)
-	}
-	res.TokenAccounting.Budget = req.MaxTokens
-	res.TokenAccounting.Remaining = req.MaxTokens - res.TokenAccounting.TotalUsed
-	return res, nil
+	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens}, nil
 }
 
 func packMarks(m SpanMarks) pack.Marks {
