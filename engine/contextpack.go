@@ -297,7 +297,7 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic boo
 			lexParts[i] = src.seg.parts[src.ws].lex
 		}
 	}
-	for _, h := range invindex.Search(lexParts, invindex.QueryTerms(invindex.Analyze(req.Query, nil)), pool, db.opts.BM25) {
+	for _, h := range invindex.Search(lexParts, invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), pool, db.opts.BM25) {
 		c, err := r.candidate(h.Part, h.Doc)
 		if err != nil {
 			if semDone != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/text"
 )
@@ -737,7 +738,7 @@ func TestPackAccountingProperty(t *testing.T) {
 				return err.Error()
 			}
 			// The candidates: what the lexical channel returns, and the pinned spans.
-			hits, err := db.SearchLexical("t", "ws", req.Query, poolDefault)
+			hits, err := db.SearchLexicalTerms("t", "ws", invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), poolFor(req.MaxTokens))
 			if err != nil {
 				return err.Error()
 			}

@@ -67,7 +67,12 @@ func (db *DB) workspaceSources(k wsKey) []partSource {
 // not depend on where spans live (head or segments, before or after
 // compaction or restart).
 func (db *DB) SearchLexical(tenant, ws, query string, k int) ([]SearchHit, error) {
-	terms := invindex.QueryTerms(invindex.Analyze(query, nil))
+	return db.SearchLexicalTerms(tenant, ws, invindex.QueryTerms(invindex.Analyze(query, nil)), k)
+}
+
+// SearchLexicalTerms is SearchLexical for analysed query terms (a context
+// pack's lexical channel uses invindex.AnalyzeQuestion).
+func (db *DB) SearchLexicalTerms(tenant, ws string, terms []invindex.Term, k int) ([]SearchHit, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
 	}

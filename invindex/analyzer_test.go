@@ -630,3 +630,22 @@ func BenchmarkAnalyzeSciFact(b *testing.B) {
 func BenchmarkAnalyzeQuery(b *testing.B) {
 	benchmarkAnalyze(b, "Angiotensin converting enzyme inhibitors are associated with increased risk for functional renal insufficiency.")
 }
+
+func TestAnalyzeQuestion(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"When did Caroline go to the support group?", []string{"carolin", "go", "support", "group"}},
+		{"What has Melanie painted?", []string{"melani", "paint"}},
+		{"How could the deploy fail, and why does it?", []string{"deploi", "fail"}},
+		{"Where is the refund policy", []string{"refund", "polici"}},
+		{"What did you do?", []string{"you"}},
+		{"What? When? How?", []string{"what", "when", "how"}}, // nothing else left: kept as they are
+		{"deploy window Tuesday", []string{"deploi", "window", "tuesdai"}},
+	} {
+		if got := AnalyzeQuestion(c.query); !slices.Equal(got, c.want) {
+			t.Errorf("AnalyzeQuestion(%q) = %q, want %q", c.query, got, c.want)
+		}
+	}
+}
