@@ -172,5 +172,20 @@ func (s *Store) RunUsageWriter(stop <-chan struct{}) error {
 			continue
 		}
 		retry = 0
+		// At most one usage record per UsageFlushInterval: the counts of a
+		// busy server ride in one record instead of one per request, and
+		// their fsyncs do not queue in front of the requests' own writes.
+		t := time.NewTimer(UsageFlushInterval)
+		select {
+		case <-stop:
+			t.Stop()
+			return s.FlushUsage()
+		case <-t.C:
+		}
 	}
 }
+
+// UsageFlushInterval is the least time between two usage records. A crash
+// (not a graceful stop, which writes what is pending) loses at most the
+// counts of this interval.
+const UsageFlushInterval = 100 * time.Millisecond
