@@ -1,8 +1,10 @@
 package httpd
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -211,4 +213,31 @@ func TestRateLimit(t *testing.T) {
 	if u["rate_limited"].(float64) != 1 || u["requests"].(map[string]any)["GET /v1/billing/plan"].(float64) != 32 {
 		t.Fatalf("usage after limiting %v", u)
 	}
+}
+
+// Usage counts are exact under concurrent requests and across a restart.
+func TestUsageExactUnderConcurrency(t *testing.T) {
+	h := newHarness(t, Config{APIKey: adminKey})
+	tid, key := register(t, h, "busy@example.com", "enterprise")
+	const workers, each = 8, 15
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				h.do("POST", "/v1/ingest", key, chatTurn("ws", fmt.Sprintf("writer %d note %d", w, i))).must(t, 201)
+			}
+		}(w)
+	}
+	wg.Wait()
+	check := func(when string) {
+		u := h.do("GET", "/v1/billing/usage?tenant_id="+tid, adminKey, nil).must(t, 200)
+		if u["requests"].(map[string]any)["POST /v1/ingest"] != float64(workers*each) || u["artifacts_ingested"] != float64(workers*each) {
+			t.Fatalf("%s: usage %v, want %d ingests", when, u, workers*each)
+		}
+	}
+	check("live")
+	h.restart()
+	check("after restart")
 }
