@@ -38,15 +38,31 @@ func runServe(args []string) error {
 	maxBody := fs.String("max-request-size", envOr("MAX_REQUEST_SIZE_BYTES", strconv.Itoa(10<<20)), "maximum request body in bytes (env MAX_REQUEST_SIZE_BYTES)")
 	flushMB := fs.Int("flush-threshold-mb", 64, "flush the in-memory head to a segment at this size")
 	tokenizer := fs.String("tokenizer", envOr("TOKENIZER", "o200k_base"), "token counting encoding: o200k_base | cl100k_base (env TOKENIZER)")
-	apiKey := fs.String("api-key", envOr("API_KEY", ""), "operator admin key; empty turns authentication off (env API_KEY)")
+	// The admin key's default is not taken from the environment here, so that
+	// --help cannot print it.
+	apiKey := fs.String("api-key", "", "operator admin key; empty turns authentication off (env API_KEY)")
 	openReg := fs.String("open-registration", envOr("OPEN_REGISTRATION", "false"), "let anyone register a free tenant: true | false (env OPEN_REGISTRATION)")
 	async := fs.String("async-indexing", envOr("ASYNC_INDEXING", "false"), "index v1 ingests in the background: true | false (env ASYNC_INDEXING)")
 	workers := fs.Int("index-workers", 2, "background indexing workers")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: loci serve [flags]\n\nFlags (each also read from the environment variable named in its text):\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), `
+Environment only:
+  EMBEDDINGS_URL, EMBEDDINGS_MODEL, EMBEDDINGS_API_KEY, EMBEDDINGS_DIM
+        an OpenAI-compatible embeddings endpoint instead of the built-in GloVe embedder
+`)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return exitCode(2)
+	}
+	apiKeySet := false
+	fs.Visit(func(f *flag.Flag) { apiKeySet = apiKeySet || f.Name == "api-key" })
+	if !apiKeySet {
+		*apiKey = os.Getenv("API_KEY")
 	}
 	policy, err := wal.ParseSyncPolicy(*fsync)
 	if err != nil {
