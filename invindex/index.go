@@ -15,9 +15,6 @@ const blockSize = 128
 // exactly the byte layout SegIndex reads from a segment.
 const blockMetaSize = 12
 
-// noDoc marks an exhausted cursor; doc ids are below it.
-const noDoc = ^uint32(0)
-
 var le = binary.LittleEndian
 
 // Term is one query term with its weight. Anserini's bag-of-words query boosts

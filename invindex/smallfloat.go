@@ -59,6 +59,3 @@ func byte4ToInt(b byte) uint32 {
 	}
 	return uint32(numFreeValues + int4ToLong(uint32(b)-numFreeValues))
 }
-
-// lossyLen is the length Lucene scores a document of n terms with.
-func lossyLen(n uint32) uint32 { return byte4ToInt(intToByte4(n)) }
