@@ -738,7 +738,10 @@ func TestPackAccountingProperty(t *testing.T) {
 				return err.Error()
 			}
 			// The candidates: what the lexical channel returns, and the pinned spans.
-			hits, err := db.SearchLexicalTerms("t", "ws", invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), poolFor(req.MaxTokens))
+			db.mu.RLock()
+			spans := db.workspaceSpansLocked(wsKey{"t", "ws"})
+			db.mu.RUnlock()
+			hits, err := db.SearchLexicalTerms("t", "ws", invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), poolFor(req.MaxTokens, spans))
 			if err != nil {
 				return err.Error()
 			}

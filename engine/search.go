@@ -62,6 +62,20 @@ func (db *DB) workspaceSources(k wsKey) []partSource {
 	return out
 }
 
+// workspaceSpansLocked counts the visible spans of workspace k (the same
+// whatever the layout). Callers hold mu.
+func (db *DB) workspaceSpansLocked(k wsKey) int {
+	n := 0
+	for _, src := range db.workspaceSources(k) {
+		if src.hw != nil {
+			n += len(src.hw.refs)
+		} else {
+			n += src.seg.Workspaces()[src.ws].Spans
+		}
+	}
+	return n
+}
+
 // SearchLexical returns the top k spans of a workspace for query by BM25 with
 // statistics of the whole workspace: best first, ties by span id. Scores do
 // not depend on where spans live (head or segments, before or after

@@ -14,14 +14,14 @@ func TestConfidenceFormula(t *testing.T) {
 	b.Tokens = 50
 	rq := req("refund window for monthly plans", 10000)
 	r := Pack(rq, nil, []Candidate{a, b}, est)
-	// Lexical ranks 0 and 1: rel(a) = 0.45*1 + 0.1 = 0.55,
-	// rel(b) = 0.45*61/62 + 0.1 = 0.542742 (rounded to 6 places)
-	// R = 0.7*0.55 + 0.3*(0.55+0.542742)/2
+	// Lexical ranks 0 and 1: rel(a) = 0.475*1 + 0.05 = 0.525,
+	// rel(b) = 0.475*61/62 + 0.05 = 0.517339 (rounded to 6 places)
+	// R = 0.7*0.525 + 0.3*(0.525+0.517339)/2
 	// query terms: refund window monthly plan; a holds refund, window, plan,
 	// b only refund -> Q = 3/4 (the best single span)
 	// strength = R * Q^2.5
 	// D = 150/200, C = 1, V = 2/3
-	R := 0.7*0.55 + 0.3*(0.55+0.542742)/2
+	R := 0.7*0.525 + 0.3*(0.525+0.517339)/2
 	strength := R * math.Pow(0.75, 2.5)
 	support := 0.5*0.75 + 0.3*1 + 0.2*2.0/3
 	want := round6(strength * (0.6 + 0.4*support))

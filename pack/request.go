@@ -113,12 +113,12 @@ func (t Tuning) effective() Tuning {
 type Weights struct{ Lexical, Semantic, Temporal float64 }
 
 // DefaultWeights returns the channel weights used when a request sets none:
-// lexical 0.45, semantic 0.45, temporal 0.10. The query channels dominate
+// lexical 0.475, semantic 0.475, temporal 0.05. The query channels dominate
 // and weigh the same (they contribute by rank); recency only breaks
 // near-ties and lets recent evidence through when the query matches nothing
 // else. Measured on LoCoMo (docs/benchmarks.md).
 func DefaultWeights() Weights {
-	return Weights{Lexical: 0.45, Semantic: 0.45, Temporal: 0.10}
+	return Weights{Lexical: 0.475, Semantic: 0.475, Temporal: 0.05}
 }
 
 // effective returns the weights actually used: negative and NaN weights

@@ -81,7 +81,7 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 // where own relevance is the fused relevance before this step, so that the
 // share does not travel further than one neighbour.
 const (
-	ContextShare  = 0.7
+	ContextShare  = 0.75
 	ContextWindow = 10 * 60 * 1e6 // 10 minutes, in microseconds
 )
 

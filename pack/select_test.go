@@ -151,12 +151,12 @@ func TestDiversityCap(t *testing.T) {
 // relevant span of another artifact comes first; relevance mode keeps the
 // plain order. Reported scores are undiscounted.
 func TestCoverageDecay(t *testing.T) {
-	// Lexical ranks 0..4 score 61/(61+r); rel = 0.45·that + 0.1 (temporal).
-	a1 := cnd(1, 1, wordsText(0, 20), 10)  // rank 0: 0.55
-	a2 := cnd(2, 1, wordsText(100, 20), 9) // rank 1: 0.542742, discounted 0.271371
-	b1 := cnd(3, 2, wordsText(200, 20), 5) // rank 3: 0.528906
-	c1 := cnd(4, 3, wordsText(300, 20), 1) // rank 4: 0.522308
-	a3 := cnd(5, 1, wordsText(400, 20), 8) // rank 2: 0.535714, discounted twice 0.133929
+	// Lexical ranks 0..4 score 61/(61+r); rel = 0.475·that + 0.05 (temporal).
+	a1 := cnd(1, 1, wordsText(0, 20), 10)  // rank 0: 0.525
+	a2 := cnd(2, 1, wordsText(100, 20), 9) // rank 1: 0.517339, discounted 0.258670
+	b1 := cnd(3, 2, wordsText(200, 20), 5) // rank 3: 0.502734
+	c1 := cnd(4, 3, wordsText(300, 20), 1) // rank 4: 0.495769
+	a3 := cnd(5, 1, wordsText(400, 20), 8) // rank 2: 0.510246, discounted twice 0.127562
 	cs := []Candidate{a1, a2, b1, c1, a3}
 	order := func(r *Result) string {
 		var s []string
@@ -174,21 +174,21 @@ func TestCoverageDecay(t *testing.T) {
 	if got := order(r); got != "1,3,4,2,5" {
 		t.Errorf("coverage mode order %s", got)
 	}
-	if r.Citations[3].RelevanceScore != 0.542742 {
-		t.Errorf("reported score %v, want the undiscounted 0.542742", r.Citations[3].RelevanceScore)
+	if r.Citations[3].RelevanceScore != 0.517339 {
+		t.Errorf("reported score %v, want the undiscounted 0.517339", r.Citations[3].RelevanceScore)
 	}
 	rq.Tuning.DiversityDecay = 1 // no discount: the relevance order
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,5,3,4" {
 		t.Errorf("coverage mode without decay: %s", got)
 	}
-	// Decay 0.95: a2 at 0.515605 still loses to b1 and c1 (0.5289, 0.5223);
-	// once a2 is in, a3 at 0.535714·0.9025 = 0.483482 comes last.
+	// Decay 0.95: a2 at 0.491472 still loses to b1 and c1 (0.5027, 0.4958);
+	// once a2 is in, a3 at 0.510246·0.9025 = 0.460497 comes last.
 	rq.Tuning.DiversityDecay = 0.95
 	if got := order(Pack(rq, nil, cs, est)); got != "1,3,4,2,5" {
 		t.Errorf("coverage mode decay 0.95: %s", got)
 	}
-	// Decay 0.99: a2 at 0.537315 beats b1; a3 at 0.535714·0.98 = 0.5250 then
-	// loses to b1 but beats c1.
+	// Decay 0.99: a2 at 0.512166 beats b1; a3 at 0.510246·0.9801 = 0.5001
+	// then loses to b1 but beats c1.
 	rq.Tuning.DiversityDecay = 0.99
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,3,5,4" {
 		t.Errorf("coverage mode decay 0.99: %s", got)
@@ -243,13 +243,14 @@ func TestScore(t *testing.T) {
 	c.Semantic = -0.3                // clamped to 0
 	c.Timestamp = rq.AsOf + 100*hour // future: as of AsOf
 	cs := gather(nil, []Candidate{a, b, c}, "")
-	score(cs, DefaultWeights().effective(true), rq.AsOf, 720)
+	w := DefaultWeights().effective(true)
+	score(cs, w, rq.AsOf, 720)
 	// Channels contribute by rank, 61/(61+r): lexical ranks a (10), b (5),
 	// c (non-finite: 0); only a was returned by the semantic channel.
 	want := []float64{
-		round6(0.45*1 + 0.45*1 + 0.1*1),
-		round6(0.45*61.0/62 + 0.1*0.5),
-		round6(0.45*61.0/63 + 0.1),
+		round6(w.Lexical*1 + w.Semantic*1 + w.Temporal*1),
+		round6(w.Lexical*61.0/62 + w.Temporal*0.5),
+		round6(w.Lexical*61.0/63 + w.Temporal),
 	}
 	for i, c := range cs {
 		if c.rel != want[i] {
@@ -257,8 +258,9 @@ func TestScore(t *testing.T) {
 		}
 	}
 	// Semantic unavailable: its weight goes to the others in proportion.
-	w := DefaultWeights().effective(false)
-	if math.Abs(w.Lexical-0.45/0.55) > 1e-12 || w.Semantic != 0 || math.Abs(w.Temporal-0.1/0.55) > 1e-12 {
+	d := DefaultWeights()
+	w = d.effective(false)
+	if math.Abs(w.Lexical-d.Lexical/(d.Lexical+d.Temporal)) > 1e-12 || w.Semantic != 0 || math.Abs(w.Temporal-d.Temporal/(d.Lexical+d.Temporal)) > 1e-12 {
 		t.Errorf("weights without semantic %+v", w)
 	}
 	r := Pack(Request{Query: "a", MaxTokens: 100}, nil, []Candidate{a}, est)
@@ -296,23 +298,26 @@ func TestContext(t *testing.T) {
 		c.Lexical, c.InLexical = 0, false
 	}
 	cs := gather(nil, []Candidate{strong, after, further, before, other, late, chunk1, chunk2, lone}, "")
-	score(cs, DefaultWeights().effective(true), rq.AsOf, 720)
+	w := DefaultWeights().effective(true)
+	score(cs, w, rq.AsOf, 720)
 	rel := map[int]float64{}
 	for _, c := range cs {
 		rel[int(c.SpanID[1])] = c.rel
 	}
-	temporal := func(ts int64) float64 { return 0.1 * math.Exp2(-float64(max(0, rq.AsOf-(rq.AsOf+ts)))/3600e6/720) }
-	own1 := round6(0.45*1 + temporal(10*sec))
-	own7 := round6(0.45*61.0/62 + temporal(0))
+	temporal := func(ts int64) float64 {
+		return w.Temporal * math.Exp2(-float64(max(0, rq.AsOf-(rq.AsOf+ts)))/3600e6/720)
+	}
+	own1 := round6(w.Lexical*1 + temporal(10*sec))
+	own7 := round6(w.Lexical*61.0/62 + temporal(0))
 	want := map[int]float64{
 		1: own1,
-		2: round6(0.7 * own1),
-		3: round6(temporal(12 * sec)), // its neighbour "after" lends only its own relevance, 0.7×0.1 < 0.1
-		4: round6(0.7 * own1),
+		2: round6(ContextShare * own1),
+		3: round6(temporal(12 * sec)), // its neighbour "after" lends only its own relevance, ContextShare × its temporal score < that score
+		4: round6(ContextShare * own1),
 		5: round6(temporal(10 * sec)),
 		6: round6(temporal(-591 * sec)),
 		7: own7,
-		8: round6(0.7 * own7),
+		8: round6(ContextShare * own7),
 		9: round6(temporal(0)),
 	}
 	for n, w := range want {
