@@ -218,10 +218,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("X-RateLimit-Limit", strconv.Itoa(who.plan.RPM))
 		ctx.Response.Header.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		if !ok {
-			secs := int64((retry + time.Second - 1) / time.Second)
-			ctx.Response.Header.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+			secs := ratelimit.RetryAfterSeconds(retry)
+			ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
 			s.ctl.Count(who.tenant, s.cfg.Now(), control.UsageDelta{Endpoint: rt.name, RateLimited: true})
-			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("rate limit of %d requests per minute exceeded for plan %s; retry after %d s", who.plan.RPM, who.plan.Name, max(secs, 1)))
+			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("rate limit of %d requests per minute exceeded for plan %s; retry after %d s", who.plan.RPM, who.plan.Name, secs))
 			return
 		}
 	}
