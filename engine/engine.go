@@ -197,8 +197,17 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 	if a != nil {
 		return a, nil
 	}
-	a, err := ls.Artifact(ref)
-	if err != nil {
+	var err error
+	if sec, ok := ls.Section(ref.WS, segment.KindArtifactMeta); ok {
+		// The workspace's ARTIFACT_META row: no decompression.
+		var row []byte
+		if row, err = metaRowAt(sec, ls.Workspaces()[ref.WS].Artifacts, ref.Ordinal); err == nil {
+			a, err = decodeMetaRow(row, id, ref.Seq)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("segment %s: workspace %d: %w", ls.Path(), ref.WS, err)
+		}
+	} else if a, err = ls.Artifact(ref); err != nil {
 		return nil, err
 	}
 	a.Payload = nil

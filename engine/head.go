@@ -180,6 +180,7 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
+		wd.Sections = append(wd.Sections, artifactMetaSection(wd.Artifacts))
 		out = append(out, wd)
 	}
 	out = withFeedbackSections(out, h.feedback, hidden)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -395,6 +396,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		wd   segment.WorkspaceData
 		lex  *invindex.MemIndex
 		rows *vectorRows
+		meta [][]byte // ARTIFACT_META rows of wd.Artifacts
 	}
 	var events []*feedbackEvent
 	var receipts []*Receipt
@@ -422,13 +424,37 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 			// Artifacts are copied as stored entries: no decompression, no
 			// decoding, no compression.
 			skip := map[uuid.UUID]bool{}
+			metaSec, hasMeta := s.Section(wi, segment.KindArtifactMeta)
+			ord := 0
 			err := s.RawArtifacts(wi, func(a *artifact.Artifact, entry []byte) error {
+				defer func() { ord++ }()
 				if hidden(k, a.Seq) {
 					skip[a.ID] = true
-				} else {
-					m.wd.Artifacts = append(m.wd.Artifacts, a)
-					m.wd.Entries = append(m.wd.Entries, entry)
+					return nil
 				}
+				// Metadata rows are copied too (checked against the table); a
+				// segment written before ARTIFACT_META existed has its
+				// entries decoded once.
+				var row []byte
+				if hasMeta {
+					r, err := metaRowAt(metaSec, s.Workspaces()[wi].Artifacts, ord)
+					if err == nil {
+						_, err = decodeMetaRow(r, a.ID, a.Seq)
+					}
+					if err != nil {
+						return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+					}
+					row = bytes.Clone(r) // r points into the mapping, which compaction unmaps
+				} else {
+					full, err := s.Artifact(segment.Ref{WS: wi, Ordinal: ord, Seq: a.Seq})
+					if err != nil {
+						return err
+					}
+					row = metaRow(full)
+				}
+				m.meta = append(m.meta, row)
+				m.wd.Artifacts = append(m.wd.Artifacts, a)
+				m.wd.Entries = append(m.wd.Entries, entry)
 				return nil
 			})
 			evs, ferr := readFeedbackSection(s, wi)
@@ -486,6 +512,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		if m.wd.Sections, err = withVectorSection(lexicalSections(lex), m.wd.Spans, m.rows); err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
+		m.wd.Sections = append(m.wd.Sections, segment.Section{Kind: segment.KindArtifactMeta, Data: encodeArtifactMeta(m.meta)})
 		out = append(out, m.wd)
 	}
 	out = withFeedbackSections(out, events, hidden)

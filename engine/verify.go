@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 
 	"github.com/google/uuid"
@@ -129,11 +130,29 @@ func Verify(dir string) (*VerifyReport, error) {
 					fault("segment %s: workspace %d: %v", path, wi, err)
 				}
 			}
+			meta, hasMeta := s.Section(wi, segment.KindArtifactMeta)
+			ord := 0
 			s.Artifacts(wi, func(a *artifact.Artifact) error {
 				seen(a.ID, path)
 				if t, ok := hidden[k]; !ok || a.Seq >= t {
 					r.Artifacts++
 				}
+				if hasMeta { // each row must be its artifact's metadata
+					row, err := metaRowAt(meta, w.Artifacts, ord)
+					var m *artifact.Artifact
+					if err == nil {
+						m, err = decodeMetaRow(row, a.ID, a.Seq)
+					}
+					full := *a
+					full.Payload = nil
+					if err == nil && !reflect.DeepEqual(*m, full) {
+						err = fmt.Errorf("ARTIFACT_META: row %d differs from artifact %s", ord, a.ID)
+					}
+					if err != nil {
+						fault("segment %s: workspace %d: %v", path, wi, err)
+					}
+				}
+				ord++
 				return nil
 			})
 			s.Spans(wi, func(sp artifact.Span) error { r.Spans++; return nil })

@@ -62,10 +62,11 @@ const (
 	KindSpans         uint16 = 19 // per workspace: one fixed-width row per span
 	KindSpanText      uint16 = 20 // per workspace: span text blob (bulk, per-span checksums)
 
-	KindPostings   uint16 = 32 // per workspace, reserved (retrieval)
-	KindTermDict   uint16 = 33 // per workspace, reserved (retrieval)
-	KindDocLengths uint16 = 34 // per workspace, reserved (retrieval)
-	KindVectors    uint16 = 35 // per workspace, reserved (retrieval)
+	KindPostings     uint16 = 32 // per workspace, reserved (retrieval)
+	KindTermDict     uint16 = 33 // per workspace, reserved (retrieval)
+	KindDocLengths   uint16 = 34 // per workspace, reserved (retrieval)
+	KindVectors      uint16 = 35 // per workspace, reserved (retrieval)
+	KindArtifactMeta uint16 = 36 // per workspace, optional: artifacts without payloads (packing)
 
 	KindFeedback uint16 = 48 // per workspace, reserved
 	KindReceipts uint16 = 49 // per workspace, reserved
@@ -181,6 +182,8 @@ func kindName(k uint16) string {
 		return "DOC_LENGTHS"
 	case KindVectors:
 		return "VECTORS"
+	case KindArtifactMeta:
+		return "ARTIFACT_META"
 	case KindFeedback:
 		return "FEEDBACK"
 	case KindReceipts:
