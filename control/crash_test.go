@@ -1,23 +1,20 @@
 package control
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/crashtest"
 )
 
 const controlCrashEnv = "LOCI_CONTROL_CRASH_DIR"
@@ -114,30 +111,6 @@ func TestControlCrashRecovery(t *testing.T) {
 	var workspaces []string
 	usage := uint64(0)
 	for round := 0; round < 8; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), controlCrashEnv+"="+dir, "LOCI_CONTROL_CRASH_ROUND="+strconv.Itoa(round))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 4096)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		if l := <-lines; l != "ready" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("round %d: child said %q; stderr: %s", round, l, stderr.String())
-		}
 		record := func(l string) {
 			f := strings.Fields(l)
 			switch f[0] {
@@ -157,23 +130,8 @@ func TestControlCrashRecovery(t *testing.T) {
 				t.Fatalf("round %d: child said %q", round, l)
 			}
 		}
-		kill := time.After(time.Duration(50+rng.IntN(250)) * time.Millisecond)
-		for killed := false; !killed; {
-			select {
-			case <-kill:
-				cmd.Process.Signal(syscall.SIGKILL)
-				killed = true
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("round %d: child exited early; stderr: %s", round, stderr.String())
-				}
-				record(l)
-			}
-		}
-		for l := range lines {
-			record(l)
-		}
-		cmd.Wait()
+		crashtest.Round(t, []string{controlCrashEnv + "=" + dir, "LOCI_CONTROL_CRASH_ROUND=" + strconv.Itoa(round)},
+			time.Duration(50+rng.IntN(250))*time.Millisecond, record)
 
 		s := New(time.Now)
 		db := openEngine(t, dir, s)

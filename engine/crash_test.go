@@ -1,22 +1,20 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/crashtest"
 	"github.com/loci-memory/loci/text"
 )
 
@@ -145,48 +143,9 @@ func TestCrashRecovery(t *testing.T) {
 	durable := &ackedState{pinned: map[uuid.UUID]bool{}, receipts: map[uuid.UUID]bool{}}
 	var totalAcks int
 	for round := 0; round < *crashIterations; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, fmt.Sprintf("LOCI_CRASH_ROUND=%d", round))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		if l := <-lines; l != "ready" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("round %d: child said %q; stderr: %s", round, l, stderr.String())
-		}
-		kill := time.After(time.Duration(20+rng.IntN(280)) * time.Millisecond)
-		var killed bool
-		for !killed {
-			select {
-			case <-kill:
-				cmd.Process.Signal(syscall.SIGKILL)
-				killed = true
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("round %d: child exited early; stderr: %s", round, stderr.String())
-				}
-				recordAck(t, l, acked, durable, &totalAcks)
-			}
-		}
-		for l := range lines { // acks written before the kill landed
-			recordAck(t, l, acked, durable, &totalAcks)
-		}
-		cmd.Wait()
+		crashtest.Round(t, []string{crashChildEnv + "=" + dir, fmt.Sprintf("LOCI_CRASH_ROUND=%d", round)},
+			time.Duration(20+rng.IntN(280))*time.Millisecond,
+			func(l string) { recordAck(t, l, acked, durable, &totalAcks) })
 		checkAfterCrash(t, dir, round, acked, durable)
 	}
 	t.Logf("%d kill points, %d acknowledged artifacts in main, %d pins, %d receipts", *crashIterations, len(acked), len(durable.pinned), len(durable.receipts))
