@@ -15,7 +15,6 @@ import (
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
-	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -178,13 +177,9 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		return nil, err
 	}
 	defer s.close()
-	next := NewCorpus(cfg.Seed).Next
-	var real *RealCorpus
-	if cfg.Data != "" {
-		if real, err = LoadRealCorpus(cfg.Data, cfg.Seed); err != nil {
-			return nil, err
-		}
-		next = real.Next
+	next, real, err := benchCorpus(cfg.Data, cfg.Seed)
+	if err != nil {
+		return nil, err
 	}
 	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String()}
 	if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
@@ -198,41 +193,28 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	}
 	res.BuildSeconds = time.Since(start).Seconds()
 
-	rng := rand.New(rand.NewPCG(cfg.Seed, 7))
-	var questions []string
+	const warmup = 200
+	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 7)), warmup+len(cfg.Concurrency)*cfg.Requests)
 	if real != nil {
-		questions = real.Queries
 		res.Dataset = fmt.Sprintf("real texts of %s (%d distinct texts in seeded orders) in one workspace, flushed and compacted; queries: their real questions, sampled with seed %d", cfg.Data, real.Texts(), cfg.Seed)
 	} else {
-		for i := 0; i < 500; i++ {
-			n := 3 + rng.IntN(6)
-			q := ""
-			for j := 0; j < n; j++ {
-				q += words[rng.IntN(len(words))] + " "
-			}
-			questions = append(questions, q)
-		}
 		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d) in one workspace, flushed and compacted; queries of 3-8 vocabulary words", cfg.Seed)
 	}
-	questions = slices.DeleteFunc(slices.Clone(questions), func(q string) bool { return len(invindex.Analyze(q, nil)) == 0 })
-	body := func() []byte {
-		b, _ := json.Marshal(map[string]any{"workspace_id": "bench", "query": questions[rng.IntN(len(questions))], "max_tokens": cfg.MaxTokens})
-		return b
+	bodies := func(n int) [][]byte {
+		out := make([][]byte, 0, n)
+		for ; n > 0 && len(queries) > 0; n-- {
+			b, _ := json.Marshal(map[string]any{"workspace_id": "bench", "query": queries[0], "max_tokens": cfg.MaxTokens})
+			out = append(out, b)
+			queries = queries[1:]
+		}
+		return out
 	}
 	// Warm up: page in the segments and the first receipts.
-	warm := make([][]byte, 200)
-	for i := range warm {
-		warm[i] = body()
-	}
-	if _, err := load(s.addr, "/v1/context-pack", warm, 1, 200); err != nil {
+	if _, err := load(s.addr, "/v1/context-pack", bodies(warmup), 1, 200); err != nil {
 		return nil, err
 	}
 	for _, c := range cfg.Concurrency {
-		bodies := make([][]byte, cfg.Requests)
-		for i := range bodies {
-			bodies[i] = body()
-		}
-		lv, err := load(s.addr, "/v1/context-pack", bodies, c, 200)
+		lv, err := load(s.addr, "/v1/context-pack", bodies(cfg.Requests), c, 200)
 		if err != nil {
 			return nil, err
 		}

@@ -59,13 +59,9 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		return nil, err
 	}
 	defer cleanup()
-	next := NewCorpus(cfg.Seed).Next
-	var real *RealCorpus
-	if cfg.Data != "" {
-		if real, err = LoadRealCorpus(cfg.Data, cfg.Seed); err != nil {
-			return nil, err
-		}
-		next = real.Next
+	next, real, err := benchCorpus(cfg.Data, cfg.Seed)
+	if err != nil {
+		return nil, err
 	}
 	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries}
 	if res.Spans, res.Artifacts, err = fillWorkspace(db, "bench", next, cfg.Spans); err != nil {
@@ -75,27 +71,13 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		return nil, err
 	}
 	res.Segments = db.Stats().Segments
-	rng := rand.New(rand.NewPCG(cfg.Seed, 99))
-	queries := make([]string, cfg.Queries)
+	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 99)), cfg.Queries)
 	if real != nil {
 		res.Dataset = fmt.Sprintf("real texts of %s (SciFact, LoCoMo, HotpotQA, tau-bench: %d distinct texts, repeated in seeded orders) in one workspace, flushed and compacted; queries: their %d real questions, sampled with seed %d",
 			cfg.Data, real.Texts(), len(real.Queries), cfg.Seed)
-		for i := range queries {
-			queries[i] = real.Queries[rng.IntN(len(real.Queries))]
-		}
 	} else {
 		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d, a 500-word vocabulary: every term is frequent) in one workspace, flushed and compacted; queries: 3-8 words of the vocabulary", cfg.Seed)
-		for i := range queries {
-			n := 3 + rng.IntN(6)
-			w := make([]string, n)
-			for j := range w {
-				w[j] = words[rng.IntN(len(words))]
-			}
-			queries[i] = strings.Join(w, " ")
-		}
 	}
-	// Skip queries that analyze to nothing (all stop words): they cost nothing.
-	queries = slices.DeleteFunc(queries, func(q string) bool { return len(invindex.Analyze(q, nil)) == 0 })
 
 	measure := func(search func(q string) error) (Latency, error) {
 		lat := make([]time.Duration, 0, len(queries))
@@ -155,4 +137,37 @@ func fillWorkspace(db *engine.DB, tenant string, next func(ws string) engine.Ing
 		}
 	}
 	return nSpans, nArtifacts, nil
+}
+
+// benchCorpus is where a benchmark's texts come from: the shared data sets
+// under data (real texts, and real questions in RealCorpus.Queries), or the
+// synthetic corpus when data is "".
+func benchCorpus(data string, seed uint64) (func(ws string) engine.IngestInput, *RealCorpus, error) {
+	if data == "" {
+		return NewCorpus(seed).Next, nil, nil
+	}
+	real, err := LoadRealCorpus(data, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return real.Next, real, nil
+}
+
+// sampleQueries draws n queries with rng: real questions when real is set,
+// else 3-8 words of the synthetic vocabulary. Queries that analyse to
+// nothing (all stop words) are left out: they cost nothing.
+func sampleQueries(real *RealCorpus, rng *rand.Rand, n int) []string {
+	queries := make([]string, n)
+	for i := range queries {
+		if real != nil {
+			queries[i] = real.Queries[rng.IntN(len(real.Queries))]
+			continue
+		}
+		w := make([]string, 3+rng.IntN(6))
+		for j := range w {
+			w[j] = words[rng.IntN(len(words))]
+		}
+		queries[i] = strings.Join(w, " ")
+	}
+	return slices.DeleteFunc(queries, func(q string) bool { return len(invindex.Analyze(q, nil)) == 0 })
 }

@@ -445,7 +445,7 @@ func TestAsyncJobFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv.jobs.wake()
+	h.srv.jobs.add(jobs)
 	j := waitJob(t, h, "", jobs[0].ID)
 	if str(j, "status") != "failed" || !strings.Contains(str(j, "error_message"), "unreadable") || j["artifact_id"] != nil {
 		t.Fatalf("failed job %v", j)

@@ -235,7 +235,7 @@ func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Ti
 				out[i] = created[c]
 			}
 		}
-		s.jobs.wake()
+		s.jobs.add(created)
 	}
 	for i, j := range dupOf {
 		if j >= 0 {

@@ -10,34 +10,38 @@ import (
 )
 
 // jobRunner indexes accepted artifacts in the background. Jobs live in the
-// control state, so the queue is rebuilt from it: at start (resuming what a
-// restart interrupted) and whenever new jobs are accepted.
+// control state; the queue holds the unfinished ones found at start
+// (resuming what a restart interrupted) and each job accepted since.
 type jobRunner struct {
 	s        *Server
 	mu       sync.Mutex
 	cond     *sync.Cond
 	queue    []control.Job
 	queued   map[string]bool // job ids queued or being indexed
+	workers  int
 	stopping bool
 	wg       sync.WaitGroup
 }
 
 func newJobRunner(s *Server, workers int) *jobRunner {
-	r := &jobRunner{s: s, queued: map[string]bool{}}
+	r := &jobRunner{s: s, queued: map[string]bool{}, workers: max(workers, 0)}
 	r.cond = sync.NewCond(&r.mu)
 	for i := 0; i < workers; i++ {
 		r.wg.Add(1)
 		go r.work()
 	}
 	if workers > 0 {
-		r.wake()
+		r.add(s.ctl.Unfinished()) // what a restart interrupted, oldest first
 	}
 	return r
 }
 
-// wake queues every unfinished job not queued yet, oldest first.
-func (r *jobRunner) wake() {
-	jobs := r.s.ctl.Unfinished()
+// add queues jobs not queued yet, in the order given. Without workers it
+// keeps nothing: the jobs wait in the control state for a server with some.
+func (r *jobRunner) add(jobs []control.Job) {
+	if r.workers == 0 {
+		return
+	}
 	r.mu.Lock()
 	for _, j := range jobs {
 		if !r.queued[j.ID] {

@@ -2,7 +2,6 @@ package invindex
 
 import (
 	"math"
-	"strings"
 )
 
 // MemIndex is the mutable in-memory part: the engine's head. Docs are added in
@@ -39,47 +38,10 @@ func NewMemIndex() *MemIndex {
 // first doc, then 1, 2, ... Term strings are copied, so they may point into a
 // larger buffer.
 func (m *MemIndex) Add(key [16]byte, terms []string) uint32 {
-	if len(m.keys) >= math.MaxUint32-1 || len(terms) > math.MaxUint32 {
+	if len(terms) > math.MaxUint32 {
 		panic("invindex: MemIndex is full")
 	}
-	doc := uint32(len(m.keys))
-	dl := uint32(len(terms))
-	m.keys = append(m.keys, key)
-	m.lens = le.AppendUint32(m.lens, dl)
-	m.totalLen += int64(dl)
-	for _, t := range terms {
-		id, ok := m.ids[t]
-		if !ok {
-			t = strings.Clone(t)
-			id = uint32(len(m.terms))
-			m.ids[t] = id
-			m.terms = append(m.terms, memTerm{text: t})
-		}
-		mt := &m.terms[id]
-		n := len(mt.docs)
-		last := len(mt.blocks) - blockMetaSize
-		if n > 0 && mt.docs[n-1] == doc {
-			// Another occurrence in this doc, whose posting is the last one.
-			mt.tfs[n-1]++
-			if tf := mt.tfs[n-1]; tf > le.Uint32(mt.blocks[last+4:]) {
-				le.PutUint32(mt.blocks[last+4:], tf)
-			}
-			continue
-		}
-		mt.docs = append(mt.docs, doc)
-		mt.tfs = append(mt.tfs, 1)
-		if n%blockSize == 0 {
-			mt.blocks = le.AppendUint32(mt.blocks, doc)
-			mt.blocks = le.AppendUint32(mt.blocks, 1)
-			mt.blocks = le.AppendUint32(mt.blocks, dl)
-			continue
-		}
-		le.PutUint32(mt.blocks[last:], doc)
-		if dl < le.Uint32(mt.blocks[last+8:]) {
-			le.PutUint32(mt.blocks[last+8:], dl)
-		}
-	}
-	return doc
+	return m.AddCounted(key, CountTerms(terms))
 }
 
 // NumDocs returns the number of docs added.

@@ -2,13 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/wal"
@@ -63,13 +60,9 @@ func runBench(args []string) error {
 			if err != nil {
 				return nil, err
 			}
-			var conc []int
-			for _, f := range strings.Split(*levels, ",") {
-				c, err := strconv.Atoi(strings.TrimSpace(f))
-				if err != nil || c < 1 {
-					return nil, fmt.Errorf("--concurrency: %q is not a positive integer", f)
-				}
-				conc = append(conc, c)
+			conc, err := intList("concurrency", *levels, 1, 4096)
+			if err != nil {
+				return nil, err
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
 				Seed: *seed, Data: *data, Sync: p})
@@ -91,11 +84,8 @@ func runBench(args []string) error {
 		fmt.Fprintf(os.Stderr, "loci bench: unknown benchmark %q\n\n%s", name, benchUsage)
 		return exitCode(2)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	stop, err := startCPUProfile(*cpuprofile)
 	if err != nil {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/loci-memory/loci/bench"
@@ -32,11 +29,8 @@ func runEval(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	minTime := fs.Duration("min-time", 2*time.Second, "repeat queries this long per throughput figure")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+	if done, err := parseFlags(fs, args[1:]); done {
+		return err
 	}
 	stop, err := startCPUProfile(*cpuprofile)
 	if err != nil {
@@ -55,19 +49,12 @@ func runEvalLoCoMo(args []string) error {
 	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo json file")
 	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
-	var bs []int
-	for _, f := range strings.Split(*budgets, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 128000 {
-			return fmt.Errorf("--budgets: %q is not a budget between 1 and 128000", f)
-		}
-		bs = append(bs, n)
+	bs, err := intList("budgets", *budgets, 1, 128000)
+	if err != nil {
+		return err
 	}
 	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs})
 	if err != nil {

@@ -2,14 +2,18 @@
 //
 //	loci serve   [flags]          run the HTTP service
 //	loci verify  --data DIR       check every checksum and cross-reference of a data directory
-//	loci bench   ingest|restart   measure the engine
-//	loci eval    beir             measure retrieval quality
+//	loci bench   ingest|restart|search|pack   measure the engine and the service
+//	loci eval    beir|locomo      measure retrieval and packing quality
 //	loci version
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -20,8 +24,8 @@ const usage = `usage: loci <command> [flags]
 commands:
   serve    run the HTTP service (loci serve --help lists its settings)
   verify   check a data directory: loci verify --data DIR [--json]
-  bench    run a benchmark: loci bench ingest|restart [flags] (--help for flags)
-  eval     measure retrieval quality: loci eval beir --data DIR [--json]
+  bench    run a benchmark: loci bench ingest|restart|search|pack [flags] (--help for flags)
+  eval     measure quality: loci eval beir|locomo [flags] [--json]
   version  print the version
 `
 
@@ -61,3 +65,28 @@ func main() {
 type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// parseFlags parses args into fs. done says the command must stop: after
+// --help (err nil), or on a bad flag (err exitCode(2); fs printed why).
+func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return true, exitCode(2)
+	}
+	return false, nil
+}
+
+// intList parses the comma-separated integers of flag name, each in [lo, hi].
+func intList(name, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("--%s: %q is not an integer from %d to %d", name, f, lo, hi)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

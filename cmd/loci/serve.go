@@ -53,11 +53,8 @@ Environment only:
         an OpenAI-compatible embeddings endpoint instead of the built-in GloVe embedder
 `)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	apiKeySet := false
 	fs.Visit(func(f *flag.Flag) { apiKeySet = apiKeySet || f.Name == "api-key" })

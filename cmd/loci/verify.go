@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,11 +13,8 @@ func runVerify(args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory to check")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return exitCode(2)
+	if done, err := parseFlags(fs, args); done {
+		return err
 	}
 	r, err := engine.Verify(*data)
 	if err != nil {
