@@ -62,10 +62,20 @@ func startServe(t *testing.T, bin, data string) *serveProcess {
 		}
 		close(p.logs)
 	}()
-	var resp *http.Response
+	// The server listens before the engine has recovered: /health answers
+	// 503 "starting" until then.
+	var code int
+	var h map[string]any
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if resp, err = http.Get("http://" + p.addr + "/health"); err == nil {
+		var resp *http.Response
+		if resp, err = http.Get("http://" + p.addr + "/health"); err != nil {
+			continue
+		}
+		h = nil
+		json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if code = resp.StatusCode; code != 503 || h["status"] != "starting" {
 			break
 		}
 	}
@@ -73,12 +83,9 @@ func startServe(t *testing.T, bin, data string) *serveProcess {
 		p.cmd.Process.Kill()
 		t.Fatalf("server never answered: %v", err)
 	}
-	var h map[string]any
-	json.NewDecoder(resp.Body).Decode(&h)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || h["status"] != "ok" {
+	if code != 200 || h["status"] != "ok" {
 		p.cmd.Process.Kill()
-		t.Fatalf("health: %d %v", resp.StatusCode, h)
+		t.Fatalf("health: %d %v", code, h)
 	}
 	return p
 }
