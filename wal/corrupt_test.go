@@ -111,7 +111,7 @@ func TestBadHeaderOfLastFile(t *testing.T) {
 		{"empty", nil},
 		{"3 bytes", header[:3]},
 		{"7 bytes", header[:7]},
-		{"bad magic", append([]byte("LOCIWAX\x01"), appendRecord(nil, 1, 2, []byte("x"))...)},
+		{"bad magic", append([]byte("LOCIWAX\x01"), make([]byte, 40)...)},
 		{"zeros", make([]byte, 64)},
 	}
 	for _, tt := range tests {

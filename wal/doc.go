@@ -13,8 +13,12 @@
 // second buffer, so the cost of an fsync is shared by every append that
 // arrived during the previous one.
 //
-// On [Open] the log is replayed. A damaged record at the end of the last file
-// is what a crash in the middle of a write leaves behind, so replay stops
-// there and the file is truncated; the same damage in any earlier file cannot
-// be explained by a crash and is reported as a [*CorruptionError].
+// On [Open] the log is replayed. A damaged record at the end of the last file,
+// with no valid record after it, is what a crash in the middle of a write
+// leaves behind (a frame cut short, a length without its payload, a zeroed
+// extension of the file), so replay stops there and the file is truncated.
+// Damage followed by a valid record, or damage in any earlier file, cannot be
+// explained by a crash: it is reported as a [*CorruptionError] naming file
+// and offset, and the log refuses to open rather than drop acknowledged
+// records. This is the rule of Prometheus's and Pebble's WAL readers.
 package wal

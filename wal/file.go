@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/loci-memory/loci/vfs"
 )
 
 // FileName returns the name of the log file with the given index.
@@ -38,8 +41,10 @@ func parseFileName(name string) (int, bool) {
 
 // Files lists the indexes of the log files in dir, ascending. Other names
 // and subdirectories are ignored.
-func Files(dir string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
+func Files(dir string) ([]int, error) { return files(vfs.Default, dir) }
+
+func files(fsys vfs.FS, dir string) ([]int, error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -60,39 +65,35 @@ func fileHeader() []byte {
 
 // createFile creates log file index in dir with its header, and makes both
 // the file and its directory entry durable before returning it.
-func createFile(dir string, index int, sync func(*os.File) error) (*os.File, error) {
+// If it fails, the file is removed again, so that a retry (after a full
+// disk was freed, say) can create it.
+func createFile(fsys vfs.FS, dir string, index int, sync func(vfs.File) error) (vfs.File, error) {
 	path := filepath.Join(dir, FileName(index))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w", path, err)
+	}
+	fail := func(err error) (vfs.File, error) {
+		f.Close()
+		fsys.Remove(path)
 		return nil, err
 	}
 	if _, err := f.Write(fileHeader()); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("wal: write header of %s: %w", path, err)
+		return fail(fmt.Errorf("wal: write header of %s: %w", path, err))
 	}
 	if err := sync(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("wal: sync %s: %w", path, err)
+		return fail(err)
 	}
-	if err := syncDir(dir); err != nil {
-		f.Close()
-		return nil, err
+	if err := syncDir(fsys, dir); err != nil {
+		return fail(err)
 	}
 	return f, nil
 }
 
 // syncDir fsyncs a directory so that file creations, renames and removals
 // in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+func syncDir(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("wal: sync directory %s: %w", dir, err)
 	}
 	return nil
@@ -110,7 +111,7 @@ type reader struct {
 	buf  []byte
 }
 
-func newReader(f *os.File, path string) (*reader, error) {
+func newReader(f vfs.File, path string) (*reader, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -184,6 +185,58 @@ func (r *reader) next() (Record, error) {
 	return rec, nil
 }
 
+// maxSeqGap bounds how far above the last good sequence number a frame found
+// after damage may be numbered to count as a record. The sequence field of
+// random bytes is random, so the bound keeps garbage from passing as a
+// record even when its checksum happens to match; real gaps (sequence
+// numbers of batches that failed to write) are never that large.
+const maxSeqGap = 1 << 32
+
+// validFrameAfter returns the offset of the first valid frame that starts
+// after offset from, in a file of size bytes, with a sequence number above
+// after and within maxSeqGap of it; or 0 if there is none.
+//
+// This is how damage is told from a torn write. A crash during a write can
+// only leave an incomplete or garbled end of the last file: a frame cut short,
+// a length written without its payload, or zeros where the file was extended
+// but the data never reached the disk. None of these is followed by a valid
+// frame. A flipped byte in the middle of a file is.
+func validFrameAfter(f io.ReaderAt, size, from int64, after uint64) (int64, error) {
+	if size-from <= recordHeaderSize {
+		return 0, nil
+	}
+	b := make([]byte, size-from)
+	if _, err := f.ReadAt(b, from); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	for i := 1; i+recordHeaderSize <= len(b); i++ {
+		h := b[i : i+recordHeaderSize]
+		if h[8] == 0 {
+			continue
+		}
+		seq := binary.LittleEndian.Uint64(h[9:17])
+		if seq <= after || seq-after > maxSeqGap {
+			continue
+		}
+		n := int64(binary.LittleEndian.Uint32(h[0:4]))
+		end := int64(i) + recordHeaderSize + n
+		if end > int64(len(b)) {
+			continue
+		}
+		if _, reason := checkFrame(h, b[i+recordHeaderSize:end]); reason == "" {
+			return from + int64(i), nil
+		}
+	}
+	return 0, nil
+}
+
+// notTorn turns damage e into the error for damage followed by the valid
+// record at offset next: corruption, never a torn write.
+func notTorn(e *CorruptionError, next int64) *CorruptionError {
+	return &CorruptionError{File: e.File, Offset: e.Offset, Next: next, cause: e.cause,
+		Reason: fmt.Sprintf("%s, followed by a valid record at offset %d: damaged data, not a torn write", e.Reason, next)}
+}
+
 // seqError reports a record whose sequence number does not exceed the one
 // before it. Its checksum is valid, so this is never a torn write.
 func seqError(path string, off int64, seq, prev uint64) *CorruptionError {
@@ -194,8 +247,10 @@ func seqError(path string, off int64, seq, prev uint64) *CorruptionError {
 // ScanFile reads the log file at path without changing it, calling fn for
 // each valid record with the record's offset; the payload is valid only
 // during the call. It stops at the first bad file header or record and
-// returns a *CorruptionError for it (errors.Is(err, ErrShort) if it is torn),
-// and also treats a sequence number that does not increase as corruption. It
+// returns a *CorruptionError for it (errors.Is(err, ErrShort) if it is cut
+// short), and also treats a sequence number that does not increase as
+// corruption. When a valid record follows the damage, the error's Next is its
+// offset: in the last file that tells corruption from a torn tail. ScanFile
 // returns nil if the file is clean to its end, and fn's error if fn fails.
 func ScanFile(path string, fn func(offset int64, r Record) error) error {
 	f, err := os.Open(path)
@@ -207,10 +262,24 @@ func ScanFile(path string, fn func(offset int64, r Record) error) error {
 	if err != nil {
 		return err
 	}
-	if err := r.readFileHeader(); err != nil {
+	var prev uint64
+	damaged := func(err error) error {
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		next, ferr := validFrameAfter(f, r.size, ce.Offset, prev)
+		if ferr != nil {
+			return fmt.Errorf("wal: read %s after offset %d: %w", path, ce.Offset, ferr)
+		}
+		if next != 0 {
+			return notTorn(ce, next)
+		}
 		return err
 	}
-	var prev uint64
+	if err := r.readFileHeader(); err != nil {
+		return damaged(err)
+	}
 	for first := true; ; first = false {
 		off := r.off
 		rec, err := r.next()
@@ -218,7 +287,7 @@ func ScanFile(path string, fn func(offset int64, r Record) error) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			return damaged(err)
 		}
 		if !first && rec.Seq <= prev {
 			return seqError(path, off, rec.Seq, prev)

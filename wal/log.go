@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/loci-memory/loci/vfs"
 )
 
 // ErrClosed is returned by calls on a closed Log.
@@ -36,15 +38,17 @@ type Stats struct {
 // Log is an open write-ahead log. Its methods are safe for concurrent use.
 type Log struct {
 	dir    string
+	minSeq uint64 // lower bound of sequence numbers, from Open
 	opts   Options
 	logger *slog.Logger
+	fs     vfs.FS
 
 	mu      sync.Mutex
 	pending []*batch // oldest first; only the last may be unsealed
 	free    []*batch // processed batches, kept for their buffers
 	nextSeq uint64
 	closed  bool
-	err     error // sticky failure
+	err     error // the last write or fsync failure, until a write succeeds again
 
 	kick     chan struct{} // wakes the writer; capacity 1
 	exited   chan struct{} // closed when the writer goroutine returns
@@ -55,11 +59,13 @@ type Log struct {
 	batches, records, bytes, syncs atomic.Uint64
 
 	// Owned by the writer goroutine (and by Open before it starts it).
-	f        *os.File
+	f        vfs.File
 	size     int64 // bytes in f
+	good     int64 // bytes of f holding acknowledged records: the size to go back to after a failure
+	broken   bool  // a write or fsync of f failed: cut f back to good and fsync before writing
 	dirty    bool  // f has writes not yet fsynced
 	lastSync time.Time
-	syncFile func(*os.File) error // (*os.File).Sync; replaced by tests
+	syncFile func(vfs.File) error // File.Sync; replaced by tests
 }
 
 // batch is a group of records the writer handles with one write and at most
@@ -86,9 +92,10 @@ type apply struct {
 // per batch, not reused, so a waiter can read it after the batch itself has
 // been recycled.
 type completion struct {
-	done  chan struct{}
-	err   error
-	index int // new file index, for Rotate
+	done   chan struct{}
+	err    error // of the batch's records, for Append, Sync and Close
+	rotErr error // of the batch's records or its rotation, for Rotate
+	index  int   // new file index, for Rotate
 }
 
 func (b *batch) sealed() bool { return b.rotate || b.close }
@@ -104,12 +111,16 @@ const maxKeptBuffer = 16 << 20
 // first exists, Open creates file first. The files must be consecutive from
 // first: a missing one is an error.
 //
-// A torn or corrupt record or file header in the last file is what a crash
-// during a write leaves: replay ends there, the file is truncated to that
-// offset and fsynced, and a warning naming file, offset and reason is
-// logged. The same damage in an earlier file is returned as a
-// *CorruptionError. So is a sequence number that does not increase, in any
-// file, since it has a valid checksum and cannot be a torn write.
+// A torn or corrupt record or file header at the end of the last file, with
+// no valid record anywhere after it, is what a crash during a write leaves:
+// replay ends there, the file is truncated to that offset and fsynced, and a
+// warning naming file, offset and reason is logged. Damage followed by a
+// valid record cannot be a torn write (a crash only garbles the end of the
+// last file): it is returned as a *CorruptionError naming file and offset,
+// whose Next is the offset of that record, and nothing is changed. Damage in
+// an earlier file is always returned as a *CorruptionError. So is a sequence
+// number that does not increase, in any file, since it has a valid checksum
+// and cannot be a torn write.
 //
 // The next sequence number is max(last replayed seq + 1, minSeq, 1).
 // Appends go to the last file, or to a new one if it is already full.
@@ -121,10 +132,19 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fsys := opts.FS
+	_, statErr := fsys.Stat(dir)
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	indexes, err := Files(dir)
+	if errors.Is(statErr, os.ErrNotExist) {
+		// The new directory's entry in its parent must be durable before
+		// anything acknowledged is written in it.
+		if err := syncDir(fsys, filepath.Dir(dir)); err != nil {
+			return nil, err
+		}
+	}
+	indexes, err := files(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -135,13 +155,13 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 			keep = append(keep, index)
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, FileName(index))); err != nil {
+		if err := fsys.Remove(filepath.Join(dir, FileName(index))); err != nil {
 			return nil, err
 		}
 		removed = true
 	}
 	if removed {
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(fsys, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -153,11 +173,13 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 
 	l := &Log{
 		dir:      dir,
+		minSeq:   minSeq,
 		opts:     opts,
 		logger:   opts.Logger,
+		fs:       fsys,
 		kick:     make(chan struct{}, 1),
 		exited:   make(chan struct{}),
-		syncFile: (*os.File).Sync,
+		syncFile: vfs.File.Sync,
 	}
 	if opts.Sync != SyncAlways {
 		l.logger.Warn(fmt.Sprintf("wal: fsync policy %s: acknowledged writes can be lost on power failure; benchmarks only", opts.Sync),
@@ -167,7 +189,7 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 	var last uint64
 	replayed := false
 	if len(keep) == 0 {
-		if l.f, err = createFile(dir, first, l.sync); err != nil {
+		if l.f, err = createFile(fsys, dir, first, l.sync); err != nil {
 			return nil, err
 		}
 		l.size = fileHeaderSize
@@ -192,6 +214,7 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 			return nil, err
 		}
 	}
+	l.good = l.size
 	l.lastSync = time.Now()
 	go l.run()
 	return l, nil
@@ -205,7 +228,7 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 	if isLast {
 		flag = os.O_RDWR
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := l.fs.OpenFile(path, flag, 0)
 	if err != nil {
 		return err
 	}
@@ -222,7 +245,7 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 
 	var damage *CorruptionError
 	if err := r.readFileHeader(); err != nil {
-		if !errors.As(err, &damage) || !isLast {
+		if !errors.As(err, &damage) {
 			return err
 		}
 	}
@@ -233,7 +256,7 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 			break
 		}
 		if err != nil {
-			if !errors.As(err, &damage) || !isLast {
+			if !errors.As(err, &damage) {
 				return err
 			}
 			break
@@ -245,6 +268,22 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 			return fmt.Errorf("wal: replay %s at offset %d: %w", path, off, err)
 		}
 		*last, *replayed = rec.Seq, true
+	}
+	if damage != nil {
+		after := *last
+		if !*replayed && l.minSeq > 0 {
+			after = l.minSeq - 1
+		}
+		next, err := validFrameAfter(f, r.size, damage.Offset, after)
+		if err != nil {
+			return fmt.Errorf("wal: read %s after offset %d: %w", path, damage.Offset, err)
+		}
+		if next != 0 {
+			return notTorn(damage, next)
+		}
+		if !isLast {
+			return damage
+		}
 	}
 	if !isLast {
 		return nil
@@ -277,10 +316,14 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 // Append appends the entries as one contiguous group, with consecutive
 // sequence numbers in one batch, and returns the first sequence number once
 // the group is durable per the sync policy and every Apply has run.
-// Concurrent Appends are group-committed. After a write or fsync error the
-// log is failed and this and every later Append return that error. Append
-// with no entries returns 0 and nil at once (or the log's error). Append
-// after Close returns ErrClosed.
+// Concurrent Appends are group-committed. If the batch cannot be written or
+// fsynced (a full disk, say), Append returns the error, which wraps the
+// system's (errors.Is(err, syscall.ENOSPC) for a full disk); the entries are
+// not applied and their sequence numbers are never used. The log then cuts
+// its file back to the last acknowledged record before it writes again, so
+// a failed batch never reappears, in part or whole, after a restart, and a
+// later batch succeeds as soon as the disk allows. Append with no entries
+// returns 0 and nil at once. Append after Close returns ErrClosed.
 func (l *Log) Append(entries ...Entry) (uint64, error) {
 	for i := range entries {
 		if entries[i].Type == 0 {
@@ -334,7 +377,7 @@ func (l *Log) Rotate(swap func(newIndex int)) (int, error) {
 	l.mu.Unlock()
 
 	<-c.done
-	return c.index, c.err
+	return c.index, c.rotErr
 }
 
 // Sync fsyncs everything appended so far. It is useful with SyncBatch and
@@ -355,9 +398,11 @@ func (l *Log) Sync() error {
 }
 
 // Close writes and fsyncs every append queued before it, then closes the
-// file. Appends that were queued complete normally; later ones return
-// ErrClosed. Close returns the log's sticky error if it has failed, and is
-// idempotent.
+// file. Appends that were queued complete normally (or fail, as Append
+// says); later ones return ErrClosed. Close fails only if the file cannot be
+// left holding exactly the acknowledged records (cut back after a failed
+// write, and fsynced), or cannot be closed: a write that failed for lack of
+// space, once cut away, is no reason to. Close is idempotent.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if !l.closed {
@@ -369,7 +414,10 @@ func (l *Log) Close() error {
 	return l.closeErr
 }
 
-// Err returns the error that failed the log, or nil.
+// Err returns the error of the last failed write or fsync while the log
+// cannot write (a full disk, a failing device), or nil. It becomes nil
+// again once a write succeeds: the next Append, or the check the idle log
+// makes every Options.RetryInterval.
 func (l *Log) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -410,7 +458,7 @@ func (l *Log) RemoveBefore(index int) error {
 		return ErrClosed
 	}
 	index = min(index, l.CurrentIndex())
-	indexes, err := Files(l.dir)
+	indexes, err := files(l.fs, l.dir)
 	if err != nil {
 		return err
 	}
@@ -419,7 +467,7 @@ func (l *Log) RemoveBefore(index int) error {
 		if i >= index {
 			break
 		}
-		if err := os.Remove(filepath.Join(l.dir, FileName(i))); err != nil {
+		if err := l.fs.Remove(filepath.Join(l.dir, FileName(i))); err != nil {
 			return err
 		}
 		removed = true
@@ -427,15 +475,16 @@ func (l *Log) RemoveBefore(index int) error {
 	if !removed {
 		return nil
 	}
-	return syncDir(l.dir)
+	return syncDir(l.fs, l.dir)
 }
 
-// usable reports why the log takes no new requests. l.mu must be held.
+// usable reports why the log takes no new requests. l.mu must be held. A
+// failed log still takes them: the writer repairs the file first.
 func (l *Log) usable() error {
 	if l.closed {
 		return ErrClosed
 	}
-	return l.err
+	return nil
 }
 
 // tail returns the batch new requests join: the last queued batch unless it
@@ -463,11 +512,8 @@ func (l *Log) tail() *batch {
 // run is the writer goroutine.
 func (l *Log) run() {
 	defer close(l.exited)
-	var timer *time.Timer
-	if l.opts.Sync == SyncBatch {
-		timer = time.NewTimer(time.Hour)
-		timer.Stop()
-	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		b := l.next(timer)
 		closing := b.close
@@ -475,7 +521,7 @@ func (l *Log) run() {
 		if closing {
 			return
 		}
-		if l.size >= l.opts.FileSize && l.Err() == nil {
+		if l.size >= l.opts.FileSize && !l.broken {
 			// Rotate now, after the batch's appenders are woken, so that
 			// creating the new file overlaps with them queueing more.
 			if err := l.rotate(); err != nil {
@@ -485,26 +531,34 @@ func (l *Log) run() {
 	}
 }
 
-// next waits for and dequeues the oldest queued batch. Under SyncBatch it
-// runs the background fsync while waiting.
+// next waits for and dequeues the oldest queued batch. While it waits it
+// runs SyncBatch's background fsync and, after a failure, the periodic
+// check whether the log can write again.
 func (l *Log) next(timer *time.Timer) *batch {
 	l.mu.Lock()
 	for len(l.pending) == 0 {
+		failing := l.err != nil
 		l.mu.Unlock()
-		if timer != nil && l.dirty && l.Err() == nil {
-			if d := l.opts.SyncInterval - time.Since(l.lastSync); d > 0 {
-				timer.Reset(d)
-				select {
-				case <-l.kick:
-					timer.Stop()
-				case <-timer.C:
-					l.backgroundSync()
-				}
-			} else {
-				l.backgroundSync()
-			}
-		} else {
+		wait, action := time.Duration(-1), func() {}
+		switch {
+		case failing:
+			wait, action = l.opts.RetryInterval, l.probe
+		case l.opts.Sync == SyncBatch && l.dirty:
+			wait, action = max(l.opts.SyncInterval-time.Since(l.lastSync), 0), l.backgroundSync
+		}
+		switch {
+		case wait < 0:
 			<-l.kick
+		case wait == 0:
+			action()
+		default:
+			timer.Reset(wait)
+			select {
+			case <-l.kick:
+				timer.Stop()
+			case <-timer.C:
+				action()
+			}
 		}
 		l.mu.Lock()
 	}
@@ -519,7 +573,10 @@ func (l *Log) next(timer *time.Timer) *batch {
 // process writes, syncs and applies one batch, carries out its control
 // requests and wakes its waiters.
 func (l *Log) process(b *batch) {
-	err := l.Err()
+	var err error
+	if l.broken {
+		err = l.repair()
+	}
 	if err == nil && len(b.buf) > 0 {
 		err = l.write(b.buf)
 	}
@@ -527,37 +584,53 @@ func (l *Log) process(b *batch) {
 		err = l.sync(l.f)
 	}
 	if err == nil {
+		l.good = l.size // acknowledged from here on
 		for _, a := range b.applies {
 			a.fn(a.seq)
 		}
 	}
-	index := 0
+	// The batch's records are acknowledged whatever becomes of a rotation
+	// requested with them: only Rotate's caller sees its failure.
+	index, rotErr := 0, err
 	if err == nil && b.rotate {
-		if err = l.rotate(); err == nil {
+		if rotErr = l.rotate(); rotErr == nil {
 			index = l.CurrentIndex()
 			if b.swap != nil {
 				b.swap(index)
 			}
 		}
 	}
-	if err != nil {
-		l.fail(err)
+	if rotErr != nil {
+		l.fail(rotErr)
+	} else if len(b.buf) > 0 || b.rotate {
+		l.recovered()
 	}
 	if b.close {
-		if cerr := l.f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("wal: close %s: %w", l.f.Name(), cerr)
-		}
-		if err == nil {
-			err = l.Err() // a failure before this batch
-		}
-		l.closeErr = err
+		l.closeErr = l.closeFile(err)
 	}
 	if err == nil && b.records > 0 {
 		l.batches.Add(1)
 		l.records.Add(uint64(b.records))
 		l.bytes.Add(uint64(len(b.buf)))
 	}
-	l.complete(b, err, index)
+	l.complete(b, err, rotErr, index)
+}
+
+// closeFile closes the file at Close. After a failure it first cuts the
+// file back to its acknowledged records; only if that fails does Close
+// report an error.
+func (l *Log) closeFile(failed error) error {
+	var err error
+	if l.broken {
+		if err = l.repair(); err == nil {
+			l.logger.Warn("wal: closed after a failed write; the file holds every acknowledged record",
+				"file", l.f.Name(), "size", l.good, "failure", failed)
+		}
+	}
+	if cerr := l.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("wal: close %s: %w", l.f.Name(), cerr)
+	}
+	return err
 }
 
 // needSync reports whether batch b must be fsynced before it is
@@ -575,6 +648,8 @@ func (l *Log) needSync(b *batch) bool {
 	return false
 }
 
+// write appends buf to the file. On failure the file may hold part of buf:
+// the log is broken until repair cuts it off.
 func (l *Log) write(buf []byte) error {
 	n, err := l.f.Write(buf)
 	l.size += int64(n)
@@ -582,17 +657,22 @@ func (l *Log) write(buf []byte) error {
 		l.dirty = true
 	}
 	if err != nil {
+		l.broken = true
 		return fmt.Errorf("wal: write %s at offset %d: %w", l.f.Name(), l.size-int64(n), err)
 	}
 	return nil
 }
 
-// sync fsyncs f. After it fails the log must be failed, never synced again:
-// the kernel may have dropped the dirty pages, and a later fsync that
-// succeeds would falsely vouch for them.
-func (l *Log) sync(f *os.File) error {
+// sync fsyncs f. On failure the log is broken: the kernel may have dropped
+// the dirty pages, and a later fsync that succeeds would falsely vouch for
+// them, so nothing written since the last good fsync is trusted; repair cuts
+// it off before the file is fsynced again.
+func (l *Log) sync(f vfs.File) error {
 	l.syncs.Add(1)
 	if err := l.syncFile(f); err != nil {
+		if f == l.f {
+			l.broken = true
+		}
 		return fmt.Errorf("wal: sync %s: %w", f.Name(), err)
 	}
 	if f == l.f {
@@ -602,9 +682,60 @@ func (l *Log) sync(f *os.File) error {
 	return nil
 }
 
+// repair cuts the file back to its acknowledged records and fsyncs it, so
+// that no byte of a failed batch can be replayed after a restart, and the
+// next batch follows the last good record directly (garbage before it would
+// make replay refuse the file). Truncation frees space, so it works on a
+// full disk.
+func (l *Log) repair() error {
+	if err := l.f.Truncate(l.good); err != nil {
+		return fmt.Errorf("wal: cut %s back to %d bytes after a failed write: %w", l.f.Name(), l.good, err)
+	}
+	if _, err := l.f.Seek(l.good, io.SeekStart); err != nil {
+		return fmt.Errorf("wal: seek %s to %d: %w", l.f.Name(), l.good, err)
+	}
+	l.size, l.dirty = l.good, true
+	if err := l.sync(l.f); err != nil {
+		return err
+	}
+	l.broken = false
+	return nil
+}
+
+// probeSize is how much the idle check after a failure writes: a page.
+const probeSize = 4096
+
+// probe is the idle log's check, after a failure, whether it can write
+// again: it repairs the file, writes a page of zeros past its end, fsyncs
+// and cuts them off again. A crash in between leaves zeros after the last
+// record, which replay cuts as a torn tail.
+func (l *Log) probe() {
+	err := func() error {
+		if l.broken {
+			if err := l.repair(); err != nil {
+				return err
+			}
+		}
+		l.broken = true // from here the file holds bytes to cut off
+		if _, err := l.f.WriteAt(make([]byte, probeSize), l.good); err != nil {
+			return fmt.Errorf("wal: write %s at offset %d: %w", l.f.Name(), l.good, err)
+		}
+		l.dirty = true
+		if err := l.sync(l.f); err != nil {
+			return err
+		}
+		return l.repair()
+	}()
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	l.recovered()
+}
+
 // backgroundSync is SyncBatch's periodic fsync.
 func (l *Log) backgroundSync() {
-	if l.Err() != nil || !l.dirty {
+	if !l.dirty || l.broken {
 		return
 	}
 	if err := l.sync(l.f); err != nil {
@@ -612,7 +743,8 @@ func (l *Log) backgroundSync() {
 	}
 }
 
-// rotate fsyncs and closes the current file and starts the next one.
+// rotate fsyncs and closes the current file and starts the next one. If the
+// new file cannot be made, appends go on in the current one.
 func (l *Log) rotate() error {
 	if l.dirty {
 		if err := l.sync(l.f); err != nil {
@@ -620,12 +752,12 @@ func (l *Log) rotate() error {
 		}
 	}
 	index := l.CurrentIndex() + 1
-	f, err := createFile(l.dir, index, l.sync)
+	f, err := createFile(l.fs, l.dir, index, l.sync)
 	if err != nil {
 		return err
 	}
 	old := l.f
-	l.f, l.size, l.dirty = f, fileHeaderSize, false
+	l.f, l.size, l.good, l.dirty = f, fileHeaderSize, fileHeaderSize, false
 	l.index.Store(int64(index))
 	if err := old.Close(); err != nil {
 		return fmt.Errorf("wal: close %s: %w", old.Name(), err)
@@ -633,23 +765,33 @@ func (l *Log) rotate() error {
 	return nil
 }
 
-// fail makes err the log's sticky error, unless it already has one.
+// fail records err as the reason the log cannot write, logging the first
+// failure of a run.
 func (l *Log) fail(err error) {
 	l.mu.Lock()
 	first := l.err == nil
-	if first {
-		l.err = err
-	}
+	l.err = err
 	l.mu.Unlock()
 	if first {
-		l.logger.Error("wal: log failed; every later append will fail", "dir", l.dir, "err", err)
+		l.logger.Error("wal: write failed; appends fail until it works again", "dir", l.dir, "err", err)
+	}
+}
+
+// recovered clears the failure once a write has succeeded.
+func (l *Log) recovered() {
+	l.mu.Lock()
+	was := l.err
+	l.err = nil
+	l.mu.Unlock()
+	if was != nil {
+		l.logger.Info("wal: writing again after a failure", "dir", l.dir, "failure", was)
 	}
 }
 
 // complete hands the batch's outcome to its waiters and recycles it.
-func (l *Log) complete(b *batch, err error, index int) {
+func (l *Log) complete(b *batch, err, rotErr error, index int) {
 	c := b.done
-	c.err, c.index = err, index
+	c.err, c.rotErr, c.index = err, rotErr, index
 	if cap(b.buf) > maxKeptBuffer {
 		b.buf = nil
 	}

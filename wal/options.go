@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/loci-memory/loci/vfs"
 )
 
 // SyncPolicy says when the log fsyncs its current file.
@@ -54,6 +56,12 @@ type Options struct {
 	// Logger receives warnings about truncated tails and unsafe policies;
 	// default slog.Default().
 	Logger *slog.Logger
+	// FS is the file system the log's files live on; default vfs.Default.
+	FS vfs.FS
+	// RetryInterval is how often a log whose last write or fsync failed
+	// checks, while idle, whether it can write again (see Log.Err); default
+	// 1s.
+	RetryInterval time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -65,6 +73,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = time.Second
 	}
 	if o.Sync < SyncAlways || o.Sync > SyncOff {
 		return o, fmt.Errorf("wal: invalid sync policy %d", int(o.Sync))

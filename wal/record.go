@@ -43,6 +43,10 @@ type CorruptionError struct {
 	File   string
 	Offset int64
 	Reason string
+	// Next is the offset of a valid record found after the damage, or 0 if
+	// there is none. Damage with a valid record after it cannot be a torn
+	// write, which only ever affects the end of the last file.
+	Next int64
 
 	cause error // ErrShort for a torn frame or file header, else nil
 }
@@ -54,8 +58,10 @@ func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("wal: %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
-// Unwrap returns ErrShort when the damage is a torn (cut short) frame, so
-// errors.Is(err, ErrShort) tells a torn tail from a corrupt one.
+// Unwrap returns ErrShort when the damaged frame or file header is cut short
+// by the end of the file. That is what a torn write leaves, but it is one
+// only if nothing valid follows (Next == 0): a damaged length field can make
+// a frame in the middle of a file look cut short too.
 func (e *CorruptionError) Unwrap() error { return e.cause }
 
 // appendRecord appends the frame of one record to dst.
