@@ -321,7 +321,8 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic boo
 			}
 			return nil, err
 		}
-		c.Lexical, c.InLexical = h.Score, true
+		// Hits carry their tie key: the packer need not checksum the text.
+		c.Lexical, c.InLexical, c.TieKey = h.Score, true, h.Key
 	}
 	if semantic {
 		<-semDone
@@ -330,7 +331,7 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic boo
 			if err != nil {
 				return nil, err
 			}
-			c.Semantic, c.InSemantic = h.Score, true
+			c.Semantic, c.InSemantic, c.TieKey = h.Score, true, h.Key
 		}
 	}
 	// Pinned spans, whatever the query.
@@ -463,7 +464,7 @@ func (r *resolver) artifact(id uuid.UUID) (*artifact.Artifact, error) {
 
 func newCandidate(sp artifact.Span, a *artifact.Artifact) *pack.Candidate {
 	return &pack.Candidate{SpanID: sp.ID, ArtifactID: a.ID, SourceType: a.Type, CreatorID: a.ActorID, SessionID: a.SessionID,
-		Timestamp: a.Timestamp, Text: sp.Text, Tokens: int(sp.Tokens), Start: int(sp.Start), End: int(sp.End), Permissions: a.Permissions}
+		Timestamp: a.Timestamp, Seq: a.Seq, Text: sp.Text, Tokens: int(sp.Tokens), Start: int(sp.Start), End: int(sp.End), Permissions: a.Permissions}
 }
 
 // receiptNamespace scopes receipt ids (UUIDs derived with SHA-256).

@@ -89,12 +89,12 @@ func (h *head) add(ha *headArtifact, model string, dim int) {
 	}
 	var indexBytes int64
 	for i := range spans {
-		w.lex.AddCounted(spans[i].ID, terms[i])
+		w.lex.AddCounted(spanTieKey(&spans[i]), terms[i])
 		if w.vec != nil {
 			if vecs != nil {
-				w.vec.Add(spans[i].ID, vecs.Data[i*dim:(i+1)*dim], vecs.Scales[i])
+				w.vec.Add(spanTieKey(&spans[i]), vecs.Data[i*dim:(i+1)*dim], vecs.Scales[i])
 			} else {
-				w.vec.Add(spans[i].ID, make([]int8, dim), 0)
+				w.vec.Add(spanTieKey(&spans[i]), make([]int8, dim), 0)
 			}
 		}
 		w.refs = append(w.refs, spanRef{ha, i})

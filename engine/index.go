@@ -5,6 +5,7 @@ import (
 
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -31,7 +32,7 @@ func openSegmentParts(s *segment.Segment) ([]segParts, error) {
 			return nil, fmt.Errorf("segment %s: workspace %d has no BM25 index sections", s.Path(), wi)
 		}
 		lex, err := invindex.OpenSegIndex(invindex.Sections{TermDict: td, Postings: po, DocLengths: dl},
-			func(doc uint32) [16]byte { id, _ := s.SpanID(wi, int(doc)); return id })
+			func(doc uint32) [16]byte { return segmentTieKey(s, wi, doc) })
 		if err != nil {
 			return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
 		}
@@ -47,10 +48,43 @@ func openSegmentParts(s *segment.Segment) ([]segParts, error) {
 			if vec.NumDocs() != s.SpanCount(wi) {
 				return nil, fmt.Errorf("segment %s: workspace %d: %d vectors for %d spans", s.Path(), wi, vec.NumDocs(), s.SpanCount(wi))
 			}
-			out[wi].vec = vec
+			out[wi].vec = withTieKeys(vec, s, wi)
 		}
 	}
 	return out, nil
+}
+
+// Search breaks score ties by pack.TieKey of each span (its text's CRC-32C,
+// then its time), then by position, never by span id: ids are random per
+// data directory, and the same writes must give the same packs in a fresh
+// one. So the keys of the lexical and vector parts are tie keys: the head's
+// are computed at apply, a segment's lexical keys are read from its span
+// rows, and its VECTORS section stores them.
+
+// spanTieKey is the search key of a span.
+func spanTieKey(sp *artifact.Span) [16]byte { return pack.TieKey(sp.Text, sp.Timestamp) }
+
+// segmentTieKey is the search key of span doc of workspace ws of s, from the
+// checksum its row stores (the same as spanTieKey, without reading the text).
+func segmentTieKey(s *segment.Segment, ws int, doc uint32) [16]byte {
+	crc, ts, _ := s.SpanTextCRC(ws, int(doc))
+	return pack.TieKeyCRC(crc, ts)
+}
+
+// withTieKeys returns vec with tie keys. Segments written before keys were
+// tie keys hold span ids in their VECTORS sections; for those the keys are
+// computed from the span rows once, at open, so that ties break the same
+// way in every part.
+func withTieKeys(vec *vecindex.SegVectors, s *segment.Segment, ws int) *vecindex.SegVectors {
+	keys := vec.Keys()
+	if len(keys) == 0 || keys[0] == segmentTieKey(s, ws, 0) {
+		return vec // one writer wrote all keys of a section: the first tells
+	}
+	tie := make([][16]byte, len(keys))
+	for i := range tie {
+		tie[i] = segmentTieKey(s, ws, uint32(i))
+	}
+	return vec.WithKeys(tie)
 }
 
 // countSpans returns the counted index terms of each span's text.
@@ -96,7 +130,7 @@ func (r *vectorRows) add(v []int8, scale float32) {
 func indexSections(spans []artifact.Span, terms [][]string, rows *vectorRows) ([]segment.Section, error) {
 	keys := make([][16]byte, len(spans))
 	for i := range spans {
-		keys[i] = spans[i].ID
+		keys[i] = spanTieKey(&spans[i])
 	}
 	lex, err := invindex.BuildSections(keys, terms)
 	if err != nil {
@@ -113,7 +147,7 @@ func withVectorSection(secs []segment.Section, spans []artifact.Span, rows *vect
 	}
 	keys := make([][16]byte, len(spans))
 	for i := range spans {
-		keys[i] = spans[i].ID
+		keys[i] = spanTieKey(&spans[i])
 	}
 	vb, err := vecindex.BuildSection(rows.dim, rows.model, keys, rows.rows, rows.scales)
 	if err != nil {

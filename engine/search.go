@@ -77,9 +77,10 @@ func (db *DB) workspaceSpansLocked(k wsKey) int {
 }
 
 // SearchLexical returns the top k spans of a workspace for query by BM25 with
-// statistics of the whole workspace: best first, ties by span id. Scores do
-// not depend on where spans live (head or segments, before or after
-// compaction or restart).
+// statistics of the whole workspace: best first, ties by content
+// (pack.TieKey: text checksum, then time, newer first), then ingest order,
+// never by the random span ids. Scores do not depend on where spans live
+// (head or segments, before or after compaction or restart).
 func (db *DB) SearchLexical(tenant, ws, query string, k int) ([]SearchHit, error) {
 	return db.SearchLexicalTerms(tenant, ws, invindex.QueryTerms(invindex.Analyze(query, nil)), k)
 }
@@ -109,7 +110,7 @@ func (db *DB) SearchLexicalTerms(tenant, ws string, terms []invindex.Term, k int
 
 // SearchSemantic embeds query and returns the top k spans of a workspace by
 // cosine similarity of int8 vectors, exact (a flat scan's answer), best
-// first, ties by span id; spans without a vector of the engine's model are
+// first, ties as SearchLexical's; spans without a vector of the engine's model are
 // not candidates. An error wrapping vecindex.ErrUnavailable means the
 // embedder cannot answer: callers fall back to lexical retrieval.
 func (db *DB) SearchSemantic(ctx context.Context, tenant, ws, query string, k int) ([]SearchHit, error) {

@@ -51,7 +51,9 @@ type Part interface {
 	DocFreq(term string) int
 	// DocLen is the exact length of doc in terms.
 	DocLen(doc uint32) uint32
-	// Key is the doc's stable key, which breaks score ties.
+	// Key is the doc's stable key, which breaks score ties (then the
+	// position: part, then doc). The engine's keys derive from the spans'
+	// content (pack.TieKey); equal keys are fine.
 	Key(doc uint32) [16]byte
 
 	// postings returns the posting list of term (df 0 when absent).

@@ -37,7 +37,8 @@ func (t *topK) full() bool { return len(t.h) == t.k }
 func (t *topK) min() float64 { return t.h[0].score }
 
 // better reports whether a ranks before b: higher score, then smaller key,
-// then (for equal keys, which the engine never has) smaller part and doc.
+// then smaller part and doc (the engine's keys are equal for equal texts
+// of equal time; parts and docs are then in ingest order).
 func (t *topK) better(a, b entry) bool {
 	if a.score != b.score {
 		return a.score > b.score

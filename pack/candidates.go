@@ -30,8 +30,9 @@ type cand struct {
 
 // gather merges pinned and retrieved candidates into one list with one
 // entry per span, drops retrieved spans of other sessions when session is
-// set, and returns them in canonical order (SpanID ascending). The result
-// does not depend on the order of the inputs.
+// set, and returns them ordered by SpanID (which only serves to merge
+// duplicates: every later order is decided by content, see compareTies).
+// The result does not depend on the order of the inputs.
 //
 // A span listed more than once (found by both channels, or pinned and
 // retrieved) becomes one candidate: its channel scores are the maxima, its
@@ -115,6 +116,7 @@ func compareMeta(a, b *Candidate) int {
 		cmp.Compare(a.CreatorID, b.CreatorID),
 		cmp.Compare(a.SessionID, b.SessionID),
 		cmp.Compare(a.Timestamp, b.Timestamp),
+		cmp.Compare(a.Seq, b.Seq),
 		cmp.Compare(a.Tokens, b.Tokens),
 		cmp.Compare(a.Start, b.Start),
 		cmp.Compare(a.End, b.End),
@@ -127,13 +129,13 @@ func compareMeta(a, b *Candidate) int {
 	)
 }
 
-// byRelevance is the candidate order: relevance descending, then span id
-// ascending.
+// byRelevance is the candidate order: relevance descending, then
+// compareTies.
 func byRelevance(a, b *cand) int {
 	if c := cmp.Compare(b.rel, a.rel); c != 0 {
 		return c
 	}
-	return compareID(a.SpanID, b.SpanID)
+	return compareTies(a, b)
 }
 
 // contentHash returns ContentHash(c.Text), computed once.

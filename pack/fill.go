@@ -212,7 +212,7 @@ func (f *filler) fillRelevance(cs []*cand) {
 // fillCoverage decides about the working set candidates greedily by
 // discounted relevance: a candidate's relevance times DiversityDecay to the
 // power of the number of spans of its artifact already in the pack (pinned
-// ones included), ties by span id. The discount only orders; reported
+// ones included), ties by compareTies. The discount only orders; reported
 // scores stay undiscounted.
 func (f *filler) fillCoverage(cs []*cand) {
 	h := make(coverageHeap, 0, len(cs))
@@ -249,7 +249,7 @@ type coverageEntry struct {
 	stamp int     // spans of the artifact in the pack when eff was computed
 }
 
-// coverageHeap is a max-heap by discounted relevance, ties by span id.
+// coverageHeap is a max-heap by discounted relevance, ties by compareTies.
 type coverageHeap []coverageEntry
 
 func (h coverageHeap) Len() int { return len(h) }
@@ -257,7 +257,7 @@ func (h coverageHeap) Less(i, j int) bool {
 	if h[i].eff != h[j].eff {
 		return h[i].eff > h[j].eff
 	}
-	return compareID(h[i].c.SpanID, h[j].c.SpanID) < 0
+	return compareTies(h[i].c, h[j].c) < 0
 }
 func (h coverageHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *coverageHeap) Push(x any)   { *h = append(*h, x.(coverageEntry)) }

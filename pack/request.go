@@ -16,6 +16,7 @@ type Candidate struct {
 	CreatorID          string // artifact actor_id
 	SessionID          string
 	Timestamp          int64  // artifact time, Unix microseconds
+	Seq                uint64 // the artifact's ingest sequence number: orders ingest within the workspace (see compareTies)
 	Text               string // the span text
 	Tokens             int    // token count of Text, stored at indexing
 	Start, End         int    // code point offsets into the artifact's extracted text
@@ -27,6 +28,11 @@ type Candidate struct {
 	InLexical, InSemantic bool // which channels returned the span
 
 	Marks Marks // effective feedback state
+
+	// TieKey is TieKey(Text, Timestamp) when the caller has it at hand (the
+	// engine's indexes hold it); the zero value means unknown, and Pack
+	// computes it when it needs it.
+	TieKey [16]byte
 }
 
 // Marks is the effective feedback state of a span, as the engine derives it

@@ -27,8 +27,8 @@ const rrfK = 60
 //
 // with the effective weights w (summing to 1), rounded by round6, and then
 // raised by the context contribution of the candidate's neighbours (see
-// ContextShare). Ranks order by score descending, then span id; non-finite
-// scores count as 0.
+// ContextShare). Ranks order by score descending, then compareTies;
+// non-finite scores count as 0.
 func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 	rankBy := func(in func(*cand) bool, val func(*cand) float64, set func(*cand, float64)) {
 		var ranked []*cand
@@ -37,14 +37,14 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 				ranked = append(ranked, c)
 			}
 		}
-		slices.SortStableFunc(ranked, func(a, b *cand) int {
+		slices.SortFunc(ranked, func(a, b *cand) int {
 			if va, vb := finite(val(a)), finite(val(b)); va != vb {
 				if va > vb {
 					return -1
 				}
 				return 1
 			}
-			return compareID(a.SpanID, b.SpanID)
+			return compareTies(a, b)
 		})
 		for r, c := range ranked {
 			set(c, float64(rrfK+1)/float64(rrfK+1+r))
@@ -73,8 +73,8 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 // asks for without sharing its words. Each candidate's neighbours are the
 // nearest earlier and the nearest later gathered candidate of its group
 // (its session when it has one, else its artifact), in the order of
-// Timestamp, then ArtifactID, then Start, then SpanID, when no more than
-// ContextWindow microseconds apart. A candidate's relevance becomes
+// Timestamp, then Seq (ingest order), then Start, then compareTies, when no
+// more than ContextWindow microseconds apart. A candidate's relevance becomes
 //
 //	max(own relevance, ContextShare × the higher own relevance of its neighbours)
 //
@@ -113,16 +113,21 @@ func addContext(cs []*cand) {
 		}
 		return uuid.Nil
 	}
+	// The order of the groups does not matter (neighbours are taken within
+	// one), so artifact ids may order them; within a group, ingest order
+	// and content decide.
 	slices.SortFunc(es, func(a, b entry) int {
-		return cmp.Or(
+		if c := cmp.Or(
 			cmp.Compare(grouped(a.c), grouped(b.c)),
 			cmp.Compare(a.c.SessionID, b.c.SessionID),
 			compareID(artifactOf(a.c), artifactOf(b.c)),
 			cmp.Compare(a.c.Timestamp, b.c.Timestamp),
-			compareID(a.c.ArtifactID, b.c.ArtifactID),
+			cmp.Compare(a.c.Seq, b.c.Seq),
 			cmp.Compare(a.c.Start, b.c.Start),
-			compareID(a.c.SpanID, b.c.SpanID),
-		)
+		); c != 0 {
+			return c
+		}
+		return compareTies(a.c, b.c)
 	})
 	near := func(a, b *entry) bool {
 		if a.c.SessionID != b.c.SessionID || artifactOf(a.c) != artifactOf(b.c) {

@@ -197,7 +197,7 @@ func (s *Segment) workspace(ws int) (*wsMeta, error) {
 }
 
 // SpanID returns the id of span i of workspace ws (its row in file order)
-// without reading its text: search uses it to break score ties.
+// without reading its text.
 func (s *Segment) SpanID(ws int, i int) (uuid.UUID, bool) {
 	id, _, ok := s.SpanIDs(ws, i)
 	return id, ok
@@ -223,6 +223,22 @@ func (s *Segment) SpanIDs(ws int, i int) (span, art uuid.UUID, ok bool) {
 	artRow := w.table.off + ord*artRowSize
 	copy(art[:], s.data[artRow:artRow+16])
 	return span, art, true
+}
+
+// SpanTextCRC returns the stored CRC-32C of the text of span i of workspace
+// ws and its timestamp, without reading the text: search orders spans of
+// equal score by them (pack.TieKeyCRC).
+func (s *Segment) SpanTextCRC(ws int, i int) (textCRC uint32, timestamp int64, ok bool) {
+	if s.rlock() != nil {
+		return 0, 0, false
+	}
+	defer s.mu.RUnlock()
+	w, err := s.workspace(ws)
+	if err != nil || i < 0 || uint64(i) >= uint64(w.Spans) {
+		return 0, 0, false
+	}
+	row := s.data[w.spans.off+uint64(i)*spanRowSize:]
+	return le.Uint32(row[spanRowTextCRC:]), int64(le.Uint64(row[spanRowTime:])), true
 }
 
 // Span returns span i of workspace ws (its row in file order), text

@@ -21,9 +21,10 @@ type Part interface {
 	// Scales holds the documents' quantization scales, NumDocs() of them,
 	// each finite and >= 0; 0 marks a zero vector (no semantic signal).
 	Scales() []float32
-	// Keys holds the documents' keys (span ids), NumDocs() of them. Keys are
-	// expected to be unique across the parts of one search; they break
-	// score ties.
+	// Keys holds the documents' keys, NumDocs() of them. They break score
+	// ties (then the position: part, then doc). The engine's keys derive
+	// from the spans' content (pack.TieKey), so that ties do not depend on
+	// random ids; equal keys are fine.
 	Keys() [][16]byte
 }
 

@@ -15,9 +15,10 @@ const searchBlock = 1024
 // Search returns the exact top k documents of parts for the quantized query
 // q (Dim() values, or Stride(Dim()) with zero padding) and its scale, best
 // first: by Score descending, then Key ascending, then (Part, Doc) ascending
-// for the degenerate case of equal keys. Every document is scored, so the
-// answer is the same for any partitioning of the same documents (apart from
-// the Part and Doc fields, which locate each hit).
+// for equal keys. Every document is scored, so the answer is the same for
+// any partitioning of the same documents that keeps their order (apart from
+// the Part and Doc fields, which locate each hit): the engine's parts keep
+// ingest order.
 //
 // Documents with scale 0 (zero vectors) carry no semantic signal and are
 // never returned; nor is anything for a query whose scale is not positive

@@ -123,3 +123,15 @@ func (s *SegVectors) Keys() [][16]byte { return s.keys }
 
 // Key returns the key doc was added with.
 func (s *SegVectors) Key(doc uint32) [16]byte { return s.keys[doc] }
+
+// WithKeys returns a SegVectors over the same rows and scales with other
+// keys, one per document (a caller bug panics otherwise). The engine uses it
+// for sections written when keys meant something else (span ids).
+func (s *SegVectors) WithKeys(keys [][16]byte) *SegVectors {
+	if len(keys) != len(s.keys) {
+		panic(fmt.Sprintf("BUG: vecindex.SegVectors.WithKeys: %d keys for %d documents", len(keys), len(s.keys)))
+	}
+	c := *s
+	c.keys = keys
+	return &c
+}
