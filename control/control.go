@@ -116,9 +116,13 @@ type Store struct {
 	flushMu sync.Mutex    // one usage flush at a time
 	kick    chan struct{} // usage pending: wakes RunUsageWriter
 
-	mu  sync.RWMutex // guards everything below
-	app Appender
-	st  *state
+	mu        sync.RWMutex // guards everything below
+	app       Appender
+	st        *state
+	retention JobRetention
+	// The payloads generation last made durable by the engine (known: one was).
+	payloadsWritten uint64
+	payloadsKnown   bool
 	// Usage not yet applied: pending was counted since the last flush,
 	// inflight is carried by the usage record being appended (flushing).
 	pending, inflight         map[usageKey]*counts
@@ -136,6 +140,7 @@ func New(now func() time.Time) *Store {
 		now:         now,
 		kick:        make(chan struct{}, 1),
 		st:          newState(),
+		retention:   DefaultJobRetention,
 		pending:     make(map[usageKey]*counts),
 		pendingUsed: make(map[uuid.UUID]int64),
 	}

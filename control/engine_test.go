@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loci-memory/loci/engine"
@@ -74,5 +75,69 @@ func TestWithEngine(t *testing.T) {
 	}
 	if un := r.Unfinished(); len(un) != 1 || un[0].ID != jobs[1].ID {
 		t.Fatalf("Unfinished after restart: %+v", un)
+	}
+}
+
+// TestPendingInputsOutOfSnapshot checks that pending jobs' inputs live in
+// the payloads file, not in CONTROL, that they survive restarts with and
+// without flushes in between, and that the payloads file is rewritten only
+// when the pending set changed.
+func TestPendingInputsOutOfSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	s := New((&fakeClock{}).now)
+	db := openEngine(t, dir, s)
+	input := bytes.Repeat([]byte("pending input "), 100)
+	jobs, err := s.CreateJobs(DefaultTenant, "ws", []JobInput{{ArtifactID: newUUID(t), Input: input}, {ArtifactID: newUUID(t), Input: []byte("done soon")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ctl, _ := os.ReadFile(filepath.Join(dir, "CONTROL"))
+	payloads, err := os.ReadFile(filepath.Join(dir, "CONTROL_PAYLOADS"))
+	if err != nil || !bytes.Contains(payloads, input) || bytes.Contains(ctl, []byte("pending input")) {
+		t.Fatalf("after a flush: CONTROL holds inputs %v, payloads file %d bytes (%v)", bytes.Contains(ctl, []byte("pending input")), len(payloads), err)
+	}
+	st, _ := os.Stat(filepath.Join(dir, "CONTROL_PAYLOADS"))
+	s.ClaimWorkspace(DefaultTenant, "ws") // a change that leaves the pending set alone
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if st2, _ := os.Stat(filepath.Join(dir, "CONTROL_PAYLOADS")); !st2.ModTime().Equal(st.ModTime()) || !os.SameFile(st, st2) {
+		t.Fatal("payloads file rewritten without a change")
+	}
+	if err := s.SetJobStatus(jobs[1].ID, StatusDone, ""); err != nil {
+		t.Fatal(err)
+	}
+	for round, flush := range []bool{false, true, false} {
+		if flush {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := s.Unfinished()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = New(nil)
+		db = openEngine(t, dir, s)
+		got := s.Unfinished()
+		if len(got) != 1 || len(want) != 1 || got[0].ID != jobs[0].ID || !bytes.Equal(got[0].Input, input) {
+			t.Fatalf("round %d: unfinished after restart %+v", round, got)
+		}
+	}
+	db.Close()
+	// A damaged payloads file is refused by open and reported by verify.
+	path := filepath.Join(dir, "CONTROL_PAYLOADS")
+	b, _ := os.ReadFile(path)
+	b[len(b)-3] ^= 0x40
+	os.WriteFile(path, b, 0o644)
+	if _, err := engine.Open(dir, engine.Options{DisableBackground: true, NoEmbedder: true, Control: New(nil),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err == nil || !strings.Contains(err.Error(), "CONTROL_PAYLOADS") {
+		t.Fatalf("open with a damaged payloads file: %v", err)
+	}
+	if rep, err := engine.Verify(dir); err != nil || len(rep.Faults) == 0 {
+		t.Fatalf("verify of a damaged payloads file: %+v, %v", rep, err)
 	}
 }

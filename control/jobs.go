@@ -28,6 +28,10 @@ type Job struct {
 	Status                  JobStatus
 	CreatedAt, UpdatedAt    time.Time
 	ErrorMessage            string // set when failed
+	// Seq is the seq of the record that created the job: the erasure fence
+	// its artifact is ingested with (engine.IngestInput.Fence), so an
+	// erasure of the workspace after it keeps the artifact out.
+	Seq uint64
 	// Input is the caller's opaque input, kept only while the job is pending
 	// or processing. It is shared with the store: do not modify it.
 	Input []byte
@@ -42,7 +46,7 @@ type JobInput struct {
 
 func (j *jobState) public() Job {
 	return Job{ID: j.id.String(), TenantID: j.tenantID, Workspace: j.ws, ArtifactID: j.artifact, IdempotencyKey: j.idem,
-		Status: j.status, CreatedAt: fromMicros(j.created), UpdatedAt: fromMicros(j.updated), ErrorMessage: j.errMsg, Input: j.input}
+		Status: j.status, CreatedAt: fromMicros(j.created), UpdatedAt: fromMicros(j.updated), ErrorMessage: j.errMsg, Seq: j.seq, Input: j.input}
 }
 
 // CreateJobs creates one pending job per input, all in one record, and
@@ -56,6 +60,9 @@ func (s *Store) CreateJobs(tenantID, ws string, in []JobInput) ([]Job, error) {
 	}
 	if _, ok := s.Tenant(tenantID); !ok {
 		return nil, ErrNotFound
+	}
+	if err := s.checkBacklog(tenantID, in); err != nil {
+		return nil, err
 	}
 	r := jobsCreateRec{tenantID: tenantID, ws: ws, created: micros(s.now())}
 	for _, x := range in {
@@ -71,10 +78,16 @@ func (s *Store) CreateJobs(tenantID, ws string, in []JobInput) ([]Job, error) {
 	if err := s.append(kindJob, encodeJobsCreate(r)); err != nil {
 		return nil, err
 	}
+	var seq uint64 // the record's: applied before append returned
+	s.mu.RLock()
+	if j := s.st.jobs[r.jobs[0].id]; j != nil {
+		seq = j.seq
+	}
+	s.mu.RUnlock()
 	out := make([]Job, len(r.jobs))
 	for i, j := range r.jobs {
 		out[i] = Job{ID: j.id.String(), TenantID: tenantID, Workspace: ws, ArtifactID: j.artifact, IdempotencyKey: j.idem,
-			Status: StatusPending, CreatedAt: fromMicros(r.created), UpdatedAt: fromMicros(r.created), Input: j.input}
+			Status: StatusPending, CreatedAt: fromMicros(r.created), UpdatedAt: fromMicros(r.created), Seq: seq, Input: j.input}
 	}
 	return out, nil
 }
@@ -166,13 +179,26 @@ func (s *Store) Unfinished() []Job {
 	return out
 }
 
-// EraseWorkspaceJobs removes every job of the workspace, as part of its
-// erasure. A workspace without jobs writes no record.
-func (s *Store) EraseWorkspaceJobs(tenantID, ws string) error {
+// ErasedMessage is the error message of a job cancelled by the erasure of
+// its workspace.
+const ErasedMessage = "workspace erased"
+
+// EraseWorkspaceJobs ends, as part of a workspace's erasure, every unfinished
+// job of the workspace created before fence (the erase record's seq, see
+// engine.EraseResult.Seq): they become failed with ErasedMessage and drop
+// their input, so clients polling them see a final status. Jobs created
+// after the erasure are not touched: their artifacts go into the workspace
+// as it is now. The engine refuses the artifact of a cancelled job that a
+// worker was indexing at that moment (engine.ErrWorkspaceErased), so none
+// reappears. A workspace without such jobs writes no record.
+func (s *Store) EraseWorkspaceJobs(tenantID, ws string, fence uint64) error {
+	if fence == 0 {
+		return &InvalidError{Field: "fence", Reason: "must be the erase record's seq, not 0"}
+	}
 	s.mu.RLock()
 	found := false
-	for _, j := range s.st.jobs {
-		if j.tenantID == tenantID && j.ws == ws {
+	for _, j := range s.st.unfinished {
+		if j.tenantID == tenantID && j.ws == ws && j.seq < fence {
 			found = true
 			break
 		}
@@ -181,5 +207,5 @@ func (s *Store) EraseWorkspaceJobs(tenantID, ws string) error {
 	if !found {
 		return nil
 	}
-	return s.append(kindJob, encodeEraseJobs(tenantID, ws))
+	return s.append(kindJob, encodeCancelJobs(cancelJobsRec{tenantID: tenantID, ws: ws, fence: fence, at: micros(s.now())}))
 }

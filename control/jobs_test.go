@@ -110,30 +110,42 @@ func TestJobsLifecycle(t *testing.T) {
 		}
 	}
 
-	// Erasure removes the workspace's jobs, and only those.
-	if err := s.EraseWorkspaceJobs(tn.ID, "ws-1"); err != nil {
+	if batch1[0].Seq == 0 || batch1[0].Seq != batch1[2].Seq || batch2[0].Seq <= batch1[0].Seq {
+		t.Fatalf("creation seqs %d, %d, %d", batch1[0].Seq, batch1[2].Seq, batch2[0].Seq)
+	}
+
+	// Erasure ends the workspace's unfinished jobs created before the fence
+	// (the erase record's seq), and only those: a job created after it and
+	// other workspaces' jobs go on; finished jobs keep their status.
+	fence := e.seq + 1
+	late, err := s.CreateJobs(tn.ID, "ws-1", []JobInput{{ArtifactID: newUUID(t), Input: []byte("late")}})
+	if err != nil || late[0].Seq != fence {
+		t.Fatalf("late job: %+v, %v", late, err)
+	}
+	if err := s.EraseWorkspaceJobs(tn.ID, "ws-1", fence); err != nil {
 		t.Fatal(err)
 	}
 	n = len(e.records())
-	if err := s.EraseWorkspaceJobs(tn.ID, "ws-1"); err != nil || len(e.records()) != n {
-		t.Fatalf("erasing a workspace without jobs: %v, %d records", err, len(e.records())-n)
+	if err := s.EraseWorkspaceJobs(tn.ID, "ws-1", fence); err != nil || len(e.records()) != n {
+		t.Fatalf("erasing a workspace without unfinished jobs: %v, %d records", err, len(e.records())-n)
 	}
-	for _, j := range batch1 {
-		if _, ok := s.Job(tn.ID, j.ID); ok {
-			t.Fatalf("job %s survives erasure", j.ID)
+	if err := s.EraseWorkspaceJobs(tn.ID, "ws-1", 0); err == nil {
+		t.Fatal("fence 0 accepted")
+	}
+	wantStatus := map[string]string{batch1[0].ID: "done ", batch1[1].ID: "failed " + ErasedMessage, batch1[2].ID: "failed bad payload"}
+	for name, st := range map[string]*Store{"live": s, "replayed": replay(t, e.records())} {
+		for id, want := range wantStatus {
+			j, ok := st.Job(tn.ID, id)
+			if got := string(j.Status) + " " + j.ErrorMessage; !ok || got != want || j.Input != nil {
+				t.Fatalf("%s: job %s after erasure: %q (found %v, input %q), want %q", name, id, got, ok, j.Input, want)
+			}
+		}
+		if got := jobIDs(st.Unfinished()); !slices.Equal(got, []string{batch2[0].ID, late[0].ID}) {
+			t.Fatalf("%s: Unfinished after erasure = %v", name, got)
 		}
 	}
-	if _, ok := s.JobByArtifact(tn.ID, in[0].ArtifactID); ok {
-		t.Fatal("erased job found by artifact")
-	}
-	if err := s.SetJobStatus(batch1[1].ID, StatusDone, ""); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("status of an erased job: %v", err)
-	}
-	if got := jobIDs(s.Unfinished()); !slices.Equal(got, []string{batch2[0].ID}) {
-		t.Fatalf("Unfinished after erasure = %v", got)
-	}
-	if got := jobIDs(replay(t, e.records()).Unfinished()); !slices.Equal(got, []string{batch2[0].ID}) {
-		t.Fatalf("replayed Unfinished after erasure = %v", got)
+	if err := s.SetJobStatus(batch1[1].ID, StatusDone, ""); !errors.Is(err, ErrJobFinished) {
+		t.Fatalf("status of a cancelled job: %v", err)
 	}
 }
 
@@ -164,7 +176,7 @@ func TestCreateJobsValidation(t *testing.T) {
 
 // TestRaceWithErasure applies a status change of a job whose workspace was
 // erased in between, as a worker racing an erasure would: it is moot, not an
-// error.
+// error, and the job stays cancelled.
 func TestRaceWithErasure(t *testing.T) {
 	s, e := newTestStore(t)
 	jobs, err := s.CreateJobs(DefaultTenant, "ws", []JobInput{{ArtifactID: newUUID(t)}})
@@ -172,13 +184,13 @@ func TestRaceWithErasure(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uuid.MustParse(jobs[0].ID)
-	if err := s.EraseWorkspaceJobs(DefaultTenant, "ws"); err != nil {
+	if err := s.EraseWorkspaceJobs(DefaultTenant, "ws", jobs[0].Seq+1); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.append(kindJob, encodeStatus(statusRec{jobID: id, status: StatusDone, at: 1})); err != nil {
 		t.Fatalf("status after erasure: %v", err)
 	}
-	if _, ok := s.Job(DefaultTenant, jobs[0].ID); ok {
-		t.Fatal("erased job reappeared")
+	if j, ok := s.Job(DefaultTenant, jobs[0].ID); !ok || j.Status != StatusFailed || j.ErrorMessage != ErasedMessage {
+		t.Fatalf("cancelled job after a late status: %+v, %v", j, ok)
 	}
 }

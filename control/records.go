@@ -31,7 +31,9 @@ const (
 
 	opJobsCreate byte = 1
 	opJobStatus  byte = 2
-	opJobsErase  byte = 3
+	opJobsErase  byte = 3 // retired form (before erasure fences): removes every job of the workspace
+	opJobsCancel byte = 4 // a workspace erased: its jobs accepted before the erasure end failed
+	opJobsExpire byte = 5 // finished jobs past their retention removed
 
 	opWorkspaceClaim   byte = 1
 	opWorkspaceRelease byte = 2
@@ -71,8 +73,14 @@ type (
 		at     int64
 		errMsg string
 	}
-	eraseJobsRec struct{ tenantID, ws string }
-	workspaceRec struct {
+	eraseJobsRec  struct{ tenantID, ws string }
+	cancelJobsRec struct {
+		tenantID, ws string
+		fence        uint64 // the erase record's seq: jobs created before it are cancelled
+		at           int64
+	}
+	expireJobsRec struct{ ids []uuid.UUID } // in creation order
+	workspaceRec  struct {
 		release      bool
 		tenantID, ws string
 	}
@@ -150,8 +158,18 @@ func encodeStatus(r statusRec) []byte {
 	return appendString(b, r.errMsg)
 }
 
-func encodeEraseJobs(tenantID, ws string) []byte {
-	return appendString(appendString(header(opJobsErase), tenantID), ws)
+func encodeCancelJobs(r cancelJobsRec) []byte {
+	b := appendString(appendString(header(opJobsCancel), r.tenantID), r.ws)
+	b = binary.AppendUvarint(b, r.fence)
+	return binary.AppendVarint(b, r.at)
+}
+
+func encodeExpireJobs(r expireJobsRec) []byte {
+	b := binary.AppendUvarint(header(opJobsExpire), uint64(len(r.ids)))
+	for _, id := range r.ids {
+		b = append(b, id[:]...)
+	}
+	return b
 }
 
 func encodeWorkspace(release bool, tenantID, ws string) []byte {
@@ -239,6 +257,27 @@ func decodeRecord(kind uint8, payload []byte) (any, error) {
 		rec = r
 	case kind == kindJob && op == opJobsErase:
 		rec = eraseJobsRec{tenantID: d.str("tenant id"), ws: d.str("workspace")}
+	case kind == kindJob && op == opJobsCancel:
+		r := cancelJobsRec{tenantID: d.str("tenant id"), ws: d.str("workspace")}
+		at := d.off
+		r.fence = d.uvarint("fence")
+		if d.err == nil && r.fence == 0 {
+			d.fail("fence", at, "fence 0")
+		}
+		r.at = d.varint("updated at")
+		d.check("workspace", validWorkspace(r.ws))
+		d.check("updated at", validTimeErr(r.at))
+		rec = r
+	case kind == kindJob && op == opJobsExpire:
+		n := d.count("job count", 16)
+		if d.err == nil && n == 0 {
+			d.fail("job count", d.off, "no jobs")
+		}
+		r := expireJobsRec{ids: make([]uuid.UUID, 0, n)}
+		for i := 0; i < n && d.err == nil; i++ {
+			r.ids = append(r.ids, d.uuid("job id"))
+		}
+		rec = r
 	case kind == kindWorkspace && (op == opWorkspaceClaim || op == opWorkspaceRelease):
 		r := workspaceRec{release: op == opWorkspaceRelease, tenantID: d.str("tenant id"), ws: d.str("workspace")}
 		d.check("workspace", validWorkspace(r.ws))

@@ -57,7 +57,7 @@ func workload(t testing.TB, seed uint64, steps int) (*Store, *fakeEngine) {
 			ws := fmt.Sprint("ws-", rng.IntN(4))
 			if rng.IntN(4) == 0 {
 				tn := pick(tenants)
-				s.EraseWorkspaceJobs(tn, ws)
+				s.EraseWorkspaceJobs(tn, ws, ^uint64(0)) // every job so far
 				s.ReleaseWorkspace(tn, ws)
 			} else {
 				s.ClaimWorkspace(pick(tenants), ws)
@@ -77,6 +77,12 @@ func workload(t testing.TB, seed uint64, steps int) (*Store, *fakeEngine) {
 				statuses := []JobStatus{StatusProcessing, StatusDone, StatusFailed}
 				s.SetJobStatus(jobs[rng.IntN(len(jobs))].ID, statuses[rng.IntN(3)], "boom") // may be finished or erased
 			}
+			if rng.IntN(4) == 0 { // keep only the newest few finished jobs per tenant
+				s.SetJobRetention(JobRetention{MaxFinished: 1 + rng.IntN(3)})
+				if _, err := s.ExpireJobs(); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 	if err := s.FlushUsage(); err != nil {
@@ -94,6 +100,7 @@ func TestSnapshotReplayEquivalence(t *testing.T) {
 		s, e := workload(t, seed, 400)
 		recs := e.records()
 		want := s.SnapshotControl()
+		wantPayloads, _, _ := s.SnapshotPayloads()
 		if full := replay(t, recs).SnapshotControl(); !bytes.Equal(full, want) {
 			t.Fatalf("seed %d: replay from empty differs from the live state", seed)
 		}
@@ -111,6 +118,12 @@ func TestSnapshotReplayEquivalence(t *testing.T) {
 			if again := r.SnapshotControl(); !bytes.Equal(again, snap) {
 				t.Fatalf("seed %d cut %d: snapshot does not round-trip", seed, cut)
 			}
+			// The payloads file may be written later than the snapshot.
+			later := cut + rng.IntN(len(recs)-cut+1)
+			payloads, _, _ := replay(t, recs[:later]).SnapshotPayloads()
+			if err := r.RestorePayloads(payloads); err != nil {
+				t.Fatalf("seed %d cut %d: restore payloads of %d: %v", seed, cut, later, err)
+			}
 			for _, rec := range recs {
 				if err := r.ApplyControl(rec.kind, rec.seq, rec.payload); err != nil {
 					t.Fatalf("seed %d cut %d: replay seq %d: %v", seed, cut, rec.seq, err)
@@ -118,6 +131,9 @@ func TestSnapshotReplayEquivalence(t *testing.T) {
 			}
 			if got := r.SnapshotControl(); !bytes.Equal(got, want) {
 				t.Fatalf("seed %d cut %d: snapshot + replay differs from applying everything", seed, cut)
+			}
+			if got, _, _ := r.SnapshotPayloads(); !bytes.Equal(got, wantPayloads) {
+				t.Fatalf("seed %d cut %d (payloads of %d): inputs after restore + replay differ from applying everything", seed, cut, later)
 			}
 		}
 	}

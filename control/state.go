@@ -27,6 +27,28 @@ type state struct {
 	unfinished map[uuid.UUID]*jobState
 	byArtifact map[uuid.UUID]*jobState // latest job of an artifact
 	byIdem     map[idemKey][]*jobState // unfinished jobs of an idempotency key, in creation order
+	// inputsGen changes whenever the set of unfinished jobs' inputs does
+	// (in memory only), so the payloads file is rewritten only then.
+	inputsGen uint64
+	// Per tenant, the unfinished jobs and the bytes of their inputs (in
+	// memory only): CreateJobs bounds the backlog with them.
+	backlog map[string]backlog
+}
+
+type backlog struct {
+	jobs  int
+	bytes int64
+}
+
+func (s *state) addBacklog(j *jobState, jobs int, bytes int64) {
+	b := s.backlog[j.tenantID]
+	b.jobs += jobs
+	b.bytes += bytes
+	if b.jobs == 0 {
+		delete(s.backlog, j.tenantID)
+		return
+	}
+	s.backlog[j.tenantID] = b
 }
 
 type tenantState struct {
@@ -114,6 +136,7 @@ func newState() *state {
 		unfinished: make(map[uuid.UUID]*jobState),
 		byArtifact: make(map[uuid.UUID]*jobState),
 		byIdem:     make(map[idemKey][]*jobState),
+		backlog:    make(map[string]backlog),
 	}
 }
 
@@ -194,6 +217,7 @@ func (s *state) apply(rec any, seq uint64) error {
 			}
 			seen[j.id] = true
 		}
+		s.inputsGen++
 		for i, j := range r.jobs {
 			s.addJob(&jobState{id: j.id, artifact: j.artifact, tenantID: r.tenantID, ws: r.ws, idem: j.idem,
 				status: StatusPending, created: r.created, updated: r.created, seq: seq, idx: i, input: j.input})
@@ -205,12 +229,26 @@ func (s *state) apply(rec any, seq uint64) error {
 		}
 		j.status, j.updated, j.errMsg = r.status, r.at, r.errMsg
 		if j.finished() {
-			j.input = nil
 			s.unindexUnfinished(j)
+			j.input = nil
 		}
 	case eraseJobsRec:
 		for _, j := range s.jobs {
 			if j.tenantID == r.tenantID && j.ws == r.ws {
+				s.removeJob(j)
+			}
+		}
+	case cancelJobsRec:
+		for _, j := range s.unfinished {
+			if j.tenantID == r.tenantID && j.ws == r.ws && j.seq < r.fence {
+				j.status, j.updated, j.errMsg = StatusFailed, r.at, ErasedMessage
+				s.unindexUnfinished(j)
+				j.input = nil
+			}
+		}
+	case expireJobsRec:
+		for _, id := range r.ids {
+			if j := s.jobs[id]; j != nil && j.finished() { // gone or resumed meanwhile: moot
 				s.removeJob(j)
 			}
 		}
@@ -271,6 +309,7 @@ func (s *state) addJob(j *jobState) {
 		return
 	}
 	s.unfinished[j.id] = j
+	s.addBacklog(j, 1, int64(len(j.input)))
 	if j.idem != "" {
 		k := idemKey{j.tenantID, j.ws, j.idem}
 		s.byIdem[k] = append(s.byIdem[k], j)
@@ -278,6 +317,10 @@ func (s *state) addJob(j *jobState) {
 }
 
 func (s *state) unindexUnfinished(j *jobState) {
+	if _, ok := s.unfinished[j.id]; ok {
+		s.inputsGen++
+		s.addBacklog(j, -1, -int64(len(j.input)))
+	}
 	delete(s.unfinished, j.id)
 	if j.idem == "" {
 		return
@@ -302,7 +345,7 @@ func (s *state) removeJob(j *jobState) {
 // encodeSnapshot writes the whole state, every collection sorted, so equal
 // states encode to equal bytes (docs/format/control.md).
 func (s *state) encodeSnapshot() []byte {
-	b := []byte{formatVersion}
+	b := []byte{snapshotVersion}
 	b = binary.AppendUvarint(b, s.seq)
 
 	tenants := sortedValues(s.tenants, func(a, b *tenantState) int { return strings.Compare(a.id, b.id) })
@@ -363,10 +406,16 @@ func (s *state) encodeSnapshot() []byte {
 		b = appendString(b, j.errMsg)
 		b = binary.AppendUvarint(b, j.seq)
 		b = binary.AppendUvarint(b, uint64(j.idx))
-		b = appendBytes(b, j.input)
 	}
 	return b
 }
+
+// Snapshot versions: 2 keeps job inputs out (they are in the payloads
+// file, see SnapshotPayloads); 1, which carried them, is still read.
+const (
+	snapshotVersion           byte = 2
+	snapshotVersionWithInputs byte = 1
+)
 
 const (
 	flagRevoked byte = 1 << 0
@@ -387,8 +436,9 @@ func sortedValues[K comparable, V any](m map[K]V, compare func(a, b V) int) []V 
 // duplicates, every reference resolved.
 func decodeSnapshot(b []byte) (*state, error) {
 	d := &decoder{what: "snapshot", b: b}
-	if v := d.byte("version"); d.err == nil && v != formatVersion {
-		d.fail("version", 0, "unsupported version %d", v)
+	version := d.byte("version")
+	if d.err == nil && version != snapshotVersion && version != snapshotVersionWithInputs {
+		d.fail("version", 0, "unsupported version %d", version)
 	}
 	s := newState()
 	s.seq = d.uvarint("applied seq")
@@ -463,7 +513,7 @@ func decodeSnapshot(b []byte) (*state, error) {
 		s.usage[e.key] = e.c
 	}
 
-	n = d.count("job count", 16+1+1+16+1+1+1+1+1+1+1+1)
+	n = d.count("job count", 16+1+1+16+1+1+1+1+1+1+1)
 	var prevJob *jobState
 	for i := 0; i < n && d.err == nil; i++ {
 		at := d.off
@@ -475,7 +525,9 @@ func decodeSnapshot(b []byte) (*state, error) {
 		j.seq = d.uvarint("creation seq")
 		idx := d.uvarint("creation index")
 		j.idx = int(min(idx, 1<<31))
-		j.input = d.bytes("input")
+		if version == snapshotVersionWithInputs {
+			j.input = d.bytes("input")
+		}
 		switch {
 		case d.err != nil:
 		case j.status == "":

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,7 +139,12 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	// Admission: at most 4 × GOMAXPROCS packs compute at once; the rest wait
 	// their turn in order instead of all sharing the cores, which keeps
 	// the latency of each pack near its CPU time under load.
-	db.packSlots <- struct{}{}
+	// A pack whose ctx ends while it waits (its client has gone, the
+	// server is stopping) gives up its place: abandoned requests must not
+	// make live ones wait behind work nobody will read.
+	if err := db.admitPack(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { <-db.packSlots }()
 	for {
 		db.mu.RLock()
@@ -176,7 +183,7 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	}
 	err = db.storeReceipt(Receipt{ID: receiptID, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
 		PackHash: res.PackHash, Timestamp: db.opts.Now().UTC().UnixMicro(), Confidence: res.Confidence, Abstain: res.Abstain,
-		TotalTokens: res.TotalTokens, Body: body})
+		TotalTokens: res.TotalTokens, Body: body, cites: res.Citations})
 	if err != nil {
 		return nil, err
 	}
@@ -527,4 +534,66 @@ func receiptBody(id uuid.UUID, tenant string, req PackRequest, res *pack.Result,
 	}{id, req.Query, now.Format(time.RFC3339Nano), req.Workspace, req.ActorID, res.Citations, res.ChannelContributions,
 		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
 		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version})
+}
+
+// packCounters counts packs at admission (see PackCounts).
+type packCounters struct {
+	started, cancelled atomic.Uint64
+	waiting            atomic.Int64
+}
+
+// PackCounts says how packs have passed admission since Open.
+type PackCounts struct {
+	Started   uint64 // admitted: computed, or computing now
+	Cancelled uint64 // gave up waiting because their context ended
+	Waiting   int64  // waiting for a slot now
+}
+
+// PackCounts returns the admission counters: operators see abandoned work
+// shed, and tests can wait for a queue state instead of sleeping.
+func (db *DB) PackCounts() PackCounts {
+	return PackCounts{Started: db.packCount.started.Load(), Cancelled: db.packCount.cancelled.Load(),
+		Waiting: db.packCount.waiting.Load()}
+}
+
+// admitPack takes an admission slot, waiting in order while all are busy,
+// unless ctx ends first. The caller releases the slot.
+func (db *DB) admitPack(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		db.packCount.cancelled.Add(1)
+		return fmt.Errorf("engine: context pack not started: %w", err)
+	}
+	select {
+	case db.packSlots <- struct{}{}:
+	default:
+		db.packCount.waiting.Add(1)
+		select {
+		case db.packSlots <- struct{}{}:
+			db.packCount.waiting.Add(-1)
+		case <-ctx.Done():
+			db.packCount.waiting.Add(-1)
+			db.packCount.cancelled.Add(1)
+			return fmt.Errorf("engine: context pack gave up waiting for a slot: %w", ctx.Err())
+		}
+	}
+	db.packCount.started.Add(1)
+	return nil
+}
+
+// ReservePackSlots takes n of the pack admission slots (at most all of
+// them) until release is called, so that packs beyond the rest wait as they
+// would under load. Load tests and tests of the admission queue use it.
+func (db *DB) ReservePackSlots(n int) (release func()) {
+	n = min(n, cap(db.packSlots))
+	for i := 0; i < n; i++ {
+		db.packSlots <- struct{}{}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			for i := 0; i < n; i++ {
+				<-db.packSlots
+			}
+		})
+	}
 }

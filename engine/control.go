@@ -32,6 +32,29 @@ type ControlState interface {
 	RestoreControl(b []byte) error
 }
 
+// ControlPayloads is implemented by a ControlState that keeps bulky
+// payloads (the inputs of pending jobs) out of its snapshot, so that the
+// snapshot rewritten at every flush stays small. The engine stores them in
+// their own file, rewritten only when they changed.
+type ControlPayloads interface {
+	// SnapshotPayloads encodes the payloads and their generation; changed
+	// is false when that generation was last reported to PayloadsWritten.
+	// It may be newer than the snapshot written with it: replay of the
+	// records after the snapshot must reconcile them.
+	SnapshotPayloads() (b []byte, gen uint64, changed bool)
+	// PayloadsWritten reports that generation gen is durable.
+	PayloadsWritten(gen uint64)
+	// RestorePayloads is called once at Open, after RestoreControl and
+	// before replay.
+	RestorePayloads(b []byte) error
+}
+
+// controlPayloadsName is the file holding the latest ControlPayloads.
+const controlPayloadsName = "CONTROL_PAYLOADS"
+
+// controlPayloadsMagic opens the payloads file; framed like CONTROL.
+var controlPayloadsMagic = []byte("LOCICPL")
+
 // MaxControlKind is the highest control record kind: WAL record types 32-47.
 const MaxControlKind = 15
 
@@ -95,9 +118,13 @@ func (db *DB) applyControl(t recordType, seq uint64, payload []byte) error {
 
 // encodeControlFile frames a snapshot: magic, version, CRC-32C of the
 // snapshot, then the snapshot (docs/format/manifest.md § CONTROL).
-func encodeControlFile(snap []byte) []byte {
-	b := make([]byte, 0, len(controlMagic)+1+4+len(snap))
-	b = append(b, controlMagic...)
+func encodeControlFile(snap []byte) []byte { return encodeFramedFile(controlMagic, snap) }
+
+// encodeFramedFile frames a payload as CONTROL and CONTROL_PAYLOADS are:
+// magic, version, CRC-32C of the payload, the payload.
+func encodeFramedFile(magic, snap []byte) []byte {
+	b := make([]byte, 0, len(magic)+1+4+len(snap))
+	b = append(b, magic...)
 	b = append(b, controlVersion)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(snap, castagnoli))
 	return append(b, snap...)
@@ -105,25 +132,35 @@ func encodeControlFile(snap []byte) []byte {
 
 // decodeControlFile checks the framing of a CONTROL file and returns the snapshot.
 func decodeControlFile(path string, b []byte) ([]byte, error) {
-	hdr := len(controlMagic) + 1 + 4
+	return decodeFramedFile(path, controlMagic, b)
+}
+
+// decodeFramedFile checks the framing written by encodeFramedFile.
+func decodeFramedFile(path string, magic, b []byte) ([]byte, error) {
+	hdr := len(magic) + 1 + 4
 	switch {
 	case len(b) < hdr:
 		return nil, fmt.Errorf("%s: %d bytes, shorter than the %d-byte header", path, len(b), hdr)
-	case !bytes.Equal(b[:len(controlMagic)], controlMagic):
+	case !bytes.Equal(b[:len(magic)], magic):
 		return nil, fmt.Errorf("%s: offset 0: bad magic", path)
-	case b[len(controlMagic)] != controlVersion:
-		return nil, fmt.Errorf("%s: offset %d: unsupported version %d", path, len(controlMagic), b[len(controlMagic)])
+	case b[len(magic)] != controlVersion:
+		return nil, fmt.Errorf("%s: offset %d: unsupported version %d", path, len(magic), b[len(magic)])
 	}
 	snap := b[hdr:]
-	if got, want := crc32.Checksum(snap, castagnoli), binary.LittleEndian.Uint32(b[len(controlMagic)+1:]); got != want {
-		return nil, fmt.Errorf("%s: offset %d: checksum mismatch (stored %08x, computed %08x)", path, len(controlMagic)+1, want, got)
+	if got, want := crc32.Checksum(snap, castagnoli), binary.LittleEndian.Uint32(b[len(magic)+1:]); got != want {
+		return nil, fmt.Errorf("%s: offset %d: checksum mismatch (stored %08x, computed %08x)", path, len(magic)+1, want, got)
 	}
 	return snap, nil
 }
 
 // readControlFile returns the stored snapshot, or nil when there is none.
 func readControlFile(dir string) ([]byte, error) {
-	path := filepath.Join(dir, controlName)
+	return readFramedFile(dir, controlName, controlMagic)
+}
+
+// readFramedFile returns a framed file's payload, or nil when there is none.
+func readFramedFile(dir, name string, magic []byte) ([]byte, error) {
+	path := filepath.Join(dir, name)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -131,7 +168,7 @@ func readControlFile(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeControlFile(path, b)
+	return decodeFramedFile(path, magic, b)
 }
 
 // restoreControl loads the control snapshot before WAL replay. Without a
@@ -151,6 +188,17 @@ func (db *DB) restoreControl() error {
 	if err := db.opts.Control.RestoreControl(snap); err != nil {
 		return fmt.Errorf("engine: %s: %w", filepath.Join(db.dir, controlName), err)
 	}
+	if p, ok := db.opts.Control.(ControlPayloads); ok {
+		b, err := readFramedFile(db.dir, controlPayloadsName, controlPayloadsMagic)
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		if b != nil {
+			if err := p.RestorePayloads(b); err != nil {
+				return fmt.Errorf("engine: %s: %w", filepath.Join(db.dir, controlPayloadsName), err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -162,5 +210,14 @@ func (db *DB) writeControlSnapshot(snap []byte) error {
 	if snap == nil {
 		return nil
 	}
-	return writeFileAtomic(db.dir, controlName, encodeControlFile(snap))
+	// The payloads first: they may be newer than the snapshot, never older.
+	if p, ok := db.opts.Control.(ControlPayloads); ok {
+		if b, gen, changed := p.SnapshotPayloads(); changed {
+			if err := writeFileAtomic(db.opts.FS, db.dir, controlPayloadsName, encodeFramedFile(controlPayloadsMagic, b)); err != nil {
+				return err
+			}
+			p.PayloadsWritten(gen)
+		}
+	}
+	return writeFileAtomic(db.opts.FS, db.dir, controlName, encodeControlFile(snap))
 }

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		crashChild(dir, os.Getenv("LOCI_CRASH_ROUND"))
 		return
 	}
+	if dir := os.Getenv(firstFlushChildEnv); dir != "" {
+		firstFlushChild(dir)
+		return
+	}
 	os.Exit(m.Run())
 }
 

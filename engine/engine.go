@@ -24,6 +24,7 @@ import (
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -63,6 +64,17 @@ type Options struct {
 	// jobs), made durable through the WAL and snapshotted at flushes. Nil:
 	// none; a data directory holding control state then refuses to open.
 	Control ControlState
+	// FS is the file system the WAL, segments, manifest and CONTROL are
+	// written through (default vfs.Default, the OS); tests put a strict or
+	// error-injecting one here.
+	FS vfs.FS
+	// ReceiptsPerWorkspace is the receipt retention: each workspace keeps
+	// its newest this many receipts (by seq); older ones are no longer
+	// served and compaction drops them (default DefaultReceiptsPerWorkspace).
+	ReceiptsPerWorkspace int
+	// WALRetryInterval is how often a WAL whose writes failed (a full disk)
+	// checks, while idle, whether it can write again (default 1s).
+	WALRetryInterval time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -77,6 +89,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CompactionMaxBytes <= 0 {
 		o.CompactionMaxBytes = 512 << 20
+	}
+	if o.ReceiptsPerWorkspace <= 0 {
+		o.ReceiptsPerWorkspace = DefaultReceiptsPerWorkspace
 	}
 	if o.TokenCounter == nil {
 		o.TokenCounter = text.O200kBase()
@@ -95,6 +110,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 }
 
@@ -138,6 +156,7 @@ type DB struct {
 	manifest   manifest // last written
 
 	packSlots chan struct{} // see ContextPack: admission of concurrent packs
+	packCount packCounters  // see ContextPack and PackCounts
 
 	// controlSnap is a control snapshot taken at a WAL rotation and not yet
 	// written; no checkpoint may pass that rotation before it is. Guarded by maintMu.
@@ -249,8 +268,14 @@ func (db *DB) embedModel() (string, int) {
 // it: a second process gets an error naming the holder.
 func Open(dir string, opts Options) (*DB, error) {
 	opts.setDefaults()
-	if err := os.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
+	_, statErr := opts.FS.Stat(filepath.Join(dir, segmentDir))
+	if err := opts.FS.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {
 		return nil, fmt.Errorf("engine: create data directory: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) { // its entry must be durable before a segment is
+		if err := syncDir(opts.FS, dir); err != nil {
+			return nil, fmt.Errorf("engine: create data directory: %w", err)
+		}
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -259,7 +284,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
-		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, receipts: newReceiptStore(),
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.packSlots = make(chan struct{}, 4*runtime.GOMAXPROCS(0))
@@ -288,10 +313,15 @@ func (db *DB) recover() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if m == nil {
-		if segs, _ := filepath.Glob(filepath.Join(db.dir, segmentDir, "*.seg")); len(segs) > 0 {
-			return fmt.Errorf("engine: %s has %d segment files but no %s: refusing to start empty over them", db.dir, len(segs), manifestName)
+		if err := checkNoManifest(db.dir); err != nil {
+			return err
 		}
+		// A new data directory gets an empty manifest before anything else,
+		// so that segment files without a manifest only ever mean damage.
 		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
+		if err := writeManifest(db.opts.FS, db.dir, m); err != nil {
+			return fmt.Errorf("engine: create %s: %w", manifestName, err)
+		}
 	}
 	db.manifest = *m
 	for _, t := range m.Tombstones {
@@ -327,7 +357,8 @@ func (db *DB) recover() error {
 	start := time.Now()
 	var replayed int
 	db.wal, err = wal.Open(filepath.Join(db.dir, walDir), m.Checkpoint, m.LastSeq+1, wal.Options{
-		FileSize: db.opts.WALFileSize, Sync: db.opts.Sync, Logger: db.log,
+		FileSize: db.opts.WALFileSize, Sync: db.opts.Sync, Logger: db.log, FS: db.opts.FS,
+		RetryInterval: db.opts.WALRetryInterval,
 	}, func(r wal.Record) error {
 		replayed++
 		return db.apply(recordType(r.Type), r.Seq, r.Payload, nil)
@@ -340,6 +371,27 @@ func (db *DB) recover() error {
 	return nil
 }
 
+// checkNoManifest decides whether a directory without a manifest may be
+// opened as one whose manifest was never written. It may when it has no
+// segment files, or when the first WAL file is still there: the checkpoint
+// never moved past file 1 without a manifest, so the WAL holds everything,
+// and the segment files are leftovers of a first flush interrupted before
+// its manifest (directories made before the empty manifest was written at
+// creation could be left so) and are removed as orphans. Segment files
+// without a manifest or the first WAL file mean a lost manifest: refuse,
+// rather than start empty over them.
+func checkNoManifest(dir string) error {
+	segs, _ := filepath.Glob(filepath.Join(dir, segmentDir, "*.seg"))
+	if len(segs) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, walDir, wal.FileName(1))); err == nil {
+		return nil
+	}
+	return fmt.Errorf("engine: %s has %d segment files but no %s and no %s: the manifest is lost; refusing to start empty over them",
+		dir, len(segs), manifestName, filepath.Join(walDir, wal.FileName(1)))
+}
+
 // removeOrphans deletes segment files the manifest does not list (written by
 // a flush or compaction that crashed before its manifest) and stale temp files.
 func (db *DB) removeOrphans(m *manifest) error {
@@ -348,20 +400,29 @@ func (db *DB) removeOrphans(m *manifest) error {
 		live[segment.FileName(e.ID)] = true
 	}
 	dir := filepath.Join(db.dir, segmentDir)
-	entries, err := os.ReadDir(dir)
+	entries, err := db.opts.FS.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	removed := false
 	for _, e := range entries {
 		if live[e.Name()] || e.IsDir() {
 			continue
 		}
 		db.log.Warn("engine: removing file not listed in manifest", "file", filepath.Join(dir, e.Name()))
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+		if err := db.opts.FS.Remove(filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("engine: remove orphan: %w", err)
 		}
+		removed = true
 	}
-	os.Remove(filepath.Join(db.dir, manifestName+".tmp"))
+	if removed {
+		// An orphan whose removal was lost would only be removed again, but
+		// a segment id is never reused, so a stale file must not linger.
+		if err := syncDir(db.opts.FS, dir); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
+	db.opts.FS.Remove(filepath.Join(db.dir, manifestName+".tmp"))
 	return nil
 }
 
@@ -375,15 +436,23 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		if decoded != nil {
 			ha = decoded.(*headArtifact)
 		} else {
-			a, spans, vecs, err := decodeArtifactRecord(payload)
+			a, spans, vecs, fence, err := decodeFencedArtifactRecord(payload)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
-			ha = &headArtifact{a: a, spans: spans, vecs: vecs}
+			ha = &headArtifact{a: a, spans: spans, vecs: vecs, fence: fence}
 		}
 		ha.a.Seq = seq
 		model, dim := db.embedModel()
 		db.mu.Lock()
+		if db.fencedOut(wsKey{ha.a.Tenant, ha.a.Workspace}, ha.fence) {
+			db.refuseFenced(ha, seq)
+			db.mu.Unlock()
+			if decoded != nil {
+				db.kickMaintenance()
+			}
+			break
+		}
 		db.head.add(ha, model, dim)
 		db.touch(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha.a.Timestamp)
 		over := db.head.bytes >= db.opts.FlushThreshold
@@ -441,9 +510,13 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.mu.Lock()
 		db.receipts.add(r)
 		db.head.receipts = append(db.head.receipts, r)
-		db.head.bytes += int64(len(r.Body) + len(r.Query) + 256)
+		db.head.bytes += r.footprint()
 		db.head.note(seq)
+		over := db.head.bytes >= db.opts.FlushThreshold
 		db.mu.Unlock()
+		if over && decoded != nil { // receipts fill the head like artifacts do
+			db.kickMaintenance()
+		}
 	default:
 		if isControlRecord(t) {
 			return db.applyControl(t, seq, payload)
@@ -469,6 +542,8 @@ func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
 
 // Close waits for in-flight operations, stops background work, syncs the WAL
 // and releases the directory. Acknowledged writes are durable before Close.
+// Close does not flush: a head that could not be flushed (a full disk) stays
+// in the WAL and is replayed at the next Open, so that is no reason to fail.
 func (db *DB) Close() error {
 	db.closing.Store(true)
 	db.stallMu.Lock()
@@ -534,7 +609,11 @@ func (db *DB) leave() {
 // Dir returns the data directory.
 func (db *DB) Dir() string { return db.dir }
 
-// Health reports why the engine cannot serve writes, or nil.
+// Health reports why the engine cannot serve writes, or nil: the WAL's last
+// write failure while writes fail (wrapping the system's error, so
+// errors.Is(err, syscall.ENOSPC) holds for a full disk), or the last failure
+// of background flushing or compaction. Both clear by themselves once a
+// write, or the retried maintenance, succeeds again.
 func (db *DB) Health() error {
 	if err := db.wal.Err(); err != nil {
 		return fmt.Errorf("wal: %w", err)

@@ -22,6 +22,12 @@ type headArtifact struct {
 	spans []artifact.Span
 	vecs  *spanVectors        // nil: no embeddings (embedder unavailable at ingest)
 	terms []invindex.DocTerms // counted terms per span, from prepare until applied
+	// fence is the erasure fence of an artifact stored by an asynchronous
+	// job (0: none): the artifact is refused if its workspace was erased
+	// after this seq. fenced is set when applying refused it, for the
+	// appender to report once its append returns.
+	fence  uint64
+	fenced bool
 }
 
 // headWorkspace is one workspace's part of a head, artifacts in Seq order,

@@ -44,6 +44,11 @@ type IngestInput struct {
 	// already has an artifact with this id, ingest returns it (Replayed), so
 	// a job resumed after a crash never stores its artifact twice.
 	ArtifactID uuid.UUID
+	// Fence, when non-zero, is the seq at which an asynchronous job accepted
+	// the artifact: if the workspace was erased after it, nothing is stored
+	// and ingest returns ErrWorkspaceErased. The fence travels in the WAL
+	// record, so replay refuses the artifact the same way.
+	Fence uint64
 }
 
 // IngestResult says what was stored, or found again by idempotency key.
@@ -125,14 +130,18 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		}
 	}
 
+	if err := db.checkFences(prepared, ins); err != nil {
+		return nil, err
+	}
 	var entries []wal.Entry
 	for i, ha := range prepared {
 		if ha == nil {
 			continue
 		}
+		ha.fence = ins[i].Fence
 		entries = append(entries, wal.Entry{
 			Type:    uint8(recArtifact),
-			Payload: encodeArtifactRecord(nil, ha.a, ha.spans, ha.vecs),
+			Payload: encodeFencedArtifactRecord(nil, ha.fence, ha.a, ha.spans, ha.vecs),
 			Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
 		})
 		results[i] = resultOf(ha.a, ha.spans, false)
@@ -141,6 +150,9 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	if len(entries) > 0 {
 		if _, err := db.wal.Append(entries...); err != nil {
 			return nil, fmt.Errorf("engine: ingest: %w", err)
+		}
+		if anyFenced(prepared) {
+			return nil, ErrWorkspaceErased
 		}
 	}
 	return results, nil
@@ -360,6 +372,35 @@ func validateInput(in *IngestInput) *InvalidError {
 			if err := checkID(fmt.Sprintf("%s[%d]", l.name, i), s, true); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// MaxWorkspaceIDLength bounds a workspace id, in bytes.
+const MaxWorkspaceIDLength = 128
+
+// CheckWorkspaceID is the one rule for workspace ids, which the API checks
+// when data is written to a workspace (ingest): 1 to MaxWorkspaceIDLength bytes
+// of A-Z a-z 0-9 and . _ : @ -, and not "." or "..". A workspace id travels
+// as a URL path segment (DELETE /v1/workspaces/{workspace_id}), so it must
+// never hold '/', a percent sign, a dot segment or a control character, which
+// proxies and routers rewrite. The engine itself stores any id checkID
+// accepts, so workspaces written before the rule stay readable and erasable.
+func CheckWorkspaceID(v string) *InvalidError {
+	const field = "workspace_id"
+	switch {
+	case v == "":
+		return &InvalidError{field, "is required"}
+	case len(v) > MaxWorkspaceIDLength:
+		return &InvalidError{field, fmt.Sprintf("is %d bytes, longer than the limit of %d", len(v), MaxWorkspaceIDLength)}
+	case v == "." || v == "..":
+		return &InvalidError{field, fmt.Sprintf("%q is not allowed (a path dot segment)", v)}
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '@' || c == '-') {
+			return &InvalidError{field, fmt.Sprintf("byte %d (%q) is not allowed; a workspace id is 1 to %d bytes of A-Z a-z 0-9 . _ : @ -", i, c, MaxWorkspaceIDLength)}
 		}
 	}
 	return nil

@@ -2,9 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -215,7 +215,8 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	if h.maxSeq > m.LastSeq {
 		m.LastSeq = h.maxSeq
 	}
-	if err := db.commitManifest(&m, ls); err != nil {
+	committed, err := db.commitManifest(&m, ls)
+	if !committed {
 		return fmt.Errorf("engine: flush: %w", err)
 	}
 	db.mu.Lock()
@@ -230,6 +231,11 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	db.stallMu.Lock()
 	db.flushed.Broadcast()
 	db.stallMu.Unlock()
+	if err != nil {
+		// The manifest is in place but maybe not durable: the WAL files it
+		// checkpoints stay until a later manifest is.
+		return fmt.Errorf("engine: flush: %w", err)
+	}
 	if err := db.wal.RemoveBefore(m.Checkpoint); err != nil {
 		db.log.Warn("engine: removing checkpointed wal files failed; retried at next flush", "err", err)
 	}
@@ -243,17 +249,25 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 	m.NextSegmentID++
 	db.manifest.NextSegmentID = m.NextSegmentID // never reuse an id, even if this attempt fails
 	dir := filepath.Join(db.dir, segmentDir)
-	info, err := segment.Write(dir, id, data)
+	info, err := segment.WriteFS(db.opts.FS, dir, id, data)
 	if err != nil {
 		return nil, err
 	}
-	return openLiveSegment(filepath.Join(dir, segment.FileName(id)), segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq})
+	path := filepath.Join(dir, segment.FileName(id))
+	ls, err := openLiveSegment(path, segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq})
+	if err != nil {
+		db.opts.FS.Remove(path) // no manifest names it: garbage
+	}
+	return ls, err
 }
 
 // commitManifest writes m with the current tombstones that still hide data.
-// On failure the new segment is closed (its file stays: if the manifest did
-// reach the disk it is referenced; if not, the next Open removes it).
-func (db *DB) commitManifest(m *manifest, added *liveSegment) error {
+// committed says whether m replaced the manifest: if it did not (a full disk,
+// say) the new segment is closed and its file removed, so a retry leaves no
+// garbage. If m replaced it but the directory fsync failed, committed is
+// true and err non-nil: m is in force, but what it made redundant must stay
+// until a later manifest is durable.
+func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, err error) {
 	db.mu.RLock()
 	m.Tombstones = m.Tombstones[:0:0]
 	for k, seq := range db.tombstones {
@@ -264,14 +278,20 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment) error {
 		m.Versions = append(m.Versions, v)
 	}
 	db.mu.RUnlock()
-	if err := writeManifest(db.dir, m); err != nil {
+	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, errRenamedNotSynced) {
 		if added != nil {
 			added.Close()
+			if rerr := db.opts.FS.Remove(added.Path()); rerr != nil {
+				db.log.Warn("engine: removing a segment no manifest names failed; removed at next open", "file", added.Path(), "err", rerr)
+			}
 		}
-		return err
+		return false, err
+	} else if err != nil {
+		db.manifest = *m
+		return true, err
 	}
 	db.manifest = *m
-	return nil
+	return true, nil
 }
 
 // compactLocked merges runs of at least minRun small contiguous segments and
@@ -288,7 +308,8 @@ func (db *DB) compactLocked(minRun int) error {
 				return nil
 			}
 			m := db.manifest // persist the shorter tombstone list
-			return db.commitManifest(&m, nil)
+			_, err := db.commitManifest(&m, nil)
+			return err
 		}
 		if err := db.compactRun(segs, lo, hi); err != nil {
 			return fmt.Errorf("engine: compaction: %w", err)
@@ -305,7 +326,7 @@ func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 				return true
 			}
 		}
-		return false
+		return db.receiptsExpired(s)
 	}
 	for i := 0; i < len(segs); {
 		if segs[i].entry.Size >= db.opts.CompactionMaxBytes {
@@ -355,9 +376,11 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 		entries = append(entries, s.entry)
 	}
 	m.Segments = entries
-	if err := db.commitManifest(&m, ls); err != nil {
+	committed, err := db.commitManifest(&m, ls)
+	if !committed {
 		return err
 	}
+	durable := err == nil
 	db.mu.Lock()
 	live := append([]*liveSegment(nil), db.segments[:lo]...)
 	if ls != nil {
@@ -374,7 +397,10 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 	for _, s := range run {
 		inBytes += s.entry.Size
 		s.Close()
-		if err := os.Remove(s.Path()); err != nil {
+		if !durable { // the old manifest naming them may be what a crash leaves; the next open removes them
+			continue
+		}
+		if err := db.opts.FS.Remove(s.Path()); err != nil {
 			db.log.Warn("engine: removing compacted segment failed", "file", s.Path(), "err", err)
 		}
 	}
@@ -383,7 +409,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 		outBytes = ls.entry.Size
 	}
 	db.log.Info("engine: compacted", "inputs", len(run), "in_bytes", inBytes, "out_bytes", outBytes, "took", time.Since(start).Round(time.Microsecond))
-	return nil
+	return err
 }
 
 // mergeData reads the visible content of a run of segments, workspace by
@@ -516,7 +542,7 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		out = append(out, m.wd)
 	}
 	out = withFeedbackSections(out, events, hidden)
-	return attachReceipts(out, receipts, hidden), nil
+	return attachReceipts(out, db.retainedReceipts(receipts), hidden), nil
 }
 
 // dropSpentTombstones forgets erasures that no longer hide anything: no

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/loci-memory/loci/vfs"
 )
 
 // manifestName is the file that says which segments are live and where WAL
@@ -170,46 +172,51 @@ func readManifest(dir string) (*manifest, error) {
 }
 
 // writeManifest replaces the manifest atomically.
-func writeManifest(dir string, m *manifest) error {
-	return writeFileAtomic(dir, manifestName, m.encode())
+func writeManifest(fsys vfs.FS, dir string, m *manifest) error {
+	return writeFileAtomic(fsys, dir, manifestName, m.encode())
 }
 
+// errRenamedNotSynced marks a failure of writeFileAtomic after the rename:
+// the new content is in place but may not be durable, and the old content
+// is gone, so nothing the new content refers to may be removed.
+var errRenamedNotSynced = errors.New("replaced, but the directory fsync failed")
+
 // writeFileAtomic writes name in dir so that a crash leaves either the old or
-// the new content, never a mix: temp file, fsync, rename, fsync of the directory.
-func writeFileAtomic(dir, name string, data []byte) error {
+// the new content, never a mix: temp file, fsync, rename, fsync of the
+// directory. A failure before the rename (a full disk, say) removes the temp
+// file and leaves the old content; one after it wraps errRenamedNotSynced.
+func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		fsys.Remove(tmp)
 		return err
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return fail(fmt.Errorf("write %s: %w", tmp, err))
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("sync %s: %w", tmp, err)
+		return fail(fmt.Errorf("sync %s: %w", tmp, err))
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
+		return fail(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return err
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fail(err)
 	}
-	return syncDir(dir)
+	if err := syncDir(fsys, dir); err != nil {
+		return fmt.Errorf("%s: %w: %w", filepath.Join(dir, name), errRenamedNotSynced, err)
+	}
+	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func syncDir(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"errors"
-	"github.com/google/uuid"
-	"github.com/loci-memory/loci/artifact"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/vfs"
 )
 
 func sampleManifest() *manifest {
@@ -20,7 +22,7 @@ func sampleManifest() *manifest {
 func TestManifestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	m := sampleManifest()
-	if err := writeManifest(dir, m); err != nil {
+	if err := writeManifest(vfs.Default, dir, m); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readManifest(dir)

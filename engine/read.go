@@ -216,7 +216,8 @@ type EraseResult struct {
 	Artifacts   int
 	Spans       int
 	Receipts    int
-	MarkedSpans int // spans whose feedback state was dropped
+	MarkedSpans int    // spans whose feedback state was dropped
+	Seq         uint64 // the erase record's seq: jobs accepted before it are fenced out (IngestInput.Fence)
 }
 
 // EraseWorkspace makes every artifact and span of a workspace unreadable at
@@ -240,6 +241,7 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 			res.MarkedSpans = len(f.spans)
 		}
 		db.mu.RUnlock()
+		res.Seq = seq
 		db.apply(recEraseWorkspace, seq, nil, k)
 	}})
 	if err != nil {

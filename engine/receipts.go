@@ -3,12 +3,18 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
+	"github.com/klauspost/compress/zstd"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -28,6 +34,66 @@ type Receipt struct {
 	TotalTokens int
 	Body        []byte
 	Seq         uint64 // set when applied
+
+	// packed is Body compressed (zstd), as the record stores it; the engine
+	// keeps only this form in memory. Body is stored without the content
+	// previews of its citations (cuts says where they go): they are the
+	// start of span texts the segments hold, rebuilt when the receipt is read.
+	packed []byte
+	cuts   []previewCut
+	// cites are the pack's citations (ContextPack sets them; not stored),
+	// from which StoreReceipt finds the previews it can leave out.
+	cites []pack.Citation
+}
+
+// previewCut is a content preview left out of a stored receipt body: at is
+// the offset of its placeholder ("") in the stored body, n the preview's
+// length in bytes, a prefix of its span's text.
+type previewCut struct{ at, n int }
+
+// DefaultReceiptsPerWorkspace is the default receipt retention
+// (Options.ReceiptsPerWorkspace).
+const DefaultReceiptsPerWorkspace = 10_000
+
+// receiptVersion is the leading byte of receipt records written now: the
+// body is zstd-compressed. Version 1 (recordVersion), with the body as is,
+// is still read.
+const receiptVersion byte = 2
+
+// The receipt body codec. EncodeAll and DecodeAll are safe for concurrent use.
+var (
+	receiptEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	receiptDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxReceiptBody))
+)
+
+// maxReceiptBody bounds a decompressed receipt body.
+const maxReceiptBody = 64 << 20
+
+// pack compresses r.Body into r.packed (once) and drops r.Body.
+func (r *Receipt) pack() {
+	if r.packed != nil {
+		return // packed already: flushes and compactions only read it
+	}
+	r.packed = receiptEncoder.EncodeAll(r.Body, make([]byte, 0, len(r.Body)/3))
+	r.Body = nil
+}
+
+// unpack returns the receipt's body, decompressed.
+func (r *Receipt) unpack() ([]byte, error) {
+	if r.packed == nil {
+		return bytes.Clone(r.Body), nil
+	}
+	b, err := receiptDecoder.DecodeAll(r.packed, nil)
+	if err != nil {
+		return nil, fmt.Errorf("receipt %s: body: %w", r.ID, err)
+	}
+	return b, nil
+}
+
+// footprint approximates what a receipt in the head costs in memory; it
+// counts toward the flush threshold.
+func (r *Receipt) footprint() int64 {
+	return int64(len(r.packed) + len(r.Body) + len(r.Query) + len(r.ActorID) + len(r.PackHash) + 256)
 }
 
 // ReceiptPage is one page of a workspace's receipts, newest first.
@@ -36,11 +102,14 @@ type ReceiptPage struct {
 	Total    int
 }
 
-// encodeReceiptRecord: version | 16 id | tenant | workspace | query | actor |
-// pack hash | varint timestamp | f64 confidence | abstain byte | uvarint
-// total tokens | body (uvarint length + bytes).
+// encodeReceiptRecord: version 2 | 16 id | tenant | workspace | query |
+// actor | pack hash | varint timestamp | f64 confidence | abstain byte |
+// uvarint total tokens | uvarint cut count | per cut uvarint offset (from
+// the previous cut's offset) and uvarint length | body compressed with zstd
+// (uvarint length + bytes). It packs r first.
 func encodeReceiptRecord(r *Receipt) []byte {
-	b := []byte{recordVersion}
+	r.pack()
+	b := []byte{receiptVersion}
 	b = append(b, r.ID[:]...)
 	for _, s := range []string{r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash} {
 		b = appendString(b, s)
@@ -53,15 +122,31 @@ func encodeReceiptRecord(r *Receipt) []byte {
 	}
 	b = append(b, abstain)
 	b = binary.AppendUvarint(b, uint64(r.TotalTokens))
-	b = binary.AppendUvarint(b, uint64(len(r.Body)))
-	return append(b, r.Body...)
+	b = binary.AppendUvarint(b, uint64(len(r.cuts)))
+	prev := 0
+	for _, c := range r.cuts {
+		b = binary.AppendUvarint(b, uint64(c.at-prev))
+		b = binary.AppendUvarint(b, uint64(c.n))
+		prev = c.at
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.packed)))
+	return append(b, r.packed...)
 }
 
-// decodeReceiptRecord decodes a receipt; withBody false skips copying the body.
+// decodeReceiptRecord decodes a receipt of either version, its body packed
+// (version 1 bodies are compressed here); withBody false leaves the body
+// out. The compressed body is checked only when it is read (unpack).
 func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	return decodeReceipt(b, withBody, true)
+}
+
+// decodeReceipt is decodeReceiptRecord; with clone false the compressed
+// body aliases b.
+func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
+	if len(b) == 0 || b[0] != recordVersion && b[0] != receiptVersion {
 		return nil, fmt.Errorf("receipt record: unsupported version")
 	}
+	version := b[0]
 	d := decoder{b: b[1:]}
 	r := &Receipt{}
 	r.ID = d.uuid()
@@ -82,8 +167,33 @@ func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
 		d.b, d.read = d.b[9:], d.read+9
 	}
 	r.TotalTokens = int(d.uvarint())
-	if body := d.bytes(); withBody {
-		r.Body = bytes.Clone(body)
+	if version == receiptVersion {
+		n := d.uvarint()
+		if d.err == nil && n > uint64(len(d.b))/2 {
+			d.fail("bad preview cut count")
+		}
+		at := 0
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			delta, length := d.uvarint(), d.uvarint()
+			if delta > maxReceiptBody || length > maxReceiptBody || i > 0 && delta < 2 {
+				d.fail("bad preview cut")
+			}
+			at += int(delta)
+			if withBody {
+				r.cuts = append(r.cuts, previewCut{at: at, n: int(length)})
+			}
+		}
+	}
+	if body := d.bytes(); withBody && d.err == nil {
+		if version == receiptVersion {
+			r.packed = body
+			if clone {
+				r.packed = bytes.Clone(body)
+			}
+		} else {
+			r.Body = body
+			r.pack()
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
@@ -98,6 +208,9 @@ func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
 // sequence order: u32 count, then per receipt u64 seq, u32 length and the
 // receipt in the WAL record encoding (type 17), then count u32 row numbers
 // ordering the receipts by id, for lookup.
+//
+// Receipts are in the record encoding, so a compacted section copies their
+// compressed bodies without recompressing them.
 func encodeReceiptSection(rs []*Receipt) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(rs)))
 	for _, r := range rs {
@@ -114,6 +227,9 @@ func encodeReceiptSection(rs []*Receipt) []byte {
 	return b
 }
 
+// decodeReceiptSection decodes a RECEIPTS section. The receipts' compressed
+// bodies alias b: a compaction copies them into its output while its input
+// segments are still mapped, without holding a second copy of every body.
 func decodeReceiptSection(b []byte) ([]*Receipt, error) {
 	rows, err := receiptRows(b)
 	if err != nil {
@@ -121,7 +237,7 @@ func decodeReceiptSection(b []byte) ([]*Receipt, error) {
 	}
 	out := make([]*Receipt, len(rows))
 	for i, row := range rows {
-		if out[i], err = decodeReceiptRecord(b[row.off:row.off+row.len], true); err != nil {
+		if out[i], err = decodeReceipt(b[row.off:row.off+row.len], true, false); err != nil {
 			return nil, fmt.Errorf("receipts section: receipt %d: %w", i, err)
 		}
 		out[i].Seq = row.seq
@@ -137,38 +253,67 @@ func decodeReceiptSection(b []byte) ([]*Receipt, error) {
 }
 
 // receiptStore indexes every live receipt: per workspace in sequence order
-// and by id. A receipt still in the head keeps its body in memory; one in a
-// segment keeps only its summary here and its location in the mapped
-// RECEIPTS section, moved to the new segment by flushes and compactions.
+// and by id. A receipt still in the head keeps its compressed body in
+// memory; one in a segment keeps only its summary here and its location in
+// the mapped RECEIPTS section, moved to the new segment by flushes and
+// compactions.
+//
+// Retention: a workspace keeps its newest keep receipts. The rule is a pure
+// function of the receipts stored, which recovery presents in seq order as
+// the live path did (segments in order, then the WAL), so the receipts kept
+// after a restart are exactly those kept before it. Expired receipts form a
+// prefix by seq: floor is the seq of the oldest one kept, and compaction
+// drops the older ones from segments (see receiptsExpired).
 type receiptStore struct {
-	byWS map[wsKey][]*storedReceipt
-	byID map[uuid.UUID]*storedReceipt
+	byWS  map[wsKey][]*storedReceipt
+	byID  map[uuid.UUID]*storedReceipt
+	floor map[wsKey]uint64
+	keep  int
 }
 
 type storedReceipt struct {
-	Receipt               // Body is nil while the receipt lives in a segment
+	Receipt               // packed is nil while the receipt lives in a segment
 	seg      *liveSegment // the segment holding it, or nil (head)
 	ws       int          // workspace index in seg
 	off, len int          // the record's bytes in the RECEIPTS section
 }
 
-func newReceiptStore() *receiptStore {
-	return &receiptStore{byWS: map[wsKey][]*storedReceipt{}, byID: map[uuid.UUID]*storedReceipt{}}
+func newReceiptStore(keep int) *receiptStore {
+	return &receiptStore{byWS: map[wsKey][]*storedReceipt{}, byID: map[uuid.UUID]*storedReceipt{}, floor: map[wsKey]uint64{}, keep: keep}
 }
 
-// add indexes a receipt applied from the WAL (body in memory).
+// add indexes a receipt applied from the WAL (compressed body in memory).
 func (s *receiptStore) add(r *Receipt) {
 	if _, dup := s.byID[r.ID]; dup {
 		return
 	}
 	sr := &storedReceipt{Receipt: *r}
-	k := wsKey{r.Tenant, r.Workspace}
-	s.byWS[k] = append(s.byWS[k], sr)
-	s.byID[r.ID] = sr
+	sr.Body = nil
+	s.insert(sr)
 }
+
+// insert appends a receipt newer than every receipt of its workspace and
+// applies the retention.
+func (s *receiptStore) insert(sr *storedReceipt) {
+	k := wsKey{sr.Tenant, sr.Workspace}
+	list := append(s.byWS[k], sr)
+	s.byID[sr.ID] = sr
+	if over := len(list) - s.keep; over > 0 {
+		for _, old := range list[:over] {
+			delete(s.byID, old.ID)
+		}
+		list = append(list[:0:0], list[over:]...) // let the expired ones go
+		s.floor[k] = list[0].Seq
+	}
+	s.byWS[k] = list
+}
+
+// expired reports whether retention has dropped the receipt of workspace k at seq.
+func (s *receiptStore) expired(k wsKey, seq uint64) bool { return seq < s.floor[k] }
 
 // place points the receipts of a segment's RECEIPTS sections at it, adding
 // the ones not indexed yet (recovery) and dropping their in-memory bodies.
+// Receipts the retention dropped are left out.
 func (s *receiptStore) place(ls *liveSegment) error {
 	for wi := range ls.Workspaces() {
 		b, ok := ls.Section(wi, segment.KindReceipts)
@@ -185,14 +330,22 @@ func (s *receiptStore) place(ls *liveSegment) error {
 				return fmt.Errorf("segment %s: workspace %d: %w", ls.Path(), wi, err)
 			}
 			r.Seq = row.seq
+			k := wsKey{r.Tenant, r.Workspace}
+			if s.expired(k, r.Seq) {
+				continue
+			}
 			sr := s.byID[r.ID]
 			if sr == nil {
+				if l := s.byWS[k]; len(l) > 0 && l[len(l)-1].Seq >= r.Seq {
+					continue // erased meanwhile (a tombstone hides it), or out of order
+				}
 				sr = &storedReceipt{Receipt: *r}
-				k := wsKey{r.Tenant, r.Workspace}
-				s.byWS[k] = append(s.byWS[k], sr)
-				s.byID[r.ID] = sr
+				s.insert(sr)
+				if s.byID[r.ID] != sr {
+					continue
+				}
 			}
-			sr.Body, sr.seg, sr.ws, sr.off, sr.len = nil, ls, wi, row.off, row.len
+			sr.Body, sr.packed, sr.cuts, sr.seg, sr.ws, sr.off, sr.len = nil, nil, nil, ls, wi, row.off, row.len
 		}
 	}
 	return nil
@@ -203,22 +356,36 @@ func (s *receiptStore) erase(k wsKey) {
 		delete(s.byID, r.ID)
 	}
 	delete(s.byWS, k)
+	delete(s.floor, k)
 }
 
-// body returns a receipt's body. Callers hold mu (segments stay mapped).
+// body returns a receipt's body as stored: without the content previews
+// that restorePreviews puts back. Callers hold mu (segments stay mapped).
 func (sr *storedReceipt) body() ([]byte, error) {
+	b, _, err := sr.stored()
+	return b, err
+}
+
+// stored returns a receipt's stored body and where its previews go.
+// Callers hold mu.
+func (sr *storedReceipt) stored() ([]byte, []previewCut, error) {
 	if sr.seg == nil {
-		return bytes.Clone(sr.Body), nil
+		b, err := sr.unpack()
+		return b, sr.cuts, err
 	}
 	b, ok := sr.seg.Section(sr.ws, segment.KindReceipts)
 	if !ok || sr.off+sr.len > len(b) {
-		return nil, fmt.Errorf("segment %s: receipt %s: section missing", sr.seg.Path(), sr.ID)
+		return nil, nil, fmt.Errorf("segment %s: receipt %s: section missing", sr.seg.Path(), sr.ID)
 	}
 	r, err := decodeReceiptRecord(b[sr.off:sr.off+sr.len], true)
 	if err != nil {
-		return nil, fmt.Errorf("segment %s: %w", sr.seg.Path(), err)
+		return nil, nil, fmt.Errorf("segment %s: %w", sr.seg.Path(), err)
 	}
-	return r.Body, nil
+	body, err := r.unpack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("segment %s: %w", sr.seg.Path(), err)
+	}
+	return body, r.cuts, nil
 }
 
 // receiptRows checks a RECEIPTS section's framing and returns its rows.
@@ -300,7 +467,10 @@ func (db *DB) storeReceipt(r Receipt) error {
 		return nil
 	}
 	rec := r
-	rec.Body = bytes.Clone(r.Body)
+	rec.packed, rec.cuts = nil, nil
+	rec.Body, rec.cuts = stripPreviews(r.Body, r.cites)
+	rec.cites = nil
+	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
 	_, err := db.wal.Append(wal.Entry{Type: uint8(recReceipt), Payload: encodeReceiptRecord(&rec),
 		Apply: func(seq uint64) { db.apply(recReceipt, seq, nil, &rec) }})
 	if err != nil {
@@ -323,11 +493,14 @@ func (db *DB) GetReceipt(tenant string, id uuid.UUID) (Receipt, error) {
 		return Receipt{}, ErrNotFound
 	}
 	out := sr.Receipt
-	body, err := sr.body()
-	if err != nil {
-		return Receipt{}, fmt.Errorf("engine: %w", err)
+	body, cuts, err := sr.stored()
+	if err == nil {
+		body, err = db.restorePreviews(tenant, body, cuts)
 	}
-	out.Body = body
+	if err != nil {
+		return Receipt{}, fmt.Errorf("engine: receipt %s: %w", id, err)
+	}
+	out.Body, out.packed, out.cuts = body, nil, nil
 	return out, nil
 }
 
@@ -357,12 +530,18 @@ func (db *DB) ListReceipts(tenant, ws, packHash string, offset, limit int) (Rece
 	return page, nil
 }
 
-// receiptSections groups receipts per workspace in order, leaving out erased ones.
+// receiptSections groups receipts per workspace in order, leaving out erased
+// ones. A receipt id stored again after the retention dropped it appears
+// twice: only the newest is kept, so a section never repeats an id.
 func receiptSections(rs []*Receipt, hidden func(wsKey, uint64) bool) map[wsKey][]*Receipt {
+	newest := make(map[uuid.UUID]uint64, len(rs))
+	for _, r := range rs {
+		newest[r.ID] = max(newest[r.ID], r.Seq)
+	}
 	out := map[wsKey][]*Receipt{}
 	for _, r := range rs {
 		k := wsKey{r.Tenant, r.Workspace}
-		if !hidden(k, r.Seq) {
+		if !hidden(k, r.Seq) && newest[r.ID] == r.Seq {
 			out[k] = append(out[k], r)
 		}
 	}
@@ -397,4 +576,168 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// retainedReceipts leaves out the receipts the retention dropped, for a
+// compaction's output.
+func (db *DB) retainedReceipts(rs []*Receipt) []*Receipt {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return slices.DeleteFunc(rs, func(r *Receipt) bool { return db.receipts.expired(wsKey{r.Tenant, r.Workspace}, r.Seq) })
+}
+
+// receiptsExpired reports whether expired receipts take enough of segment s
+// to rewrite it on their own: at least half its bytes, or
+// expiredRewriteBytes. Smaller amounts go when the segment is merged anyway.
+// Callers hold mu.
+func (db *DB) receiptsExpired(s *liveSegment) bool {
+	var dead int64
+	for wi, w := range s.Workspaces() {
+		k := wsKey{w.Tenant, w.Workspace}
+		b, ok := s.Section(wi, segment.KindReceipts)
+		if !ok || len(b) < 12 || !db.receipts.expired(k, binary.LittleEndian.Uint64(b[4:])) {
+			continue // no receipts, or the oldest is kept: so are the others
+		}
+		frames, _, err := readSeqFrames(b, "receipts section")
+		if err != nil {
+			return true // a rewrite reports the damage
+		}
+		for _, f := range frames {
+			if !db.receipts.expired(k, f.seq) {
+				break
+			}
+			dead += int64(12 + f.len)
+		}
+	}
+	return dead > 0 && (2*dead >= s.entry.Size || dead >= expiredRewriteBytes)
+}
+
+// expiredRewriteBytes: expired receipts this large justify rewriting a
+// segment whatever its size.
+const expiredRewriteBytes = 64 << 20
+
+// ReceiptStats returns how many receipts are kept, across workspaces, and
+// the bytes of their stored records (compressed bodies included).
+func (db *DB) ReceiptStats() (n int, bytes int64) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	for _, sr := range db.receipts.byID {
+		if sr.seg != nil {
+			bytes += int64(sr.len)
+		} else {
+			// The record's fixed fields take at most 40 bytes besides these.
+			bytes += int64(len(sr.packed) + len(sr.Tenant) + len(sr.Workspace) + len(sr.Query) + len(sr.ActorID) + len(sr.PackHash) + 40)
+		}
+	}
+	return len(db.receipts.byID), bytes
+}
+
+// The content previews of a receipt's citations are the first 160 code
+// points of span texts that the workspace's segments hold, a third of a
+// receipt's compressed size. They are stored as an empty string and a
+// length, and rebuilt from the span when the receipt is read; the span's
+// content hash, kept in the receipt, proves it is the text the pack saw.
+
+// previewKey opens a citation's preview in a receipt body.
+const previewKey = `"content_preview":`
+
+// stripPreviews replaces the preview of each citation in body (in
+// citation order, after "evidence") by "" and returns where they were. A
+// preview it cannot find exactly, or that is not a prefix of its span's
+// text, leaves the body whole: such a receipt is stored as it is.
+func stripPreviews(body []byte, cites []pack.Citation) ([]byte, []previewCut) {
+	at := bytes.Index(body, []byte(`"evidence":[`))
+	if len(cites) == 0 || at < 0 {
+		return body, nil
+	}
+	out := make([]byte, 0, len(body))
+	cuts := make([]previewCut, 0, len(cites))
+	prev := 0
+	for _, c := range cites {
+		val, err := json.Marshal(c.ContentPreview)
+		if err != nil || c.ContentPreview == "" || !strings.HasPrefix(c.Text, c.ContentPreview) {
+			return body, nil
+		}
+		i := bytes.Index(body[at:], append([]byte(previewKey), val...))
+		if i < 0 {
+			return body, nil
+		}
+		i += at + len(previewKey)
+		out = append(out, body[prev:i]...)
+		cuts = append(cuts, previewCut{at: len(out), n: len(c.ContentPreview)})
+		out = append(out, `""`...)
+		prev = i + len(val)
+		at = prev
+	}
+	return append(out, body[prev:]...), cuts
+}
+
+var errPreview = errors.New("content preview cannot be rebuilt")
+
+// restorePreviews puts the previews stripPreviews left out back into a
+// stored body, from the spans of tenant's artifacts. Callers hold mu.
+func (db *DB) restorePreviews(tenant string, stored []byte, cuts []previewCut) ([]byte, error) {
+	if len(cuts) == 0 {
+		return stored, nil
+	}
+	var r struct {
+		Evidence []struct {
+			ArtifactID  uuid.UUID `json:"artifact_id"`
+			SpanID      uuid.UUID `json:"span_id"`
+			ContentHash string    `json:"content_hash"`
+		} `json:"evidence"`
+	}
+	if err := json.Unmarshal(stored, &r); err != nil {
+		return nil, fmt.Errorf("stored body: %w", err)
+	}
+	if len(r.Evidence) != len(cuts) {
+		return nil, fmt.Errorf("%w: %d citations, %d previews", errPreview, len(r.Evidence), len(cuts))
+	}
+	out := make([]byte, 0, len(stored)+len(cuts)*previewBytesHint)
+	prev := 0
+	for i, c := range cuts {
+		e := r.Evidence[i]
+		text, err := db.spanTextLocked(tenant, e.ArtifactID, e.SpanID)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: citation %d: %v", errPreview, i, err)
+		case pack.ContentHash(text) != e.ContentHash || c.n > len(text) || c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""`:
+			return nil, fmt.Errorf("%w: citation %d: span %s does not match", errPreview, i, e.SpanID)
+		}
+		val, err := json.Marshal(text[:c.n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, stored[prev:c.at]...)
+		out = append(out, val...)
+		prev = c.at + 2
+	}
+	return append(out, stored[prev:]...), nil
+}
+
+// previewBytesHint sizes the buffer of a rebuilt receipt body per preview.
+const previewBytesHint = 200
+
+// spanTextLocked returns the text of a span of one of tenant's artifacts.
+// Callers hold mu.
+func (db *DB) spanTextLocked(tenant string, artifactID, spanID uuid.UUID) (string, error) {
+	ha, s, ref, ok := db.locate(tenant, artifactID)
+	if !ok {
+		return "", ErrNotFound
+	}
+	spans := []artifact.Span(nil)
+	if ha != nil {
+		spans = ha.spans
+	} else {
+		var err error
+		if spans, err = s.ArtifactSpans(ref); err != nil {
+			return "", err
+		}
+	}
+	for _, sp := range spans {
+		if sp.ID == spanID {
+			return sp.Text, nil
+		}
+	}
+	return "", ErrNotFound
 }

@@ -76,7 +76,22 @@ type spanVectors struct {
 // LE) and dim int8. Artifact.Seq is not trusted from the payload: the
 // record's WAL seq is the truth.
 func encodeArtifactRecord(dst []byte, a *artifact.Artifact, spans []artifact.Span, vecs *spanVectors) []byte {
-	dst = append(dst, recordVersion)
+	return encodeFencedArtifactRecord(dst, 0, a, spans, vecs)
+}
+
+// fencedArtifactVersion is the leading byte of an artifact record that
+// carries an erasure fence: version 2 | uvarint fence | the version 1 body.
+const fencedArtifactVersion byte = 2
+
+// encodeFencedArtifactRecord is encodeArtifactRecord with an erasure fence
+// (see IngestInput.Fence); fence 0 writes a plain version 1 record.
+func encodeFencedArtifactRecord(dst []byte, fence uint64, a *artifact.Artifact, spans []artifact.Span, vecs *spanVectors) []byte {
+	if fence != 0 {
+		dst = append(dst, fencedArtifactVersion)
+		dst = binary.AppendUvarint(dst, fence)
+	} else {
+		dst = append(dst, recordVersion)
+	}
 	dst = artifact.AppendArtifact(dst, a)
 	dst = binary.AppendUvarint(dst, uint64(len(spans)))
 	for i := range spans {
@@ -128,10 +143,33 @@ func decodeVectorBlock(b []byte, spans int) (*spanVectors, error) {
 }
 
 func decodeArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, *spanVectors, error) {
-	if len(b) == 0 || b[0] != recordVersion {
-		return nil, nil, nil, fmt.Errorf("artifact record: unsupported version")
+	a, spans, vecs, _, err := decodeFencedArtifactRecord(b)
+	return a, spans, vecs, err
+}
+
+// decodeFencedArtifactRecord decodes an artifact record of either version
+// and returns its erasure fence (0: none).
+func decodeFencedArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, *spanVectors, uint64, error) {
+	var fence uint64
+	switch {
+	case len(b) > 0 && b[0] == recordVersion:
+		b = b[1:]
+	case len(b) > 0 && b[0] == fencedArtifactVersion:
+		f, n := binary.Uvarint(b[1:])
+		if n <= 0 || f == 0 {
+			return nil, nil, nil, 0, fmt.Errorf("artifact record: bad erasure fence")
+		}
+		fence, b = f, b[1+n:]
+	default:
+		return nil, nil, nil, 0, fmt.Errorf("artifact record: unsupported version")
 	}
-	b = b[1:]
+	a, spans, vecs, err := decodeArtifactBody(b)
+	return a, spans, vecs, fence, err
+}
+
+// decodeArtifactBody decodes what follows the version (and fence) of an
+// artifact record.
+func decodeArtifactBody(b []byte) (*artifact.Artifact, []artifact.Span, *spanVectors, error) {
 	a, n, err := artifact.DecodeArtifact(b)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("artifact record: %w", err)

@@ -53,14 +53,23 @@ func Verify(dir string) (*VerifyReport, error) {
 		fault("%v", err)
 		return r, nil
 	case m == nil:
+		// Judge it as Open does: refuse what Open refuses, and report as
+		// warnings what Open repairs (the orphans are listed below).
+		if err := checkNoManifest(dir); err != nil {
+			fault("%v", err)
+			return r, nil
+		}
 		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
-		r.Warnings = append(r.Warnings, "no MANIFEST: an empty or never-flushed data directory")
+		r.Warnings = append(r.Warnings, "no MANIFEST: a data directory never flushed, or made before one was written at creation (an empty one is written at next open)")
 	}
 	r.Tombstones = len(m.Tombstones)
 	if snap, err := readControlFile(dir); err != nil {
 		fault("%v", err)
 	} else {
 		r.ControlBytes = len(snap)
+	}
+	if _, err := readFramedFile(dir, controlPayloadsName, controlPayloadsMagic); err != nil {
+		fault("%v", err)
 	}
 	hidden := map[wsKey]uint64{}
 	for _, t := range m.Tombstones {
@@ -162,7 +171,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	entries, _ := os.ReadDir(filepath.Join(dir, segmentDir))
 	for _, e := range entries {
 		if !listed[e.Name()] {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is not listed in the manifest (left by an interrupted flush or compaction; removed at next open)", filepath.Join(dir, segmentDir, e.Name())))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s is not listed in the manifest (left by an interrupted flush or compaction; would be removed at next open)", filepath.Join(dir, segmentDir, e.Name())))
 		}
 	}
 
@@ -242,7 +251,10 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 		var ce *wal.CorruptionError
 		switch {
 		case err == nil:
-		case errors.As(err, &ce) && i == len(live)-1:
+		case errors.As(err, &ce) && i == len(live)-1 && ce.Next == 0:
+			// Damage with nothing valid after it at the end of the last
+			// file is what a crash during a write leaves; open cuts it.
+			// Damage followed by a valid record is a fault: open refuses it.
 			r.Warnings = append(r.Warnings, fmt.Sprintf("%v (torn tail of the last WAL file: unacknowledged, truncated at next open)", err))
 		default:
 			fault("%v", err)

@@ -98,6 +98,10 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusNotFound, "not found")
 	case errors.Is(err, control.ErrWorkspaceQuota):
 		writeError(ctx, fasthttp.StatusForbidden, err.Error())
+	case errors.Is(err, control.ErrJobBacklog):
+		// Nothing was queued: the same request may be sent again.
+		ctx.Response.Header.Set("Retry-After", "1")
+		writeError(ctx, fasthttp.StatusTooManyRequests, "too many unfinished indexing jobs for this tenant: nothing was queued; retry when some are done")
 	case errors.Is(err, engine.ErrClosed):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "the service is shutting down")
 	default:

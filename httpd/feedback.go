@@ -147,7 +147,7 @@ func (s *Server) eraseWorkspace(ctx *fasthttp.RequestCtx, c *call) {
 		s.fail(ctx, err)
 		return
 	}
-	if err := s.ctl.EraseWorkspaceJobs(c.who.tenant, ws); err != nil {
+	if err := s.ctl.EraseWorkspaceJobs(c.who.tenant, ws, res.Seq); err != nil {
 		s.fail(ctx, err)
 		return
 	}

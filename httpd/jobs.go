@@ -3,6 +3,8 @@ package httpd
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
@@ -21,11 +23,30 @@ type jobRunner struct {
 	workers  int
 	stopping bool
 	wg       sync.WaitGroup
+	// The sweeper expires finished jobs past their retention
+	// (control.Store.ExpireJobs) every jobSweepInterval, and sooner after
+	// every sweepAfterFinished finished jobs, so a burst of jobs does not
+	// pile up in memory and in the control snapshot until the next tick.
+	finished  atomic.Uint64
+	sweepKick chan struct{}
+	stopSweep chan struct{}
+	// beforeIngest, when set (tests only, under mu), runs on the worker just
+	// before a job's artifact is ingested, so a test can hold jobs in flight.
+	beforeIngest func(control.Job)
 }
 
+// Job expiry cadence, see jobRunner.
+const (
+	jobSweepInterval   = time.Minute
+	sweepAfterFinished = 256
+)
+
 func newJobRunner(s *Server, workers int) *jobRunner {
-	r := &jobRunner{s: s, queued: map[string]bool{}, workers: max(workers, 0)}
+	r := &jobRunner{s: s, queued: map[string]bool{}, workers: max(workers, 0),
+		sweepKick: make(chan struct{}, 1), stopSweep: make(chan struct{})}
 	r.cond = sync.NewCond(&r.mu)
+	r.wg.Add(1)
+	go r.sweep()
 	for i := 0; i < workers; i++ {
 		r.wg.Add(1)
 		go r.work()
@@ -60,7 +81,26 @@ func (r *jobRunner) stop() {
 	r.stopping = true
 	r.mu.Unlock()
 	r.cond.Broadcast()
+	close(r.stopSweep)
 	r.wg.Wait()
+}
+
+// sweep expires finished jobs until stop.
+func (r *jobRunner) sweep() {
+	defer r.wg.Done()
+	t := time.NewTicker(jobSweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stopSweep:
+			return
+		case <-t.C:
+		case <-r.sweepKick:
+		}
+		if _, err := r.s.ctl.ExpireJobs(); err != nil && !errors.Is(err, engine.ErrClosed) {
+			r.s.log.Error("httpd: expiring finished jobs", "err", err)
+		}
+	}
 }
 
 func (r *jobRunner) work() {
@@ -89,7 +129,7 @@ func (r *jobRunner) work() {
 func (r *jobRunner) run(j control.Job) {
 	s := r.s
 	if err := s.ctl.SetJobStatus(j.ID, control.StatusProcessing, ""); err != nil {
-		if !errors.Is(err, control.ErrNotFound) { // erased with its workspace meanwhile
+		if !jobGone(err) {
 			s.log.Error("httpd: job state", "job", j.ID, "err", err)
 		}
 		return
@@ -100,10 +140,20 @@ func (r *jobRunner) run(j control.Job) {
 		return
 	}
 	in.ArtifactID = j.ArtifactID
+	in.Fence = j.Seq // an erasure of the workspace after the job was accepted keeps its artifact out
+	r.mu.Lock()
+	hook := r.beforeIngest
+	r.mu.Unlock()
+	if hook != nil {
+		hook(j)
+	}
 	res, err := s.db.Ingest(j.TenantID, in)
 	var inv *engine.InvalidError
 	switch {
 	case errors.Is(err, engine.ErrClosed):
+		return
+	case errors.Is(err, engine.ErrWorkspaceErased):
+		r.finish(j, control.StatusFailed, control.ErasedMessage)
 		return
 	case errors.As(err, &inv):
 		r.finish(j, control.StatusFailed, inv.Error())
@@ -120,9 +170,21 @@ func (r *jobRunner) run(j control.Job) {
 }
 
 func (r *jobRunner) finish(j control.Job, st control.JobStatus, msg string) {
-	if err := r.s.ctl.SetJobStatus(j.ID, st, msg); err != nil && !errors.Is(err, control.ErrNotFound) {
+	if err := r.s.ctl.SetJobStatus(j.ID, st, msg); err != nil && !jobGone(err) {
 		r.s.log.Error("httpd: job state", "job", j.ID, "err", err)
 	}
+	if r.finished.Add(1)%sweepAfterFinished == 0 {
+		select {
+		case r.sweepKick <- struct{}{}:
+		default: // a sweep is due already
+		}
+	}
+}
+
+// jobGone reports a status change that raced the end of the job: its
+// workspace's erasure cancelled it, or retention removed it.
+func jobGone(err error) bool {
+	return errors.Is(err, control.ErrNotFound) || errors.Is(err, control.ErrJobFinished)
 }
 
 type jobResponse struct {

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/vfs"
 
 	"github.com/loci-memory/loci/artifact"
 )
@@ -92,6 +92,12 @@ type idRow struct {
 // artifact id or idempotency key, or any other invalid input is an error and
 // leaves no file behind.
 func Write(dir string, id uint64, ws []WorkspaceData) (Info, error) {
+	return WriteFS(vfs.Default, dir, id, ws)
+}
+
+// WriteFS is Write on the file system fsys. A write that fails, for lack of
+// space say, removes its temporary file, so a retry starts clean.
+func WriteFS(fsys vfs.FS, dir string, id uint64, ws []WorkspaceData) (Info, error) {
 	plans, ids, info, err := planSegment(ws)
 	if err != nil {
 		return Info{}, err
@@ -99,16 +105,18 @@ func Write(dir string, id uint64, ws []WorkspaceData) (Info, error) {
 	info.ID = id
 
 	final := filepath.Join(dir, FileName(id))
-	f, err := os.CreateTemp(dir, FileName(id)+".*.tmp")
+	f, err := vfs.CreateTemp(fsys, dir, FileName(id)+".*.tmp")
 	if err != nil {
 		return Info{}, fmt.Errorf("segment: write %s: %w", final, err)
 	}
 	tmp := f.Name()
-	done := false
+	done, closed := false, false
 	defer func() {
 		if !done {
-			f.Close()
-			os.Remove(tmp)
+			if !closed {
+				f.Close()
+			}
+			fsys.Remove(tmp)
 		}
 	}()
 
@@ -120,33 +128,22 @@ func Write(dir string, id uint64, ws []WorkspaceData) (Info, error) {
 	if err == nil {
 		err = f.Sync()
 	}
+	closed = true
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, final)
+		err = fsys.Rename(tmp, final)
 	}
 	if err != nil {
 		return Info{}, fmt.Errorf("segment: write %s: %w", final, err)
 	}
 	done = true
-	if err := syncDir(dir); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return Info{}, fmt.Errorf("segment: write %s: sync directory: %w", final, err)
 	}
 	info.Size = int64(size)
 	return info, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // planSegment validates the input and computes everything that must be known

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/loci-memory/loci/wal"
+)
+
+// TestIngestFence checks that an artifact fenced before an erasure of its
+// workspace is never stored: refused before appending, refused when applied
+// (an appender that passed the early check while the erasure landed), and
+// refused again by replay, with or without a flush in between.
+func TestIngestFence(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		dir := t.TempDir()
+		db := openTest(t, dir, Options{DisableBackground: true})
+		note := func(text string, fence uint64) IngestInput {
+			return IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"` + text + `"`), Fence: fence}
+		}
+		before, err := db.Ingest("t", note("stored before the erasure", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := db.EraseWorkspace("t", "ws")
+		if err != nil || res.Seq == 0 || res.Artifacts != 1 {
+			t.Fatalf("erase: %+v %v", res, err)
+		}
+		accepted := res.Seq - 1 // a job accepted before the erasure
+
+		if _, err := db.Ingest("t", note("early refusal", accepted)); !errors.Is(err, ErrWorkspaceErased) {
+			t.Fatalf("fenced ingest: %v", err)
+		}
+		// An appender that checked before the erasure and appends after it.
+		ha, err := db.prepare("t", &IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"racing appender"`)}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ha.fence = accepted
+		if _, err := db.wal.Append(wal.Entry{Type: uint8(recArtifact), Payload: encodeFencedArtifactRecord(nil, accepted, ha.a, ha.spans, nil),
+			Apply: func(seq uint64) { db.apply(recArtifact, seq, nil, ha) }}); err != nil {
+			t.Fatal(err)
+		}
+		if !ha.fenced {
+			t.Fatal("applying a fenced record did not refuse it")
+		}
+		after, err := db.Ingest("t", note("accepted after the erasure", res.Seq+1))
+		if err != nil {
+			t.Fatalf("ingest fenced after the erasure: %v", err)
+		}
+		check := func(when string) {
+			t.Helper()
+			arts, _, err := db.WorkspaceContent("t", "ws")
+			if err != nil || len(arts) != 1 || arts[0].ID != after.ArtifactID {
+				t.Fatalf("%s: workspace holds %d artifacts (%v), want only the one accepted after the erasure", when, len(arts), err)
+			}
+			for _, id := range []uuid.UUID{before.ArtifactID, ha.a.ID} {
+				if _, err := db.Artifact("t", id); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("%s: artifact %s readable: %v", when, id, err)
+				}
+			}
+			if hits, _ := db.SearchLexical("t", "ws", "erasure racing appender refusal", 10); len(hits) != 1 {
+				t.Fatalf("%s: search finds %d spans, want 1", when, len(hits))
+			}
+		}
+		check("live")
+		if flush {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+		db = openTest(t, dir, Options{DisableBackground: true})
+		check("after restart")
+		db.Close()
+		if flush {
+			assertNotOnDisk(t, dir, "racing appender")
+		}
+	}
+}
