@@ -40,6 +40,10 @@ type permissionsJSON struct {
 func (it *ingestItem) input(now time.Time) (engine.IngestInput, error) {
 	in := engine.IngestInput{Workspace: it.WorkspaceID, ActorID: it.ActorID, Type: it.ArtifactType,
 		IdempotencyKey: it.IdempotencyKey, SessionID: it.SessionID, ThreadID: it.ThreadID, Timestamp: now}
+	// New data only goes to workspaces whose ids are safe in a URL path.
+	if err := engine.CheckWorkspaceID(it.WorkspaceID); err != nil {
+		return in, err
+	}
 	if len(it.RawPayload) > 0 && string(it.RawPayload) != "null" {
 		in.Payload = it.RawPayload
 	}
@@ -73,10 +77,20 @@ type jobInput struct {
 	AcceptedAt     int64                `json:"accepted_us"`
 }
 
+// encodeJobInput encodes in with raw_payload spliced in byte for byte:
+// json.Marshal would compact a json.RawMessage, and the artifact must be
+// stored exactly as sent.
 func encodeJobInput(in engine.IngestInput, accepted time.Time) []byte {
-	b, _ := json.Marshal(jobInput{in.Workspace, in.ActorID, in.Type, in.Payload, in.Timestamp.UnixMicro(), in.Permissions,
+	b, _ := json.Marshal(jobInput{in.Workspace, in.ActorID, in.Type, nil, in.Timestamp.UnixMicro(), in.Permissions,
 		in.IdempotencyKey, in.SessionID, in.ThreadID, accepted.UnixMicro()})
-	return b
+	if len(in.Payload) == 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(in.Payload)+16)
+	out = append(out, `{"raw_payload":`...)
+	out = append(out, in.Payload...)
+	out = append(out, ',')
+	return append(out, b[1:]...)
 }
 
 func decodeJobInput(b []byte) (engine.IngestInput, jobInput, error) {
@@ -281,6 +295,10 @@ func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	case len(req.Artifacts) > MaxBatch:
 		badRequest(ctx, fmt.Errorf("artifacts: %d artifacts exceed the batch limit of %d", len(req.Artifacts), MaxBatch))
+		return
+	}
+	if err := engine.CheckWorkspaceID(req.WorkspaceID); err != nil {
+		badRequest(ctx, err)
 		return
 	}
 	now := s.cfg.Now().UTC()

@@ -136,8 +136,12 @@ func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*engine.Pa
 		badRequest(ctx, err)
 		return nil, false
 	}
-	pctx, cancel := context.WithTimeout(context.Background(), packTimeout)
+	// The pack ends early when its client goes away or the server stops,
+	// so abandoned packs do not hold live ones up at admission.
+	pctx, cancel := context.WithTimeout(s.base, packTimeout)
 	defer cancel()
+	stop := watchClient(ctx, cancel)
+	defer stop()
 	res, err := s.db.ContextPack(pctx, c.who.tenant, req)
 	if err != nil {
 		s.fail(ctx, err)

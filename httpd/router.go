@@ -1,6 +1,8 @@
 package httpd
 
 import (
+	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -34,10 +36,30 @@ func public(rt *route)       { rt.public = true }
 func registration(rt *route) { rt.register = true }
 func v2(rt *route)           { rt.v2 = true }
 
-// match finds the route for method and path. When the path matches only
-// under other methods, allowed lists them (for 405 and Allow).
-func (r *router) match(method, path string) (*route, map[string]string, string) {
-	segs := strings.Split(path, "/")
+// splitPath splits a request's raw path (as sent, before any decoding or
+// normalisation) on '/' and percent-decodes each segment on its own, so that
+// an encoded '/' or ".." inside a path parameter stays inside it: routing
+// on the decoded, normalised path let DELETE /v1/workspaces/team%2F..%2Fprod
+// erase "prod". A malformed escape is an error naming the segment.
+func splitPath(raw string) ([]string, error) {
+	segs := strings.Split(raw, "/")
+	for i, seg := range segs {
+		if !strings.Contains(seg, "%") {
+			continue
+		}
+		dec, err := url.PathUnescape(seg)
+		if err != nil {
+			return nil, fmt.Errorf("path segment %q has a malformed percent-escape", seg)
+		}
+		segs[i] = dec
+	}
+	return segs, nil
+}
+
+// match finds the route for method and the path's segments (splitPath).
+// When the path matches only under other methods, allowed lists them (for
+// 405 and Allow).
+func (r *router) match(method string, segs []string) (*route, map[string]string, string) {
 	var methods []string
 	for _, rt := range r.routes {
 		params, ok := rt.matchPath(segs)

@@ -5,6 +5,7 @@
 package httpd
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,7 +47,34 @@ type Config struct {
 	RateWindow time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// MaxConns caps the connections served at once (default
+	// DefaultMaxConns); one over the cap gets 503 and is closed.
+	MaxConns int
+	// MaxConnsPerIP caps the connections open from one client address
+	// (default DefaultMaxConnsPerIP; negative: no cap); one over the cap
+	// gets 429 and is closed.
+	MaxConnsPerIP int
+	// ReadTimeout bounds reading one request, headers and body (default
+	// 30 s); WriteTimeout bounds writing one response (default 30 s);
+	// IdleTimeout bounds the wait for the next request on a kept-alive
+	// connection (default 60 s). Together they close idle and slow
+	// connections, which would otherwise hold descriptors forever.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// RegisterLimit is how many open registrations one client address may
+	// make per RegisterWindow (default 5 per hour; negative: no limit).
+	// Registrations with the admin key are not limited.
+	RegisterLimit  int
+	RegisterWindow time.Duration
 }
+
+// Connection defaults: below the file limits of a server (`loci serve`
+// raises the soft limit to the hard one), far above what one agent host
+// needs. Past the limits, connections are refused, never the server stopped.
+const (
+	DefaultMaxConns      = 10000
+	DefaultMaxConnsPerIP = 1000
+)
 
 // Server serves one engine and its control state.
 type Server struct {
@@ -57,7 +86,14 @@ type Server struct {
 	srv     *fasthttp.Server
 	router  router
 	limiter *ratelimit.Limiter
-	jobs    *jobRunner
+	// regLimiter limits open registrations per client address.
+	regLimiter *ratelimit.Limiter
+	jobs       *jobRunner
+
+	// base is the parent of every request's context; Shutdown cancels it,
+	// so that requests waiting for work (a pack's admission) give up.
+	base     context.Context
+	stopBase context.CancelFunc
 
 	ready     atomic.Bool // Start ran
 	stopUsage chan struct{}
@@ -95,17 +131,41 @@ func NewStarting(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxConnsPerIP == 0 {
+		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 30 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 60 * time.Second
+	}
+	if cfg.RegisterLimit == 0 {
+		cfg.RegisterLimit = 5
+	}
+	if cfg.RegisterWindow <= 0 {
+		cfg.RegisterWindow = time.Hour
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(),
-		limiter: ratelimit.New(cfg.RateWindow, cfg.Now), stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
+		limiter: ratelimit.New(cfg.RateWindow, cfg.Now), regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now),
+		stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
 	s.router = s.routes()
+	s.base, s.stopBase = context.WithCancel(context.Background())
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
 		ErrorHandler:          s.transportError,
 		Name:                  "loci",
 		MaxRequestBodySize:    cfg.MaxRequestBytes,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		Concurrency:           cfg.MaxConns,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
 		NoDefaultDate:         true,
@@ -128,14 +188,25 @@ func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 	s.ready.Store(true) // publishes the fields above to the handlers
 }
 
-// Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve accepts connections on ln until Shutdown. Temporary accept errors
+// (file descriptors exhausted) are retried, never returned: load must not
+// stop the server.
+func (s *Server) Serve(ln net.Listener) error {
+	perIP := s.cfg.MaxConnsPerIP
+	if perIP < 0 {
+		perIP = 0
+	}
+	return s.srv.Serve(newGuardedListener(ln, perIP, s.log))
+}
 
-// Shutdown stops accepting connections, waits for in-flight requests, stops
+// Shutdown stops accepting connections, cancels requests waiting for work
+// (a context pack waiting for a slot answers 503), waits for in-flight
+// requests, stops
 // the indexing workers (a job being indexed finishes; pending jobs resume at
 // the next start) and writes the last usage counts. The caller then closes
 // the engine.
 func (s *Server) Shutdown() error {
+	s.stopBase()
 	err := s.srv.Shutdown()
 	if !s.ready.Load() {
 		return err
@@ -181,14 +252,22 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
-	rt, params, allowed := s.router.match(string(ctx.Method()), string(ctx.Path()))
+	// Route on the path as sent, never on fasthttp's decoded and normalised
+	// ctx.Path(): see splitPath.
+	rawPath := string(ctx.Request.URI().PathOriginal())
+	segs, err := splitPath(rawPath)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	rt, params, allowed := s.router.match(string(ctx.Method()), segs)
 	if rt == nil {
 		if allowed != "" {
 			ctx.Response.Header.Set("Allow", allowed)
-			writeError(ctx, fasthttp.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", ctx.Method(), ctx.Path(), allowed))
+			writeError(ctx, fasthttp.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: %s", ctx.Method(), rawPath, allowed))
 			return
 		}
-		writeError(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no route for %s", ctx.Path()))
+		writeError(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no route for %s", rawPath))
 		return
 	}
 	if !s.ready.Load() {
@@ -276,20 +355,54 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	writeError(ctx, fasthttp.StatusBadRequest, "malformed HTTP request: "+err.Error())
 }
 
+// health answers whether the service can serve writes. Status, version and
+// uptime are public (load balancers probe without a key); the engine's
+// counters and the reason for a degraded state describe the deployment, so
+// with authentication on they need a valid key (admin or tenant).
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 	body := map[string]any{
 		"status":   "ok",
 		"version":  s.cfg.Version,
 		"uptime_s": int64(time.Since(s.start).Seconds()),
-		"storage":  s.db.Stats(),
+	}
+	detailed := s.mayReadHealth(ctx)
+	if detailed {
+		body["storage"] = s.db.Stats()
 	}
 	status := fasthttp.StatusOK
 	if err := s.db.Health(); err != nil {
 		status = fasthttp.StatusServiceUnavailable
 		body["status"] = "degraded"
-		body["reason"] = err.Error()
+		body["reason"] = "storage unavailable; details need an API key"
+		if detailed {
+			body["reason"] = err.Error()
+		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			body["reason"] = "no space left on device: writes are refused until space is freed"
+			if detailed {
+				body["reason"] = body["reason"].(string) + " (" + err.Error() + ")"
+			}
+			ctx.Response.Header.Set("Retry-After", strconv.Itoa(diskFullRetrySeconds))
+		}
 	}
 	writeJSON(ctx, status, body)
+}
+
+// mayReadHealth reports whether the /health caller may see the engine's
+// counters: authentication is off, or the request carries a valid key.
+func (s *Server) mayReadHealth(ctx *fasthttp.RequestCtx) bool {
+	if s.cfg.APIKey == "" {
+		return true
+	}
+	key := ctx.Request.Header.Peek("X-API-Key")
+	if len(key) == 0 {
+		return false
+	}
+	if subtle.ConstantTimeCompare(key, []byte(s.cfg.APIKey)) == 1 {
+		return true
+	}
+	_, _, ok := s.ctl.Authenticate(string(key))
+	return ok
 }
 
 // requestID returns the client's X-Request-ID if it is sane, else a new UUID,

@@ -1,13 +1,17 @@
 package httpd
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/loci-memory/loci/apidoc"
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/ratelimit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -38,6 +42,10 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, c *call) {
 			return
 		}
 	}
+	if !c.who.admin && !c.who.open {
+		s.registerOpen(ctx, r.Email)
+		return
+	}
 	t, key, err := s.ctl.Register(r.Email, r.Plan)
 	if errors.Is(err, control.ErrDuplicateEmail) {
 		writeError(ctx, fasthttp.StatusConflict, fmt.Sprintf("a tenant with email %q is already registered", r.Email))
@@ -49,6 +57,59 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	writeJSON(ctx, fasthttp.StatusCreated, map[string]any{"tenant_id": t.ID, "api_key": key, "plan": t.Plan,
 		"message": "Store this API key now: it is shown only once and kept only as a hash."})
+}
+
+// registerOpen is open registration (no admin key). It must not reveal
+// which emails are registered, so a taken email is answered exactly like a
+// new one: 201 with a new free tenant and its key. An email given to open
+// registration is an unverified contact address, not an identity: when it
+// is taken, the new tenant's contact becomes a plus-tagged subaddress of it
+// (local+tag@domain, which mail delivers to the same mailbox), so the
+// existing tenant is untouched and the reply, and its timing, are the same.
+// The caller's address is rate limited (RegisterLimit per RegisterWindow)
+// before anything else, so the endpoint cannot be used to probe in bulk.
+func (s *Server) registerOpen(ctx *fasthttp.RequestCtx, email string) {
+	if s.cfg.RegisterLimit > 0 {
+		ok, _, retry := s.regLimiter.Allow(clientIP(ctx.RemoteAddr()), s.cfg.RegisterLimit)
+		if !ok {
+			secs := ratelimit.RetryAfterSeconds(retry)
+			ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
+			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("open registration is limited to %d per %s per client address; retry after %d s",
+				s.cfg.RegisterLimit, s.cfg.RegisterWindow, secs))
+			return
+		}
+	}
+	// Room for the tag, whether or not the email is taken, so that the
+	// length limit cannot tell the two apart either.
+	if len(email) > maxOpenEmailLength {
+		badRequest(ctx, fmt.Errorf("email: is %d bytes, longer than the open registration limit of %d", len(email), maxOpenEmailLength))
+		return
+	}
+	t, key, err := s.ctl.Register(email, "free")
+	for try := 0; errors.Is(err, control.ErrDuplicateEmail) && try < 4; try++ {
+		t, key, err = s.ctl.Register(subaddress(email), "free")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusCreated, map[string]any{"tenant_id": t.ID, "api_key": key, "plan": t.Plan,
+		"message": "Store this API key now: it is shown only once and kept only as a hash."})
+}
+
+// maxOpenEmailLength leaves room under the control store's 254 bytes for
+// subaddress's tag ("+" and 8 hex digits).
+const maxOpenEmailLength = 254 - 9
+
+// subaddress tags email's local part with a random suffix: local+tag@domain.
+func subaddress(email string) string {
+	at := strings.LastIndexByte(email, '@')
+	if at < 0 {
+		return email
+	}
+	var tag [4]byte
+	rand.Read(tag[:])
+	return fmt.Sprintf("%s+%x%s", email[:at], tag, email[at:])
 }
 
 // keysTenant is the tenant whose keys a request manages: a tenant key's own
@@ -201,6 +262,10 @@ func (s *Server) setPlan(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	t, err := s.ctl.SetPlan(r.TenantID, r.Plan)
+	if errors.Is(err, control.ErrBuiltinTenant) {
+		badRequest(ctx, fmt.Errorf("tenant_id: %q is the built-in tenant, whose plan is fixed", r.TenantID))
+		return
+	}
 	if err != nil {
 		s.fail(ctx, err)
 		return

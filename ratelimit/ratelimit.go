@@ -1,6 +1,7 @@
-// Package ratelimit is a per-tenant sliding-window rate limiter.
+// Package ratelimit is a sliding-window rate limiter per key: a tenant (the
+// plan's requests per minute) or a client address (open registrations).
 //
-// It keeps an exact log of each tenant's allowed requests in the last window:
+// It keeps an exact log of each key's allowed requests in the last window:
 // a ring buffer of timestamps sized to the tenant's limit. A request is
 // allowed when fewer than limit requests fall in the window that ends at it.
 // Denied requests are not logged, so a client that keeps retrying does not

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/wal"
@@ -17,6 +18,7 @@ const benchUsage = `usage: loci bench <name> [flags]
   restart   time to reopen a data directory of N artifacts
   search    lexical and semantic search latency through the engine at N spans
   pack      context pack latency and throughput over HTTP on loopback at N spans
+  soak      N distinct packs and N async ingest jobs over HTTP: memory and disk over time, checked against their bounds
 `
 
 func runBench(args []string) error {
@@ -79,6 +81,35 @@ func runBench(args []string) error {
 		restarts := fs.Int("restarts", 5, "reopen this many times")
 		run = func() (any, error) {
 			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts})
+		}
+	case "soak":
+		packs := fs.Int("packs", 100000, "distinct context pack requests")
+		jobs := fs.Int("jobs", 100000, "artifacts ingested as asynchronous jobs")
+		batch := fs.Int("batch", 100, "artifacts per POST /v2/ingest")
+		packClients := fs.Int("pack-clients", 4, "concurrent pack clients")
+		jobClients := fs.Int("job-clients", 2, "concurrent ingest clients")
+		spans := fs.Int("spans", 20000, "spans in the workspace before the run")
+		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
+		every := fs.Duration("every", 5*time.Second, "sampling interval")
+		receipts := fs.Int("receipts-per-workspace", 0, "receipt retention per workspace (0: the engine's default)")
+		finished := fs.Int("max-finished-jobs", 0, "finished jobs kept per tenant (0: the default)")
+		fsync := fs.String("fsync", "always", "WAL fsync policy: always | batch | off")
+		run = func() (any, error) {
+			p, err := wal.ParseSyncPolicy(*fsync)
+			if err != nil {
+				return nil, err
+			}
+			res, err := bench.Soak(bench.SoakConfig{Packs: *packs, Jobs: *jobs, Batch: *batch, PackClients: *packClients,
+				JobClients: *jobClients, Spans: *spans, Seed: *seed, Data: *data, Dir: *dir, Sync: p, Every: *every,
+				ReceiptsPerWorkspace: *receipts, MaxFinishedJobs: *finished, Progress: func(s bench.SoakSample) {
+					fmt.Fprintf(os.Stderr, "soak %6.0fs: packs %d, jobs %d (kept %d finished, %d unfinished), rss %.0f MiB (anon %.0f), data %.1f MiB, control %.0f KiB\n",
+						s.Seconds, s.Packs, s.JobsAccepted, s.JobsFinished, s.JobsPending, s.RSSMiB, s.AnonMiB, s.DataMiB, s.ControlKiB)
+				}})
+			if err == nil && !res.WithinLimits {
+				printResult(res, *asJSON)
+				return nil, fmt.Errorf("soak ended outside its bounds: %v", res.Exceeded)
+			}
+			return res, err
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "loci bench: unknown benchmark %q\n\n%s", name, benchUsage)

@@ -26,6 +26,7 @@ commands:
   verify   check a data directory: loci verify --data DIR [--json]
   bench    run a benchmark: loci bench ingest|restart|search|pack [flags] (--help for flags)
   eval     measure quality: loci eval beir|locomo [flags] [--json]
+  torture  kill -9 a loaded server again and again, check nothing acknowledged is lost: loci torture [--rounds N] [--seed S]
   version  print the version
 `
 
@@ -44,6 +45,8 @@ func main() {
 		err = runBench(args)
 	case "eval":
 		err = runEval(args)
+	case "torture":
+		err = runTorture(args)
 	case "version", "--version", "-v":
 		fmt.Println("loci", version)
 	case "help", "--help", "-h":

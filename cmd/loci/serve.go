@@ -44,6 +44,18 @@ func runServe(args []string) error {
 	openReg := fs.String("open-registration", envOr("OPEN_REGISTRATION", "false"), "let anyone register a free tenant: true | false (env OPEN_REGISTRATION)")
 	async := fs.String("async-indexing", envOr("ASYNC_INDEXING", "false"), "index v1 ingests in the background: true | false (env ASYNC_INDEXING)")
 	workers := fs.Int("index-workers", 2, "background indexing workers")
+	maxConns := fs.String("max-conns", envOr("LOCI_MAX_CONNS", strconv.Itoa(httpd.DefaultMaxConns)), "connections served at once; more get 503 (env LOCI_MAX_CONNS)")
+	maxConnsPerIP := fs.String("max-conns-per-ip", envOr("LOCI_MAX_CONNS_PER_IP", strconv.Itoa(httpd.DefaultMaxConnsPerIP)), "connections open from one client address; more get 429; 0: no cap (env LOCI_MAX_CONNS_PER_IP)")
+	readTimeout := fs.String("read-timeout", envOr("LOCI_READ_TIMEOUT", "30s"), "time to read one request, headers and body (env LOCI_READ_TIMEOUT)")
+	writeTimeout := fs.String("write-timeout", envOr("LOCI_WRITE_TIMEOUT", "30s"), "time to write one response (env LOCI_WRITE_TIMEOUT)")
+	idleTimeout := fs.String("idle-timeout", envOr("LOCI_IDLE_TIMEOUT", "60s"), "time a kept-alive connection may wait for its next request (env LOCI_IDLE_TIMEOUT)")
+	registerLimit := fs.String("register-limit", envOr("LOCI_REGISTER_LIMIT", "5"), "open registrations per client address per --register-window; 0: no limit (env LOCI_REGISTER_LIMIT)")
+	registerWindow := fs.String("register-window", envOr("LOCI_REGISTER_WINDOW", "1h"), "window of --register-limit (env LOCI_REGISTER_WINDOW)")
+	receiptsPerWS := fs.String("receipts-per-workspace", envOr("LOCI_RECEIPTS_PER_WORKSPACE", strconv.Itoa(engine.DefaultReceiptsPerWorkspace)), "decision receipts kept per workspace, newest first; older ones are dropped at compaction (env LOCI_RECEIPTS_PER_WORKSPACE)")
+	jobRetention := fs.String("job-retention", envOr("LOCI_JOB_RETENTION", control.DefaultJobRetentionAge.String()), "finished asynchronous jobs are removed after this long (env LOCI_JOB_RETENTION)")
+	maxFinishedJobs := fs.String("max-finished-jobs", envOr("LOCI_MAX_FINISHED_JOBS", strconv.Itoa(control.DefaultMaxFinishedJobs)), "finished jobs kept per tenant, newest first (env LOCI_MAX_FINISHED_JOBS)")
+	maxUnfinishedJobs := fs.String("max-unfinished-jobs", envOr("LOCI_MAX_UNFINISHED_JOBS", strconv.Itoa(control.DefaultMaxUnfinishedJobs)), "unfinished jobs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOBS)")
+	maxUnfinishedJobBytes := fs.String("max-unfinished-job-bytes", envOr("LOCI_MAX_UNFINISHED_JOB_BYTES", strconv.FormatInt(control.DefaultMaxUnfinishedJobBytes, 10)), "bytes of unfinished job inputs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOB_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loci serve [flags]\n\nFlags (each also read from the environment variable named in its text):\n")
 		fs.PrintDefaults()
@@ -60,6 +72,42 @@ Environment only:
 	fs.Visit(func(f *flag.Flag) { apiKeySet = apiKeySet || f.Name == "api-key" })
 	if !apiKeySet {
 		*apiKey = os.Getenv("API_KEY")
+	}
+	conns, err := nonNegative("LOCI_MAX_CONNS", *maxConns)
+	if err != nil {
+		return err
+	}
+	connsPerIP, err := nonNegative("LOCI_MAX_CONNS_PER_IP", *maxConnsPerIP)
+	if err != nil {
+		return err
+	}
+	if connsPerIP == 0 {
+		connsPerIP = -1 // httpd: negative is no cap, zero the default
+	}
+	regLimit, err := nonNegative("LOCI_REGISTER_LIMIT", *registerLimit)
+	if err != nil {
+		return err
+	}
+	if regLimit == 0 {
+		regLimit = -1
+	}
+	var positive [4]int
+	for i, d := range []struct{ name, v string }{{"LOCI_RECEIPTS_PER_WORKSPACE", *receiptsPerWS}, {"LOCI_MAX_FINISHED_JOBS", *maxFinishedJobs},
+		{"LOCI_MAX_UNFINISHED_JOBS", *maxUnfinishedJobs}, {"LOCI_MAX_UNFINISHED_JOB_BYTES", *maxUnfinishedJobBytes}} {
+		if positive[i], err = strconv.Atoi(d.v); err != nil || positive[i] <= 0 {
+			return fmt.Errorf("%s: %q is not a positive integer", d.name, d.v)
+		}
+	}
+	jobAge, err := time.ParseDuration(*jobRetention)
+	if err != nil || jobAge <= 0 {
+		return fmt.Errorf("LOCI_JOB_RETENTION: %q is not a positive duration such as 24h", *jobRetention)
+	}
+	var timeouts [4]time.Duration
+	for i, d := range []struct{ name, v string }{{"LOCI_READ_TIMEOUT", *readTimeout}, {"LOCI_WRITE_TIMEOUT", *writeTimeout},
+		{"LOCI_IDLE_TIMEOUT", *idleTimeout}, {"LOCI_REGISTER_WINDOW", *registerWindow}} {
+		if timeouts[i], err = time.ParseDuration(d.v); err != nil || timeouts[i] <= 0 {
+			return fmt.Errorf("%s: %q is not a positive duration such as 30s or 1h", d.name, d.v)
+		}
 	}
 	policy, err := wal.ParseSyncPolicy(*fsync)
 	if err != nil {
@@ -89,18 +137,29 @@ Environment only:
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if apiKeySet && *apiKey != "" {
+		// The command line is visible to every user of the machine (ps,
+		// /proc/PID/cmdline); the key itself is never logged.
+		log.Warn("loci: --api-key on the command line is visible to other users of this machine (ps); set API_KEY in the environment instead")
+	}
+	raiseFileLimit(log)
 	// Listen first: while the engine recovers, /health answers 503 "starting".
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	srv := httpd.NewStarting(httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
-		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers})
+		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
+		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
+		RegisterLimit: regLimit, RegisterWindow: timeouts[3]})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctl := control.New(time.Now)
+	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
+		MaxUnfinishedBytes: int64(positive[3])})
 	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log,
-		TokenCounter: counter, Embedder: embedder, Control: ctl})
+		TokenCounter: counter, Embedder: embedder, Control: ctl,
+		ReceiptsPerWorkspace: positive[0]})
 	if err != nil {
 		srv.Shutdown()
 		return err
@@ -126,9 +185,55 @@ Environment only:
 	// (which syncs the WAL): nothing acknowledged is lost.
 	shutdownErr := srv.Shutdown()
 	flushErr := db.Flush() // the next start replays no WAL
+	if diskFull(flushErr) {
+		// Everything acknowledged is already durable in the WAL, which the
+		// next start replays: a full disk must not make a clean stop fail.
+		log.Warn("loci: final flush skipped: no space left on device; the next start replays the WAL", "err", flushErr)
+		flushErr = nil
+	}
 	closeErr := db.Close()
+	if diskFull(closeErr) {
+		log.Warn("loci: closing the engine hit a full disk; acknowledged writes were already durable", "err", closeErr)
+		closeErr = nil
+	}
 	log.Info("loci: stopped")
 	return errors.Join(shutdownErr, flushErr, closeErr)
+}
+
+// diskFull reports whether err comes from a full disk or an exhausted quota.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// nonNegative parses setting name's value v as an integer >= 0.
+func nonNegative(name, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: %q is not a non-negative integer", name, v)
+	}
+	return n, nil
+}
+
+// raiseFileLimit raises the soft limit on open files to the hard limit:
+// every connection holds a descriptor, and the usual soft limit of 1024 is
+// exhausted by a modest number of idle clients. The Go runtime already does
+// this at start on Linux; doing it here too keeps it explicit and logged
+// (soft_before is what this call found).
+func raiseFileLimit(log *slog.Logger) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		log.Warn("loci: cannot read the open file limit", "err", err)
+		return
+	}
+	soft := lim.Cur
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			log.Warn("loci: cannot raise the open file limit", "soft", soft, "hard", lim.Max, "err", err)
+			return
+		}
+	}
+	log.Info("loci: open file limit", "soft_before", soft, "soft", lim.Cur, "hard", lim.Max)
 }
 
 // embedderFromEnv returns the OpenAI-compatible embedder when EMBEDDINGS_URL
