@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/loci-memory/loci/wal"
 )
@@ -52,6 +53,9 @@ func TestSearchSmall(t *testing.T) {
 	}
 }
 
+// TestLoCoMoSmall runs the LoCoMo evaluation on a two-session file in every
+// ingest mode and timestamp style: the same turns and questions are counted,
+// the easy evidence turn is found, and both modes agree on recall.
 func TestLoCoMoSmall(t *testing.T) {
 	conv := `[{"sample_id":"x","qa":[
 	  {"question":"Where did Ana go hiking?","evidence":["D1:2"],"category":4},
@@ -64,11 +68,62 @@ func TestLoCoMoSmall(t *testing.T) {
 	    {"speaker":"Ben","dia_id":"D2:1","text":"I bought a new bike yesterday."}]}}]`
 	path := filepath.Join(t.TempDir(), "locomo.json")
 	os.WriteFile(path, []byte(conv), 0o644)
-	r, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{64, 512}})
-	if err != nil {
-		t.Fatal(err)
+	for _, stamps := range []string{TimestampsSpread, TimestampsSession, TimestampsNone} {
+		recall := map[string]float64{}
+		for _, ingest := range []string{IngestViaEngine, IngestViaHTTP} {
+			r, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{64, 512}, Ingest: ingest, Timestamps: stamps})
+			if err != nil {
+				t.Fatalf("%s/%s: %v", ingest, stamps, err)
+			}
+			if r.Turns != 3 || r.Questions != 2 || len(r.Budgets) != 2 || r.Budgets[1].RecallByCat["4"] != 1 ||
+				r.Ingest != ingest || r.Timestamps != stamps {
+				t.Fatalf("%s/%s: implausible result %+v", ingest, stamps, r)
+			}
+			if auc := r.Budgets[1].ConfidenceAUC; auc < 0 || auc > 1 {
+				t.Errorf("%s/%s: confidence AUC %v", ingest, stamps, auc)
+			}
+			recall[ingest] = r.Budgets[0].RecallCat1to4
+		}
+		if recall[IngestViaEngine] != recall[IngestViaHTTP] {
+			t.Errorf("%s: recall at 64 tokens %v in process, %v over HTTP", stamps, recall[IngestViaEngine], recall[IngestViaHTTP])
+		}
 	}
-	if r.Turns != 3 || r.Questions != 2 || len(r.Budgets) != 2 || r.Budgets[1].RecallByCat["4"] != 1 {
-		t.Fatalf("implausible result %+v", r)
+	if _, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{64}, Timestamps: "hourly"}); err == nil {
+		t.Error("an unknown timestamp style was accepted")
+	}
+}
+
+// TestConfidenceAUC: the share of (answerable, unanswerable) pairs that
+// confidence orders right, ties counting half.
+func TestConfidenceAUC(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		answerable, unanswerable []float64
+		want                     float64
+	}{
+		{"perfect", []float64{0.9, 0.8}, []float64{0.1, 0.2}, 1},
+		{"inverted", []float64{0.1}, []float64{0.5, 0.9}, 0},
+		{"all tied", []float64{0.5, 0.5}, []float64{0.5}, 0.5},
+		{"mixed", []float64{0.9, 0.4}, []float64{0.4, 0.6}, 0.625}, // wins 0.9>0.4, 0.9>0.6; tie 0.4=0.4; loss 0.4<0.6
+		{"no unanswerable", []float64{0.9}, nil, 0},
+	} {
+		if got := confidenceAUC(tc.answerable, tc.unanswerable); got != tc.want {
+			t.Errorf("%s: AUC %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLoCoMoStamps: how each style stamps the third turn of a session.
+func TestLoCoMoStamps(t *testing.T) {
+	when := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	tr := locomoTurn{When: when, Pos: 2}
+	for style, want := range map[string]time.Time{
+		TimestampsSpread:  when.Add(2 * time.Second),
+		TimestampsSession: when,
+		TimestampsNone:    {},
+	} {
+		if got := tr.stamp(style); !got.Equal(want) {
+			t.Errorf("%s: %v, want %v", style, got, want)
+		}
 	}
 }

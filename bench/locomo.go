@@ -13,13 +13,47 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/wal"
+	"github.com/valyala/fasthttp"
 )
 
 // LoCoMoConfig sets up `loci eval locomo`.
 type LoCoMoConfig struct {
-	Data    string // locomo-dev.json
+	Data    string // a file in LoCoMo's layout, e.g. locomo-dev.json
 	Budgets []int  // max_tokens values, e.g. 512,1024,2048,4096
+	// Ingest is how turns reach the store: IngestViaEngine (in process, the
+	// default) or IngestViaHTTP (a real server on loopback, as a client sends).
+	Ingest string
+	// Timestamps is how turns are stamped: TimestampsSpread (the default),
+	// TimestampsSession or TimestampsNone.
+	Timestamps string
 }
+
+// Ingest modes and timestamp styles of LoCoMoConfig.
+const (
+	// IngestViaEngine calls the engine in process: IngestBatch per session,
+	// then a compaction; packs through DB.ContextPack.
+	IngestViaEngine = "engine"
+	// IngestViaHTTP starts the real HTTP server on loopback and ingests each
+	// conversation with POST /v2/ingest in batches of locomoHTTPBatch turns
+	// (session_id the LoCoMo session), then packs with POST
+	// /v1/context-pack, as a client would. Exclusion reasons come from the
+	// pack's receipt (GET /v1/receipts/{id}), read outside the timing.
+	IngestViaHTTP = "http"
+
+	// TimestampsSpread gives the n-th turn of a session the session's
+	// date-time plus n seconds: every turn its own second.
+	TimestampsSpread = "spread"
+	// TimestampsSession gives every turn of a session the session's
+	// date-time, the only time LoCoMo records: real clients send this.
+	TimestampsSession = "session"
+	// TimestampsNone sends no timestamp: the store stamps the time of ingest.
+	TimestampsNone = "none"
+)
+
+// locomoHTTPBatch is the number of turns per POST /v2/ingest in IngestViaHTTP.
+const locomoHTTPBatch = 500
 
 // LoCoMoBudget is the outcome at one budget.
 type LoCoMoBudget struct {
@@ -32,6 +66,12 @@ type LoCoMoBudget struct {
 	AbstainCat5  float64            `json:"abstain_rate_cat5"`
 	AbstainOther float64            `json:"abstain_rate_cat1_4"`
 	AbstainByCat map[string]float64 `json:"abstain_rate_by_category"`
+	// ConfidenceAUC is the ROC AUC of the pack confidence as a separator of
+	// answerable (categories 1-4) from unanswerable (category 5) questions:
+	// the probability that a random answerable question gets a higher
+	// confidence than a random unanswerable one, ties counted as half. 0.5
+	// means confidence does not separate them; see confidenceAUC.
+	ConfidenceAUC float64 `json:"confidence_auc_cat5_vs_cat1_4"`
 	// Gold turns of categories 1-4 not cited, by the exclusion reason of
 	// their most relevant span, or NOT_CANDIDATE when no channel returned
 	// them.
@@ -46,6 +86,8 @@ type LoCoMoResult struct {
 	Conversations int            `json:"conversations"`
 	Turns         int            `json:"turns"`
 	Questions     int            `json:"questions"`
+	Ingest        string         `json:"ingest"`
+	Timestamps    string         `json:"timestamps"`
 	Budgets       []LoCoMoBudget `json:"budgets"`
 	Note          string         `json:"note"`
 }
@@ -59,15 +101,50 @@ type locomoQA struct {
 	Category int      `json:"category"`
 }
 
-// locomoSet is the LoCoMo data ingested into a scratch engine: conversation
-// ci is workspace "locomo-<ci>", and turnOf[ci] maps an artifact to its
-// dialogue id.
-type locomoSet struct {
-	db      *engine.DB
-	cleanup func()
-	qa      [][]locomoQA
-	turnOf  []map[uuid.UUID]string
-	turns   int
+// locomoTurn is one turn of a LoCoMo conversation, as ingested.
+type locomoTurn struct {
+	Speaker, DiaID, Text string
+	Session              int       // the LoCoMo session number
+	When                 time.Time // the session's date-time
+	Pos                  int       // position within the session, from 0
+}
+
+// locomoConv is one LoCoMo conversation: its turns in order (sessions
+// ascending, turns as listed) and its questions.
+type locomoConv struct {
+	turns []locomoTurn
+	qa    []locomoQA
+}
+
+// stamp returns the timestamp a turn is ingested with under style (zero:
+// none, the store stamps the time of ingest).
+func (t *locomoTurn) stamp(style string) time.Time {
+	switch style {
+	case TimestampsSession:
+		return t.When
+	case TimestampsNone:
+		return time.Time{}
+	}
+	return t.When.Add(time.Duration(t.Pos) * time.Second) // spread
+}
+
+func (t *locomoTurn) sessionID() string { return fmt.Sprintf("session_%d", t.Session) }
+
+// packOutcome is what the evaluation reads from one context pack.
+type packOutcome struct {
+	cited      []uuid.UUID // artifacts of the citations
+	excluded   []pack.Exclusion
+	abstain    bool
+	confidence float64
+	tokens     int
+}
+
+// locomoStore is a store holding the conversations, conversation ci in
+// workspace "locomo-<ci>": the engine in process, or a server over HTTP.
+type locomoStore interface {
+	// pack runs one context pack; only the pack itself is timed.
+	pack(ci int, query string, budget int) (packOutcome, time.Duration, error)
+	close()
 }
 
 // gold returns the well-formed gold evidence ids of a question (a few gold
@@ -84,10 +161,10 @@ func (q *locomoQA) gold() []string {
 	return out
 }
 
-// loadLoCoMo ingests every LoCoMo conversation into its own workspace of a
-// scratch engine (each turn a chat_turn, idempotency key its dialogue id,
-// timestamp its session's date-time plus its position in seconds).
-func loadLoCoMo(path string) (*locomoSet, error) {
+// readLoCoMo reads a file in LoCoMo's layout: an array of conversations,
+// each with "qa" and a "conversation" object of "session_<n>" turn arrays
+// and "session_<n>_date_time" dates.
+func readLoCoMo(path string) ([]locomoConv, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -95,25 +172,17 @@ func loadLoCoMo(path string) (*locomoSet, error) {
 	var convs []struct {
 		QA           []locomoQA                 `json:"qa"`
 		Conversation map[string]json.RawMessage `json:"conversation"`
-		SampleID     string                     `json:"sample_id"`
 	}
 	if err := json.Unmarshal(raw, &convs); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	db, cleanup, err := scratchEngine("loci-eval-locomo-")
-	if err != nil {
-		return nil, err
-	}
-	set := &locomoSet{db: db, cleanup: cleanup, turnOf: make([]map[uuid.UUID]string, len(convs))}
+	out := make([]locomoConv, len(convs))
 	for ci, conv := range convs {
-		set.qa = append(set.qa, conv.QA)
-		ws := fmt.Sprintf("locomo-%d", ci)
-		set.turnOf[ci] = map[uuid.UUID]string{}
+		out[ci].qa = conv.QA
 		var sessions []int
 		for key := range conv.Conversation {
 			if n, ok := strings.CutPrefix(key, "session_"); ok && !strings.Contains(n, "_") {
-				i, err := strconv.Atoi(n)
-				if err == nil {
+				if i, err := strconv.Atoi(n); err == nil {
 					sessions = append(sessions, i)
 				}
 			}
@@ -124,8 +193,7 @@ func loadLoCoMo(path string) (*locomoSet, error) {
 			json.Unmarshal(conv.Conversation[fmt.Sprintf("session_%d_date_time", si)], &when)
 			ts, err := time.Parse("3:04 pm on 2 January, 2006", when)
 			if err != nil {
-				cleanup()
-				return nil, fmt.Errorf("conversation %d session %d: date %q: %w", ci, si, when, err)
+				return nil, fmt.Errorf("%s: conversation %d session %d: date %q: %w", path, ci, si, when, err)
 			}
 			var turns []struct {
 				Speaker string `json:"speaker"`
@@ -133,70 +201,279 @@ func loadLoCoMo(path string) (*locomoSet, error) {
 				Text    string `json:"text"`
 			}
 			if err := json.Unmarshal(conv.Conversation[fmt.Sprintf("session_%d", si)], &turns); err != nil {
-				cleanup()
-				return nil, err
+				return nil, fmt.Errorf("%s: conversation %d session %d: %w", path, ci, si, err)
 			}
-			var ins []engine.IngestInput
 			for ti, t := range turns {
-				payload, _ := json.Marshal(map[string]string{"role": t.Speaker, "content": t.Text})
-				ins = append(ins, engine.IngestInput{Workspace: ws, ActorID: t.Speaker, Type: "chat_turn", Payload: payload,
-					IdempotencyKey: t.DiaID, SessionID: fmt.Sprintf("session_%d", si),
-					Timestamp: ts.Add(time.Duration(ti) * time.Second)}) // turns keep their order within a session
+				out[ci].turns = append(out[ci].turns, locomoTurn{Speaker: t.Speaker, DiaID: t.DiaID, Text: t.Text, Session: si, When: ts, Pos: ti})
+			}
+		}
+	}
+	return out, nil
+}
+
+// turnPayload is a turn's chat_turn payload.
+func turnPayload(t *locomoTurn) []byte {
+	payload, _ := json.Marshal(map[string]string{"role": t.Speaker, "content": t.Text})
+	return payload
+}
+
+// engineStore is the engine in process (IngestViaEngine).
+type engineStore struct {
+	db      *engine.DB
+	cleanup func()
+}
+
+// ingestEngine ingests every conversation into a scratch engine, one
+// IngestBatch per session (each turn a chat_turn, actor its speaker,
+// idempotency key its dialogue id), and compacts. turnOf[ci] maps an
+// artifact to its dialogue id.
+func ingestEngine(convs []locomoConv, style string) (*engineStore, []map[uuid.UUID]string, error) {
+	db, cleanup, err := scratchEngine("loci-eval-locomo-")
+	if err != nil {
+		return nil, nil, err
+	}
+	turnOf := make([]map[uuid.UUID]string, len(convs))
+	for ci, conv := range convs {
+		turnOf[ci] = map[uuid.UUID]string{}
+		for i := 0; i < len(conv.turns); {
+			j := i
+			var ins []engine.IngestInput
+			for ; j < len(conv.turns) && conv.turns[j].Session == conv.turns[i].Session; j++ {
+				t := &conv.turns[j]
+				ins = append(ins, engine.IngestInput{Workspace: fmt.Sprintf("locomo-%d", ci), ActorID: t.Speaker, Type: "chat_turn",
+					Payload: turnPayload(t), IdempotencyKey: t.DiaID, SessionID: t.sessionID(), Timestamp: t.stamp(style)})
 			}
 			rs, err := db.IngestBatch("eval", ins)
 			if err != nil {
 				cleanup()
-				return nil, err
+				return nil, nil, err
 			}
-			for i, r := range rs {
-				set.turnOf[ci][r.ArtifactID] = ins[i].IdempotencyKey
+			for k, r := range rs {
+				turnOf[ci][r.ArtifactID] = ins[k].IdempotencyKey
 			}
-			set.turns += len(ins)
+			i = j
 		}
 	}
 	if err := db.Compact(); err != nil {
 		cleanup()
-		return nil, err
+		return nil, nil, err
 	}
-	return set, nil
+	return &engineStore{db, cleanup}, turnOf, nil
+}
+
+func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
+	start := time.Now()
+	pr, err := s.db.ContextPack(context.Background(), "eval", engine.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget})
+	lat := time.Since(start)
+	if err != nil {
+		return packOutcome{}, 0, err
+	}
+	o := packOutcome{excluded: pr.Result.Exclusions, abstain: pr.Result.Abstain, confidence: pr.Result.Confidence, tokens: pr.Result.TotalTokens}
+	for _, c := range pr.Result.Citations {
+		o.cited = append(o.cited, c.ArtifactID)
+	}
+	return o, lat, nil
+}
+
+func (s *engineStore) close() { s.cleanup() }
+
+// httpStore is a real server on loopback, used as a client would (IngestViaHTTP).
+type httpStore struct {
+	s      *server
+	client *fasthttp.HostClient
+}
+
+// do sends body (if any) as JSON to path and decodes the response into out,
+// requiring status want.
+func (h *httpStore) do(method, path string, body any, want int, out any) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + h.s.addr + path)
+	req.Header.SetMethod(method)
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		req.Header.SetContentType("application/json")
+		req.SetBody(b)
+	}
+	if err := h.client.Do(req, resp); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode() != want {
+		return fmt.Errorf("%s %s: status %d: %s", method, path, resp.StatusCode(), resp.Body())
+	}
+	if err := json.Unmarshal(resp.Body(), out); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// ingestHTTP starts a server and ingests each conversation with POST
+// /v2/ingest in batches of locomoHTTPBatch turns, in conversation order
+// (a batch may span sessions; session_id says which turn is in which).
+func ingestHTTP(convs []locomoConv, style string) (*httpStore, []map[uuid.UUID]string, error) {
+	s, err := startServer("loci-eval-locomo-http-", wal.SyncOff)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := &httpStore{s: s, client: &fasthttp.HostClient{Addr: s.addr, ReadTimeout: time.Minute, WriteTimeout: time.Minute}}
+	turnOf := make([]map[uuid.UUID]string, len(convs))
+	for ci, conv := range convs {
+		turnOf[ci] = map[uuid.UUID]string{}
+		for i := 0; i < len(conv.turns); i += locomoHTTPBatch {
+			batch := conv.turns[i:min(i+locomoHTTPBatch, len(conv.turns))]
+			items := make([]map[string]any, len(batch))
+			for k := range batch {
+				t := &batch[k]
+				items[k] = map[string]any{"artifact_type": "chat_turn", "raw_payload": json.RawMessage(turnPayload(t)),
+					"idempotency_key": t.DiaID, "session_id": t.sessionID()}
+				if ts := t.stamp(style); !ts.IsZero() {
+					items[k]["timestamp"] = ts.UTC().Format(time.RFC3339Nano)
+				}
+			}
+			var out struct {
+				Ingested []struct {
+					ArtifactID uuid.UUID `json:"artifact_id"`
+				} `json:"ingested"`
+			}
+			body := map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "actor_id": "locomo", "artifacts": items}
+			if err := h.do("POST", "/v2/ingest", body, 201, &out); err != nil {
+				h.close()
+				return nil, nil, fmt.Errorf("conversation %d: %w", ci, err)
+			}
+			if len(out.Ingested) != len(batch) {
+				h.close()
+				return nil, nil, fmt.Errorf("conversation %d: %d artifacts ingested of %d", ci, len(out.Ingested), len(batch))
+			}
+			for k, r := range out.Ingested {
+				turnOf[ci][r.ArtifactID] = batch[k].DiaID
+			}
+		}
+	}
+	return h, turnOf, nil
+}
+
+func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
+	var out struct {
+		Citations  []pack.Citation `json:"citations"`
+		Confidence float64         `json:"confidence"`
+		Abstain    bool            `json:"abstain_flag"`
+		ReceiptID  uuid.UUID       `json:"receipt_id"`
+		Tokens     int             `json:"total_tokens"`
+	}
+	start := time.Now()
+	err := h.do("POST", "/v1/context-pack", map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "query": query, "max_tokens": budget}, 200, &out)
+	lat := time.Since(start)
+	if err != nil {
+		return packOutcome{}, 0, err
+	}
+	o := packOutcome{abstain: out.Abstain, confidence: out.Confidence, tokens: out.Tokens}
+	for _, c := range out.Citations {
+		o.cited = append(o.cited, c.ArtifactID)
+	}
+	// The v1 body carries no exclusions; the receipt does.
+	var receipt struct {
+		Exclusions []pack.Exclusion `json:"exclusions"`
+	}
+	if err := h.do("GET", "/v1/receipts/"+out.ReceiptID.String(), nil, 200, &receipt); err != nil {
+		return packOutcome{}, 0, err
+	}
+	o.excluded = receipt.Exclusions
+	return o, lat, nil
+}
+
+func (h *httpStore) close() { h.s.close() }
+
+// confidenceAUC returns the ROC AUC of confidence as a separator of
+// answerable from unanswerable questions: over every pair of one
+// answerable and one unanswerable question, the share where the answerable
+// one has the higher confidence, a tie counting half. It counts in
+// integers over all pairs, so the result does not depend on order; 0 when
+// either side is empty.
+func confidenceAUC(answerable, unanswerable []float64) float64 {
+	if len(answerable) == 0 || len(unanswerable) == 0 {
+		return 0
+	}
+	var twice int64 // 2 per win, 1 per tie
+	for _, a := range answerable {
+		for _, u := range unanswerable {
+			switch {
+			case a > u:
+				twice += 2
+			case a == u:
+				twice++
+			}
+		}
+	}
+	return float64(twice) / float64(2*int64(len(answerable))*int64(len(unanswerable)))
 }
 
 // EvalLoCoMo ingests every LoCoMo conversation into its own workspace (see
-// loadLoCoMo), asks every question as a v1 context pack query at each
-// budget, and measures how many gold evidence turns the pack cites, and
-// why the others were not.
+// IngestViaEngine and IngestViaHTTP), asks every question as a v1 context pack
+// query at each budget, and measures how many gold evidence turns the pack
+// cites, why the others were not, how often it abstains, and how well its
+// confidence separates unanswerable questions.
 func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
-	set, err := loadLoCoMo(cfg.Data)
+	if cfg.Ingest == "" {
+		cfg.Ingest = IngestViaEngine
+	}
+	if cfg.Timestamps == "" {
+		cfg.Timestamps = TimestampsSpread
+	}
+	switch cfg.Timestamps {
+	case TimestampsSpread, TimestampsSession, TimestampsNone:
+	default:
+		return nil, fmt.Errorf("timestamps %q: want session, spread or none", cfg.Timestamps)
+	}
+	convs, err := readLoCoMo(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
-	defer set.cleanup()
-	db := set.db
-	res := &LoCoMoResult{Conversations: len(set.qa), Turns: set.turns,
+	var store locomoStore
+	var turnOf []map[uuid.UUID]string
+	switch cfg.Ingest {
+	case IngestViaEngine:
+		store, turnOf, err = ingestEngine(convs, cfg.Timestamps)
+	case IngestViaHTTP:
+		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps)
+	default:
+		return nil, fmt.Errorf("ingest %q: want engine or http", cfg.Ingest)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.close()
+	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps,
 		Note: "each conversation in its own workspace; a turn's text is '<speaker>: <text>'; an evidence turn counts as recalled when the pack cites a span of its artifact"}
+	for _, c := range convs {
+		res.Turns += len(c.turns)
+	}
 
 	for _, budget := range cfg.Budgets {
 		b := LoCoMoBudget{Budget: budget, RecallByCat: map[string]float64{}, AbstainByCat: map[string]float64{}, MissedCat1to4: map[string]int{}}
 		found, total := map[int]float64{}, map[int]float64{}
 		abstain, asked := map[int]float64{}, map[int]float64{}
+		var confAnswerable, confUnanswerable []float64
 		var lat []time.Duration
 		var tokens float64
-		for ci, qas := range set.qa {
-			for _, qa := range qas {
-				start := time.Now()
-				pr, err := db.ContextPack(context.Background(), "eval", engine.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: qa.Question, MaxTokens: budget})
-				lat = append(lat, time.Since(start))
+		for ci, conv := range convs {
+			for _, qa := range conv.qa {
+				o, took, err := store.pack(ci, qa.Question, budget)
 				if err != nil {
 					return nil, err
 				}
-				tokens += float64(pr.Result.TotalTokens)
+				lat = append(lat, took)
+				tokens += float64(o.tokens)
 				cited := map[string]bool{}
-				for _, c := range pr.Result.Citations {
-					cited[set.turnOf[ci][c.ArtifactID]] = true
+				for _, a := range o.cited {
+					cited[turnOf[ci][a]] = true
 				}
 				why := map[string]string{} // turn -> reason its most relevant span was excluded
-				for _, e := range pr.Result.Exclusions {
-					if t := set.turnOf[ci][e.ArtifactID]; why[t] == "" {
+				for _, e := range o.excluded {
+					if t := turnOf[ci][e.ArtifactID]; why[t] == "" {
 						why[t] = e.Reason
 					}
 				}
@@ -213,8 +490,13 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 					}
 				}
 				asked[qa.Category]++
-				if pr.Result.Abstain {
+				if o.abstain {
 					abstain[qa.Category]++
+				}
+				if qa.Category == 5 {
+					confUnanswerable = append(confUnanswerable, o.confidence)
+				} else {
+					confAnswerable = append(confAnswerable, o.confidence)
 				}
 			}
 		}
@@ -234,6 +516,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 		b.RecallCat1to4 = f14 / t14
 		b.AbstainCat5 = abstain[5] / asked[5]
 		b.AbstainOther = a14 / q14
+		b.ConfidenceAUC = confidenceAUC(confAnswerable, confUnanswerable)
 		n := q14 + asked[5]
 		b.MeanTokens = tokens / n
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })

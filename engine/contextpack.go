@@ -114,8 +114,10 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 
 	k := wsKey{tenant, req.Workspace}
 	// The passes of each profile: (profile that runs, budget, pool depth).
-	// balanced escalates to high_recall, and high_recall grows its budget,
-	// when the first pass finds sparse evidence.
+	// balanced escalates to high_recall when its first pass finds sparse
+	// evidence. high_recall is one pass of its deep pool with the whole
+	// budget (pack.BudgetFor): the pass balanced escalates to, so it never
+	// returns less evidence than balanced.
 	first := packPass{profile, req.MaxTokens, 0} // pool 0: poolFor, decided under the lock
 	var second *packPass
 	switch profile {
@@ -126,7 +128,6 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 		second = &packPass{pack.ProfileHighRecall, pack.BudgetFor(pack.ProfileHighRecall, req.MaxTokens, true), poolHighRecall}
 	case pack.ProfileHighRecall:
 		first = packPass{profile, pack.BudgetFor(profile, req.MaxTokens, false), poolHighRecall}
-		second = &packPass{profile, pack.BudgetFor(profile, req.MaxTokens, true), poolHighRecall}
 	}
 	useSemantic := profile != pack.ProfileLowLatency
 	// Candidates are gathered under the read lock; the packer, which only
@@ -469,6 +470,12 @@ func (r *resolver) artifact(id uuid.UUID) (*artifact.Artifact, error) {
 	return nil, ErrNotFound
 }
 
+// newCandidate is the packer's view of span sp of artifact a. SessionID,
+// Timestamp, Seq (the artifact's WAL sequence number, its ingest order in
+// every layout) and Start are what the packer orders a conversation by
+// when it finds a candidate's neighbours (pack.ContextShare), so turns that
+// share a timestamp, or were stamped at ingest, keep the order they were
+// sent in.
 func newCandidate(sp artifact.Span, a *artifact.Artifact) *pack.Candidate {
 	return &pack.Candidate{SpanID: sp.ID, ArtifactID: a.ID, SourceType: a.Type, CreatorID: a.ActorID, SessionID: a.SessionID,
 		Timestamp: a.Timestamp, Seq: a.Seq, Text: sp.Text, Tokens: int(sp.Tokens), Start: int(sp.Start), End: int(sp.End), Permissions: a.Permissions}

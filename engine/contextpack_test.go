@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/pack"
 )
 
@@ -113,4 +115,49 @@ func TestContextPack(t *testing.T) {
 		}
 	}
 	db.Close()
+}
+
+// TestHighRecallNeverLessThanBalanced: for the same request, the
+// high_recall profile returns at least the snippets and evidence tokens of
+// balanced. In this workspace (twelve notes of about 100 tokens, all on the
+// query's topic) high_recall once packed with a base budget of
+// max_tokens/4 and kept it, since three or more citations are not sparse:
+// at max_tokens 1,500 it returned 3 snippets where balanced (budget
+// max_tokens/1.5) returned 9.
+func TestHighRecallNeverLessThanBalanced(t *testing.T) {
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	defer db.Close()
+	fill := strings.Fields("granite harbour ledger violet copper orchard lantern meadow saddle thimble walnut quiver " +
+		"bramble cobalt drizzle ember falcon glacier hazel indigo juniper kettle lilac marble nectar opal pepper quartz")
+	for i := 0; i < 12; i++ {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Crane inspection report %d for the north pier: the crane inspection found wear on cable %d.", i, i)
+		for j := 0; j < 60; j++ {
+			b.WriteString(" " + fill[(i*7+j*(i+3))%len(fill)])
+		}
+		mustIngest(t, db, "t", ppNote("cranes", "u1", "note", b.String(), artifact.Permissions{}, i))
+	}
+	evidence := func(r *pack.Result) (n, tokens int) {
+		for _, s := range pack.Snippets(r) {
+			n++
+			tokens += len(strings.Fields(s.Content))
+		}
+		return n, tokens
+	}
+	for _, maxTokens := range []int{300, 600, 1000, 1500, 3000, 8000} {
+		req := PackRequest{Workspace: "cranes", Query: "crane inspection report", MaxTokens: maxTokens}
+		req.Profile = pack.ProfileBalanced
+		bal := mustPack(t, db, "t", req)
+		req.Profile = pack.ProfileHighRecall
+		high := mustPack(t, db, "t", req)
+		bn, bt := evidence(bal.Result)
+		hn, ht := evidence(high.Result)
+		if hn < bn || ht < bt {
+			t.Errorf("max_tokens %d: high_recall %d snippets (%d words) < balanced (served by %s) %d snippets (%d words)",
+				maxTokens, hn, ht, bal.ServingProfile, bn, bt)
+		}
+		if high.Result.TotalTokens > maxTokens {
+			t.Errorf("max_tokens %d: high_recall used %d tokens", maxTokens, high.Result.TotalTokens)
+		}
+	}
 }

@@ -1227,11 +1227,17 @@ func TestPackAbstention(t *testing.T) {
 	defer db.Close()
 	tuning := func(edit func(*pack.Tuning)) pack.Tuning { tn := pack.DefaultTuning(); edit(&tn); return tn }
 
-	// Insufficient evidence tokens: one tiny matching fact.
+	// Insufficient evidence tokens: one tiny matching fact, under a floor of
+	// 20 tokens; with the default floor (5) one sentence is evidence.
 	mustIngest(t, db, "t", ppNote("few", "u1", "note", "Refunds: 30 days.", artifact.Permissions{}, 0))
-	res := mustPack(t, db, "t", PackRequest{Workspace: "few", Query: "refunds days", MaxTokens: 1000}).Result
+	res := mustPack(t, db, "t", PackRequest{Workspace: "few", Query: "refunds days", MaxTokens: 1000,
+		Tuning: tuning(func(tn *pack.Tuning) { tn.MinEvidenceTokens = 20 })}).Result
 	if !res.Abstain || res.AbstainReason != pack.AbstainFewTokens || len(res.Citations) != 1 || res.ContextText == "" {
 		t.Errorf("tiny evidence: abstain %v %q, %d citations", res.Abstain, res.AbstainReason, len(res.Citations))
+	}
+	res = mustPack(t, db, "t", PackRequest{Workspace: "few", Query: "refunds days", MaxTokens: 1000}).Result
+	if res.Abstain {
+		t.Errorf("one sentence, default tuning: abstained %q (confidence %v)", res.AbstainReason, res.Confidence)
 	}
 	res = mustPack(t, db, "t", PackRequest{Workspace: "few", Query: "refunds days", MaxTokens: 1000,
 		Tuning: tuning(func(tn *pack.Tuning) { tn.MinEvidenceTokens = 1 })}).Result

@@ -14,15 +14,11 @@ func TestConfidenceFormula(t *testing.T) {
 	b.Tokens = 50
 	rq := req("refund window for monthly plans", 10000)
 	r := Pack(rq, nil, []Candidate{a, b}, est)
-	// Lexical ranks 0 and 1: rel(a) = 0.475*1 + 0.05 = 0.525,
-	// rel(b) = 0.475*61/62 + 0.05 = 0.517339 (rounded to 6 places)
-	// R = 0.7*0.525 + 0.3*(0.525+0.517339)/2
 	// query terms: refund window monthly plan; a holds refund, window, plan,
 	// b only refund -> Q = 3/4 (the best single span)
-	// strength = R * Q^2.5
+	// strength = Q * A^2, A = 1 (notes: no speakers)
 	// D = 150/200, C = 1, V = 2/3
-	R := 0.7*0.525 + 0.3*(0.525+0.517339)/2
-	strength := R * math.Pow(0.75, 2.5)
+	strength := 0.75
 	support := 0.5*0.75 + 0.3*1 + 0.2*2.0/3
 	want := round6(strength * (0.6 + 0.4*support))
 	if math.Abs(r.Confidence-want) > 2e-6 {
@@ -65,16 +61,21 @@ func TestConfidenceSignals(t *testing.T) {
 }
 
 func TestAbstention(t *testing.T) {
-	// Few evidence tokens.
-	tiny := cnd(1, 1, "Refunds: 30 days.", 10)
-	r := Pack(req("refund", 1000), nil, []Candidate{tiny}, est)
+	// Few evidence tokens: below the default floor of 5, and below a
+	// request's own floor.
+	frag := cnd(1, 1, "Refunds.", 10)
+	r := Pack(req("refund", 1000), nil, []Candidate{frag}, est)
 	if !r.Abstain || r.AbstainReason != AbstainFewTokens || len(r.Citations) != 1 {
-		t.Errorf("few tokens: abstain %v %q, %d citations", r.Abstain, r.AbstainReason, len(r.Citations))
+		t.Errorf("fragment: abstain %v %q, %d citations", r.Abstain, r.AbstainReason, len(r.Citations))
 	}
+	tiny := cnd(1, 1, "Refunds: 30 days.", 10)
 	rq := req("refund", 1000)
-	rq.Tuning.MinEvidenceTokens = 5
-	if r := Pack(rq, nil, []Candidate{tiny}, est); r.Abstain {
-		t.Errorf("min_evidence_tokens 5: abstained %q", r.AbstainReason)
+	rq.Tuning.MinEvidenceTokens = 20
+	if r := Pack(rq, nil, []Candidate{tiny}, est); !r.Abstain || r.AbstainReason != AbstainFewTokens || len(r.Citations) != 1 {
+		t.Errorf("min_evidence_tokens 20: abstain %v %q, %d citations", r.Abstain, r.AbstainReason, len(r.Citations))
+	}
+	if r := Pack(req("refund", 1000), nil, []Candidate{tiny}, est); r.Abstain {
+		t.Errorf("defaults: abstained %q", r.AbstainReason)
 	}
 
 	// Low confidence: only recency, no query match.
@@ -102,7 +103,7 @@ func TestAbstention(t *testing.T) {
 // TestQueryCoveragePerSpan: query coverage counts the terms found together
 // in one span, so the query's terms scattered over two spans make weaker
 // evidence than the same terms in one, and a pack whose best span holds a
-// third of the query's terms abstains under the default min_confidence.
+// thirteenth of the query's terms abstains under the default min_confidence.
 func TestQueryCoveragePerSpan(t *testing.T) {
 	mk := func(n, a int, txt string, lex float64) Candidate {
 		c := cnd(n, a, txt, lex)
@@ -126,15 +127,37 @@ func TestQueryCoveragePerSpan(t *testing.T) {
 	if scattered.Abstain {
 		t.Errorf("two of three terms in one span: abstained %q (confidence %v)", scattered.AbstainReason, scattered.Confidence)
 	}
-	// Each span holds one of the three terms: Q = 1/3, Q^2.5 = 0.064 < 0.08.
-	third := conf("harbour crane inspection",
+	// Each span holds one of the thirteen terms: Q = 1/13 = 0.077 < 0.08.
+	third := conf("harbour crane inspection report schedule overtime budget forklift pallet customs tariff berth pilot",
 		mk(1, 1, "The harbour is busy. "+wordsText(0, 100), 10),
 		mk(2, 2, "A crane arrived. "+wordsText(300, 100), 5),
 		mk(3, 3, "The inspection passed. "+wordsText(600, 100), 4))
 	if !third.Abstain || third.AbstainReason != AbstainLowConfidence {
-		t.Errorf("one of three terms per span: abstain %v %q (confidence %v)", third.Abstain, third.AbstainReason, third.Confidence)
+		t.Errorf("one of thirteen terms per span: abstain %v %q (confidence %v)", third.Abstain, third.AbstainReason, third.Confidence)
 	}
 	if len(third.Citations) != 3 {
 		t.Errorf("an abstaining pack still carries its evidence: %d citations", len(third.Citations))
+	}
+}
+
+// TestOneSentenceFactAnswers: with the default tuning, one correct sentence
+// that answers the query is evidence. With the former min_evidence_tokens
+// of 20 each of these abstained as "Insufficient evidence tokens".
+func TestOneSentenceFactAnswers(t *testing.T) {
+	for _, tc := range []struct{ fact, query string }{
+		{"The standup meeting is at 9:30 on Mondays.", "when is the standup meeting"},
+		{"Caroline: I went to the LGBTQ support group yesterday.", "When did Caroline go to the LGBTQ support group?"},
+		{"Refunds are accepted within 30 days.", "refund window days"},
+		{"Our database password rotates every 90 days.", "how often does the database password rotate"},
+	} {
+		c := cnd(1, 1, tc.fact, 10)
+		c.Tokens = est.Count(tc.fact)
+		rq := req(tc.query, 4096)
+		rq.Tuning = Tuning{}
+		r := Pack(rq, nil, []Candidate{c}, est)
+		if r.Abstain || len(r.Citations) != 1 {
+			t.Errorf("%q (%d tokens) for %q: abstain %v %q, confidence %v, %d citations",
+				tc.fact, c.Tokens, tc.query, r.Abstain, r.AbstainReason, r.Confidence, len(r.Citations))
+		}
 	}
 }

@@ -50,7 +50,8 @@ func overlapTerms(a, b *hashSet) float64 {
 //     some unit both spans state quantities in it but no value in common
 //     (so "30 days" against "45 days" conflicts; "3 days or 5 days"
 //     against "3 days" does not). The unit is the first such in a's text
-//     order.
+//     order. Or one span corrects a number of the other (correctionClash):
+//     "it is 45 minutes, not 30", too short for the Jaccard bound.
 //   - supersession: one span contains a supersession phrase (supersede,
 //     supersedes, superseded, "revised to", "no longer", "updated to",
 //     "replaced by", as whole words) and the term overlap is >=
@@ -63,6 +64,12 @@ func overlapTerms(a, b *hashSet) float64 {
 func detectConflict(a, b *features) (kind, desc string) {
 	if qa, qb, ok := numericalClash(a, b); ok && jaccardTerms(&a.terms, &b.terms) >= NumericalJaccard {
 		return ConflictNumerical, fmt.Sprintf("numerical: %q vs %q", qa.text, qb.text)
+	}
+	if qb, qa, ok := correctionClash(b, a); ok {
+		return ConflictNumerical, fmt.Sprintf("numerical: %q vs %q (a correction)", qa.text, qb.text)
+	}
+	if qa, qb, ok := correctionClash(a, b); ok {
+		return ConflictNumerical, fmt.Sprintf("numerical: %q vs %q (a correction)", qa.text, qb.text)
 	}
 	if a.phrase == "" && b.phrase == "" && (len(a.polar) == 0 || len(b.polar) == 0) {
 		return "", "" // neither of the other rules can fire
@@ -139,6 +146,94 @@ func numericalClash(a, b *features) (qa, qb quantity, ok bool) {
 	}
 	return qa, qb, false
 }
+
+// correctionClash reports whether x corrects a number that y states, and
+// returns x's value and y's. Corrections are short ("it is 45 minutes, not
+// 30") and share few terms with the statement they correct ("the weekly
+// planning meeting is 30 minutes"), so the Jaccard bound of the numerical
+// rule misses them; what ties them together instead is:
+//
+//   - x denies a value y states: "not N" or "never N" in x, with N's unit
+//     or else the unit of x's quantity before it, while y states N in that
+//     unit and x states another value in it. When x has terms of its own
+//     besides units, they must overlap y's (overlap coefficient >=
+//     ClaimOverlap): "lunch is 45 minutes, not 30" does not correct "the
+//     deploy takes 30 minutes".
+//   - or x says "actually", "correction" or "corrected", x and y state
+//     quantities in a unit with no value in common (as the numerical rule
+//     asks), and their terms besides units overlap (>= ClaimOverlap, and at
+//     least one shared).
+func correctionClash(x, y *features) (qx, qy quantity, ok bool) {
+	if len(x.denied) == 0 && !x.correction {
+		return qx, qy, false
+	}
+	subject := unitFreeOverlap(&x.terms, &y.terms)
+	for _, d := range x.denied {
+		if subject.own > 0 && subject.coef < ClaimOverlap {
+			break
+		}
+		iy := slices.IndexFunc(y.quants, func(q quantity) bool { return q.unit == d.unit && q.value == d.value })
+		ix := slices.IndexFunc(x.quants, func(q quantity) bool { return q.unit == d.unit && q.value != d.value })
+		if iy >= 0 && ix >= 0 {
+			return x.quants[ix], y.quants[iy], true
+		}
+	}
+	if x.correction && subject.shared > 0 && subject.coef >= ClaimOverlap {
+		if qx, qy, ok := numericalClash(x, y); ok {
+			return qx, qy, true
+		}
+	}
+	return qx, qy, false
+}
+
+// overlap is the overlap of two term sets without unit words.
+type overlap struct {
+	own    int     // terms of the first set that are not units
+	shared int     // of them, those in the second set
+	coef   float64 // overlap coefficient of the two sets without units
+}
+
+// unitFreeOverlap compares two term sets leaving out unit words ("minutes",
+// "days"): a shared unit says the two spans measure the same kind of thing,
+// not that they are about the same thing.
+func unitFreeOverlap(a, b *hashSet) overlap {
+	var o overlap
+	for _, h := range a.keys {
+		if !unitTerms.has(h) {
+			o.own++
+			if b.has(h) {
+				o.shared++
+			}
+		}
+	}
+	other := 0
+	for _, h := range b.keys {
+		if !unitTerms.has(h) {
+			other++
+		}
+	}
+	if n := min(o.own, other); n > 0 {
+		o.coef = float64(o.shared) / float64(n)
+	}
+	return o
+}
+
+// unitTerms are the term hashes of the unit and scale words.
+var unitTerms = func() hashSet {
+	var hs []uint64
+	add := func(w string) {
+		if h, kind := termHash([]byte(w)); kind == kindTerm {
+			hs = append(hs, h)
+		}
+	}
+	for w := range units {
+		add(w)
+	}
+	for w := range scales {
+		add(w)
+	}
+	return newHashSet(sortedSet(hs)) // sorted: the same set whatever the map order
+}()
 
 // conflictNamespace is the namespace of conflict ids.
 var conflictNamespace = uuid.MustParse("6c6f6369-636f-4e66-8c69-637473000001")

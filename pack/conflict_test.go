@@ -200,3 +200,64 @@ func TestConflictsPerSpan(t *testing.T) {
 		t.Errorf("the late span conflicts with cites %v, want [1 2 3]; all: %d", with, len(r.Conflicts))
 	}
 }
+
+// TestDetectCorrection: a short correction conflicts with the statement it
+// corrects, though they share too few terms for the numerical rule's
+// Jaccard bound; unrelated numbers do not conflict.
+func TestDetectCorrection(t *testing.T) {
+	const meeting = "The weekly planning meeting with the design team is 30 minutes."
+	tests := []struct {
+		name, a, b string
+		desc       string // "" for no conflict
+	}{
+		// positives
+		{"not N after", meeting, "It is 45 minutes, not 30.", `numerical: "30 minutes" vs "45 minutes" (a correction)`},
+		{"not N first", "It is 45 minutes, not 30.", meeting, `numerical: "45 minutes" vs "30 minutes" (a correction)`},
+		{"not N with its unit", "The standup takes 30 minutes every morning in the small room.", "The standup: 45 minutes, not 30 minutes.",
+			`numerical: "30 minutes" vs "45 minutes" (a correction)`},
+		{"never N", "Our retention period for audit logs in the EU region is 90 days by default.", "Retention is 30 days, never 90.",
+			`numerical: "90 days" vs "30 days" (a correction)`},
+		{"correction:", "Customers on annual or monthly plans get their money back by card: the refund window is 30 days from purchase, handled by support.", "Correction: the refund window is 45 days.",
+			`numerical: "30 days" vs "45 days" (a correction)`},
+		{"actually", "Actually the campaign budget is $5,000.", "Finance approved the marketing budget for the spring campaign in Europe and Asia, $4,000 this year, after a long review.",
+			`numerical: "$5,000" vs "$4,000" (a correction)`},
+		{"the issue's example", "The meeting is 30 minutes.", "it is 45 minutes, not 30", `numerical: "30 minutes" vs "45 minutes"`},
+		// negatives
+		{"another subject", "The deploy takes 30 minutes.", "Lunch is 45 minutes, not 30.", ""},
+		{"another unit", "The flight takes 3 hours.", "It is 45 minutes, not 30.", ""},
+		{"denied value not stated", "The review meeting is 45 minutes.", "It is 45 minutes, not 30.", ""},
+		{"unrelated unit, same number", "The report is due in 30 days.", "Sam is 45 years old, not 30.", ""},
+		{"a bare number denied", "The office has 30 desks on the second floor.", "It is not 30, it is 45.", ""},
+		{"denial without a new value", meeting, "The meeting is not 30 minutes late.", ""},
+		{"actually, another subject", meeting, "Actually the train to Leeds takes 40 minutes.", ""},
+		{"actually, same value", meeting, "Actually the planning meeting is 30 minutes.", ""},
+		{"correction without numbers", meeting, "Correction: the planning meeting moved to Tuesday.", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b))
+			want := ""
+			if tt.desc != "" {
+				want = ConflictNumerical
+			}
+			if kind != want || desc != tt.desc {
+				t.Errorf("got %q %q, want %q %q", kind, desc, want, tt.desc)
+			}
+		})
+	}
+}
+
+// TestCorrectionInPack: a short correction is reported in the pack's
+// conflicts with the statement it corrects.
+func TestCorrectionInPack(t *testing.T) {
+	a := cnd(1, 1, "The weekly planning meeting with the design team is 30 minutes.", 9)
+	b := cnd(2, 2, "It is 45 minutes, not 30.", 8)
+	r := Pack(req("how long is the weekly planning meeting", 1000), nil, []Candidate{a, b}, est)
+	if len(r.Conflicts) != 1 || r.Conflicts[0].ClaimA.SpanID != a.SpanID || r.Conflicts[0].ClaimB.SpanID != b.SpanID {
+		t.Fatalf("conflicts %+v", r.Conflicts)
+	}
+	want := "=== CONFLICTS ===\nConflict [cite:1] vs [cite:2]: numerical: \"30 minutes\" vs \"45 minutes\" (a correction)\n=== END CONTEXT ===\n"
+	if !strings.HasSuffix(r.ContextText, want) {
+		t.Errorf("context text %q", r.ContextText)
+	}
+}

@@ -1,5 +1,7 @@
 package pack
 
+import "strconv"
+
 // features are what the conflict rules and query coverage read of a span.
 type features struct {
 	terms  hashSet    // term hashes (see termHash)
@@ -7,6 +9,10 @@ type features struct {
 	quants []quantity // numbers with units, in text order
 	phrase string     // the first supersession phrase, or ""
 	polar  []clause   // the clauses that state a form of a negation pair
+
+	// Corrections (see correctionClash).
+	denied     []quantity // numbers right after "not" or "never" ("45 minutes, not 30"), with their unit or the previous quantity's
+	correction bool       // says "actually", "correction" or "corrected"
 }
 
 // clause is a clause that states a form of a negation pair.
@@ -38,10 +44,19 @@ func featuresOf(s string) *features {
 		}
 		if c := s[start]; '0' <= c && c <= '9' && start >= quantEnd && !continuesWord(s, start) {
 			q, next, ok := quantityAt(s, start)
+			if prevNot {
+				f.deny(s, start, q, ok)
+			}
 			if ok {
 				f.quants = append(f.quants, q)
 			}
 			quantEnd = next
+		}
+		if !f.correction {
+			switch string(w) {
+			case "actually", "correction", "corrected":
+				f.correction = true
+			}
 		}
 		h := wordKey(w)
 		r := lexicon.get(h)
@@ -96,4 +111,24 @@ func (r *role) phrase(prevStart string) string {
 		}
 	}
 	return ""
+}
+
+// deny records the number at s[start], which follows "not" or "never", as
+// a denied quantity: q when the number has a unit (ok), else the number in
+// the unit of the quantity before it ("45 minutes, not 30"); a bare number
+// with no quantity before it is not recorded.
+func (f *features) deny(s string, start int, q quantity, ok bool) {
+	if ok {
+		f.denied = append(f.denied, q)
+		return
+	}
+	if len(f.quants) == 0 {
+		return
+	}
+	digits, end := scanNumber(s, start)
+	v, err := strconv.ParseFloat(digits, 64)
+	if err != nil {
+		return
+	}
+	f.denied = append(f.denied, quantity{value: v, unit: f.quants[len(f.quants)-1].unit, text: s[start:end]})
 }

@@ -72,8 +72,9 @@ func TestResultJSON(t *testing.T) {
 	a := cnd(1, 1, "Refunds: 30 days.", 10)
 	for _, abstain := range []bool{false, true} {
 		rq := req("refund", 1000)
-		if !abstain {
-			rq.Tuning.MinEvidenceTokens = 0
+		rq.Tuning.MinEvidenceTokens = 0
+		if abstain {
+			rq.Tuning.MinEvidenceTokens = 100 // more than the span holds
 		}
 		b, err := json.Marshal(Pack(rq, nil, []Candidate{a}, est))
 		if err != nil {

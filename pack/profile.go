@@ -20,23 +20,26 @@ const (
 //
 //	low_latency  max_tokens
 //	balanced     floor(max_tokens / 1.5), or max_tokens when sparse
-//	high_recall  floor(max_tokens / 4),   or max_tokens when sparse
+//	high_recall  max_tokens
 //
 // It is at least 1 and never above max_tokens; an unknown profile gets
 // max_tokens. The v2 profiles are Pack with these budgets (and the
 // engine's channel choices): the adaptive budget may use less than
 // max_tokens but never more.
+//
+// high_recall once started at max_tokens/4 and grew to max_tokens only on
+// sparse evidence, so whenever it found three or more spans it kept a
+// quarter of the budget and returned less evidence than balanced (3
+// snippets against 9 at max_tokens 1,500). Recall is what the profile is
+// for: it packs its deeper pool into the whole budget, which is also the
+// pass balanced escalates to, so balanced never returns more.
 func BudgetFor(profile string, maxTokens int, sparse bool) int {
 	if maxTokens < 1 {
 		return max(maxTokens, 0)
 	}
 	b := maxTokens
-	switch {
-	case sparse:
-	case profile == ProfileBalanced:
+	if profile == ProfileBalanced && !sparse {
 		b = maxTokens * 2 / 3
-	case profile == ProfileHighRecall:
-		b = maxTokens / 4
 	}
 	return max(b, 1)
 }
@@ -47,7 +50,7 @@ const SparseCitations = 3
 
 // Sparse reports whether a pack found sparse evidence: it abstained, or
 // it cites fewer than SparseCitations spans. The balanced profile escalates
-// to high_recall, and the profiles grow their budget, on sparse evidence.
+// to high_recall (with the whole budget) on sparse evidence.
 func Sparse(r *Result) bool {
 	return r.Abstain || len(r.Citations) < SparseCitations
 }

@@ -15,10 +15,10 @@ func TestBudgetFor(t *testing.T) {
 		{ProfileBalanced, 4096, true, 4096},
 		{ProfileBalanced, 3, false, 2},
 		{ProfileBalanced, 1, false, 1},
-		{ProfileHighRecall, 4096, false, 1024},
+		{ProfileHighRecall, 4096, false, 4096},
 		{ProfileHighRecall, 4096, true, 4096},
-		{ProfileHighRecall, 3, false, 1},
-		{ProfileHighRecall, 128000, false, 32000},
+		{ProfileHighRecall, 3, false, 3},
+		{ProfileHighRecall, 128000, false, 128000},
 		{"unknown", 500, false, 500},
 		{ProfileBalanced, 0, false, 0},
 	}

@@ -74,11 +74,14 @@ type Tuning struct {
 	TemporalHalfLifeHours float64 `json:"temporal_half_life_hours"`     // half-life of the temporal score
 }
 
-// DefaultTuning returns the defaults of decisions.md.
+// DefaultTuning returns the defaults of decisions.md. MinEvidenceTokens is
+// 5, not the 20 it once was: one sentence that answers the question (about
+// 10-20 tokens) is evidence, and whether evidence answers is confidence's
+// call; the token floor only catches fragments.
 func DefaultTuning() Tuning {
 	return Tuning{
 		MinConfidence:         0.08,
-		MinEvidenceTokens:     20,
+		MinEvidenceTokens:     5,
 		MaxSpansPerArtifact:   3,
 		DiversityDecay:        0.5,
 		RedundancyJaccard:     0.8,

@@ -71,19 +71,64 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64) {
 // the same exchange (the question before an answer, the answer after it,
 // the paragraph continuing a matched one), and often carries what the query
 // asks for without sharing its words. Each candidate's neighbours are the
-// nearest earlier and the nearest later gathered candidate of its group
-// (its session when it has one, else its artifact), in the order of
-// Timestamp, then Seq (ingest order), then Start, then compareTies, when no
-// more than ContextWindow microseconds apart. A candidate's relevance becomes
+// gathered candidates just before and just after it in conversation order
+// (see conversationOrder) within its group: its session when it has one,
+// else its artifact. A candidate's relevance becomes
 //
 //	max(own relevance, ContextShare × the higher own relevance of its neighbours)
 //
 // where own relevance is the fused relevance before this step, so that the
-// share does not travel further than one neighbour.
-const (
-	ContextShare  = 0.75
-	ContextWindow = 10 * 60 * 1e6 // 10 minutes, in microseconds
-)
+// share does not travel further than one neighbour. Neighbourhood is a
+// matter of order, not of time apart: turns that share one timestamp (a
+// client stamping the session's date), that carry none (the store stamps
+// the time of ingest) or that are hours apart in one session are still
+// next to each other.
+const ContextShare = 0.75
+
+// conversationOrder orders candidates as a conversation runs: by group
+// (sessions by id, then the spans without a session by artifact), then,
+// within a group, by Timestamp, then Seq (ingest order, so equal timestamps
+// keep the order the client sent), then Start (chunks of one artifact),
+// then compareTies. It never consults span ids, which are random per data
+// directory, so the same writes give the same neighbours anywhere. Groups
+// are ordered by artifact id, which is harmless: neighbours are taken
+// within one group only.
+func conversationOrder(a, b *cand) int {
+	if c := cmp.Or(
+		cmp.Compare(grouped(a), grouped(b)),
+		cmp.Compare(a.SessionID, b.SessionID),
+		compareID(ungroupedArtifact(a), ungroupedArtifact(b)),
+		cmp.Compare(a.Timestamp, b.Timestamp),
+		cmp.Compare(a.Seq, b.Seq),
+		cmp.Compare(a.Start, b.Start),
+	); c != 0 {
+		return c
+	}
+	return compareTies(a, b)
+}
+
+// grouped is 0 for a candidate in a session and 1 for one without, so that
+// sessions sort before the artifacts that group the rest.
+func grouped(c *cand) int {
+	if c.SessionID == "" {
+		return 1
+	}
+	return 0
+}
+
+// ungroupedArtifact is the artifact that groups a candidate without a
+// session, or uuid.Nil for one in a session.
+func ungroupedArtifact(c *cand) uuid.UUID {
+	if c.SessionID == "" {
+		return c.ArtifactID
+	}
+	return uuid.Nil
+}
+
+// sameGroup reports whether two candidates are in one context group.
+func sameGroup(a, b *cand) bool {
+	return a.SessionID == b.SessionID && ungroupedArtifact(a) == ungroupedArtifact(b)
+}
 
 // addContext raises each candidate's relevance to ContextShare times that
 // of its strongest neighbour (see ContextShare). cs must have their own
@@ -100,48 +145,13 @@ func addContext(cs []*cand) {
 	for i, c := range cs {
 		es[i] = entry{c, c.rel}
 	}
-	// Groups: sessions by id, then the spans without a session by artifact.
-	grouped := func(c *cand) int {
-		if c.SessionID == "" {
-			return 1
-		}
-		return 0
-	}
-	artifactOf := func(c *cand) uuid.UUID {
-		if c.SessionID == "" {
-			return c.ArtifactID
-		}
-		return uuid.Nil
-	}
-	// The order of the groups does not matter (neighbours are taken within
-	// one), so artifact ids may order them; within a group, ingest order
-	// and content decide.
-	slices.SortFunc(es, func(a, b entry) int {
-		if c := cmp.Or(
-			cmp.Compare(grouped(a.c), grouped(b.c)),
-			cmp.Compare(a.c.SessionID, b.c.SessionID),
-			compareID(artifactOf(a.c), artifactOf(b.c)),
-			cmp.Compare(a.c.Timestamp, b.c.Timestamp),
-			cmp.Compare(a.c.Seq, b.c.Seq),
-			cmp.Compare(a.c.Start, b.c.Start),
-		); c != 0 {
-			return c
-		}
-		return compareTies(a.c, b.c)
-	})
-	near := func(a, b *entry) bool {
-		if a.c.SessionID != b.c.SessionID || artifactOf(a.c) != artifactOf(b.c) {
-			return false
-		}
-		d := b.c.Timestamp - a.c.Timestamp // b sorts after a: d >= 0 unless it overflowed
-		return d >= 0 && d <= ContextWindow
-	}
+	slices.SortFunc(es, func(a, b entry) int { return conversationOrder(a.c, b.c) })
 	for i := range es {
 		ctx := 0.0
-		if i > 0 && near(&es[i-1], &es[i]) {
+		if i > 0 && sameGroup(es[i-1].c, es[i].c) {
 			ctx = es[i-1].own
 		}
-		if i+1 < len(es) && near(&es[i], &es[i+1]) {
+		if i+1 < len(es) && sameGroup(es[i].c, es[i+1].c) {
 			ctx = max(ctx, es[i+1].own)
 		}
 		if v := round6(float64(ContextShare * ctx)); v > es[i].own {

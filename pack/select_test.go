@@ -276,7 +276,8 @@ func TestScore(t *testing.T) {
 // TestContext: a candidate next to a stronger one in its session (or, with
 // no session, in its artifact) gets ContextShare of the stronger one's own
 // relevance; the share goes one neighbour far, only to the nearest earlier
-// and later candidate of the group, and only within ContextWindow.
+// and later candidate of the group (TestNeighboursFollowConversationOrder
+// covers the order itself).
 func TestContext(t *testing.T) {
 	const sec = int64(1e6)
 	rq := req("q", 1000)
@@ -289,7 +290,7 @@ func TestContext(t *testing.T) {
 	further := at(cnd(3, 3, "further", 0), "s1", 12*sec)     // two away: no share
 	before := at(cnd(4, 4, "before", 0), "s1", 9*sec)        // previous in s1
 	other := at(cnd(5, 5, "other session", 0), "s2", 10*sec) // another session
-	late := at(cnd(6, 6, "late", 0), "s1", 10*sec-601*sec)   // 601 s before "before": beyond the window
+	late := at(cnd(6, 6, "late", 0), "s1", 10*sec-601*sec)   // 601 s before "before", its only neighbour, which is weak
 	chunk1 := at(cnd(7, 7, "chunk one", 8), "", 0)           // no session: its artifact groups
 	chunk2 := at(cnd(8, 7, "chunk two", 0), "", 0)
 	chunk2.Start = 100

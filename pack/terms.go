@@ -33,13 +33,17 @@ var stopwords = func() map[string]bool {
 }()
 
 // stem strips a few English inflections, crudely, so that "policies" meets
-// "policy" and "deadlines" meets "deadline": -ies becomes -y, -sses -ss, and
-// -ing, -ed and -s (not -ss) are dropped from long enough words. It returns
-// the kept prefix of w and a letter to append, or 0.
+// "policy" and "deadlines" meets "deadline": a possessive 's is dropped
+// (words keep an apostrophe between letters, and "Melanie's" must meet
+// "Melanie"), -ies becomes -y, -sses -ss, and -ing, -ed and -s (not -ss)
+// are dropped from long enough words. It returns the kept prefix of w and a
+// letter to append, or 0.
 func stem(w []byte) ([]byte, byte) {
 	n := len(w)
 	suffix := func(s string) bool { return n >= len(s) && string(w[n-len(s):]) == s }
 	switch {
+	case n > 2 && suffix("'s"):
+		return w[:n-2], 0
 	case n > 4 && suffix("ies"):
 		return w[:n-3], 'y'
 	case n > 4 && suffix("sses"):

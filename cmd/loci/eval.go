@@ -46,7 +46,9 @@ func runEval(args []string) error {
 
 func runEvalLoCoMo(args []string) error {
 	fs := flag.NewFlagSet("eval locomo", flag.ContinueOnError)
-	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "LoCoMo json file")
+	data := fs.String("data", "../shared/data/locomo/locomo-dev.json", "a json file in LoCoMo's layout")
+	ingest := fs.String("ingest", bench.IngestViaHTTP, "how turns are ingested: engine (in process) or http (POST /v2/ingest to a real server on loopback, packs over HTTP)")
+	stamps := fs.String("timestamps", bench.TimestampsSession, "turn timestamps: session (the session's date-time), spread (plus one second per turn) or none")
 	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if done, err := parseFlags(fs, args); done {
@@ -56,7 +58,17 @@ func runEvalLoCoMo(args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs})
+	switch *ingest {
+	case bench.IngestViaEngine, bench.IngestViaHTTP:
+	default:
+		return fmt.Errorf("-ingest %q: want engine or http", *ingest)
+	}
+	switch *stamps {
+	case bench.TimestampsSession, bench.TimestampsSpread, bench.TimestampsNone:
+	default:
+		return fmt.Errorf("-timestamps %q: want session, spread or none", *stamps)
+	}
+	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps})
 	if err != nil {
 		return err
 	}

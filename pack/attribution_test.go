@@ -1,0 +1,104 @@
+package pack
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestSpeakerTerms(t *testing.T) {
+	tests := []struct {
+		typ   string
+		start int
+		text  string
+		want  string // the speaker's words, as they hash, or "" for none
+	}{
+		{"chat_turn", 0, "Caroline: I went to the support group.", "caroline"},
+		{"chat_turn", 0, "Mary Ann Smith: hello", "mary ann smith"},
+		{"chat_turn", 0, "user: what is the refund window?", "user"},
+		{"chat_turn", 0, "Dr. Who's Friend: hi", "dr who's friend"},
+		{"chat_turn", 12, "Caroline: a later span of a long turn", ""},
+		{"note", 0, "Caroline: notes are not turns", ""},
+		{"chat_turn", 0, "At 10:30 we met", ""},
+		{"chat_turn", 0, "The four of us in the meeting room said: no", ""},
+		{"chat_turn", 0, "R2D2: beep", ""},
+		{"chat_turn", 0, "no colon here", ""},
+		{"chat_turn", 0, ": empty role", ""},
+	}
+	for _, tt := range tests {
+		c := &cand{Candidate: Candidate{SourceType: tt.typ, Start: tt.start, Text: tt.text}}
+		var want []uint64
+		for _, w := range words(tt.want) {
+			h, _ := termHash([]byte(w))
+			want = append(want, h)
+		}
+		if got := speakerTerms(c); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("speakerTerms(%s %d %q) = %v, want %v (%q)", tt.typ, tt.start, tt.text, got, want, tt.want)
+		}
+	}
+}
+
+// TestAttribution: a question about what one speaker did, whose best
+// evidence is another speaker's turn, abstains; the same evidence answers
+// the question about the speaker who said it, and a question that names no
+// speaker is not affected. Before attribution, the first pack did not
+// abstain (query coverage 3/4 from the other speaker's words).
+func TestAttribution(t *testing.T) {
+	turn := func(n int, text string, lex float64) Candidate {
+		c := cnd(n, n, text, lex)
+		c.SourceType = "chat_turn"
+		return c
+	}
+	conversation := []Candidate{
+		turn(1, "Melanie: Thanks, Caroline! The charity race was great, I realize self-care is really important.", 10),
+		turn(2, "Melanie: I ran a charity race for mental health last Saturday, Caroline.", 9),
+		turn(3, "Melanie: The race was tough but I realize how much I love running.", 8),
+		turn(4, "Caroline: That sounds great, Mel! I am proud of you.", 2),
+	}
+	tests := []struct {
+		query   string
+		abstain bool
+	}{
+		{"What did Caroline realize after her charity race?", true},
+		{"What did Melanie realize after her charity race?", false},
+		{"What did someone realize after the charity race?", false},
+	}
+	for _, tt := range tests {
+		r := Pack(req(tt.query, 4096), nil, conversation, est)
+		if r.Abstain != tt.abstain || tt.abstain && r.AbstainReason != AbstainLowConfidence || len(r.Citations) != 4 {
+			t.Errorf("%q: abstain %v %q (confidence %v, %d citations), want abstain %v",
+				tt.query, r.Abstain, r.AbstainReason, r.Confidence, len(r.Citations), tt.abstain)
+		}
+	}
+	// The factor itself: the three most relevant attributed spans, by
+	// relevance share.
+	cs := []*cand{}
+	for i, who := range []string{"Ann", "Bob", "Ann", "Bob"} {
+		c := &cand{Candidate: Candidate{SourceType: "chat_turn", Text: who + ": hi"}, rel: float64(4 - i)}
+		cs = append(cs, c)
+	}
+	for _, tt := range []struct {
+		query string
+		want  float64
+	}{
+		{"what did ann say", AttributionFloor + (1-AttributionFloor)*(4.0+2.0)/(4+3+2)},
+		{"what did bob say", AttributionFloor + (1-AttributionFloor)*3.0/(4+3+2)},
+		{"what did ann and bob say", 1},
+		{"what did carl say", 1},
+	} {
+		if got := attribution(cs, queryTerms(tt.query)); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tt.want) {
+			t.Errorf("attribution(%q) = %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}
+
+// TestPossessiveTerms: a possessive names the same term as the bare word,
+// so "What does Melanie's necklace symbolize?" names the speaker Melanie.
+// Words keep their apostrophe, and before the stemmer dropped 's the term
+// was "melanie'", which matched nothing.
+func TestPossessiveTerms(t *testing.T) {
+	for _, tt := range [][2]string{{"Melanie's", "Melanie"}, {"the team's budget", "team budget"}} {
+		if got, want := queryTerms(tt[0]), queryTerms(tt[1]); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("terms of %q = %v, of %q = %v", tt[0], got, tt[1], want)
+		}
+	}
+}
