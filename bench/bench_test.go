@@ -127,3 +127,30 @@ func TestLoCoMoStamps(t *testing.T) {
 		}
 	}
 }
+
+// TestPackHTTPDistinctRequests checks that `loci bench pack` times distinct
+// requests by default (each stores its own receipt, as a new question
+// does), and that with Repeats the sampled real questions repeat.
+func TestPackHTTPDistinctRequests(t *testing.T) {
+	data := "../../shared/data"
+	if _, err := os.Stat(data); err != nil {
+		t.Skip("shared data not present: the real questions are needed for repeats")
+	}
+	for _, repeats := range []bool{false, true} {
+		res, err := PackHTTP(PackHTTPConfig{Spans: 300, Requests: 150, Concurrency: []int{1}, MaxTokens: 256, Seed: 3,
+			Data: data, Sync: wal.SyncOff, Repeats: repeats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := 200 + 150 // warm-up and timed
+		switch {
+		case !repeats && res.Receipts != sent:
+			t.Errorf("distinct requests: %d receipts for %d packs", res.Receipts, sent)
+		case repeats && res.Receipts >= sent:
+			t.Errorf("repeats allowed: %d receipts for %d packs; the sample should repeat", res.Receipts, sent)
+		}
+		if res.DistinctRequests == repeats {
+			t.Errorf("repeats %v: distinct_requests %v", repeats, res.DistinctRequests)
+		}
+	}
+}

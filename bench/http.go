@@ -135,6 +135,13 @@ type PackHTTPConfig struct {
 	Seed        uint64 // data order and query sample
 	Data        string // shared data directory for real texts and questions ("" = synthetic)
 	Sync        wal.SyncPolicy
+	// Repeats lets a request repeat an earlier one byte for byte. Questions
+	// are drawn with replacement, so then about half the packs at one
+	// client repeat an earlier request, whose receipt is already stored
+	// and is not written again. By default every request is made distinct
+	// by its actor_id (every artifact here is public, so the evidence is
+	// the same): each pack stores a new receipt, as a new question does.
+	Repeats bool
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -151,6 +158,12 @@ type PackHTTPResult struct {
 	Fsync        string  `json:"fsync"`
 	BuildSeconds float64 `json:"build_seconds"`
 	Dataset      string  `json:"dataset"`
+	// DistinctRequests is false when requests may repeat earlier ones
+	// (PackHTTPConfig.Repeats), skipping the receipt's write.
+	DistinctRequests bool `json:"distinct_requests"`
+	// Receipts is how many receipts the workspace holds at the end: one per
+	// distinct request, warm-up included.
+	Receipts int `json:"receipts"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -181,7 +194,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String()}
+	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats}
 	if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
 		return nil, err
 	}
@@ -200,12 +213,18 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	} else {
 		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d) in one workspace, flushed and compacted; queries of 3-8 vocabulary words", cfg.Seed)
 	}
+	sent := 0
 	bodies := func(n int) [][]byte {
 		out := make([][]byte, 0, n)
 		for ; n > 0 && len(queries) > 0; n-- {
-			b, _ := json.Marshal(map[string]any{"workspace_id": "bench", "query": queries[0], "max_tokens": cfg.MaxTokens})
+			req := map[string]any{"workspace_id": "bench", "query": queries[0], "max_tokens": cfg.MaxTokens}
+			if !cfg.Repeats {
+				req["actor_id"] = fmt.Sprintf("bench-%d", sent)
+			}
+			b, _ := json.Marshal(req)
 			out = append(out, b)
 			queries = queries[1:]
+			sent++
 		}
 		return out
 	}
@@ -220,6 +239,11 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		}
 		res.Levels = append(res.Levels, lv)
 	}
+	page, err := s.db.ListReceipts(httpd.DefaultTenant, "bench", "", 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	res.Receipts = page.Total
 	first := res.Levels[0]
 	res.Concurrency, res.P50ms, res.P99ms, res.RequestsPerS = first.Concurrency, first.P50ms, first.P99ms, first.RequestsPerS
 	return res, nil

@@ -57,6 +57,7 @@ func runBench(args []string) error {
 		budget := fs.Int("max-tokens", 2048, "max_tokens of each pack")
 		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
 		fsync := fs.String("fsync", "always", "WAL fsync policy (receipts are written durably): always | batch | off")
+		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
@@ -67,7 +68,7 @@ func runBench(args []string) error {
 				return nil, err
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
-				Seed: *seed, Data: *data, Sync: p})
+				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")
