@@ -273,7 +273,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("engine: create data directory: %w", err)
 	}
 	if errors.Is(statErr, os.ErrNotExist) { // its entry must be durable before a segment is
-		if err := syncDir(opts.FS, dir); err != nil {
+		if err := opts.FS.SyncDir(dir); err != nil {
 			return nil, fmt.Errorf("engine: create data directory: %w", err)
 		}
 	}
@@ -418,7 +418,7 @@ func (db *DB) removeOrphans(m *manifest) error {
 	if removed {
 		// An orphan whose removal was lost would only be removed again, but
 		// a segment id is never reused, so a stale file must not linger.
-		if err := syncDir(db.opts.FS, dir); err != nil {
+		if err := db.opts.FS.SyncDir(dir); err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}

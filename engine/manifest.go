@@ -209,15 +209,8 @@ func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
 	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(fsys, dir); err != nil {
-		return fmt.Errorf("%s: %w: %w", filepath.Join(dir, name), errRenamedNotSynced, err)
-	}
-	return nil
-}
-
-func syncDir(fsys vfs.FS, dir string) error {
 	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+		return fmt.Errorf("%s: %w: %w", filepath.Join(dir, name), errRenamedNotSynced, err)
 	}
 	return nil
 }

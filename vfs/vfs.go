@@ -70,6 +70,9 @@ func (osFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(na
 func (osFS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
 func (osFS) Stat(name string) (fs.FileInfo, error)        { return os.Stat(name) }
 
+// SyncDir fsyncs directory name, so that creations, renames and removals of
+// its entries are durable. This is the one place the storage does it; the
+// error names the directory.
 func (osFS) SyncDir(name string) error {
 	d, err := os.Open(name)
 	if err != nil {
@@ -79,7 +82,10 @@ func (osFS) SyncDir(name string) error {
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	if err != nil {
+		return &fs.PathError{Op: "sync directory", Path: name, Err: err}
+	}
+	return nil
 }
 
 // Create creates or truncates name for reading and writing.

@@ -84,19 +84,10 @@ func createFile(fsys vfs.FS, dir string, index int, sync func(vfs.File) error) (
 	if err := sync(f); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(fsys, dir); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fail(err)
 	}
 	return f, nil
-}
-
-// syncDir fsyncs a directory so that file creations, renames and removals
-// in it are durable.
-func syncDir(fsys vfs.FS, dir string) error {
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("wal: sync directory %s: %w", dir, err)
-	}
-	return nil
 }
 
 // reader reads the records of one log file in order, reusing one payload

@@ -140,7 +140,7 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 	if errors.Is(statErr, os.ErrNotExist) {
 		// The new directory's entry in its parent must be durable before
 		// anything acknowledged is written in it.
-		if err := syncDir(fsys, filepath.Dir(dir)); err != nil {
+		if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
 	}
@@ -161,7 +161,7 @@ func Open(dir string, first int, minSeq uint64, opts Options, replay func(Record
 		removed = true
 	}
 	if removed {
-		if err := syncDir(fsys, dir); err != nil {
+		if err := fsys.SyncDir(dir); err != nil {
 			return nil, err
 		}
 	}
@@ -475,7 +475,7 @@ func (l *Log) RemoveBefore(index int) error {
 	if !removed {
 		return nil
 	}
-	return syncDir(l.fs, l.dir)
+	return l.fs.SyncDir(l.dir)
 }
 
 // usable reports why the log takes no new requests. l.mu must be held. A
