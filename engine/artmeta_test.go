@@ -132,7 +132,7 @@ func TestArtifactMetaFromOlderSegments(t *testing.T) {
 	if _, ok := old.Section(0, segment.KindArtifactMeta); ok {
 		t.Fatal("the older segment has ARTIFACT_META")
 	}
-	merged, err := db.mergeData([]*liveSegment{old})
+	merged, err := db.mergeData([]*liveSegment{old}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

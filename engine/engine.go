@@ -53,6 +53,15 @@ type Options struct {
 	// the built-in GloVe embedder). NoEmbedder turns the semantic channel off.
 	Embedder   vecindex.Embedder
 	NoEmbedder bool
+	// EmbedInBackground acknowledges ingests once they are durable and
+	// lexically indexed, and embeds their spans on a background worker that
+	// writes the vectors to the WAL as records of their own (each advances
+	// the workspace's data version). Off: spans are embedded on the
+	// ingesting goroutine and the vectors travel in the artifact record.
+	EmbedInBackground bool
+	// Reindex opens a directory whose vectors are of another embedder than
+	// Embedder, for DB.Reindex (loci reindex). Otherwise Open refuses it.
+	Reindex bool
 	// BM25 parameters of the lexical channel (default invindex.DefaultBM25).
 	BM25 invindex.BM25
 	// Logger receives recovery and maintenance messages (default slog.Default()).
@@ -188,6 +197,8 @@ type DB struct {
 
 	lastWrite atomic.Int64 // Unix ns of the latest ingest, for deferring compaction
 
+	embedding backgroundEmbedding // see embedder.go
+
 	kick chan struct{} // wakes the background maintainer
 	stop chan struct{}
 	done chan struct{}
@@ -291,10 +302,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.flushed = sync.NewCond(&db.stallMu)
 	db.idle = sync.NewCond(&db.gateMu)
 	uuid.EnableRandPool()
+	db.embedding.init()
 	if err := db.recover(); err != nil {
 		db.closeFiles()
 		return nil, err
 	}
+	db.startEmbedding()
 	if opts.DisableBackground {
 		close(db.done)
 	} else {
@@ -347,6 +360,9 @@ func (db *DB) recover() error {
 			return fmt.Errorf("engine: %w", err)
 		}
 		db.segments = append(db.segments, ls)
+	}
+	if err := db.checkEmbedder(); err != nil {
+		return err
 	}
 	if err := db.loadEvents(); err != nil {
 		return err
@@ -444,6 +460,10 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		}
 		ha.a.Seq = seq
 		model, dim := db.embedModel()
+		if decoded == nil && ha.vecs != nil && (ha.vecs.Model != model || ha.vecs.Dim != dim) && !db.opts.EmbedInBackground && !db.opts.Reindex {
+			return fmt.Errorf("seq %d: artifact %s has vectors of embedder %q (dim %d), not %q (dim %d): %w",
+				seq, ha.a.ID, ha.vecs.Model, ha.vecs.Dim, embedderName(db.opts.Embedder), dim, errEmbedderMismatch)
+		}
 		db.mu.Lock()
 		if db.fencedOut(wsKey{ha.a.Tenant, ha.a.Workspace}, ha.fence) {
 			db.refuseFenced(ha, seq)
@@ -453,7 +473,10 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 			}
 			break
 		}
-		db.head.add(ha, model, dim)
+		db.head.add(ha, model, dim, db.opts.EmbedInBackground)
+		if ha.embed == embedPending {
+			db.queueEmbedding(ha, db.head, decoded != nil)
+		}
 		db.touch(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha.a.Timestamp)
 		over := db.head.bytes >= db.opts.FlushThreshold
 		db.mu.Unlock()
@@ -478,6 +501,16 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.receipts.erase(k)
 		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
+		db.embedding.signal() // its pending artifacts are dropped
+	case recVectors:
+		r, ok := decoded.(*vectorsRecord)
+		if !ok {
+			var err error
+			if r, err = decodeVectorsRecord(payload); err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+		}
+		db.applyVectors(r, seq)
 	case recFeedback:
 		var e *feedbackEvent
 		if decoded != nil {
@@ -546,6 +579,7 @@ func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
 // in the WAL and is replayed at the next Open, so that is no reason to fail.
 func (db *DB) Close() error {
 	db.closing.Store(true)
+	db.embedding.halt() // flushes and WaitEmbedded waiting for the worker give up
 	db.stallMu.Lock()
 	db.flushed.Broadcast() // stalled ingests see closing and leave, so the wait below ends
 	db.stallMu.Unlock()
@@ -563,6 +597,7 @@ func (db *DB) Close() error {
 		close(db.stop)
 	}
 	<-db.done
+	db.stopEmbedding()
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	return db.closeFiles()

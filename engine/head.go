@@ -28,7 +28,24 @@ type headArtifact struct {
 	// appender to report once its append returns.
 	fence  uint64
 	fenced bool
+	// firstDoc is the document number of span 0 in its head workspace's
+	// indexes; span i is firstDoc+i.
+	firstDoc uint32
+	embed    embedState
 }
+
+// embedState is where an artifact of a head stands with the background
+// embedder. Vectors that came in the artifact record (inline embedding)
+// leave it embedNone with vecs set.
+type embedState uint8
+
+const (
+	embedNone    embedState = iota // not queued: inline embedding, no embedder, or no spans
+	embedPending                   // queued for the background embedder
+	embedDone                      // vectors applied from a vectors record
+	embedFailed                    // the embedder gave up on it: no vectors
+	embedDropped                   // erased before it was embedded
+)
 
 // headWorkspace is one workspace's part of a head, artifacts in Seq order,
 // with its search structures: document i of lex and row i of vec are span
@@ -63,6 +80,9 @@ type head struct {
 	walIndex   int              // for a frozen head: the first WAL file not covered by it
 	feedback   []*feedbackEvent // feedback events applied since the last rotation, in order
 	receipts   []*Receipt       // receipts applied since the last rotation, in order
+	// unembedded counts the head's artifacts waiting for the background
+	// embedder; a frozen head is written as a segment only at 0.
+	unembedded int
 }
 
 func newHead() *head {
@@ -72,8 +92,10 @@ func newHead() *head {
 // add applies an artifact record. Records arrive in Seq order. Spans are
 // indexed with ha.terms when prepare computed them (the live path), else
 // analyzed here (replay). Vectors of another model than the engine's, or
-// none, index as zero vectors: no semantic signal.
-func (h *head) add(ha *headArtifact, model string, dim int) {
+// none, index as zero vectors: no semantic signal. With background
+// embedding, an artifact without vectors becomes pending: a later vectors
+// record fills its rows (setVectors).
+func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 	a, spans := ha.a, ha.spans
 	k := wsKey{a.Tenant, a.Workspace}
 	w := h.workspaces[k]
@@ -92,6 +114,11 @@ func (h *head) add(ha *headArtifact, model string, dim int) {
 	vecs := ha.vecs
 	if vecs != nil && (vecs.Model != model || vecs.Dim != dim) {
 		vecs = nil
+	}
+	ha.firstDoc = uint32(len(w.refs))
+	if background && vecs == nil && w.vec != nil && len(spans) > 0 && ha.embed == embedNone {
+		ha.embed = embedPending
+		h.unembedded++
 	}
 	var indexBytes int64
 	for i := range spans {
@@ -124,10 +151,32 @@ func (h *head) note(seq uint64) {
 	h.maxSeq = seq
 }
 
+// setVectors fills the rows of a pending or unembedded artifact of this head
+// with vectors of the head's model.
+func (h *head) setVectors(ha *headArtifact, vecs *spanVectors) {
+	w := h.workspaces[wsKey{ha.a.Tenant, ha.a.Workspace}]
+	if w == nil || w.vec == nil {
+		return
+	}
+	for i := range ha.spans {
+		w.vec.Set(ha.firstDoc+uint32(i), vecs.Data[i*vecs.Dim:(i+1)*vecs.Dim], vecs.Scales[i])
+	}
+	ha.vecs = vecs
+}
+
+// settle ends an artifact's wait for the background embedder.
+func (h *head) settle(ha *headArtifact, state embedState) {
+	if ha.embed == embedPending {
+		h.unembedded--
+	}
+	ha.embed = state
+}
+
 // erase drops a workspace's data from an active head.
 func (h *head) erase(k wsKey, seq uint64) {
 	if w := h.workspaces[k]; w != nil {
 		for _, ha := range w.artifacts {
+			h.settle(ha, embedDropped)
 			delete(h.byID, ha.a.ID)
 			h.bytes -= artifactFootprint(ha.a, ha.spans)
 		}

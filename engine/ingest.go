@@ -109,7 +109,6 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		prepared[i] = ha
 	}
 
-	db.embed(prepared)
 	db.lastWrite.Store(time.Now().UnixNano())
 	if err := db.waitForRoom(); err != nil {
 		return nil, err
@@ -132,6 +131,11 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 
 	if err := db.checkFences(prepared, ins); err != nil {
 		return nil, err
+	}
+	// Embedding comes after idempotency: a retried request must not pay the
+	// embedder again.
+	if !db.opts.EmbedInBackground {
+		db.embed(prepared)
 	}
 	var entries []wal.Entry
 	for i, ha := range prepared {
@@ -246,6 +250,9 @@ func (db *DB) embed(prepared []*headArtifact) {
 	}
 	var texts []string
 	for _, ha := range prepared {
+		if ha == nil {
+			continue
+		}
 		for i := range ha.spans {
 			texts = append(texts, ha.spans[i].Text)
 		}
@@ -266,6 +273,9 @@ func (db *DB) embed(prepared []*headArtifact) {
 	model, dim := db.embedModel()
 	base := 0
 	for _, ha := range prepared {
+		if ha == nil {
+			continue
+		}
 		own := vecs[base : base+len(ha.spans)]
 		base += len(ha.spans)
 		if len(own) == 0 {

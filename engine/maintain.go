@@ -186,6 +186,11 @@ func (db *DB) flushLocked() error {
 			return nil
 		}
 		h := db.frozen[0]
+		db.mu.RUnlock()
+		if err := db.waitEmbedded(h); err != nil {
+			return fmt.Errorf("engine: flush: %w", err)
+		}
+		db.mu.RLock()
 		data, err := h.segmentData(db.hidden)
 		db.mu.RUnlock()
 		if err != nil {
@@ -354,7 +359,7 @@ func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 	start := time.Now()
 	run := segs[lo:hi]
-	data, err := db.mergeData(run)
+	data, err := db.mergeData(run, nil)
 	if err != nil {
 		return err
 	}
@@ -416,8 +421,9 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 // workspace in Seq order, and rebuilds each workspace's index sections: the
 // BM25 postings merged from the segments' (no text is analysed again),
 // vectors copied row by row (a remote embedder cannot be asked again).
-// Vectors of another model than the engine's become zero vectors.
-func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
+// Vectors of another model than the engine's become zero vectors. With
+// reembed (loci reindex), vectors are computed again from the span texts.
+func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vectorRows, error)) ([]segment.WorkspaceData, error) {
 	type merged struct {
 		wd   segment.WorkspaceData
 		lex  *invindex.MemIndex
@@ -534,6 +540,15 @@ func (db *DB) mergeData(run []*liveSegment) ([]segment.WorkspaceData, error) {
 		lex, err := m.lex.Sections()
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
+		}
+		if reembed != nil {
+			texts := make([]string, len(m.wd.Spans))
+			for i := range m.wd.Spans {
+				texts[i] = m.wd.Spans[i].Text
+			}
+			if m.rows, err = reembed(texts); err != nil {
+				return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
+			}
 		}
 		if m.wd.Sections, err = withVectorSection(lexicalSections(lex), m.wd.Spans, m.rows); err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)

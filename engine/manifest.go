@@ -19,7 +19,9 @@ const manifestName = "MANIFEST"
 
 var manifestMagic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
-const manifestVersion = 1
+// manifestVersion is the version written. Version 1 (still read) has no
+// embedder field.
+const manifestVersion = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -32,6 +34,11 @@ type manifest struct {
 	Segments      []segmentEntry
 	Tombstones    []tombstone // erased workspaces whose old data may still sit in segments
 	Versions      []wsVersion // data version of every workspace ever changed
+	// Embedder names the vector space of every vector in the directory:
+	// the embedder's model, or "none" for lexical-only; "" only in a
+	// version 1 manifest or a new directory (not recorded yet).
+	Embedder    string
+	EmbedderDim int
 }
 
 // wsVersion is a workspace's data version: the sequence number of its latest
@@ -84,6 +91,8 @@ func (m *manifest) encode() []byte {
 		body = binary.AppendUvarint(body, v.Seq)
 		body = binary.AppendVarint(body, v.Newest)
 	}
+	body = appendString(body, m.Embedder)
+	body = binary.AppendUvarint(body, uint64(m.EmbedderDim))
 	out := make([]byte, 0, 20+len(body))
 	out = append(out, manifestMagic[:]...)
 	out = binary.LittleEndian.AppendUint32(out, manifestVersion)
@@ -122,8 +131,9 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	if [8]byte(b[:8]) != manifestMagic {
 		return nil, bad(0, "bad magic")
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != manifestVersion {
-		return nil, bad(8, fmt.Sprintf("unsupported version %d", v))
+	version := binary.LittleEndian.Uint32(b[8:])
+	if version != 1 && version != manifestVersion {
+		return nil, bad(8, fmt.Sprintf("unsupported version %d", version))
 	}
 	n := int(binary.LittleEndian.Uint32(b[12:]))
 	if n != len(b)-20 {
@@ -148,6 +158,14 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	nv := d.count(3)
 	for i := 0; i < nv && d.err == nil; i++ {
 		m.Versions = append(m.Versions, wsVersion{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint(), Newest: d.varint()})
+	}
+	if version >= 2 {
+		m.Embedder = d.string()
+		if dim := d.uvarint(); d.err == nil && dim > maxVectorDim {
+			d.fail(fmt.Sprintf("embedder dimension %d exceeds %d", dim, maxVectorDim))
+		} else {
+			m.EmbedderDim = int(dim)
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

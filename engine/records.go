@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 )
 
@@ -21,7 +22,10 @@ const (
 
 	// Reserved for the async indexing, packing and HTTP work. Records 1-15
 	// are workspace data, 16-31 workspace events, 32-63 service state.
-	recIndexed  recordType = 3  // spans of an artifact stored raw earlier (async indexing)
+	recIndexed recordType = 3 // spans of an artifact stored raw earlier (async indexing)
+	// recVectors: the embeddings of an artifact's spans, computed by the
+	// background embedder after the artifact was acknowledged.
+	recVectors  recordType = 4
 	recFeedback recordType = 16 // feedback event
 	recReceipt  recordType = 17 // decision receipt of a context pack
 	// 32-47 are control records (ControlState): kind = type - 32.
@@ -41,6 +45,8 @@ func (t recordType) String() string {
 		return "erase_workspace"
 	case recIndexed:
 		return "indexed"
+	case recVectors:
+		return "vectors"
 	case recFeedback:
 		return "feedback"
 	case recReceipt:
@@ -101,9 +107,15 @@ func encodeFencedArtifactRecord(dst []byte, fence uint64, a *artifact.Artifact, 
 		return append(dst, 0)
 	}
 	dst = append(dst, 1)
+	return appendVectorBlock(dst, vecs, len(spans))
+}
+
+// appendVectorBlock: string model, uvarint dim, then per span its f32 scale
+// bits (u32 LE) and dim int8 values.
+func appendVectorBlock(dst []byte, vecs *spanVectors, spans int) []byte {
 	dst = appendString(dst, vecs.Model)
 	dst = binary.AppendUvarint(dst, uint64(vecs.Dim))
-	for i := range spans {
+	for i := 0; i < spans; i++ {
 		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(vecs.Scales[i]))
 		for _, v := range vecs.Data[i*vecs.Dim : (i+1)*vecs.Dim] {
 			dst = append(dst, byte(v))
@@ -227,4 +239,67 @@ func decodeEraseRecord(b []byte) (tenant, ws string, err error) {
 		return "", "", fmt.Errorf("erase record: %w", d.err)
 	}
 	return tenant, ws, nil
+}
+
+// vectorsRecord is a decoded recVectors record. Vecs nil: the embedder gave
+// up on the artifact (it stays without vectors, and is settled).
+type vectorsRecord struct {
+	Tenant, Workspace string
+	ArtifactID        uuid.UUID
+	Spans             int
+	Vecs              *spanVectors
+}
+
+// encodeVectorsRecord: version | string tenant | string workspace | 16-byte
+// artifact id | uvarint span count | flag byte (0 failed, 1 a vector block
+// as in the artifact record follows).
+func encodeVectorsRecord(dst []byte, r *vectorsRecord) []byte {
+	dst = append(dst, recordVersion)
+	dst = appendString(dst, r.Tenant)
+	dst = appendString(dst, r.Workspace)
+	dst = append(dst, r.ArtifactID[:]...)
+	dst = binary.AppendUvarint(dst, uint64(r.Spans))
+	if r.Vecs == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	return appendVectorBlock(dst, r.Vecs, r.Spans)
+}
+
+func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return nil, fmt.Errorf("vectors record: unsupported version")
+	}
+	d := decoder{b: b[1:]}
+	r := &vectorsRecord{Tenant: d.string(), Workspace: d.string()}
+	if d.err == nil && len(d.b) < 16 {
+		d.fail("short artifact id")
+	}
+	if d.err == nil {
+		copy(r.ArtifactID[:], d.b)
+		d.b = d.b[16:]
+	}
+	n := d.uvarint()
+	if d.err == nil && (n == 0 || n > uint64(len(d.b))) {
+		d.fail(fmt.Sprintf("bad span count %d", n))
+	}
+	if d.err == nil && len(d.b) == 0 {
+		d.fail("missing vectors flag")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("vectors record: %w", d.err)
+	}
+	r.Spans = int(n)
+	switch {
+	case d.b[0] == 0 && len(d.b) == 1:
+	case d.b[0] == 1:
+		v, err := decodeVectorBlock(d.b[1:], r.Spans)
+		if err != nil {
+			return nil, fmt.Errorf("vectors record: %w", err)
+		}
+		r.Vecs = v
+	default:
+		return nil, fmt.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.b[0], len(d.b)-1)
+	}
+	return r, nil
 }

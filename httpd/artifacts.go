@@ -185,6 +185,9 @@ type statusJSON struct {
 	TotalTokens  int       `json:"total_tokens"`
 	IndexedAt    *string   `json:"indexed_at"`
 	ErrorMessage *string   `json:"error_message"`
+	// Embedding is the semantic channel's state: none (no embedder),
+	// pending (embedded in the background soon), embedded, failed.
+	Embedding string `json:"embedding"`
 }
 
 func (s *Server) artifactStatus(ctx *fasthttp.RequestCtx, c *call) {
@@ -193,7 +196,10 @@ func (s *Server) artifactStatus(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	if f.a == nil {
-		out := statusJSON{ArtifactID: f.id, WorkspaceID: f.job.Workspace, Status: jobArtifactStatus(f.job)}
+		out := statusJSON{ArtifactID: f.id, WorkspaceID: f.job.Workspace, Status: jobArtifactStatus(f.job), Embedding: engine.EmbeddingPending}
+		if f.job.Status == control.StatusFailed {
+			out.Embedding = engine.EmbeddingNone
+		}
 		if in, _, err := decodeJobInput(f.job.Input); err == nil {
 			out.ArtifactType = optional(in.Type)
 		}
@@ -208,6 +214,11 @@ func (s *Server) artifactStatus(ctx *fasthttp.RequestCtx, c *call) {
 		total += int(sp.Tokens)
 	}
 	at := formatTime(time.UnixMicro(f.a.IngestedAt))
+	emb, err := s.db.EmbeddingState(c.who.tenant, f.id)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
 	writeJSON(ctx, fasthttp.StatusOK, statusJSON{ArtifactID: f.id, WorkspaceID: f.a.Workspace, ArtifactType: optional(f.a.Type),
-		Status: statusIndexed, Indexed: true, SpanCount: len(f.spans), TotalTokens: total, IndexedAt: &at})
+		Status: statusIndexed, Indexed: true, SpanCount: len(f.spans), TotalTokens: total, IndexedAt: &at, Embedding: emb})
 }

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,7 +265,15 @@ type v2IngestRequest struct {
 	ActorID     string            `json:"actor_id"`
 	Artifacts   []json.RawMessage `json:"artifacts"`
 	AsyncIndex  bool              `json:"async_index"`
+	// WaitForEmbedding holds the response until the batch's artifacts are
+	// embedded (at most MaxEmbeddingWait; each item's embedding field says
+	// where it stands).
+	WaitForEmbedding bool `json:"wait_for_embedding"`
 }
+
+// MaxEmbeddingWait bounds how long a v2 ingest with wait_for_embedding
+// waits for the background embedder.
+const MaxEmbeddingWait = 20 * time.Second
 
 type v2Ingested struct {
 	ArtifactID       uuid.UUID   `json:"artifact_id"`
@@ -272,6 +281,7 @@ type v2Ingested struct {
 	Created          string      `json:"created"`
 	ContentHash      string      `json:"content_hash"`
 	IdempotentReplay bool        `json:"idempotent_replay"`
+	Embedding        string      `json:"embedding"`
 }
 
 type queuedJob struct {
@@ -299,6 +309,10 @@ func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	if err := engine.CheckWorkspaceID(req.WorkspaceID); err != nil {
 		badRequest(ctx, err)
+		return
+	}
+	if req.AsyncIndex && req.WaitForEmbedding {
+		badRequest(ctx, errors.New("wait_for_embedding: cannot be combined with async_index (poll the jobs, then each artifact's status)"))
 		return
 	}
 	now := s.cfg.Now().UTC()
@@ -355,11 +369,29 @@ func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
 		s.fail(ctx, err)
 		return
 	}
+	if req.WaitForEmbedding {
+		ids := make([]uuid.UUID, len(res))
+		for i, r := range res {
+			ids[i] = r.ArtifactID
+		}
+		wctx, cancel := context.WithTimeout(context.Background(), MaxEmbeddingWait)
+		err := s.db.WaitEmbedded(wctx, c.who.tenant, ids)
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			s.fail(ctx, err)
+			return
+		}
+	}
 	out := make([]v2Ingested, len(res))
 	status := fasthttp.StatusOK
 	for i, r := range res {
+		emb, err := s.db.EmbeddingState(c.who.tenant, r.ArtifactID)
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
 		out[i] = v2Ingested{ArtifactID: r.ArtifactID, SpanIDs: nonNilIDs(r.SpanIDs), Created: formatTime(r.Created),
-			ContentHash: hashString(r.ContentHash), IdempotentReplay: r.Replayed}
+			ContentHash: hashString(r.ContentHash), IdempotentReplay: r.Replayed, Embedding: emb}
 		if !r.Replayed {
 			status = fasthttp.StatusCreated
 			c.usage.Artifacts++

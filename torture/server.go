@@ -36,6 +36,9 @@ type server struct {
 func startServer(cfg *Config, addr, adminKey string) (*server, error) {
 	args := []string{"serve", "--addr", addr, "--data", cfg.DataDir,
 		"--flush-threshold-mb", strconv.Itoa(cfg.FlushMB)}
+	if cfg.Embedder != "" {
+		args = append(args, "--embedder", cfg.Embedder)
+	}
 	cmd := exec.Command(cfg.Bin, args...)
 	cmd.Env = append(filteredEnv(), "API_KEY="+adminKey)
 	s := &server{cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
@@ -80,7 +83,7 @@ func filteredEnv() []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
-		case "API_KEY", "LOCI_ADDR", "LOCI_DATA_DIR", "LOCI_FSYNC", "ASYNC_INDEXING", "OPEN_REGISTRATION", "MAX_REQUEST_SIZE_BYTES":
+		case "API_KEY", "LOCI_ADDR", "LOCI_DATA_DIR", "LOCI_FSYNC", "ASYNC_INDEXING", "OPEN_REGISTRATION", "MAX_REQUEST_SIZE_BYTES", "LOCI_EMBEDDER":
 			continue
 		}
 		out = append(out, kv)

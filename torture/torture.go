@@ -40,6 +40,9 @@ type Config struct {
 	// FlushMB is the server's --flush-threshold-mb (default 1, its minimum):
 	// small, so segment, MANIFEST, CONTROL and WAL file events are frequent.
 	FlushMB int
+	// Embedder is the server's --embedder (default: the server's default,
+	// the built-in encoder, embedding behind ingest).
+	Embedder string
 	// MaxLoad bounds the load of one round: a random kill comes within it, and
 	// an awaited file event that has not come by then is replaced by a kill
 	// at that moment (default 4 s).
@@ -272,7 +275,9 @@ func (t *run) setup() error {
 	for _, ws := range frozenWorkspaces {
 		for batch := 0; batch < 3; batch++ {
 			var b strings.Builder
-			fmt.Fprintf(&b, `{"workspace_id":%q,"actor_id":"setup","artifacts":[`, ws)
+			// Packs recorded below must not change later: wait until the
+			// background embedder has written the vectors.
+			fmt.Fprintf(&b, `{"workspace_id":%q,"actor_id":"setup","wait_for_embedding":true,"artifacts":[`, ws)
 			for i := 0; i < 8; i++ {
 				typ, raw := payload(rng, fmt.Sprintf("f%d%d", batch, i))
 				if i > 0 {

@@ -52,6 +52,24 @@ func (m *MemVectors) Add(key [16]byte, v []int8, scale float32) uint32 {
 	return doc
 }
 
+// Set replaces the vector and scale of document doc, for vectors computed
+// after the document was added (the engine embeds in the background and
+// adds zero vectors until then). It panics on a bad doc, length or scale.
+func (m *MemVectors) Set(doc uint32, v []int8, scale float32) {
+	if int(doc) >= len(m.keys) {
+		panic(fmt.Sprintf("BUG: vecindex.MemVectors.Set: doc %d of %d", doc, len(m.keys)))
+	}
+	if len(v) != m.dim {
+		panic(fmt.Sprintf("BUG: vecindex.MemVectors.Set: vector of %d values, want %d", len(v), m.dim))
+	}
+	if !validScale(scale) {
+		panic(fmt.Sprintf("BUG: vecindex.MemVectors.Set: invalid scale %v", scale))
+	}
+	n := int(doc) * m.stride
+	copy(m.rows[n:n+m.dim], v)
+	m.scales[doc] = scale
+}
+
 // Model implements Part.
 func (m *MemVectors) Model() string { return m.model }
 

@@ -2,6 +2,7 @@
 //
 //	loci serve   [flags]          run the HTTP service
 //	loci verify  --data DIR       check every checksum and cross-reference of a data directory
+//	loci reindex --data DIR --embedder NAME   rebuild every vector with another embedder
 //	loci bench   ingest|restart|search|pack   measure the engine and the service
 //	loci eval    beir|locomo      measure retrieval and packing quality
 //	loci version
@@ -24,6 +25,7 @@ const usage = `usage: loci <command> [flags]
 commands:
   serve    run the HTTP service (loci serve --help lists its settings)
   verify   check a data directory: loci verify --data DIR [--json]
+  reindex  rebuild the vectors with another embedder: loci reindex --data DIR --embedder minilm|glove|openai|none
   bench    run a benchmark: loci bench ingest|restart|search|pack [flags] (--help for flags)
   eval     measure quality: loci eval beir|locomo [flags] [--json]
   torture  kill -9 a loaded server again and again, check nothing acknowledged is lost: loci torture [--rounds N] [--seed S]
@@ -41,6 +43,8 @@ func main() {
 		err = runServe(args)
 	case "verify":
 		err = runVerify(args)
+	case "reindex":
+		err = runReindex(args)
 	case "bench":
 		err = runBench(args)
 	case "eval":

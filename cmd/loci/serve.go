@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/text"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -37,6 +35,7 @@ func runServe(args []string) error {
 	fsync := fs.String("fsync", envOr("LOCI_FSYNC", "always"), "WAL fsync policy: always | batch | off (batch and off lose acknowledged writes on power failure; benchmarks only) (env LOCI_FSYNC)")
 	maxBody := fs.String("max-request-size", envOr("MAX_REQUEST_SIZE_BYTES", strconv.Itoa(10<<20)), "maximum request body in bytes (env MAX_REQUEST_SIZE_BYTES)")
 	flushMB := fs.Int("flush-threshold-mb", 64, "flush the in-memory head to a segment at this size")
+	embedderName := fs.String("embedder", defaultEmbedderName(), "the semantic channel's embedder: "+embedderNames+"; a data directory keeps the one it was built with (loci reindex changes it) (env LOCI_EMBEDDER)")
 	tokenizer := fs.String("tokenizer", envOr("TOKENIZER", "o200k_base"), "token counting encoding: o200k_base | cl100k_base (env TOKENIZER)")
 	// The admin key's default is not taken from the environment here, so that
 	// --help cannot print it.
@@ -62,7 +61,8 @@ func runServe(args []string) error {
 		fmt.Fprint(fs.Output(), `
 Environment only:
   EMBEDDINGS_URL, EMBEDDINGS_MODEL, EMBEDDINGS_API_KEY, EMBEDDINGS_DIM
-        an OpenAI-compatible embeddings endpoint instead of the built-in GloVe embedder
+        the OpenAI-compatible embeddings endpoint of --embedder openai (the default
+        embedder when EMBEDDINGS_URL is set and LOCI_EMBEDDER is not)
 `)
 	}
 	if done, err := parseFlags(fs, args); done {
@@ -132,8 +132,9 @@ Environment only:
 	if *workers < 1 {
 		return fmt.Errorf("--index-workers: must be at least 1, got %d", *workers)
 	}
-	embedder, err := embedderFromEnv()
-	if err != nil {
+	engineOpts := engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, TokenCounter: counter,
+		ReceiptsPerWorkspace: positive[0]}
+	if err := embedderOptions(*embedderName, &engineOpts); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -157,9 +158,8 @@ Environment only:
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})
-	db, err := engine.Open(*data, engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, Logger: log,
-		TokenCounter: counter, Embedder: embedder, Control: ctl,
-		ReceiptsPerWorkspace: positive[0]})
+	engineOpts.Logger, engineOpts.Control = log, ctl
+	db, err := engine.Open(*data, engineOpts)
 	if err != nil {
 		srv.Shutdown()
 		return err
@@ -167,7 +167,7 @@ Environment only:
 	ctl.Attach(db.AppendControl)
 	srv.Start(db, ctl)
 	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version,
-		"auth", *apiKey != "", "async_indexing", asyncIndexing)
+		"auth", *apiKey != "", "async_indexing", asyncIndexing, "embedder", *embedderName)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -184,7 +184,14 @@ Environment only:
 	// Stop accepting, finish in-flight requests, then close the engine
 	// (which syncs the WAL): nothing acknowledged is lost.
 	shutdownErr := srv.Shutdown()
-	flushErr := db.Flush() // the next start replays no WAL
+	var flushErr error
+	if n := db.EmbeddingBacklog(); n > 0 {
+		// A flush would wait for the embedder (a segment is written with its
+		// vectors); the WAL holds everything, and the next start embeds them.
+		log.Info("loci: final flush skipped: artifacts wait for the embedder; the next start replays them from the WAL and embeds them", "artifacts", n)
+	} else {
+		flushErr = db.Flush() // the next start replays no WAL
+	}
 	if diskFull(flushErr) {
 		// Everything acknowledged is already durable in the WAL, which the
 		// next start replays: a full disk must not make a clean stop fail.
@@ -234,26 +241,4 @@ func raiseFileLimit(log *slog.Logger) {
 		}
 	}
 	log.Info("loci: open file limit", "soft_before", soft, "soft", lim.Cur, "hard", lim.Max)
-}
-
-// embedderFromEnv returns the OpenAI-compatible embedder when EMBEDDINGS_URL
-// is set, else nil (the engine's built-in GloVe embedder). Without
-// EMBEDDINGS_DIM the dimension is probed at start, so the provider must
-// answer then; with it, the service starts regardless and a provider that is
-// down only degrades packs to lexical retrieval, with a note.
-func embedderFromEnv() (vecindex.Embedder, error) {
-	cfg, ok, err := vecindex.OpenAIConfigFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	e, err := vecindex.NewOpenAI(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("EMBEDDINGS_URL: %w (set EMBEDDINGS_DIM to start without asking the provider)", err)
-	}
-	return e, nil
 }

@@ -22,6 +22,7 @@ func runTorture(args []string) error {
 	bin := fs.String("bin", "", "loci binary to run as the server (default: this one)")
 	workers := fs.Int("workers", 3, "concurrent load clients")
 	flushMB := fs.Int("flush-threshold-mb", 1, "the server's --flush-threshold-mb (small: frequent segment, MANIFEST, CONTROL and WAL events)")
+	embedderFlag := fs.String("embedder", "", "the server's --embedder (default: its default, "+embedderMiniLM+")")
 	maxLoad := fs.Duration("max-load", 4*time.Second, "longest load of one round before its kill")
 	sample := fs.Int("sample", 300, "artifacts from earlier rounds read back after each restart, besides all new ones (the last round reads back all)")
 	pause := fs.Duration("pause", 0, "each load client waits a random time up to this between requests (long runs: bounds the data accumulated)")
@@ -34,7 +35,7 @@ func runTorture(args []string) error {
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
-	cfg := torture.Config{Rounds: *rounds, Seed: *seed, Bin: *bin, DataDir: *data, Workers: *workers, FlushMB: *flushMB,
+	cfg := torture.Config{Rounds: *rounds, Seed: *seed, Bin: *bin, DataDir: *data, Workers: *workers, FlushMB: *flushMB, Embedder: *embedderFlag,
 		MaxLoad: *maxLoad, Sample: *sample, Pause: *pause, Log: os.Stderr}
 	if *quiet {
 		cfg.Log = nil

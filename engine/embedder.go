@@ -1,0 +1,585 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/wal"
+)
+
+// Background embedding (Options.EmbedInBackground).
+//
+// An ingest is acknowledged once its artifact record is durable and lexically
+// indexed; its spans enter the head with zero vectors and the artifact is
+// queued. One worker takes queued artifacts in log order, embeds their spans
+// in one Embed call, and appends one vectors record per artifact. Applying a
+// vectors record fills the artifact's rows in the head and advances the
+// workspace's data version, so a pack stays a pure function of the durable
+// log: the same data version means the same vectors.
+//
+// A frozen head is written as a segment only when none of its artifacts is
+// waiting (flushHead waits), so segments are immutable with their vectors.
+// A vectors record whose artifact is already in a segment (replay after the
+// flush that wrote it) changes nothing but the data version, exactly as it
+// did live. After a crash, artifacts in the replayed heads without a vectors
+// record are queued again.
+
+// embedBatchSpans bounds the spans of one Embed call of the worker.
+const embedBatchSpans = 256
+
+// embedRetryBackoff is the first pause before asking a failing embedder
+// again; each further pause is four times longer (tests shorten it).
+var embedRetryBackoff = 250 * time.Millisecond
+
+// embedAttempts is how often the worker asks an embedder that fails before
+// it settles the artifacts without vectors (lexical retrieval still finds
+// them; loci reindex can embed them later).
+const embedAttempts = 4
+
+// errEmbedderMismatch marks a data directory whose vectors are of another
+// embedder than the one configured.
+var errEmbedderMismatch = errors.New(`the data directory's vectors are of another embedder: start with that embedder, or rebuild the vectors with "loci reindex --embedder NAME"`)
+
+// EmbedderNone is the recorded embedder of a lexical-only data directory.
+const EmbedderNone = "none"
+
+// embedderName is the name recorded for an embedder (EmbedderNone for nil).
+func embedderName(e vecindex.Embedder) string {
+	if e == nil {
+		return EmbedderNone
+	}
+	return e.Model()
+}
+
+// backgroundEmbedding is the worker's state. queue is guarded by DB.mu (it
+// is appended to when records are applied); the rest by its own fields.
+type backgroundEmbedding struct {
+	queue []pendingEmbed
+
+	tickMu sync.Mutex
+	tick   chan struct{} // closed and replaced whenever an artifact settles
+
+	wake    chan struct{} // cap 1: work was queued
+	halting chan struct{} // closed first thing in Close
+	haltMu  sync.Once
+	done    chan struct{} // closed when the worker returns (or never started)
+	started bool
+}
+
+// pendingEmbed is a queued artifact and the head that holds it.
+type pendingEmbed struct {
+	ha *headArtifact
+	h  *head
+}
+
+func (b *backgroundEmbedding) init() {
+	b.tick = make(chan struct{})
+	b.wake = make(chan struct{}, 1)
+	b.halting = make(chan struct{})
+	b.done = make(chan struct{})
+}
+
+// changed returns a channel closed at the next settlement.
+func (b *backgroundEmbedding) changed() <-chan struct{} {
+	b.tickMu.Lock()
+	defer b.tickMu.Unlock()
+	return b.tick
+}
+
+func (b *backgroundEmbedding) signal() {
+	b.tickMu.Lock()
+	close(b.tick)
+	b.tick = make(chan struct{})
+	b.tickMu.Unlock()
+}
+
+func (b *backgroundEmbedding) halt() {
+	b.haltMu.Do(func() { close(b.halting) })
+}
+
+// queueEmbedding queues a pending artifact. Callers hold mu.
+func (db *DB) queueEmbedding(ha *headArtifact, h *head, live bool) {
+	db.embedding.queue = append(db.embedding.queue, pendingEmbed{ha, h})
+	if live {
+		select {
+		case db.embedding.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// startEmbedding starts the worker after recovery (when queued artifacts of
+// the replayed heads wait for it).
+func (db *DB) startEmbedding() {
+	if !db.opts.EmbedInBackground || db.opts.Embedder == nil {
+		close(db.embedding.done)
+		return
+	}
+	db.embedding.started = true
+	db.embedding.wake <- struct{}{}
+	go db.embedWorker()
+}
+
+// stopEmbedding waits for the worker to return; Close has halted it.
+func (db *DB) stopEmbedding() {
+	db.embedding.halt()
+	<-db.embedding.done
+}
+
+func (db *DB) embedWorker() {
+	defer close(db.embedding.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-db.embedding.halting:
+			cancel()
+		case <-db.embedding.done:
+		}
+	}()
+	for {
+		batch := db.takeEmbedBatch()
+		if len(batch) == 0 {
+			select {
+			case <-db.embedding.halting:
+				return
+			case <-db.embedding.wake:
+				continue
+			}
+		}
+		recs := db.embedBatch(ctx, batch)
+		if ctx.Err() != nil {
+			return
+		}
+		if err := db.appendVectors(recs); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			// The WAL cannot write now (a full disk): put the batch back
+			// and try again later; the artifacts stay pending.
+			db.log.Warn("engine: writing vectors failed; will retry", "artifacts", len(recs), "err", err)
+			db.mu.Lock()
+			db.embedding.queue = append(batch, db.embedding.queue...)
+			db.mu.Unlock()
+			select {
+			case <-db.embedding.halting:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// takeEmbedBatch dequeues pending artifacts, in log order, up to
+// embedBatchSpans spans (at least one artifact). Artifacts no longer pending
+// are skipped; ones whose workspace was erased are settled here, without a
+// record: replay hides them the same way.
+func (db *DB) takeEmbedBatch() []pendingEmbed {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	q := db.embedding.queue
+	var batch []pendingEmbed
+	spans, settled := 0, false
+	i := 0
+	for ; i < len(q); i++ {
+		p := q[i]
+		if p.ha.embed != embedPending {
+			continue
+		}
+		if db.hidden(wsKey{p.ha.a.Tenant, p.ha.a.Workspace}, p.ha.a.Seq) {
+			p.h.settle(p.ha, embedDropped)
+			settled = true
+			continue
+		}
+		if len(batch) > 0 && spans+len(p.ha.spans) > embedBatchSpans {
+			break
+		}
+		batch = append(batch, p)
+		spans += len(p.ha.spans)
+	}
+	clear(q[:i])
+	db.embedding.queue = q[i:]
+	if len(db.embedding.queue) == 0 {
+		db.embedding.queue = nil // let the old array go
+	}
+	if settled {
+		db.embedding.signal()
+	}
+	return batch
+}
+
+// embedBatch embeds the batch's spans, retrying an embedder that fails; after
+// embedAttempts failures the records say "no vectors".
+func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRecord {
+	var texts []string
+	for _, p := range batch {
+		for i := range p.ha.spans {
+			texts = append(texts, p.ha.spans[i].Text)
+		}
+	}
+	var vecs [][]float32
+	var err error
+	backoff := embedRetryBackoff
+	for attempt := 1; ; attempt++ {
+		callCtx, cancel := context.WithTimeout(ctx, embedTimeout)
+		vecs, err = db.opts.Embedder.Embed(callCtx, texts)
+		cancel()
+		if err == nil && len(vecs) != len(texts) {
+			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+		}
+		if err == nil || ctx.Err() != nil || attempt == embedAttempts {
+			break
+		}
+		db.log.Warn("engine: background embedding failed; retrying", "texts", len(texts), "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff *= 4
+	}
+	if err != nil && ctx.Err() == nil {
+		db.log.Error("engine: background embedding gave up; artifacts stay without vectors (loci reindex embeds them)", "artifacts", len(batch), "texts", len(texts), "err", err)
+	}
+	model, dim := db.embedModel()
+	recs := make([]*vectorsRecord, len(batch))
+	base := 0
+	for j, p := range batch {
+		a := p.ha.a
+		r := &vectorsRecord{Tenant: a.Tenant, Workspace: a.Workspace, ArtifactID: a.ID, Spans: len(p.ha.spans)}
+		if err == nil {
+			r.Vecs = quantizeSpans(vecs[base:base+r.Spans], model, dim)
+			if r.Vecs == nil {
+				db.log.Warn("engine: embedder returned a vector of the wrong dimension; artifact stays without vectors", "artifact", a.ID, "want", dim)
+			}
+		}
+		base += r.Spans
+		recs[j] = r
+	}
+	return recs
+}
+
+// quantizeSpans quantizes one artifact's span vectors (nil if a vector has
+// the wrong dimension).
+func quantizeSpans(own [][]float32, model string, dim int) *spanVectors {
+	sv := &spanVectors{Model: model, Dim: dim, Data: make([]int8, len(own)*dim), Scales: make([]float32, len(own))}
+	for i, v := range own {
+		if len(v) != dim {
+			return nil
+		}
+		sv.Scales[i] = vecindex.Quantize(v, sv.Data[i*dim:(i+1)*dim])
+	}
+	return sv
+}
+
+// appendVectors writes the records as one WAL group.
+func (db *DB) appendVectors(recs []*vectorsRecord) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	entries := make([]wal.Entry, len(recs))
+	for i, r := range recs {
+		entries[i] = wal.Entry{
+			Type:    uint8(recVectors),
+			Payload: encodeVectorsRecord(nil, r),
+			Apply:   func(seq uint64) { db.apply(recVectors, seq, nil, r) },
+		}
+	}
+	_, err := db.wal.Append(entries...)
+	return err
+}
+
+// applyVectors applies a vectors record: the artifact's rows get the vectors
+// if it is in a head, has none yet, and they are of the engine's model.
+// Whatever it finds, the record advances the workspace's data version.
+func (db *DB) applyVectors(r *vectorsRecord, seq uint64) {
+	model, dim := db.embedModel()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if h, ha := db.headArtifact(r.ArtifactID); ha != nil && ha.a.Tenant == r.Tenant && ha.a.Workspace == r.Workspace &&
+		ha.vecs == nil && len(ha.spans) == r.Spans && (ha.embed == embedPending || ha.embed == embedNone) {
+		switch {
+		case r.Vecs == nil:
+			h.settle(ha, embedFailed)
+		case r.Vecs.Model == model && r.Vecs.Dim == dim:
+			h.setVectors(ha, r.Vecs)
+			h.settle(ha, embedDone)
+		}
+		// Vectors of another model (written before a reindex) leave it
+		// pending: the worker embeds it again.
+	}
+	db.head.note(seq)
+	db.head.bytes += int64(r.Spans) * 8
+	db.touch(wsKey{r.Tenant, r.Workspace}, seq, math.MinInt64)
+	db.embedding.signal()
+}
+
+// headArtifact finds an artifact in the active or a frozen head. Callers
+// hold mu.
+func (db *DB) headArtifact(id uuid.UUID) (*head, *headArtifact) {
+	if ha := db.head.byID[id]; ha != nil {
+		return db.head, ha
+	}
+	for i := len(db.frozen) - 1; i >= 0; i-- {
+		if ha := db.frozen[i].byID[id]; ha != nil {
+			return db.frozen[i], ha
+		}
+	}
+	return nil, nil
+}
+
+// waitEmbedded blocks a flush until no artifact of the frozen head h waits
+// for the background embedder. Callers hold maintMu.
+func (db *DB) waitEmbedded(h *head) error {
+	for {
+		ch := db.embedding.changed()
+		db.mu.RLock()
+		n := h.unembedded
+		db.mu.RUnlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-db.embedding.halting:
+			return ErrClosed
+		}
+	}
+}
+
+// Embedding states of an artifact, as EmbeddingState reports them.
+const (
+	EmbeddingNone     = "none"     // no embedder: lexical retrieval only
+	EmbeddingPending  = "pending"  // acknowledged, waiting for the background embedder
+	EmbeddingEmbedded = "embedded" // its spans have vectors (or it has no spans)
+	EmbeddingFailed   = "failed"   // the embedder gave up on it: lexical retrieval only
+)
+
+// EmbeddingState says whether an artifact's spans have vectors yet.
+// Artifacts in segments are embedded (a head is written as a segment only
+// once its artifacts are settled), or failed when their rows are zero.
+func (db *DB) EmbeddingState(tenant string, id uuid.UUID) (string, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	ha, _, _, ok := db.locate(tenant, id)
+	switch {
+	case !ok:
+		return "", ErrNotFound
+	case db.opts.Embedder == nil:
+		return EmbeddingNone, nil
+	case ha == nil:
+		return EmbeddingEmbedded, nil
+	}
+	return headEmbeddingState(ha), nil
+}
+
+func headEmbeddingState(ha *headArtifact) string {
+	switch {
+	case ha.embed == embedPending:
+		return EmbeddingPending
+	case ha.vecs != nil || len(ha.spans) == 0:
+		return EmbeddingEmbedded
+	}
+	return EmbeddingFailed
+}
+
+// WaitEmbedded blocks until none of the tenant's artifacts ids waits for the
+// background embedder, or ctx ends (its error is returned). Unknown ids do
+// not wait.
+func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	for {
+		ch := db.embedding.changed()
+		waiting := false
+		db.mu.RLock()
+		for _, id := range ids {
+			if _, ha := db.headArtifact(id); ha != nil && ha.a.Tenant == tenant && ha.embed == embedPending {
+				waiting = true
+				break
+			}
+		}
+		db.mu.RUnlock()
+		if !waiting {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-db.embedding.halting:
+			return ErrClosed
+		}
+	}
+}
+
+// EmbeddingBacklog is the number of artifacts waiting for the background
+// embedder.
+func (db *DB) EmbeddingBacklog() int {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	n := db.head.unembedded
+	for _, h := range db.frozen {
+		n += h.unembedded
+	}
+	return n
+}
+
+// checkEmbedder refuses a data directory whose vectors are of another
+// embedder than the configured one: mixing two models' vectors would make
+// semantic scores meaningless without a word. The recorded embedder is the
+// manifest's (directories made before it was recorded: whatever their
+// segments hold), and every segment must agree with it. Unless the
+// directory is opened for reindexing, a new recording is written at once.
+func (db *DB) checkEmbedder() error {
+	want := embedderName(db.opts.Embedder)
+	_, wantDim := db.embedModel()
+	if db.opts.Reindex {
+		return nil
+	}
+	have := db.manifest.Embedder
+	if have != "" && (have != want || db.manifest.EmbedderDim != wantDim) {
+		return fmt.Errorf("engine: %s was indexed with embedder %q (dim %d), but the configured embedder is %q (dim %d): %w",
+			db.dir, have, db.manifest.EmbedderDim, want, wantDim, errEmbedderMismatch)
+	}
+	for _, s := range db.segments {
+		for wi, p := range s.parts {
+			if p.vec == nil && s.Workspaces()[wi].Spans == 0 {
+				continue // receipts or feedback only: nothing to embed
+			}
+			got, gotDim := EmbedderNone, 0
+			if p.vec != nil {
+				got, gotDim = p.vec.Model(), p.vec.Dim()
+			}
+			if got != want || gotDim != wantDim {
+				return fmt.Errorf("engine: segment %s (workspace %d) holds vectors of embedder %q (dim %d), but the configured embedder is %q (dim %d): %w",
+					s.Path(), wi, got, gotDim, want, wantDim, errEmbedderMismatch)
+			}
+		}
+	}
+	if have == "" {
+		m := db.manifest
+		m.Embedder, m.EmbedderDim = want, wantDim
+		if err := writeManifest(db.opts.FS, db.dir, &m); err != nil {
+			return fmt.Errorf("engine: record the embedder in %s: %w", manifestName, err)
+		}
+		db.manifest = m
+	}
+	return nil
+}
+
+// ReindexProgress reports Reindex's progress: segments rewritten of all, and
+// spans embedded so far.
+type ReindexProgress func(segmentsDone, segments, spans int)
+
+// Reindex rebuilds every vector of the data directory with the configured
+// embedder and records it, for a directory opened with Options.Reindex
+// (loci reindex). The heads are flushed first (the background worker
+// embeds what they hold), then every segment is rewritten with vectors
+// computed from its span texts; one manifest then swaps in all new segments
+// and the new embedder at once, so a crash leaves the old directory whole
+// (the next open removes the unlisted new files) or the new one.
+func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
+	if !db.opts.Reindex {
+		return errors.New("engine: Reindex needs a directory opened with Options.Reindex")
+	}
+	if db.opts.Embedder != nil && !db.opts.EmbedInBackground {
+		return errors.New("engine: Reindex needs Options.EmbedInBackground (the heads are embedded by the worker)")
+	}
+	if err := db.Flush(); err != nil {
+		return err
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	db.maintMu.Lock()
+	defer db.maintMu.Unlock()
+	db.mu.RLock()
+	old := append([]*liveSegment(nil), db.segments...)
+	db.mu.RUnlock()
+	model, dim := db.embedModel()
+	spans := 0
+	reembed := func(texts []string) (*vectorRows, error) {
+		rows := newVectorRows(model, dim)
+		for lo := 0; lo < len(texts); lo += embedBatchSpans {
+			chunk := texts[lo:min(lo+embedBatchSpans, len(texts))]
+			vecs, err := db.opts.Embedder.Embed(ctx, chunk)
+			if err == nil && len(vecs) != len(chunk) {
+				err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(chunk))
+			}
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vecs {
+				if len(v) != dim {
+					return nil, fmt.Errorf("embedder returned a vector of %d values, want %d", len(v), dim)
+				}
+				q := make([]int8, dim)
+				rows.add(q, vecindex.Quantize(v, q))
+			}
+			spans += len(chunk)
+		}
+		return rows, nil
+	}
+	if db.opts.Embedder == nil {
+		reembed = func([]string) (*vectorRows, error) { return nil, nil }
+	}
+	m := db.manifest
+	var added []*liveSegment
+	discard := func() {
+		for _, ls := range added {
+			ls.Close()
+			db.opts.FS.Remove(ls.Path())
+		}
+	}
+	for i, s := range old {
+		data, err := db.mergeData([]*liveSegment{s}, reembed)
+		if err == nil && len(data) > 0 {
+			var ls *liveSegment
+			if ls, err = db.writeSegment(&m, data); err == nil {
+				added = append(added, ls)
+			}
+		}
+		if err != nil {
+			discard()
+			return fmt.Errorf("engine: reindex: segment %s: %w", s.Path(), err)
+		}
+		if progress != nil {
+			progress(i+1, len(old), spans)
+		}
+	}
+	m.Segments = make([]segmentEntry, len(added))
+	for i, ls := range added {
+		m.Segments[i] = ls.entry
+	}
+	m.Embedder, m.EmbedderDim = embedderName(db.opts.Embedder), dim
+	committed, err := db.commitManifest(&m, nil)
+	if !committed {
+		discard()
+		return fmt.Errorf("engine: reindex: %w", err)
+	}
+	db.mu.Lock()
+	db.segments = added
+	for _, ls := range added {
+		if perr := db.receipts.place(ls); perr != nil {
+			db.log.Error("engine: indexing receipts of a reindexed segment", "err", perr)
+		}
+	}
+	db.mu.Unlock()
+	for _, s := range old {
+		s.Close()
+		if err == nil {
+			db.opts.FS.Remove(s.Path())
+		}
+	}
+	return err
+}

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/vecindex"
+)
+
+// gatedEmbedder is GloVe behind a gate: Embed blocks until the test opens
+// it, so a test sees artifacts pending, then embedded. down makes it fail.
+type gatedEmbedder struct {
+	vecindex.Embedder
+	mu    sync.Mutex
+	gate  chan struct{}
+	down  bool
+	calls int
+	texts int
+}
+
+func newGatedEmbedder() *gatedEmbedder {
+	return &gatedEmbedder{Embedder: vecindex.NewGloVe(), gate: make(chan struct{})}
+}
+
+func (g *gatedEmbedder) open() { close(g.gate) }
+
+func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	g.mu.Lock()
+	g.calls++
+	g.texts += len(texts)
+	down := g.down
+	g.mu.Unlock()
+	if down {
+		return nil, fmt.Errorf("connection refused: %w", vecindex.ErrUnavailable)
+	}
+	return g.Embedder.Embed(ctx, texts)
+}
+
+func waitEmbedded(t *testing.T, db *DB, tenant string, ids ...uuid.UUID) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.WaitEmbedded(ctx, tenant, ids); err != nil {
+		t.Fatalf("WaitEmbedded: %v", err)
+	}
+}
+
+func embeddingState(t *testing.T, db *DB, tenant string, id uuid.UUID) string {
+	t.Helper()
+	s, err := db.EmbeddingState(tenant, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBackgroundEmbedding(t *testing.T) {
+	g := newGatedEmbedder()
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: g, EmbedInBackground: true})
+	defer db.Close()
+	r, err := db.Ingest("t", chat("ws", "the deploy moved to Friday"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Embedded {
+		t.Fatal("acknowledged as embedded before the worker ran")
+	}
+	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingPending {
+		t.Fatalf("state %q, want pending", s)
+	}
+	// Lexically indexed and readable at once; no vector yet.
+	if h, _ := db.SearchLexical("t", "ws", "deploy", 5); len(h) != 1 {
+		t.Fatal("not lexically indexed at acknowledgement")
+	}
+	v0 := db.DataVersion("t", "ws")
+	// Another tenant cannot learn the state of the artifact.
+	if _, err := db.EmbeddingState("other", r.ArtifactID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("other tenant: %v", err)
+	}
+	g.open()
+	waitEmbedded(t, db, "t", r.ArtifactID)
+	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingEmbedded {
+		t.Fatalf("state %q, want embedded", s)
+	}
+	if h, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); err != nil || len(h) != 1 {
+		t.Fatalf("semantic after embedding: %v %v", h, err)
+	}
+	if v := db.DataVersion("t", "ws"); v <= v0 {
+		t.Fatalf("data version %d did not advance past %d with the vectors", v, v0)
+	}
+	if db.EmbeddingBacklog() != 0 {
+		t.Fatalf("backlog %d", db.EmbeddingBacklog())
+	}
+}
+
+// A flush waits for the background embedder, so segments are written with
+// their vectors; after a restart the vectors records of flushed artifacts
+// change nothing but the data version, exactly as they did live.
+func TestBackgroundEmbeddingFlushWaitsAndReplays(t *testing.T) {
+	dir := t.TempDir()
+	g := newGatedEmbedder()
+	db := openTest(t, dir, Options{DisableBackground: true, Embedder: g, EmbedInBackground: true})
+	var ids []uuid.UUID
+	for i := range 5 {
+		r, err := db.Ingest("t", chat("ws", fmt.Sprintf("turn %d: the deploy moved to Friday", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ArtifactID)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- db.Flush() }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("flush finished before the artifacts were embedded: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.open()
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Segments != 1 {
+		t.Fatalf("segments %d", st.Segments)
+	}
+	before, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
+	if err != nil || len(before) != 5 {
+		t.Fatalf("semantic from the segment: %v %v", before, err)
+	}
+	v := db.DataVersion("t", "ws")
+	db.Close()
+
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
+	defer db.Close()
+	after, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
+	if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after restart:\n%v\nbefore:\n%v (%v)", after, before, err)
+	}
+	if got := db.DataVersion("t", "ws"); got != v {
+		t.Fatalf("data version %d after restart, %d before", got, v)
+	}
+	for _, id := range ids {
+		if s := embeddingState(t, db, "t", id); s != EmbeddingEmbedded {
+			t.Fatalf("%s: %q", id, s)
+		}
+	}
+}
+
+// Artifacts acknowledged but not embedded when the process stops are
+// embedded after the restart; packs then equal those of inline embedding.
+func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	g := newGatedEmbedder() // never opened: nothing is embedded before Close
+	db := openTest(t, dir, Options{DisableBackground: true, Embedder: g, EmbedInBackground: true})
+	texts := []string{"the deploy moved to Friday", "lunch is at noon on Thursday", "Friday's release needs a sign-off"}
+	var ids []uuid.UUID
+	for _, s := range texts {
+		r, err := db.Ingest("t", chat("ws", s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ArtifactID)
+	}
+	if n := db.EmbeddingBacklog(); n != 3 {
+		t.Fatalf("backlog %d", n)
+	}
+	if err := db.Close(); err != nil { // must not hang on the blocked embedder
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
+	defer db.Close()
+	waitEmbedded(t, db, "t", ids...)
+	req := PackRequest{Workspace: "ws", Query: "when is the deploy?", MaxTokens: 512}
+	bg, err := db.ContextPack(context.Background(), "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inline := openTest(t, t.TempDir(), Options{DisableBackground: true})
+	defer inline.Close()
+	for _, s := range texts {
+		if _, err := inline.Ingest("t", chat("ws", s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := inline.ContextPack(context.Background(), "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bg.Result.ContextText != in.Result.ContextText || len(bg.Result.Citations) != len(in.Result.Citations) {
+		t.Fatalf("background pack differs from inline:\n%s\n---\n%s", bg.Result.ContextText, in.Result.ContextText)
+	}
+}
+
+// An embedder that keeps failing is given up on: the artifacts settle as
+// failed (lexical only) and flushes go on.
+func TestBackgroundEmbeddingGivesUp(t *testing.T) {
+	defer func(d time.Duration) { embedRetryBackoff = d }(embedRetryBackoff)
+	embedRetryBackoff = time.Millisecond
+	g := newGatedEmbedder()
+	g.down = true
+	g.open()
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: g, EmbedInBackground: true})
+	defer db.Close()
+	r, err := db.Ingest("t", chat("ws", "the deploy moved to Friday"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEmbedded(t, db, "t", r.ArtifactID)
+	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingFailed {
+		t.Fatalf("state %q, want failed", s)
+	}
+	if g.calls != embedAttempts {
+		t.Fatalf("embedder asked %d times, want %d", g.calls, embedAttempts)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := db.SearchLexical("t", "ws", "deploy", 5); len(h) != 1 {
+		t.Fatal("lexical after giving up")
+	}
+}
+
+// Erasing a workspace drops its pending artifacts: nothing waits for them
+// and the embedder is not asked.
+func TestBackgroundEmbeddingErasedBeforeEmbedding(t *testing.T) {
+	g := newGatedEmbedder()
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: g, EmbedInBackground: true})
+	defer db.Close()
+	r, err := db.Ingest("t", chat("ws", "the deploy moved to Friday"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the worker block inside Embed on the first artifact, erase, then
+	// release: its record must not resurrect vectors for an erased artifact.
+	if _, err := db.EraseWorkspace("t", "ws"); err != nil {
+		t.Fatal(err)
+	}
+	g.open()
+	waitEmbedded(t, db, "t", r.ArtifactID)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if db.EmbeddingBacklog() != 0 {
+		t.Fatalf("backlog %d", db.EmbeddingBacklog())
+	}
+	if h, _ := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); len(h) != 0 {
+		t.Fatal("erased artifact found")
+	}
+}
+
+// Idempotent retries do not pay the embedder again (inline embedding).
+func TestInlineEmbeddingSkipsReplays(t *testing.T) {
+	g := newGatedEmbedder()
+	g.open()
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: g})
+	defer db.Close()
+	in := chat("ws", "the deploy moved to Friday")
+	in.IdempotencyKey = "k1"
+	for range 3 {
+		if _, err := db.Ingest("t", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.texts != 1 {
+		t.Fatalf("embedder embedded %d texts for one artifact sent three times", g.texts)
+	}
+}
+
+// The embedder is recorded in the data directory; another one is refused
+// with a message naming both, until loci reindex rebuilds the vectors.
+func TestEmbedderRecordedAndReindex(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, Options{DisableBackground: true, NoEmbedder: true})
+	var ids []uuid.UUID
+	for _, s := range []string{"the deploy moved to Friday", "the budget is 4000 dollars"} {
+		r, err := db.Ingest("t", chat("ws", s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ArtifactID)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	late, err := db.Ingest("t", chat("ws", "the deploy needs a sign-off")) // stays in the WAL
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, late.ArtifactID)
+	db.Close()
+
+	_, err = Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+	if !errors.Is(err, errEmbedderMismatch) || !strings.Contains(err.Error(), `"none"`) || !strings.Contains(err.Error(), "glove") {
+		t.Fatalf("opening with another embedder: %v", err)
+	}
+
+	db = openTest(t, dir, Options{DisableBackground: true, Reindex: true, EmbedInBackground: true})
+	var last [3]int
+	if err := db.Reindex(context.Background(), func(done, all, spans int) { last = [3]int{done, all, spans} }); err != nil {
+		t.Fatal(err)
+	}
+	if last[0] != last[1] || last[0] == 0 || last[2] < 2 {
+		t.Fatalf("progress %v", last)
+	}
+	db.Close()
+
+	db = openTest(t, dir, Options{DisableBackground: true})
+	h, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5)
+	if err != nil || len(h) != 3 {
+		t.Fatalf("semantic after reindex: %v %v", h, err)
+	}
+	for _, id := range ids {
+		if _, err := db.Artifact("t", id); err != nil {
+			t.Fatalf("artifact %s after reindex: %v", id, err)
+		}
+	}
+	db.Close()
+	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
+		t.Fatalf("lexical-only open of a reindexed directory: %v", err)
+	}
+}
