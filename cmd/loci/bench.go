@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -19,6 +20,8 @@ const benchUsage = `usage: loci bench <name> [flags]
   search    lexical and semantic search latency through the engine at N spans
   pack      context pack latency and throughput over HTTP on loopback at N spans
   soak      N distinct packs and N async ingest jobs over HTTP: memory and disk over time, checked against their bounds
+  embed     the built-in sentence encoder vs the reference (sentence-transformers, --python) on the same sentences:
+            query latency on one core, batch throughput on --threads cores, and the ratio (a table; --json for JSON)
 `
 
 func runBench(args []string) error {
@@ -112,6 +115,13 @@ func runBench(args []string) error {
 			}
 			return res, err
 		}
+	case "embed":
+		cfg := bench.EmbedFlags(fs)
+		run = func() (any, error) {
+			cfg.Seed = *seed
+			cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, "bench embed:", s) }
+			return bench.Embed(*cfg)
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "loci bench: unknown benchmark %q\n\n%s", name, benchUsage)
 		return exitCode(2)
@@ -128,8 +138,15 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
+	if t, ok := res.(tableWriter); ok && !*asJSON {
+		return t.WriteTable(os.Stdout)
+	}
 	return printResult(res, *asJSON)
 }
+
+// tableWriter is a result that prints itself as a table for people when
+// --json is not given (`loci bench embed`).
+type tableWriter interface{ WriteTable(w io.Writer) error }
 
 // printResult writes a benchmark or evaluation result to stdout: one JSON
 // line with --json, indented JSON otherwise.
