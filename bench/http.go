@@ -15,6 +15,7 @@ import (
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -28,13 +29,48 @@ type server struct {
 	addr string
 }
 
+// Embedding chooses the semantic channel of a benchmark's server: Embedder
+// nil means lexical only. A server embeds in the background, as loci serve
+// does.
+type Embedding struct {
+	Embedder vecindex.Embedder
+}
+
+func (e Embedding) options(o *engine.Options) {
+	if e.Embedder == nil {
+		o.NoEmbedder = true
+		return
+	}
+	o.Embedder, o.EmbedInBackground = e.Embedder, true
+}
+
+// Name is the embedder's model name, or "none".
+func (e Embedding) Name() string {
+	if e.Embedder == nil {
+		return engine.EmbedderNone
+	}
+	return e.Embedder.Model()
+}
+
+// startServer starts a server with the engine's default embedder (GloVe,
+// inline).
 func startServer(prefix string, sync wal.SyncPolicy) (*server, error) {
+	return startServerWith(prefix, sync, nil)
+}
+
+// startServerWith starts a server whose semantic channel is emb's (nil: the
+// engine's default).
+func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return nil, err
 	}
 	ctl := control.New(time.Now)
-	db, err := engine.Open(dir, engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()})
+	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()}
+	if emb != nil {
+		emb.options(&opts)
+	}
+	db, err := engine.Open(dir, opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -142,6 +178,9 @@ type PackHTTPConfig struct {
 	// by its actor_id (every artifact here is public, so the evidence is
 	// the same): each pack stores a new receipt, as a new question does.
 	Repeats bool
+	// Embedding is the server's semantic channel; the workspace is fully
+	// embedded before timing starts.
+	Embedding Embedding
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -164,6 +203,8 @@ type PackHTTPResult struct {
 	// Receipts is how many receipts the workspace holds at the end: one per
 	// distinct request, warm-up included.
 	Receipts int `json:"receipts"`
+	// Embedder is the semantic channel's model ("none": lexical only).
+	Embedder string `json:"embedder"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -185,7 +226,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		cfg.MaxTokens = 2048
 	}
 	start := time.Now()
-	s, err := startServer("loci-bench-pack-", cfg.Sync)
+	s, err := startServerWith("loci-bench-pack-", cfg.Sync, &cfg.Embedding)
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +239,14 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
 		return nil, err
 	}
-	if err := s.db.Flush(); err != nil {
+	if err := s.db.Flush(); err != nil { // waits for the embedder
 		return nil, err
 	}
 	if err := s.db.Compact(); err != nil {
 		return nil, err
 	}
 	res.BuildSeconds = time.Since(start).Seconds()
+	res.Embedder = cfg.Embedding.Name()
 
 	const warmup = 200
 	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 7)), warmup+len(cfg.Concurrency)*cfg.Requests)
@@ -256,6 +298,9 @@ type IngestHTTPConfig struct {
 	Writers   int // concurrent clients
 	Seed      uint64
 	Sync      wal.SyncPolicy
+	// Embedding is the server's semantic channel (embedded in the
+	// background: acknowledgements do not wait for it).
+	Embedding Embedding
 }
 
 // IngestHTTPResult is what `loci bench ingest --http --json` prints.
@@ -277,7 +322,7 @@ func IngestHTTP(cfg IngestHTTPConfig) (*IngestHTTPResult, error) {
 	if cfg.Artifacts <= 0 || cfg.Batch <= 0 || cfg.Writers <= 0 {
 		return nil, fmt.Errorf("artifacts, batch and writers must be positive")
 	}
-	s, err := startServer("loci-bench-ingest-http-", cfg.Sync)
+	s, err := startServerWith("loci-bench-ingest-http-", cfg.Sync, &cfg.Embedding)
 	if err != nil {
 		return nil, err
 	}

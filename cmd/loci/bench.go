@@ -61,6 +61,7 @@ func runBench(args []string) error {
 		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
 		fsync := fs.String("fsync", "always", "WAL fsync policy (receipts are written durably): always | batch | off")
 		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
+		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
@@ -70,8 +71,12 @@ func runBench(args []string) error {
 			if err != nil {
 				return nil, err
 			}
+			emb, err := benchEmbedding(*embedderFlag)
+			if err != nil {
+				return nil, err
+			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
-				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats})
+				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/vecindex"
@@ -81,4 +82,13 @@ func openAIFromEnv() (vecindex.Embedder, error) {
 		return nil, fmt.Errorf("EMBEDDINGS_URL: %w (set EMBEDDINGS_DIM to start without asking the provider)", err)
 	}
 	return e, nil
+}
+
+// benchEmbedding is the semantic channel of a benchmark's server.
+func benchEmbedding(name string) (bench.Embedding, error) {
+	var o engine.Options
+	if err := embedderOptions(name, &o); err != nil {
+		return bench.Embedding{}, err
+	}
+	return bench.Embedding{Embedder: o.Embedder}, nil
 }
