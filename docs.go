@@ -4,13 +4,15 @@ package loci
 
 import _ "embed"
 
-// OpenAPIYAML is the API reference, docs/openapi.yaml, as written. Package
-// apidoc parses it and serves it as JSON.
+// OpenAPIJSON is the API reference in JSON, docs/openapi.json, indented. It is
+// generated from docs/openapi.yaml, the document as written, by
+// apidoc/internal/openapigen (go generate ./apidoc); package apidoc serves it,
+// compacted, as /openapi.json and lists its routes.
 //
 // The variable lives here, at the module root, because go:embed can only reach
 // files in the embedding package's directory and below it, never a parent
 // directory; docs/ is not a Go package, so the root is the nearest package that
 // can see it.
 //
-//go:embed docs/openapi.yaml
-var OpenAPIYAML []byte
+//go:embed docs/openapi.json
+var OpenAPIJSON []byte

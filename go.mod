@@ -12,6 +12,7 @@ require (
 	github.com/pkoukk/tiktoken-go v0.1.8
 	github.com/pkoukk/tiktoken-go-loader v0.0.2
 	github.com/valyala/fasthttp v1.74.0
+	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/sys v0.47.0
 )
 

@@ -1,12 +1,18 @@
-// Package apidoc serves Loci's API reference, docs/openapi.yaml (embedded as
-// loci.OpenAPIYAML), as JSON, and lists the routes it describes.
+// Package apidoc serves Loci's API reference as JSON and lists the routes it
+// describes.
 //
-// The project takes no YAML dependency for this: the document is written in a
-// small subset of YAML (see yaml.go) that Parse reads strictly, rejecting
-// anything outside it with a line number.
+// The reference is written in YAML, docs/openapi.yaml. At go generate time
+// internal/openapigen converts it with a YAML library to docs/openapi.json,
+// keys in document order, which the root package embeds (loci.OpenAPIJSON);
+// this package only reads JSON, so the product links no YAML code. A test
+// fails while docs/openapi.json is out of date: after editing the YAML run
+//
+//	go generate ./apidoc
 package apidoc
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,43 +41,39 @@ var doc struct {
 }
 
 func load() {
-	doc.json, doc.routes, doc.err = convert(loci.OpenAPIYAML)
+	doc.json, doc.routes, doc.err = convert(loci.OpenAPIJSON)
 }
 
-// convert parses an OpenAPI document and returns its JSON and routes.
+// convert compacts the generated JSON document and returns it with its
+// routes.
 func convert(src []byte) ([]byte, []Route, error) {
-	v, err := Parse(src)
-	if err != nil {
-		return nil, nil, fmt.Errorf("apidoc: docs/openapi.yaml: %w", err)
+	var b bytes.Buffer
+	if err := json.Compact(&b, src); err != nil {
+		return nil, nil, fmt.Errorf("apidoc: docs/openapi.json: %w", err)
 	}
-	m, ok := v.(*Map)
-	if !ok {
-		return nil, nil, fmt.Errorf("apidoc: docs/openapi.yaml: the document is not a mapping")
-	}
-	j, err := appendJSON(nil, m)
+	routes, err := routesOf(b.Bytes())
 	if err != nil {
 		return nil, nil, err
 	}
-	routes, err := routesOf(m)
-	if err != nil {
-		return nil, nil, err
-	}
-	return j, routes, nil
+	return b.Bytes(), routes, nil
 }
 
-func routesOf(d *Map) ([]Route, error) {
-	pv, _ := d.Get("paths")
-	paths, ok := pv.(*Map)
-	if !ok {
-		return nil, fmt.Errorf("apidoc: docs/openapi.yaml: paths is missing or not a mapping")
+func routesOf(j []byte) ([]Route, error) {
+	var d map[string]json.RawMessage
+	if err := json.Unmarshal(j, &d); err != nil {
+		return nil, fmt.Errorf("apidoc: docs/openapi.json: the document is not a mapping")
+	}
+	var paths map[string]json.RawMessage
+	if pv, ok := d["paths"]; !ok || !isObject(pv) || json.Unmarshal(pv, &paths) != nil {
+		return nil, fmt.Errorf("apidoc: docs/openapi.json: paths is missing or not a mapping")
 	}
 	var routes []Route
-	for _, path := range paths.keys {
-		item, ok := paths.vals[path].(*Map)
-		if !ok {
-			return nil, fmt.Errorf("apidoc: docs/openapi.yaml: path %s is not a mapping", path)
+	for path, iv := range paths {
+		var item map[string]json.RawMessage
+		if !isObject(iv) || json.Unmarshal(iv, &item) != nil {
+			return nil, fmt.Errorf("apidoc: docs/openapi.json: path %s is not a mapping", path)
 		}
-		for _, k := range item.keys {
+		for k := range item {
 			if slices.Contains(methods, k) {
 				routes = append(routes, Route{Method: strings.ToUpper(k), Path: path})
 			}
@@ -86,8 +88,11 @@ func routesOf(d *Map) ([]Route, error) {
 	return routes, nil
 }
 
-// JSON returns the API reference as a JSON document, keys in the order of the
-// YAML source. It is computed once; each call returns a fresh copy.
+func isObject(v json.RawMessage) bool { return len(v) > 0 && v[0] == '{' }
+
+// JSON returns the API reference as a compact JSON document, keys in the
+// order of the YAML source. It is computed once; each call returns a fresh
+// copy.
 func JSON() ([]byte, error) {
 	doc.once.Do(load)
 	if doc.err != nil {

@@ -4,23 +4,114 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v4"
+
 	"github.com/loci-memory/loci"
+	"github.com/loci-memory/loci/apidoc/internal/yamljson"
 )
 
-// document parses the embedded reference.
-func document(t *testing.T) *Map {
-	t.Helper()
-	v, err := Parse(loci.OpenAPIYAML)
+// yamlPath is the document as written, relative to this package.
+const yamlPath = "../docs/openapi.yaml"
+
+// TestGeneratedUpToDate fails while docs/openapi.json is not what the
+// generator makes of docs/openapi.yaml: run go generate ./apidoc.
+func TestGeneratedUpToDate(t *testing.T) {
+	src, err := os.ReadFile(yamlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := yamljson.ConvertIndented(src)
 	if err != nil {
 		t.Fatalf("docs/openapi.yaml: %v", err)
 	}
+	if !bytes.Equal(loci.OpenAPIJSON, want) {
+		t.Fatal("docs/openapi.json is out of date with docs/openapi.yaml: run go generate ./apidoc")
+	}
+	// What is served is the converter's compact output, byte for byte.
+	compact, _ := yamljson.Convert(src)
+	if got, err := JSON(); err != nil || !bytes.Equal(got, compact) {
+		t.Fatalf("JSON() differs from the conversion of docs/openapi.yaml (%v)", err)
+	}
+}
+
+// Map is a JSON object that keeps its keys in document order.
+type Map struct {
+	keys []string
+	vals map[string]any
+}
+
+// Keys returns the keys in document order.
+func (m *Map) Keys() []string { return slices.Clone(m.keys) }
+
+// Get returns the value of key k and whether it is present.
+func (m *Map) Get(k string) (any, bool) {
+	v, ok := m.vals[k]
+	return v, ok
+}
+
+// decodeOrdered reads one JSON value: objects as *Map, arrays as []any,
+// numbers as json.Number.
+func decodeOrdered(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		m := &Map{vals: map[string]any{}}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := decodeOrdered(dec)
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := m.vals[k.(string)]; dup {
+				return nil, fmt.Errorf("duplicate key %q", k)
+			}
+			m.keys = append(m.keys, k.(string))
+			m.vals[k.(string)] = v
+		}
+		_, err = dec.Token()
+		return m, err
+	case json.Delim('['):
+		s := []any{}
+		for dec.More() {
+			v, err := decodeOrdered(dec)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, v)
+		}
+		_, err = dec.Token()
+		return s, err
+	}
+	return tok, nil
+}
+
+// document decodes the served reference.
+func document(t *testing.T) *Map {
+	t.Helper()
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	v, err := decodeOrdered(dec)
+	if err != nil {
+		t.Fatalf("/openapi.json: %v", err)
+	}
 	m, ok := v.(*Map)
 	if !ok {
-		t.Fatalf("docs/openapi.yaml is a %T, not a mapping", v)
+		t.Fatalf("/openapi.json is a %T, not an object", v)
 	}
 	return m
 }
@@ -292,7 +383,7 @@ func TestJSON(t *testing.T) {
 	}
 	// Deterministic from scratch, not only cached.
 	for range 3 {
-		c, _, err := convert(loci.OpenAPIYAML)
+		c, _, err := convert(loci.OpenAPIJSON)
 		if err != nil || !bytes.Equal(b, c) {
 			t.Fatal("converting the document again gives other bytes")
 		}
@@ -300,21 +391,54 @@ func TestJSON(t *testing.T) {
 	if !bytes.HasPrefix(b, []byte(`{"openapi":"3.1.0","info":{`)) {
 		t.Errorf("JSON() starts %.40s", b)
 	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, b) != nil || !bytes.Equal(compact.Bytes(), b) {
+		t.Error("JSON() is not compact")
+	}
 
 	// Keys come in document order at every level: compare the object keys of
-	// the JSON, in stream order, with a walk of the parsed document.
+	// the JSON, in stream order, with a walk of the YAML document's nodes.
+	src, err := os.ReadFile(yamlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Load(src, &root); err != nil {
+		t.Fatal(err)
+	}
 	var want []string
-	walk("", document(t), func(_ string, v any) {
-		if m, ok := v.(*Map); ok {
-			want = append(want, strings.Join(m.keys, ","))
-		}
-	})
+	yamlKeys(&root, &want)
 	var got []string
 	if err := objectKeys(json.NewDecoder(bytes.NewReader(b)), &got); err != nil {
 		t.Fatal(err)
 	}
+	if len(want) < 100 {
+		t.Fatalf("only %d mappings in docs/openapi.yaml", len(want))
+	}
 	if !slices.Equal(got, want) {
 		t.Error("JSON object keys are not in document order")
+	}
+}
+
+// yamlKeys appends the keys of each mapping under n, in pre-order, as
+// comma-joined lists.
+func yamlKeys(n *yaml.Node, out *[]string) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		yamlKeys(n.Alias, out)
+	case yaml.MappingNode:
+		var keys []string
+		for i := 0; i < len(n.Content); i += 2 {
+			keys = append(keys, n.Content[i].Value)
+		}
+		*out = append(*out, strings.Join(keys, ","))
+		for i := 1; i < len(n.Content); i += 2 {
+			yamlKeys(n.Content[i], out)
+		}
+	default:
+		for _, c := range n.Content {
+			yamlKeys(c, out)
+		}
 	}
 }
 
@@ -355,17 +479,19 @@ func objectKeys(dec *json.Decoder, out *[]string) error {
 
 func TestConvertRejects(t *testing.T) {
 	for src, msg := range map[string]string{
-		"a: [x\n":                      "line 1",
-		"- a\n":                        "not a mapping",
-		"openapi: 3.1.0\n":             "paths is missing",
-		"paths: [a]\n":                 "paths is missing or not a mapping",
-		"paths:\n  /x: 1\n":            "path /x is not a mapping",
-		"paths:\n  /x:\n    get: {}\n": "",
+		`{"a": [1`:             "docs/openapi.json",
+		`["a"]`:                "not a mapping",
+		`{"openapi": "3.1.0"}`: "paths is missing",
+		`{"paths": ["a"]}`:     "paths is missing or not a mapping",
+		`{"paths": {"/x": 1}}`: "path /x is not a mapping",
+		`{"paths": {"/x": {"get": {}, "parameters": []}}}`: "",
 	} {
-		_, routes, err := convert([]byte(src))
+		j, routes, err := convert([]byte(src))
 		switch {
 		case msg == "" && (err != nil || len(routes) != 1 || routes[0] != Route{"GET", "/x"}):
 			t.Errorf("convert(%q) = %v, %v", src, routes, err)
+		case msg == "" && string(j) != `{"paths":{"/x":{"get":{},"parameters":[]}}}`:
+			t.Errorf("convert(%q) = %s, not compacted", src, j)
 		case msg != "" && (err == nil || !strings.Contains(err.Error(), msg)):
 			t.Errorf("convert(%q): error %v, want one mentioning %q", src, err, msg)
 		}
