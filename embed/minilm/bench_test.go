@@ -60,6 +60,25 @@ func BenchmarkQuery(b *testing.B) {
 	b.Logf("kernel %s", KernelName())
 }
 
+// BenchmarkQueryKernels is BenchmarkQuery's mean time per kernel set (the
+// slower ones stand for CPUs without AVX-512 VNNI or AVX2).
+func BenchmarkQueryKernels(b *testing.B) {
+	e := defaultEmbedder(b)
+	v := make([]float32, e.Dim())
+	saved := active
+	defer func() { active = saved }()
+	for _, ks := range supportedKernels() {
+		b.Run(ks.name, func(b *testing.B) {
+			active = *ks
+			for i := 0; i < b.N; i++ {
+				if err := e.EmbedOne(benchQueries[i%len(benchQueries)], v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkBatch measures throughput of Embed on a batch of 256 chat turns
 // (LoCoMo from the shared data if present, else the queries repeated), with
 // as many goroutines as GOMAXPROCS (-cpu 1,2).
@@ -124,23 +143,24 @@ func appendInt(b []byte, i int) []byte {
 }
 
 // BenchmarkLinear measures the hot loop alone, per kernel set: the
-// feed-forward input matrix (1536 × 384, int8) on 16 tokens.
+// feed-forward input matrix (1536 × 384, int8) on 16 tokens, activation
+// quantization included.
 func BenchmarkLinear(b *testing.B) {
 	e := defaultEmbedder(b)
-	w := &e.enc.m.layers[0].inter
+	op := &e.enc.m.layers[0].inter
 	const T = 16
-	x := make([]float32, T*w.cols)
+	x := make([]float32, T*op.w.cols)
 	for i := range x {
 		x[i] = float32(i%7) - 3
 	}
-	dst := make([]float32, T*w.rows)
-	bias := make([]float32, w.rows)
+	dst := make([]float32, T*op.w.rows)
+	var s qscratch
 	for _, ks := range supportedKernels() {
 		b.Run(ks.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				linearWith(ks, dst, x, T, w, bias)
+				linearWith(ks, dst, x, T, op, &s)
 			}
-			b.ReportMetric(float64(T*w.rows*w.cols*b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			b.ReportMetric(float64(T*op.w.rows*op.w.cols*b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
 	}
 }

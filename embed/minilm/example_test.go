@@ -21,5 +21,5 @@ func Example() {
 		cos += vs[0][i] * vs[1][i]
 	}
 	fmt.Println(e.Model(), e.Dim(), e.Tokenizer().Encode("Where is the meeting?"), cos > 0.5)
-	// Output: all-minilm-l6-v2-int8 384 [101 2073 2003 1996 3116 1029 102] true
+	// Output: all-minilm-l6-v2-w8a8 384 [101 2073 2003 1996 3116 1029 102] true
 }

@@ -21,12 +21,12 @@ type Encoder struct {
 // buffers are the activations of one forward pass, reused across calls so
 // that encoding allocates nothing on the hot path.
 type buffers struct {
-	x, q, k, v, ctx, tmp []float32 // tokens × hidden
-	ff                   []float32 // tokens × intermediate
-	scores               []float32 // tokens, rounded up to 16, zero padded
-	kh                   []float32 // one head's keys: tokens × head size
-	vt                   []float32 // one head's values, transposed: head size × padded tokens
-	ch                   []float32 // one token's context for one head
+	x, ctx, tmp []float32 // tokens × hidden
+	qkv         []float32 // tokens × 3·hidden: query, key, value of each token
+	ff          []float32 // tokens × intermediate
+	scores      []float32 // tokens, rounded up to 16
+	kt          []float32 // one head's keys, transposed: head size × tokens rounded up to 16
+	q           qscratch
 }
 
 // NewEncoder returns an encoder running m.
@@ -40,10 +40,10 @@ func (e *Encoder) Dim() int { return e.m.Hidden }
 func (b *buffers) size(tokens, hidden, inter int) {
 	n := tokens * hidden
 	if cap(b.x) < n {
-		b.x, b.q, b.k, b.v = make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
-		b.ctx, b.tmp = make([]float32, n), make([]float32, n)
+		b.x, b.ctx, b.tmp = make([]float32, n), make([]float32, n), make([]float32, n)
+		b.qkv = make([]float32, 3*n)
 	}
-	b.x, b.q, b.k, b.v, b.ctx, b.tmp = b.x[:n], b.q[:n], b.k[:n], b.v[:n], b.ctx[:n], b.tmp[:n]
+	b.x, b.ctx, b.tmp, b.qkv = b.x[:n], b.ctx[:n], b.tmp[:n], b.qkv[:3*n]
 	if cap(b.ff) < tokens*inter {
 		b.ff = make([]float32, tokens*inter)
 	}
@@ -51,16 +51,16 @@ func (b *buffers) size(tokens, hidden, inter int) {
 	tp := (tokens + 15) &^ 15
 	if cap(b.scores) < tp {
 		b.scores = make([]float32, tp)
-		b.kh = make([]float32, tp*hidden)
-		b.vt = make([]float32, tp*hidden)
-		b.ch = make([]float32, hidden)
+		b.kt = make([]float32, tp*hidden)
 	}
 	b.scores = b.scores[:tp]
 }
 
 // EncodeIDs writes the unit-length embedding of the token ids to dst, which
 // must hold Dim() values. ids are what Tokenizer.Encode returns: at most
-// MaxSeqLen ids, each below VocabSize.
+// MaxSeqLen ids, each below VocabSize. The result depends on the ids alone:
+// every token's arithmetic is the same whatever the other texts in a batch,
+// the goroutine or GOMAXPROCS.
 func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 	m := e.m
 	T, H := len(ids), m.Hidden
@@ -91,7 +91,7 @@ func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 		for i := range row {
 			row[i] += pos[i] + typ[i]
 		}
-		layerNorm(row, m.embNormW, m.embNormB, m.LayerNormEps)
+		active.addLayerNorm(row, nil, m.embNormW, m.embNormB, m.LayerNormEps)
 	}
 	for li := range m.layers {
 		e.layer(&m.layers[li], b, T)
@@ -121,63 +121,79 @@ func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 func (e *Encoder) layer(l *layer, b *buffers, T int) {
 	m := e.m
 	H := m.Hidden
-	linear(b.q, b.x, T, &l.query, l.qBias)
-	linear(b.k, b.x, T, &l.key, l.kBias)
-	linear(b.v, b.x, T, &l.value, l.vBias)
+	ks := &active
+	linear(b.qkv, b.x, T, &l.qkv, &b.q)
 	e.attention(b, T)
-	linear(b.tmp, b.ctx, T, &l.attnOut, l.oBias)
+	linear(b.tmp, b.ctx, T, &l.attnOut, &b.q)
 	for t := 0; t < T; t++ {
-		row := b.x[t*H : (t+1)*H]
-		add(row, b.tmp[t*H:(t+1)*H])
-		layerNorm(row, l.attnNormW, l.attnNormB, m.LayerNormEps)
+		ks.addLayerNorm(b.x[t*H:(t+1)*H], b.tmp[t*H:(t+1)*H], l.attnNormW, l.attnNormB, m.LayerNormEps)
 	}
-	linear(b.ff, b.x, T, &l.inter, l.interBias)
-	gelu(b.ff)
-	linear(b.tmp, b.ff, T, &l.out, l.outBias)
+	linear(b.ff, b.x, T, &l.inter, &b.q)
+	ks.gelu(b.ff)
+	linear(b.tmp, b.ff, T, &l.out, &b.q)
 	for t := 0; t < T; t++ {
-		row := b.x[t*H : (t+1)*H]
-		add(row, b.tmp[t*H:(t+1)*H])
-		layerNorm(row, l.outNormW, l.outNormB, m.LayerNormEps)
+		ks.addLayerNorm(b.x[t*H:(t+1)*H], b.tmp[t*H:(t+1)*H], l.outNormW, l.outNormB, m.LayerNormEps)
 	}
 }
 
-// attention computes b.ctx from b.q, b.k and b.v: for each head, the
-// softmax of the scaled dot products of each token's query with every
-// token's key, applied to the values. Keys are gathered per head into
-// contiguous rows and values transposed (zero padded to 16 tokens), so both
-// products run on the matmul kernels: scores as one query row against up to
-// 16 key rows, contexts as one probability row against 16 value rows.
+// attention computes b.ctx from the queries, keys and values in b.qkv: for
+// each head, the softmax of the scaled dot products of each token's query
+// with every token's key, applied to the values. The keys are transposed
+// per head (head size × tokens, zero padded to 16 tokens) so that a query's
+// scores are sums along the tokens, 16 at a time, and a context is a sum of
+// value rows read in place: no horizontal sums. The queries are scaled (by
+// 1/√head size) once, rather than every score.
 func (e *Encoder) attention(b *buffers, T int) {
 	H, heads := e.m.Hidden, e.m.Heads
 	dh := H / heads
 	tp := (T + 15) &^ 15
 	ks := &active
 	scale := float32(1 / math.Sqrt(float64(dh)))
-	kh, vt, ch := b.kh[:T*dh], b.vt[:dh*tp], b.ch[:dh]
+	kt := b.kt[:dh*tp]
 	scores := b.scores[:tp]
-	clear(vt)
+	clear(kt)
+	for t := 0; t < T; t++ {
+		for i := range b.qkv[t*3*H : t*3*H+H] {
+			b.qkv[t*3*H+i] *= scale
+		}
+	}
 	for h := 0; h < heads; h++ {
 		off := h * dh
 		for s := 0; s < T; s++ {
-			copy(kh[s*dh:(s+1)*dh], b.k[s*H+off:s*H+off+dh])
-			for i, v := range b.v[s*H+off : s*H+off+dh] {
-				vt[i*tp+s] = v
+			for i, v := range b.qkv[s*3*H+H+off : s*3*H+H+off+dh] {
+				kt[i*tp+s] = v
 			}
 		}
 		for t := 0; t < T; t++ {
-			dotRowsBlocked(ks, b.q[t*H+off:t*H+off+dh], kh, dh, scores[:T])
-			for s := range scores[:T] {
-				scores[s] *= scale
-			}
-			softmax(scores[:T])
-			clear(scores[T:])
-			dotRowsBlocked(ks, scores, vt, tp, ch)
-			copy(b.ctx[t*H+off:t*H+off+dh], ch)
+			ks.scores(b.qkv[t*3*H+off:t*3*H+off+dh], kt, tp, scores)
+			ks.softmax(scores, T)
+			ks.context(scores[:T], b.qkv[2*H+off:], 3*H, b.ctx[t*H+off:t*H+off+dh])
 		}
 	}
 }
 
-// rowTo writes row r of w, dequantized, to dst.
+// scores sets out[j] = q·(column j of kt) for j < len(out): kt holds len(q)
+// rows of ldk values.
+func scores(q, kt []float32, ldk int, out []float32) {
+	clear(out)
+	for i, qi := range q {
+		for j, k := range kt[i*ldk : i*ldk+len(out)] {
+			out[j] += qi * k
+		}
+	}
+}
+
+// attnContext sets out = Σ_s p[s]·v[s*ldv : s*ldv+len(out)].
+func attnContext(p, v []float32, ldv int, out []float32) {
+	clear(out)
+	for s, ps := range p {
+		for i, x := range v[s*ldv : s*ldv+len(out)] {
+			out[i] += ps * x
+		}
+	}
+}
+
+// rowTo writes row r of w (float32 or int8 rows), dequantized, to dst.
 func (w *matrix) rowTo(r int, dst []float32) {
 	if w.f != nil {
 		copy(dst, w.f[r*w.cols:(r+1)*w.cols])
@@ -187,6 +203,22 @@ func (w *matrix) rowTo(r int, dst []float32) {
 	for i, q := range w.q[r*w.cols : (r+1)*w.cols] {
 		dst[i] = float32(q) * s
 	}
+}
+
+// addLayerNorm sets x = layerNorm(x + y) (y nil: x alone), the residual
+// connection and norm that close each sublayer.
+func addLayerNorm(x, y, w, b []float32, eps float32) {
+	if y != nil {
+		add(x, y)
+	}
+	layerNorm(x, w, b, eps)
+}
+
+// softmaxPadded replaces x[:n] by its softmax and zeroes the rest of x (the
+// padding of the attention's scores to a multiple of 16).
+func softmaxPadded(x []float32, n int) {
+	softmax(x[:n])
+	clear(x[n:])
 }
 
 // layerNorm normalises x to zero mean and unit variance (biased, as

@@ -76,7 +76,7 @@ func TestEmbed(t *testing.T) {
 	if err := e.enc.EncodeIDs([]int32{101, 99999, 102}, make([]float32, e.Dim())); err == nil {
 		t.Error("EncodeIDs with an id outside the vocabulary: no error")
 	}
-	if e.Model() != "all-minilm-l6-v2-int8" || e.Dim() != 384 {
+	if e.Model() != "all-minilm-l6-v2-w8a8" || e.Dim() != 384 {
 		t.Errorf("Model() %q, Dim() %d", e.Model(), e.Dim())
 	}
 }

@@ -1,26 +1,42 @@
 package minilm
 
-// kernels computes the encoder's hot loop: out[k] = Σ float32(w[i])·x[k*n+i]
-// over i < n, for k < K, the dot products of one quantized weight row with
-// K activation rows. Index K-1 of each array holds the kernel for K rows,
-// K = 1 … maxBlock. The pure-Go kernels run everywhere; the AVX-512 ones (avo-generated,
-// matmul_amd64.s) where the CPU has AVX512F, and only for n a multiple of 16.
+// kernels are the encoder's inner loops on one kind of CPU:
+//
+//   - f32[K-1] sets out[k] = Σ w[i]·x[k*n+i] over i < n, for k < K: one
+//     float32 row against K activation rows (the matrices of a float32
+//     model file), K = 1 … maxBlock;
+//   - q, when set, are the int8 × int8 matrix kernels (VNNI), by tile
+//     height and panel width; else qAVX2, when set, the AVX2 ones by tile
+//     height; else the pure-Go int8 path runs;
+//   - quant, gelu, softmax and addLayerNorm are the element-wise steps
+//     (quantizeActs, gelu, softmaxPadded, addLayerNorm), scores and context
+//     the attention's products (scores, attnContext).
+//
+// The pure-Go kernels run everywhere; the AVX-512 and AVX2 ones
+// (avo-generated, matmul_amd64.s) where the CPU has them
+// (matmul_select_amd64.go).
 type kernels struct {
-	name string
-	i8   [maxBlock]func(w []int8, x []float32, n int, out []float32)
-	i16  [maxBlock]func(w []int16, x []float32, n int, out []float32)
-	f32  [maxBlock]func(w []float32, x []float32, n int, out []float32)
+	name         string
+	f32          [maxBlock]func(w []float32, x []float32, n int, out []float32)
+	q            *[4][3]qkernel
+	qAVX2        *[4]qkernelAVX2
+	quant        func(x []float32, T, K int, inScale []float32, a []int8, tp []qtok)
+	gelu         func(x []float32)
+	softmax      func(x []float32, n int)
+	addLayerNorm func(x, y, w, b []float32, eps float32)
+	scores       func(q, kt []float32, ldk int, out []float32)
+	context      func(p, v []float32, ldv int, out []float32)
 }
 
-// maxBlock is the largest number of tokens a kernel takes at once: 16
-// accumulators plus the codes fit AVX-512's 32 registers, and a query of up
-// to 16 tokens reads each weight row once.
+// maxBlock is the largest number of rows a float32 kernel takes at once: 16
+// accumulators plus the row fit AVX-512's 32 registers.
 const maxBlock = 16
 
 var genericKernels = func() kernels {
-	ks := kernels{name: "go"}
-	for i := range ks.i8 {
-		ks.i8[i], ks.i16[i], ks.f32[i] = dotRowsGo[int8], dotRowsGo[int16], dotRowsF32Go
+	ks := kernels{name: "go", quant: quantizeActs, gelu: gelu, softmax: softmaxPadded, addLayerNorm: addLayerNorm,
+		scores: scores, context: attnContext}
+	for i := range ks.f32 {
+		ks.f32[i] = dotRowsF32Go
 	}
 	return ks
 }()
@@ -28,24 +44,77 @@ var genericKernels = func() kernels {
 // active is the best kernel set this CPU runs (see matmul_select_*.go).
 var active = bestKernels()
 
-// KernelName says which matmul kernels run: "avx512" or "go".
+// KernelName says which kernels run: "avx512-vnni", "avx512-avx2",
+// "avx512", "avx2" or "go".
 func KernelName() string { return active.name }
 
-// linear computes dst = x · wᵀ + bias for T tokens: x is T × w.cols,
-// dst is T × w.rows, both row-major. It is the encoder's hot loop (over 95%
-// of its multiply-adds). Tokens are taken in blocks of 8 (then 4, then 1)
-// Tokens are taken in blocks of up to maxBlock, split evenly (20 tokens run
-// as 10 + 10), and each weight row is applied to a whole block at once, so
-// a row's codes are read and converted once per block while the block's
-// activations stay in cache.
-func linear(dst, x []float32, T int, w *matrix, bias []float32) {
-	linearWith(&active, dst, x, T, w, bias)
+// linear computes dst = op(x) for T tokens: x is T × in, dst T × out, both
+// row-major. s is room for the quantized activations.
+func linear(dst, x []float32, T int, op *linearOp, s *qscratch) {
+	linearWith(&active, dst, x, T, op, s)
 }
 
-func linearWith(ks *kernels, dst, x []float32, T int, w *matrix, bias []float32) {
-	in, out := w.cols, w.rows
+// qscratch is the reusable room of one linear layer's quantized input.
+type qscratch struct {
+	a   []int8
+	a16 []int16 // AVX2 path: a widened
+	tp  []qtok
+	xs  []float32 // float32 path: the input times inScale
+}
+
+func (s *qscratch) size(T, K int) {
+	if cap(s.a) < T*K {
+		s.a = make([]int8, T*K)
+		s.tp = make([]qtok, T*K/groupSize+1)
+	}
+}
+
+// linearWith is linear with the kernel set ks: an int8 matrix on the best
+// int8 kernels ks has (VNNI, else AVX2, else Go), a float32 one on ks.f32.
+func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch) {
+	in, out := op.w.cols, op.w.rows
 	x = x[:T*in]
 	dst = dst[:T*out]
+	if op.w.f == nil {
+		s.size(T, in)
+		a, tp := s.a[:T*in], s.tp[:T*in/groupSize]
+		ks.quant(x, T, in, op.inScale, a, tp)
+		if ks.q != nil {
+			if pk := op.vnniPanels(); pk != nil {
+				qlinearVNNI(ks.q, dst, a, tp, T, op, pk)
+				return
+			}
+		}
+		if ks.qAVX2 != nil {
+			if pk := op.avx2Panels(); pk != nil {
+				if cap(s.a16) < T*in {
+					s.a16 = make([]int16, T*in)
+				}
+				qlinearAVX2(ks.qAVX2, dst, a, s.a16, tp, T, op, pk)
+				return
+			}
+		}
+		qlinearGo(dst, a, tp, T, op)
+		return
+	}
+	if !op.unitScale {
+		if cap(s.xs) < T*in {
+			s.xs = make([]float32, T*in)
+		}
+		xs := s.xs[:T*in]
+		for i, v := range x {
+			xs[i] = v * op.inScale[i%in]
+		}
+		x = xs
+	}
+	linearF32(ks, dst, x, T, &op.w, op.bias)
+}
+
+// linearF32 is linear for a float32 matrix: tokens in blocks of up to
+// maxBlock, split evenly (20 tokens run as 10 + 10), each weight row applied
+// to a whole block at once so that it is read once per block.
+func linearF32(ks *kernels, dst, x []float32, T int, w *matrix, bias []float32) {
+	in, out := w.cols, w.rows
 	if in%16 != 0 {
 		ks = &genericKernels
 	}
@@ -54,87 +123,21 @@ func linearWith(ks *kernels, dst, x []float32, T int, w *matrix, bias []float32)
 	for t := 0; t < T; {
 		k := (T - t + blocks - 1) / blocks
 		blocks--
-		bi := k - 1
 		xb := x[t*in : (t+k)*in]
 		for o := 0; o < out; o++ {
-			switch {
-			case w.q != nil:
-				ks.i8[bi](w.q[o*in:(o+1)*in], xb, in, acc[:k])
-			case w.q16 != nil:
-				ks.i16[bi](w.q16[o*in:(o+1)*in], xb, in, acc[:k])
-			default:
-				ks.f32[bi](w.f[o*in:(o+1)*in], xb, in, acc[:k])
-			}
-			s, b := float32(1), bias[o]
-			if w.f == nil {
-				s = w.scale[o]
-			}
+			ks.f32[k-1](w.f[o*in:(o+1)*in], xb, in, acc[:k])
+			b := bias[o]
 			for j := 0; j < k; j++ {
-				dst[(t+j)*out+o] = acc[j]*s + b
+				dst[(t+j)*out+o] = acc[j] + b
 			}
 		}
 		t += k
 	}
 }
 
-// dotRowsGo is the pure-Go kernel: four activation rows per pass over w,
-// then one at a time.
-func dotRowsGo[Q int8 | int16](w []Q, x []float32, n int, out []float32) {
-	k := len(out)
-	j := 0
-	for ; j+4 <= k; j += 4 {
-		out[j], out[j+1], out[j+2], out[j+3] = dot4I(w, x[j*n:(j+4)*n], n)
-	}
-	for ; j < k; j++ {
-		out[j] = dotI(w[:n], x[j*n:(j+1)*n])
-	}
-}
-
-// dotRowsF32Go is the pure-Go kernel for a float32 row.
+// dotRowsF32Go is the pure-Go float32 kernel.
 func dotRowsF32Go(w []float32, x []float32, n int, out []float32) {
 	for j := range out {
 		out[j] = dotF32(w[:n], x[j*n:(j+1)*n])
 	}
-}
-
-// dotRowsBlocked sets out[j] = w[:n]·x[j*n:(j+1)*n] for every j < len(out),
-// in kernel calls of up to maxBlock rows.
-func dotRowsBlocked(ks *kernels, w, x []float32, n int, out []float32) {
-	if n%16 != 0 {
-		ks = &genericKernels
-	}
-	for j := 0; j < len(out); j += maxBlock {
-		k := min(maxBlock, len(out)-j)
-		ks.f32[k-1](w, x[j*n:(j+k)*n], n, out[j:j+k])
-	}
-}
-
-// dot4I returns the dot products of the integer row w with four
-// consecutive float32 rows of length n in x.
-func dot4I[Q int8 | int16](w []Q, x []float32, n int) (a0, a1, a2, a3 float32) {
-	x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
-	w = w[:n]
-	for i, q := range w {
-		f := float32(q)
-		a0 += x0[i] * f
-		a1 += x1[i] * f
-		a2 += x2[i] * f
-		a3 += x3[i] * f
-	}
-	return
-}
-
-// dotI returns the dot product of the integer row w and the float32 row x.
-func dotI[Q int8 | int16](w []Q, x []float32) float32 {
-	x = x[:len(w)]
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(w); i += 2 {
-		s0 += x[i] * float32(w[i])
-		s1 += x[i+1] * float32(w[i+1])
-	}
-	for ; i < len(w); i++ {
-		s0 += x[i] * float32(w[i])
-	}
-	return s0 + s1
 }

@@ -4,242 +4,192 @@
 
 package minilm
 
-// dotRows1I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 1; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows1I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows1I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 1; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows1I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows1F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 1; n must be a positive multiple of 16.
+// dotRows1F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 1; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows1F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows2I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 2; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows2I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows2I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 2; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows2I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows2F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 2; n must be a positive multiple of 16.
+// dotRows2F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 2; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows2F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows3I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 3; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows3I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows3I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 3; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows3I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows3F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 3; n must be a positive multiple of 16.
+// dotRows3F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 3; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows3F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows4I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 4; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows4I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows4I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 4; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows4I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows4F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 4; n must be a positive multiple of 16.
+// dotRows4F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 4; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows4F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows5I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 5; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows5I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows5I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 5; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows5I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows5F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 5; n must be a positive multiple of 16.
+// dotRows5F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 5; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows5F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows6I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 6; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows6I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows6I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 6; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows6I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows6F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 6; n must be a positive multiple of 16.
+// dotRows6F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 6; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows6F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows7I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 7; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows7I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows7I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 7; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows7I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows7F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 7; n must be a positive multiple of 16.
+// dotRows7F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 7; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows7F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows8I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 8; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows8I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows8I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 8; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows8I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows8F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 8; n must be a positive multiple of 16.
+// dotRows8F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 8; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows8F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows9I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 9; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows9I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows9I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 9; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows9I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows9F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 9; n must be a positive multiple of 16.
+// dotRows9F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 9; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows9F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows10I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 10; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows10I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows10I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 10; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows10I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows10F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 10; n must be a positive multiple of 16.
+// dotRows10F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 10; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows10F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows11I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 11; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows11I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows11I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 11; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows11I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows11F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 11; n must be a positive multiple of 16.
+// dotRows11F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 11; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows11F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows12I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 12; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows12I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows12I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 12; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows12I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows12F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 12; n must be a positive multiple of 16.
+// dotRows12F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 12; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows12F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows13I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 13; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows13I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows13I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 13; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows13I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows13F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 13; n must be a positive multiple of 16.
+// dotRows13F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 13; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows13F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows14I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 14; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows14I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows14I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 14; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows14I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows14F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 14; n must be a positive multiple of 16.
+// dotRows14F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 14; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows14F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows15I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 15; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows15I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows15I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 15; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows15I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows15F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 15; n must be a positive multiple of 16.
+// dotRows15F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 15; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows15F32AVX512(w []float32, x []float32, n int, out []float32)
 
-// dotRows16I8AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 16; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows16I8AVX512(w []int8, x []float32, n int, out []float32)
-
-// dotRows16I16AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 16; n must be a positive multiple of 16.
-//
-//go:noescape
-func dotRows16I16AVX512(w []int16, x []float32, n int, out []float32)
-
-// dotRows16F32AVX512 sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < 16; n must be a positive multiple of 16.
+// dotRows16F32AVX512 sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < 16; n must be a positive multiple of 16.
 //
 //go:noescape
 func dotRows16F32AVX512(w []float32, x []float32, n int, out []float32)
+
+// qgemm1x1VNNI multiplies a tile of 1 tokens by a panel of 16 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm1x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm1x2VNNI multiplies a tile of 1 tokens by a panel of 32 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm1x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm1x3VNNI multiplies a tile of 1 tokens by a panel of 48 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm1x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm2x1VNNI multiplies a tile of 2 tokens by a panel of 16 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm2x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm2x2VNNI multiplies a tile of 2 tokens by a panel of 32 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm2x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm2x3VNNI multiplies a tile of 2 tokens by a panel of 48 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm2x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm3x1VNNI multiplies a tile of 3 tokens by a panel of 16 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm3x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm3x2VNNI multiplies a tile of 3 tokens by a panel of 32 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm3x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm3x3VNNI multiplies a tile of 3 tokens by a panel of 48 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm3x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm4x1VNNI multiplies a tile of 4 tokens by a panel of 16 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm4x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm4x2VNNI multiplies a tile of 4 tokens by a panel of 32 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm4x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm4x3VNNI multiplies a tile of 4 tokens by a panel of 48 outputs (see internal/asmgen/qgemm.go).
+//
+//go:noescape
+func qgemm4x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm1x8AVX2 multiplies a tile of 1 tokens by a panel of 8 outputs (see internal/asmgen/qgemm_avx2.go).
+//
+//go:noescape
+func qgemm1x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm2x8AVX2 multiplies a tile of 2 tokens by a panel of 8 outputs (see internal/asmgen/qgemm_avx2.go).
+//
+//go:noescape
+func qgemm2x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm3x8AVX2 multiplies a tile of 3 tokens by a panel of 8 outputs (see internal/asmgen/qgemm_avx2.go).
+//
+//go:noescape
+func qgemm3x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// qgemm4x8AVX2 multiplies a tile of 4 tokens by a panel of 8 outputs (see internal/asmgen/qgemm_avx2.go).
+//
+//go:noescape
+func qgemm4x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+
+// quantGroupsAVX512 quantizes one token's groups of 64 inputs as quantizeActs does (internal/asmgen/vecops.go).
+//
+//go:noescape
+func quantGroupsAVX512(x *float32, scale *float32, groups int, a *int8, tp *int32, tps int)
+
+// geluAVX512 applies gelu (x/2·(1+erf32(x/√2))) to n float32 in place; n must be a positive multiple of 16.
+//
+//go:noescape
+func geluAVX512(x *float32, n int)
+
+// softmaxAVX512 replaces x[:n] by its softmax in place; n must be a positive multiple of 16, -Inf entries give 0.
+//
+//go:noescape
+func softmaxAVX512(x *float32, n int)
+
+// addLayerNormAVX512 sets x[:n] = layerNorm(x + y) (y nil: x alone) with weight w and bias b; n must be a positive multiple of 16.
+//
+//go:noescape
+func addLayerNormAVX512(x *float32, y *float32, w *float32, b *float32, n int, eps float32)
+
+// scoresAVX512 sets out[j] = Σ q[i]·kt[i*ldk+j] over i < dh for j < n; n must be a positive multiple of 16, dh of 4.
+//
+//go:noescape
+func scoresAVX512(q *float32, kt *float32, ldk int, n int, dh int, out *float32)
+
+// contextAVX512 sets out[i] = Σ p[s]·v[s*ldv+i] over s < n for i < dh; dh must be a positive multiple of 16, n positive.
+//
+//go:noescape
+func contextAVX512(p *float32, v *float32, ldv int, n int, dh int, out *float32)

@@ -4,74 +4,6 @@
 
 #include "textflag.h"
 
-// func dotRows1I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows1I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), SI
-	VXORPS Z0, Z0, Z0
-
-dotRows1I8AVX512_loop:
-	VPMOVSXBD     (AX), Z1
-	VCVTDQ2PS     Z1, Z1
-	VFMADD231PS   (CX), Z1, Z0
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows1I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        Y1, Y0, Y1
-	VEXTRACTF32X4 $0x01, Y1, X0
-	VADDPS        X0, X1, X0
-	VPERMILPS     $0x4e, X0, X1
-	VADDPS        X1, X0, X0
-	VPERMILPS     $0xb1, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSS        X0, (BX)
-	VZEROUPPER
-	RET
-
-// func dotRows1I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows1I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), SI
-	VXORPS Z0, Z0, Z0
-
-dotRows1I16AVX512_loop:
-	VPMOVSXWD     (AX), Z1
-	VCVTDQ2PS     Z1, Z1
-	VFMADD231PS   (CX), Z1, Z0
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows1I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y1
-	VADDPS        Y1, Y0, Y1
-	VEXTRACTF32X4 $0x01, Y1, X0
-	VADDPS        X0, X1, X0
-	VPERMILPS     $0x4e, X0, X1
-	VADDPS        X1, X0, X0
-	VPERMILPS     $0xb1, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSS        X0, (BX)
-	VZEROUPPER
-	RET
-
 // func dotRows1F32AVX512(w []float32, x []float32, n int, out []float32)
 // Requires: AVX, AVX512DQ, AVX512F, AVX512VL
 TEXT ·dotRows1F32AVX512(SB), NOSPLIT, $0-80
@@ -102,96 +34,6 @@ dotRows1F32AVX512_loop:
 	VPERMILPS     $0xb1, X0, X1
 	VADDPS        X1, X0, X0
 	VMOVSS        X0, (BX)
-	VZEROUPPER
-	RET
-
-// func dotRows2I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows2I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), DI
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-
-dotRows2I8AVX512_loop:
-	VPMOVSXBD     (AX), Z2
-	VCVTDQ2PS     Z2, Z2
-	VFMADD231PS   (CX), Z2, Z0
-	VFMADD231PS   (CX)(SI*1), Z2, Z1
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows2I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        Y2, Y0, Y2
-	VEXTRACTF32X4 $0x01, Y2, X0
-	VADDPS        X0, X2, X0
-	VPERMILPS     $0x4e, X0, X2
-	VADDPS        X2, X0, X0
-	VPERMILPS     $0xb1, X0, X2
-	VADDPS        X2, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows2I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows2I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), DI
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-
-dotRows2I16AVX512_loop:
-	VPMOVSXWD     (AX), Z2
-	VCVTDQ2PS     Z2, Z2
-	VFMADD231PS   (CX), Z2, Z0
-	VFMADD231PS   (CX)(SI*1), Z2, Z1
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows2I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y2
-	VADDPS        Y2, Y0, Y2
-	VEXTRACTF32X4 $0x01, Y2, X0
-	VADDPS        X0, X2, X0
-	VPERMILPS     $0x4e, X0, X2
-	VADDPS        X2, X0, X0
-	VPERMILPS     $0xb1, X0, X2
-	VADDPS        X2, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
 	VZEROUPPER
 	RET
 
@@ -236,118 +78,6 @@ dotRows2F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 4(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows3I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows3I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), DI
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-
-dotRows3I8AVX512_loop:
-	VPMOVSXBD     (AX), Z3
-	VCVTDQ2PS     Z3, Z3
-	VFMADD231PS   (CX), Z3, Z0
-	VFMADD231PS   (CX)(SI*1), Z3, Z1
-	VFMADD231PS   (CX)(SI*2), Z3, Z2
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows3I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VADDPS        Y3, Y0, Y3
-	VEXTRACTF32X4 $0x01, Y3, X0
-	VADDPS        X0, X3, X0
-	VPERMILPS     $0x4e, X0, X3
-	VADDPS        X3, X0, X0
-	VPERMILPS     $0xb1, X0, X3
-	VADDPS        X3, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows3I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows3I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), DI
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-
-dotRows3I16AVX512_loop:
-	VPMOVSXWD     (AX), Z3
-	VCVTDQ2PS     Z3, Z3
-	VFMADD231PS   (CX), Z3, Z0
-	VFMADD231PS   (CX)(SI*1), Z3, Z1
-	VFMADD231PS   (CX)(SI*2), Z3, Z2
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows3I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y3
-	VADDPS        Y3, Y0, Y3
-	VEXTRACTF32X4 $0x01, Y3, X0
-	VADDPS        X0, X3, X0
-	VPERMILPS     $0x4e, X0, X3
-	VADDPS        X3, X0, X0
-	VPERMILPS     $0xb1, X0, X3
-	VADDPS        X3, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
 	VZEROUPPER
 	RET
 
@@ -403,140 +133,6 @@ dotRows3F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 8(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows4I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows4I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R8
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-
-dotRows4I8AVX512_loop:
-	VPMOVSXBD     (AX), Z4
-	VCVTDQ2PS     Z4, Z4
-	VFMADD231PS   (CX), Z4, Z0
-	VFMADD231PS   (CX)(SI*1), Z4, Z1
-	VFMADD231PS   (CX)(SI*2), Z4, Z2
-	VFMADD231PS   (CX)(DI*1), Z4, Z3
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows4I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF32X4 $0x01, Y4, X0
-	VADDPS        X0, X4, X0
-	VPERMILPS     $0x4e, X0, X4
-	VADDPS        X4, X0, X0
-	VPERMILPS     $0xb1, X0, X4
-	VADDPS        X4, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows4I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows4I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R8
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-
-dotRows4I16AVX512_loop:
-	VPMOVSXWD     (AX), Z4
-	VCVTDQ2PS     Z4, Z4
-	VFMADD231PS   (CX), Z4, Z0
-	VFMADD231PS   (CX)(SI*1), Z4, Z1
-	VFMADD231PS   (CX)(SI*2), Z4, Z2
-	VFMADD231PS   (CX)(DI*1), Z4, Z3
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows4I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF32X4 $0x01, Y4, X0
-	VADDPS        X0, X4, X0
-	VPERMILPS     $0x4e, X0, X4
-	VADDPS        X4, X0, X0
-	VPERMILPS     $0xb1, X0, X4
-	VADDPS        X4, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
 	VZEROUPPER
 	RET
 
@@ -603,162 +199,6 @@ dotRows4F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 12(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows5I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows5I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R8
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-
-dotRows5I8AVX512_loop:
-	VPMOVSXBD     (AX), Z5
-	VCVTDQ2PS     Z5, Z5
-	VFMADD231PS   (CX), Z5, Z0
-	VFMADD231PS   (CX)(SI*1), Z5, Z1
-	VFMADD231PS   (CX)(SI*2), Z5, Z2
-	VFMADD231PS   (CX)(DI*1), Z5, Z3
-	VFMADD231PS   (CX)(SI*4), Z5, Z4
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows5I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y5
-	VADDPS        Y5, Y0, Y5
-	VEXTRACTF32X4 $0x01, Y5, X0
-	VADDPS        X0, X5, X0
-	VPERMILPS     $0x4e, X0, X5
-	VADDPS        X5, X0, X0
-	VPERMILPS     $0xb1, X0, X5
-	VADDPS        X5, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows5I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows5I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R8
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-
-dotRows5I16AVX512_loop:
-	VPMOVSXWD     (AX), Z5
-	VCVTDQ2PS     Z5, Z5
-	VFMADD231PS   (CX), Z5, Z0
-	VFMADD231PS   (CX)(SI*1), Z5, Z1
-	VFMADD231PS   (CX)(SI*2), Z5, Z2
-	VFMADD231PS   (CX)(DI*1), Z5, Z3
-	VFMADD231PS   (CX)(SI*4), Z5, Z4
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows5I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y5
-	VADDPS        Y5, Y0, Y5
-	VEXTRACTF32X4 $0x01, Y5, X0
-	VADDPS        X0, X5, X0
-	VPERMILPS     $0x4e, X0, X5
-	VADDPS        X5, X0, X0
-	VPERMILPS     $0xb1, X0, X5
-	VADDPS        X5, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
 	VZEROUPPER
 	RET
 
@@ -836,184 +276,6 @@ dotRows5F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 16(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows6I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows6I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-
-dotRows6I8AVX512_loop:
-	VPMOVSXBD     (AX), Z6
-	VCVTDQ2PS     Z6, Z6
-	VFMADD231PS   (CX), Z6, Z0
-	VFMADD231PS   (CX)(SI*1), Z6, Z1
-	VFMADD231PS   (CX)(SI*2), Z6, Z2
-	VFMADD231PS   (CX)(DI*1), Z6, Z3
-	VFMADD231PS   (CX)(SI*4), Z6, Z4
-	VFMADD231PS   (CX)(R8*1), Z6, Z5
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows6I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VADDPS        Y6, Y0, Y6
-	VEXTRACTF32X4 $0x01, Y6, X0
-	VADDPS        X0, X6, X0
-	VPERMILPS     $0x4e, X0, X6
-	VADDPS        X6, X0, X0
-	VPERMILPS     $0xb1, X0, X6
-	VADDPS        X6, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows6I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows6I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-
-dotRows6I16AVX512_loop:
-	VPMOVSXWD     (AX), Z6
-	VCVTDQ2PS     Z6, Z6
-	VFMADD231PS   (CX), Z6, Z0
-	VFMADD231PS   (CX)(SI*1), Z6, Z1
-	VFMADD231PS   (CX)(SI*2), Z6, Z2
-	VFMADD231PS   (CX)(DI*1), Z6, Z3
-	VFMADD231PS   (CX)(SI*4), Z6, Z4
-	VFMADD231PS   (CX)(R8*1), Z6, Z5
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows6I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VADDPS        Y6, Y0, Y6
-	VEXTRACTF32X4 $0x01, Y6, X0
-	VADDPS        X0, X6, X0
-	VPERMILPS     $0x4e, X0, X6
-	VADDPS        X6, X0, X0
-	VPERMILPS     $0xb1, X0, X6
-	VADDPS        X6, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
 	VZEROUPPER
 	RET
 
@@ -1102,206 +364,6 @@ dotRows6F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 20(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows7I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows7I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-
-dotRows7I8AVX512_loop:
-	VPMOVSXBD     (AX), Z7
-	VCVTDQ2PS     Z7, Z7
-	VFMADD231PS   (CX), Z7, Z0
-	VFMADD231PS   (CX)(SI*1), Z7, Z1
-	VFMADD231PS   (CX)(SI*2), Z7, Z2
-	VFMADD231PS   (CX)(DI*1), Z7, Z3
-	VFMADD231PS   (CX)(SI*4), Z7, Z4
-	VFMADD231PS   (CX)(R8*1), Z7, Z5
-	VFMADD231PS   (CX)(DI*2), Z7, Z6
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows7I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y7
-	VADDPS        Y7, Y0, Y7
-	VEXTRACTF32X4 $0x01, Y7, X0
-	VADDPS        X0, X7, X0
-	VPERMILPS     $0x4e, X0, X7
-	VADDPS        X7, X0, X0
-	VPERMILPS     $0xb1, X0, X7
-	VADDPS        X7, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows7I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows7I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-
-dotRows7I16AVX512_loop:
-	VPMOVSXWD     (AX), Z7
-	VCVTDQ2PS     Z7, Z7
-	VFMADD231PS   (CX), Z7, Z0
-	VFMADD231PS   (CX)(SI*1), Z7, Z1
-	VFMADD231PS   (CX)(SI*2), Z7, Z2
-	VFMADD231PS   (CX)(DI*1), Z7, Z3
-	VFMADD231PS   (CX)(SI*4), Z7, Z4
-	VFMADD231PS   (CX)(R8*1), Z7, Z5
-	VFMADD231PS   (CX)(DI*2), Z7, Z6
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows7I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y7
-	VADDPS        Y7, Y0, Y7
-	VEXTRACTF32X4 $0x01, Y7, X0
-	VADDPS        X0, X7, X0
-	VPERMILPS     $0x4e, X0, X7
-	VADDPS        X7, X0, X0
-	VPERMILPS     $0xb1, X0, X7
-	VADDPS        X7, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
 	VZEROUPPER
 	RET
 
@@ -1401,228 +463,6 @@ dotRows7F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 24(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows8I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows8I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-
-dotRows8I8AVX512_loop:
-	VPMOVSXBD     (AX), Z8
-	VCVTDQ2PS     Z8, Z8
-	VFMADD231PS   (CX), Z8, Z0
-	VFMADD231PS   (CX)(SI*1), Z8, Z1
-	VFMADD231PS   (CX)(SI*2), Z8, Z2
-	VFMADD231PS   (CX)(DI*1), Z8, Z3
-	VFMADD231PS   (CX)(SI*4), Z8, Z4
-	VFMADD231PS   (CX)(R8*1), Z8, Z5
-	VFMADD231PS   (CX)(DI*2), Z8, Z6
-	VFMADD231PS   (CX)(R9*1), Z8, Z7
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows8I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y8
-	VADDPS        Y8, Y0, Y8
-	VEXTRACTF32X4 $0x01, Y8, X0
-	VADDPS        X0, X8, X0
-	VPERMILPS     $0x4e, X0, X8
-	VADDPS        X8, X0, X0
-	VPERMILPS     $0xb1, X0, X8
-	VADDPS        X8, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows8I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows8I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-
-dotRows8I16AVX512_loop:
-	VPMOVSXWD     (AX), Z8
-	VCVTDQ2PS     Z8, Z8
-	VFMADD231PS   (CX), Z8, Z0
-	VFMADD231PS   (CX)(SI*1), Z8, Z1
-	VFMADD231PS   (CX)(SI*2), Z8, Z2
-	VFMADD231PS   (CX)(DI*1), Z8, Z3
-	VFMADD231PS   (CX)(SI*4), Z8, Z4
-	VFMADD231PS   (CX)(R8*1), Z8, Z5
-	VFMADD231PS   (CX)(DI*2), Z8, Z6
-	VFMADD231PS   (CX)(R9*1), Z8, Z7
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	SUBQ          $0x10, DX
-	JNZ           dotRows8I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y8
-	VADDPS        Y8, Y0, Y8
-	VEXTRACTF32X4 $0x01, Y8, X0
-	VADDPS        X0, X8, X0
-	VPERMILPS     $0x4e, X0, X8
-	VADDPS        X8, X0, X0
-	VPERMILPS     $0xb1, X0, X8
-	VADDPS        X8, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
 	VZEROUPPER
 	RET
 
@@ -1733,254 +573,6 @@ dotRows8F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 28(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows9I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows9I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-
-dotRows9I8AVX512_loop:
-	VPMOVSXBD     (AX), Z9
-	VCVTDQ2PS     Z9, Z9
-	VFMADD231PS   (CX), Z9, Z0
-	VFMADD231PS   (CX)(SI*1), Z9, Z1
-	VFMADD231PS   (CX)(SI*2), Z9, Z2
-	VFMADD231PS   (CX)(DI*1), Z9, Z3
-	VFMADD231PS   (CX)(SI*4), Z9, Z4
-	VFMADD231PS   (CX)(R8*1), Z9, Z5
-	VFMADD231PS   (CX)(DI*2), Z9, Z6
-	VFMADD231PS   (CX)(R9*1), Z9, Z7
-	VFMADD231PS   (R10), Z9, Z8
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows9I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y9
-	VADDPS        Y9, Y0, Y9
-	VEXTRACTF32X4 $0x01, Y9, X0
-	VADDPS        X0, X9, X0
-	VPERMILPS     $0x4e, X0, X9
-	VADDPS        X9, X0, X0
-	VPERMILPS     $0xb1, X0, X9
-	VADDPS        X9, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows9I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows9I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-
-dotRows9I16AVX512_loop:
-	VPMOVSXWD     (AX), Z9
-	VCVTDQ2PS     Z9, Z9
-	VFMADD231PS   (CX), Z9, Z0
-	VFMADD231PS   (CX)(SI*1), Z9, Z1
-	VFMADD231PS   (CX)(SI*2), Z9, Z2
-	VFMADD231PS   (CX)(DI*1), Z9, Z3
-	VFMADD231PS   (CX)(SI*4), Z9, Z4
-	VFMADD231PS   (CX)(R8*1), Z9, Z5
-	VFMADD231PS   (CX)(DI*2), Z9, Z6
-	VFMADD231PS   (CX)(R9*1), Z9, Z7
-	VFMADD231PS   (R10), Z9, Z8
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows9I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y9
-	VADDPS        Y9, Y0, Y9
-	VEXTRACTF32X4 $0x01, Y9, X0
-	VADDPS        X0, X9, X0
-	VPERMILPS     $0x4e, X0, X9
-	VADDPS        X9, X0, X0
-	VPERMILPS     $0xb1, X0, X9
-	VADDPS        X9, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
 	VZEROUPPER
 	RET
 
@@ -2104,276 +696,6 @@ dotRows9F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 32(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows10I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows10I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-
-dotRows10I8AVX512_loop:
-	VPMOVSXBD     (AX), Z10
-	VCVTDQ2PS     Z10, Z10
-	VFMADD231PS   (CX), Z10, Z0
-	VFMADD231PS   (CX)(SI*1), Z10, Z1
-	VFMADD231PS   (CX)(SI*2), Z10, Z2
-	VFMADD231PS   (CX)(DI*1), Z10, Z3
-	VFMADD231PS   (CX)(SI*4), Z10, Z4
-	VFMADD231PS   (CX)(R8*1), Z10, Z5
-	VFMADD231PS   (CX)(DI*2), Z10, Z6
-	VFMADD231PS   (CX)(R9*1), Z10, Z7
-	VFMADD231PS   (R10), Z10, Z8
-	VFMADD231PS   (R10)(SI*1), Z10, Z9
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows10I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y10
-	VADDPS        Y10, Y0, Y10
-	VEXTRACTF32X4 $0x01, Y10, X0
-	VADDPS        X0, X10, X0
-	VPERMILPS     $0x4e, X0, X10
-	VADDPS        X10, X0, X0
-	VPERMILPS     $0xb1, X0, X10
-	VADDPS        X10, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows10I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows10I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-
-dotRows10I16AVX512_loop:
-	VPMOVSXWD     (AX), Z10
-	VCVTDQ2PS     Z10, Z10
-	VFMADD231PS   (CX), Z10, Z0
-	VFMADD231PS   (CX)(SI*1), Z10, Z1
-	VFMADD231PS   (CX)(SI*2), Z10, Z2
-	VFMADD231PS   (CX)(DI*1), Z10, Z3
-	VFMADD231PS   (CX)(SI*4), Z10, Z4
-	VFMADD231PS   (CX)(R8*1), Z10, Z5
-	VFMADD231PS   (CX)(DI*2), Z10, Z6
-	VFMADD231PS   (CX)(R9*1), Z10, Z7
-	VFMADD231PS   (R10), Z10, Z8
-	VFMADD231PS   (R10)(SI*1), Z10, Z9
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows10I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y10
-	VADDPS        Y10, Y0, Y10
-	VEXTRACTF32X4 $0x01, Y10, X0
-	VADDPS        X0, X10, X0
-	VPERMILPS     $0x4e, X0, X10
-	VADDPS        X10, X0, X0
-	VPERMILPS     $0xb1, X0, X10
-	VADDPS        X10, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
 	VZEROUPPER
 	RET
 
@@ -2508,298 +830,6 @@ dotRows10F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 36(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows11I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows11I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-
-dotRows11I8AVX512_loop:
-	VPMOVSXBD     (AX), Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   (CX), Z11, Z0
-	VFMADD231PS   (CX)(SI*1), Z11, Z1
-	VFMADD231PS   (CX)(SI*2), Z11, Z2
-	VFMADD231PS   (CX)(DI*1), Z11, Z3
-	VFMADD231PS   (CX)(SI*4), Z11, Z4
-	VFMADD231PS   (CX)(R8*1), Z11, Z5
-	VFMADD231PS   (CX)(DI*2), Z11, Z6
-	VFMADD231PS   (CX)(R9*1), Z11, Z7
-	VFMADD231PS   (R10), Z11, Z8
-	VFMADD231PS   (R10)(SI*1), Z11, Z9
-	VFMADD231PS   (R10)(SI*2), Z11, Z10
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows11I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y11
-	VADDPS        Y11, Y0, Y11
-	VEXTRACTF32X4 $0x01, Y11, X0
-	VADDPS        X0, X11, X0
-	VPERMILPS     $0x4e, X0, X11
-	VADDPS        X11, X0, X0
-	VPERMILPS     $0xb1, X0, X11
-	VADDPS        X11, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows11I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows11I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-
-dotRows11I16AVX512_loop:
-	VPMOVSXWD     (AX), Z11
-	VCVTDQ2PS     Z11, Z11
-	VFMADD231PS   (CX), Z11, Z0
-	VFMADD231PS   (CX)(SI*1), Z11, Z1
-	VFMADD231PS   (CX)(SI*2), Z11, Z2
-	VFMADD231PS   (CX)(DI*1), Z11, Z3
-	VFMADD231PS   (CX)(SI*4), Z11, Z4
-	VFMADD231PS   (CX)(R8*1), Z11, Z5
-	VFMADD231PS   (CX)(DI*2), Z11, Z6
-	VFMADD231PS   (CX)(R9*1), Z11, Z7
-	VFMADD231PS   (R10), Z11, Z8
-	VFMADD231PS   (R10)(SI*1), Z11, Z9
-	VFMADD231PS   (R10)(SI*2), Z11, Z10
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows11I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y11
-	VADDPS        Y11, Y0, Y11
-	VEXTRACTF32X4 $0x01, Y11, X0
-	VADDPS        X0, X11, X0
-	VPERMILPS     $0x4e, X0, X11
-	VADDPS        X11, X0, X0
-	VPERMILPS     $0xb1, X0, X11
-	VADDPS        X11, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
 	VZEROUPPER
 	RET
 
@@ -2945,320 +975,6 @@ dotRows11F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 40(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows12I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows12I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-
-dotRows12I8AVX512_loop:
-	VPMOVSXBD     (AX), Z12
-	VCVTDQ2PS     Z12, Z12
-	VFMADD231PS   (CX), Z12, Z0
-	VFMADD231PS   (CX)(SI*1), Z12, Z1
-	VFMADD231PS   (CX)(SI*2), Z12, Z2
-	VFMADD231PS   (CX)(DI*1), Z12, Z3
-	VFMADD231PS   (CX)(SI*4), Z12, Z4
-	VFMADD231PS   (CX)(R8*1), Z12, Z5
-	VFMADD231PS   (CX)(DI*2), Z12, Z6
-	VFMADD231PS   (CX)(R9*1), Z12, Z7
-	VFMADD231PS   (R10), Z12, Z8
-	VFMADD231PS   (R10)(SI*1), Z12, Z9
-	VFMADD231PS   (R10)(SI*2), Z12, Z10
-	VFMADD231PS   (R10)(DI*1), Z12, Z11
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows12I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y12
-	VADDPS        Y12, Y0, Y12
-	VEXTRACTF32X4 $0x01, Y12, X0
-	VADDPS        X0, X12, X0
-	VPERMILPS     $0x4e, X0, X12
-	VADDPS        X12, X0, X0
-	VPERMILPS     $0xb1, X0, X12
-	VADDPS        X12, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows12I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows12I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-
-dotRows12I16AVX512_loop:
-	VPMOVSXWD     (AX), Z12
-	VCVTDQ2PS     Z12, Z12
-	VFMADD231PS   (CX), Z12, Z0
-	VFMADD231PS   (CX)(SI*1), Z12, Z1
-	VFMADD231PS   (CX)(SI*2), Z12, Z2
-	VFMADD231PS   (CX)(DI*1), Z12, Z3
-	VFMADD231PS   (CX)(SI*4), Z12, Z4
-	VFMADD231PS   (CX)(R8*1), Z12, Z5
-	VFMADD231PS   (CX)(DI*2), Z12, Z6
-	VFMADD231PS   (CX)(R9*1), Z12, Z7
-	VFMADD231PS   (R10), Z12, Z8
-	VFMADD231PS   (R10)(SI*1), Z12, Z9
-	VFMADD231PS   (R10)(SI*2), Z12, Z10
-	VFMADD231PS   (R10)(DI*1), Z12, Z11
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows12I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y12
-	VADDPS        Y12, Y0, Y12
-	VEXTRACTF32X4 $0x01, Y12, X0
-	VADDPS        X0, X12, X0
-	VPERMILPS     $0x4e, X0, X12
-	VADDPS        X12, X0, X0
-	VPERMILPS     $0xb1, X0, X12
-	VADDPS        X12, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
 	VZEROUPPER
 	RET
 
@@ -3415,342 +1131,6 @@ dotRows12F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 44(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows13I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows13I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-
-dotRows13I8AVX512_loop:
-	VPMOVSXBD     (AX), Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   (CX), Z13, Z0
-	VFMADD231PS   (CX)(SI*1), Z13, Z1
-	VFMADD231PS   (CX)(SI*2), Z13, Z2
-	VFMADD231PS   (CX)(DI*1), Z13, Z3
-	VFMADD231PS   (CX)(SI*4), Z13, Z4
-	VFMADD231PS   (CX)(R8*1), Z13, Z5
-	VFMADD231PS   (CX)(DI*2), Z13, Z6
-	VFMADD231PS   (CX)(R9*1), Z13, Z7
-	VFMADD231PS   (R10), Z13, Z8
-	VFMADD231PS   (R10)(SI*1), Z13, Z9
-	VFMADD231PS   (R10)(SI*2), Z13, Z10
-	VFMADD231PS   (R10)(DI*1), Z13, Z11
-	VFMADD231PS   (R10)(SI*4), Z13, Z12
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows13I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y13
-	VADDPS        Y13, Y0, Y13
-	VEXTRACTF32X4 $0x01, Y13, X0
-	VADDPS        X0, X13, X0
-	VPERMILPS     $0x4e, X0, X13
-	VADDPS        X13, X0, X0
-	VPERMILPS     $0xb1, X0, X13
-	VADDPS        X13, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows13I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows13I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-
-dotRows13I16AVX512_loop:
-	VPMOVSXWD     (AX), Z13
-	VCVTDQ2PS     Z13, Z13
-	VFMADD231PS   (CX), Z13, Z0
-	VFMADD231PS   (CX)(SI*1), Z13, Z1
-	VFMADD231PS   (CX)(SI*2), Z13, Z2
-	VFMADD231PS   (CX)(DI*1), Z13, Z3
-	VFMADD231PS   (CX)(SI*4), Z13, Z4
-	VFMADD231PS   (CX)(R8*1), Z13, Z5
-	VFMADD231PS   (CX)(DI*2), Z13, Z6
-	VFMADD231PS   (CX)(R9*1), Z13, Z7
-	VFMADD231PS   (R10), Z13, Z8
-	VFMADD231PS   (R10)(SI*1), Z13, Z9
-	VFMADD231PS   (R10)(SI*2), Z13, Z10
-	VFMADD231PS   (R10)(DI*1), Z13, Z11
-	VFMADD231PS   (R10)(SI*4), Z13, Z12
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows13I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y13
-	VADDPS        Y13, Y0, Y13
-	VEXTRACTF32X4 $0x01, Y13, X0
-	VADDPS        X0, X13, X0
-	VPERMILPS     $0x4e, X0, X13
-	VADDPS        X13, X0, X0
-	VPERMILPS     $0xb1, X0, X13
-	VADDPS        X13, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
 	VZEROUPPER
 	RET
 
@@ -3918,364 +1298,6 @@ dotRows13F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 48(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows14I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows14I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-
-dotRows14I8AVX512_loop:
-	VPMOVSXBD     (AX), Z14
-	VCVTDQ2PS     Z14, Z14
-	VFMADD231PS   (CX), Z14, Z0
-	VFMADD231PS   (CX)(SI*1), Z14, Z1
-	VFMADD231PS   (CX)(SI*2), Z14, Z2
-	VFMADD231PS   (CX)(DI*1), Z14, Z3
-	VFMADD231PS   (CX)(SI*4), Z14, Z4
-	VFMADD231PS   (CX)(R8*1), Z14, Z5
-	VFMADD231PS   (CX)(DI*2), Z14, Z6
-	VFMADD231PS   (CX)(R9*1), Z14, Z7
-	VFMADD231PS   (R10), Z14, Z8
-	VFMADD231PS   (R10)(SI*1), Z14, Z9
-	VFMADD231PS   (R10)(SI*2), Z14, Z10
-	VFMADD231PS   (R10)(DI*1), Z14, Z11
-	VFMADD231PS   (R10)(SI*4), Z14, Z12
-	VFMADD231PS   (R10)(R8*1), Z14, Z13
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows14I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y14
-	VADDPS        Y14, Y0, Y14
-	VEXTRACTF32X4 $0x01, Y14, X0
-	VADDPS        X0, X14, X0
-	VPERMILPS     $0x4e, X0, X14
-	VADDPS        X14, X0, X0
-	VPERMILPS     $0xb1, X0, X14
-	VADDPS        X14, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y0, Y13, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 52(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows14I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows14I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-
-dotRows14I16AVX512_loop:
-	VPMOVSXWD     (AX), Z14
-	VCVTDQ2PS     Z14, Z14
-	VFMADD231PS   (CX), Z14, Z0
-	VFMADD231PS   (CX)(SI*1), Z14, Z1
-	VFMADD231PS   (CX)(SI*2), Z14, Z2
-	VFMADD231PS   (CX)(DI*1), Z14, Z3
-	VFMADD231PS   (CX)(SI*4), Z14, Z4
-	VFMADD231PS   (CX)(R8*1), Z14, Z5
-	VFMADD231PS   (CX)(DI*2), Z14, Z6
-	VFMADD231PS   (CX)(R9*1), Z14, Z7
-	VFMADD231PS   (R10), Z14, Z8
-	VFMADD231PS   (R10)(SI*1), Z14, Z9
-	VFMADD231PS   (R10)(SI*2), Z14, Z10
-	VFMADD231PS   (R10)(DI*1), Z14, Z11
-	VFMADD231PS   (R10)(SI*4), Z14, Z12
-	VFMADD231PS   (R10)(R8*1), Z14, Z13
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows14I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y14
-	VADDPS        Y14, Y0, Y14
-	VEXTRACTF32X4 $0x01, Y14, X0
-	VADDPS        X0, X14, X0
-	VPERMILPS     $0x4e, X0, X14
-	VADDPS        X14, X0, X0
-	VPERMILPS     $0xb1, X0, X14
-	VADDPS        X14, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y0, Y13, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 52(BX)
 	VZEROUPPER
 	RET
 
@@ -4454,386 +1476,6 @@ dotRows14F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 52(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows15I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows15I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-	VXORPS Z14, Z14, Z14
-
-dotRows15I8AVX512_loop:
-	VPMOVSXBD     (AX), Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   (CX), Z15, Z0
-	VFMADD231PS   (CX)(SI*1), Z15, Z1
-	VFMADD231PS   (CX)(SI*2), Z15, Z2
-	VFMADD231PS   (CX)(DI*1), Z15, Z3
-	VFMADD231PS   (CX)(SI*4), Z15, Z4
-	VFMADD231PS   (CX)(R8*1), Z15, Z5
-	VFMADD231PS   (CX)(DI*2), Z15, Z6
-	VFMADD231PS   (CX)(R9*1), Z15, Z7
-	VFMADD231PS   (R10), Z15, Z8
-	VFMADD231PS   (R10)(SI*1), Z15, Z9
-	VFMADD231PS   (R10)(SI*2), Z15, Z10
-	VFMADD231PS   (R10)(DI*1), Z15, Z11
-	VFMADD231PS   (R10)(SI*4), Z15, Z12
-	VFMADD231PS   (R10)(R8*1), Z15, Z13
-	VFMADD231PS   (R10)(DI*2), Z15, Z14
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows15I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y15
-	VADDPS        Y15, Y0, Y15
-	VEXTRACTF32X4 $0x01, Y15, X0
-	VADDPS        X0, X15, X0
-	VPERMILPS     $0x4e, X0, X15
-	VADDPS        X15, X0, X0
-	VPERMILPS     $0xb1, X0, X15
-	VADDPS        X15, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y0, Y13, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 52(BX)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y0, Y14, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 56(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows15I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows15I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-	VXORPS Z14, Z14, Z14
-
-dotRows15I16AVX512_loop:
-	VPMOVSXWD     (AX), Z15
-	VCVTDQ2PS     Z15, Z15
-	VFMADD231PS   (CX), Z15, Z0
-	VFMADD231PS   (CX)(SI*1), Z15, Z1
-	VFMADD231PS   (CX)(SI*2), Z15, Z2
-	VFMADD231PS   (CX)(DI*1), Z15, Z3
-	VFMADD231PS   (CX)(SI*4), Z15, Z4
-	VFMADD231PS   (CX)(R8*1), Z15, Z5
-	VFMADD231PS   (CX)(DI*2), Z15, Z6
-	VFMADD231PS   (CX)(R9*1), Z15, Z7
-	VFMADD231PS   (R10), Z15, Z8
-	VFMADD231PS   (R10)(SI*1), Z15, Z9
-	VFMADD231PS   (R10)(SI*2), Z15, Z10
-	VFMADD231PS   (R10)(DI*1), Z15, Z11
-	VFMADD231PS   (R10)(SI*4), Z15, Z12
-	VFMADD231PS   (R10)(R8*1), Z15, Z13
-	VFMADD231PS   (R10)(DI*2), Z15, Z14
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows15I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y15
-	VADDPS        Y15, Y0, Y15
-	VEXTRACTF32X4 $0x01, Y15, X0
-	VADDPS        X0, X15, X0
-	VPERMILPS     $0x4e, X0, X15
-	VADDPS        X15, X0, X0
-	VPERMILPS     $0xb1, X0, X15
-	VADDPS        X15, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y0, Y13, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 52(BX)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y0, Y14, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 56(BX)
 	VZEROUPPER
 	RET
 
@@ -5023,408 +1665,6 @@ dotRows15F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 56(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows16I8AVX512(w []int8, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows16I8AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-	VXORPS Z14, Z14, Z14
-	VXORPS Z15, Z15, Z15
-
-dotRows16I8AVX512_loop:
-	VPMOVSXBD     (AX), Z16
-	VCVTDQ2PS     Z16, Z16
-	VFMADD231PS   (CX), Z16, Z0
-	VFMADD231PS   (CX)(SI*1), Z16, Z1
-	VFMADD231PS   (CX)(SI*2), Z16, Z2
-	VFMADD231PS   (CX)(DI*1), Z16, Z3
-	VFMADD231PS   (CX)(SI*4), Z16, Z4
-	VFMADD231PS   (CX)(R8*1), Z16, Z5
-	VFMADD231PS   (CX)(DI*2), Z16, Z6
-	VFMADD231PS   (CX)(R9*1), Z16, Z7
-	VFMADD231PS   (R10), Z16, Z8
-	VFMADD231PS   (R10)(SI*1), Z16, Z9
-	VFMADD231PS   (R10)(SI*2), Z16, Z10
-	VFMADD231PS   (R10)(DI*1), Z16, Z11
-	VFMADD231PS   (R10)(SI*4), Z16, Z12
-	VFMADD231PS   (R10)(R8*1), Z16, Z13
-	VFMADD231PS   (R10)(DI*2), Z16, Z14
-	VFMADD231PS   (R10)(R9*1), Z16, Z15
-	ADDQ          $0x10, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows16I8AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y16
-	VADDPS        Y16, Y0, Y16
-	VEXTRACTF32X4 $0x01, Y16, X0
-	VADDPS        X0, X16, X0
-	VPERMILPS     $0x4e, X0, X16
-	VADDPS        X16, X0, X0
-	VPERMILPS     $0xb1, X0, X16
-	VADDPS        X16, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y0, Y13, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 52(BX)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y0, Y14, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 56(BX)
-	VEXTRACTF64X4 $0x01, Z15, Y0
-	VADDPS        Y0, Y15, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 60(BX)
-	VZEROUPPER
-	RET
-
-// func dotRows16I16AVX512(w []int16, x []float32, n int, out []float32)
-// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
-TEXT ·dotRows16I16AVX512(SB), NOSPLIT, $0-80
-	MOVQ   w_base+0(FP), AX
-	MOVQ   x_base+24(FP), CX
-	MOVQ   n+48(FP), DX
-	MOVQ   out_base+56(FP), BX
-	MOVQ   DX, SI
-	SHLQ   $0x02, SI
-	LEAQ   (SI)(SI*2), DI
-	LEAQ   (SI)(SI*4), R8
-	LEAQ   (SI)(DI*2), R9
-	LEAQ   (CX)(SI*8), R10
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	VXORPS Z8, Z8, Z8
-	VXORPS Z9, Z9, Z9
-	VXORPS Z10, Z10, Z10
-	VXORPS Z11, Z11, Z11
-	VXORPS Z12, Z12, Z12
-	VXORPS Z13, Z13, Z13
-	VXORPS Z14, Z14, Z14
-	VXORPS Z15, Z15, Z15
-
-dotRows16I16AVX512_loop:
-	VPMOVSXWD     (AX), Z16
-	VCVTDQ2PS     Z16, Z16
-	VFMADD231PS   (CX), Z16, Z0
-	VFMADD231PS   (CX)(SI*1), Z16, Z1
-	VFMADD231PS   (CX)(SI*2), Z16, Z2
-	VFMADD231PS   (CX)(DI*1), Z16, Z3
-	VFMADD231PS   (CX)(SI*4), Z16, Z4
-	VFMADD231PS   (CX)(R8*1), Z16, Z5
-	VFMADD231PS   (CX)(DI*2), Z16, Z6
-	VFMADD231PS   (CX)(R9*1), Z16, Z7
-	VFMADD231PS   (R10), Z16, Z8
-	VFMADD231PS   (R10)(SI*1), Z16, Z9
-	VFMADD231PS   (R10)(SI*2), Z16, Z10
-	VFMADD231PS   (R10)(DI*1), Z16, Z11
-	VFMADD231PS   (R10)(SI*4), Z16, Z12
-	VFMADD231PS   (R10)(R8*1), Z16, Z13
-	VFMADD231PS   (R10)(DI*2), Z16, Z14
-	VFMADD231PS   (R10)(R9*1), Z16, Z15
-	ADDQ          $0x20, AX
-	ADDQ          $0x40, CX
-	ADDQ          $0x40, R10
-	SUBQ          $0x10, DX
-	JNZ           dotRows16I16AVX512_loop
-	VEXTRACTF64X4 $0x01, Z0, Y16
-	VADDPS        Y16, Y0, Y16
-	VEXTRACTF32X4 $0x01, Y16, X0
-	VADDPS        X0, X16, X0
-	VPERMILPS     $0x4e, X0, X16
-	VADDPS        X16, X0, X0
-	VPERMILPS     $0xb1, X0, X16
-	VADDPS        X16, X0, X0
-	VMOVSS        X0, (BX)
-	VEXTRACTF64X4 $0x01, Z1, Y0
-	VADDPS        Y0, Y1, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 4(BX)
-	VEXTRACTF64X4 $0x01, Z2, Y0
-	VADDPS        Y0, Y2, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 8(BX)
-	VEXTRACTF64X4 $0x01, Z3, Y0
-	VADDPS        Y0, Y3, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 12(BX)
-	VEXTRACTF64X4 $0x01, Z4, Y0
-	VADDPS        Y0, Y4, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 16(BX)
-	VEXTRACTF64X4 $0x01, Z5, Y0
-	VADDPS        Y0, Y5, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 20(BX)
-	VEXTRACTF64X4 $0x01, Z6, Y0
-	VADDPS        Y0, Y6, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 24(BX)
-	VEXTRACTF64X4 $0x01, Z7, Y0
-	VADDPS        Y0, Y7, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 28(BX)
-	VEXTRACTF64X4 $0x01, Z8, Y0
-	VADDPS        Y0, Y8, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 32(BX)
-	VEXTRACTF64X4 $0x01, Z9, Y0
-	VADDPS        Y0, Y9, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 36(BX)
-	VEXTRACTF64X4 $0x01, Z10, Y0
-	VADDPS        Y0, Y10, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 40(BX)
-	VEXTRACTF64X4 $0x01, Z11, Y0
-	VADDPS        Y0, Y11, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 44(BX)
-	VEXTRACTF64X4 $0x01, Z12, Y0
-	VADDPS        Y0, Y12, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 48(BX)
-	VEXTRACTF64X4 $0x01, Z13, Y0
-	VADDPS        Y0, Y13, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 52(BX)
-	VEXTRACTF64X4 $0x01, Z14, Y0
-	VADDPS        Y0, Y14, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 56(BX)
-	VEXTRACTF64X4 $0x01, Z15, Y0
-	VADDPS        Y0, Y15, Y0
-	VEXTRACTF32X4 $0x01, Y0, X1
-	VADDPS        X1, X0, X1
-	VPERMILPS     $0x4e, X1, X0
-	VADDPS        X0, X1, X1
-	VPERMILPS     $0xb1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSS        X1, 60(BX)
 	VZEROUPPER
 	RET
 
@@ -5625,5 +1865,4026 @@ dotRows16F32AVX512_loop:
 	VPERMILPS     $0xb1, X1, X0
 	VADDPS        X0, X1, X1
 	VMOVSS        X1, 60(BX)
+	VZEROUPPER
+	RET
+
+// func qgemm1x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm1x1VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), CX
+	MOVQ   groups+24(FP), DX
+	MOVQ   tp+32(FP), BX
+	MOVQ   tps+40(FP), SI
+	VXORPS Z0, Z0, Z0
+
+qgemm1x1VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VMOVDQU32        (CX), Z2
+	VPDPBUSD.BCST    (AX), Z2, Z1
+	VMOVDQU32        64(CX), Z2
+	VPDPBUSD.BCST    4(AX), Z2, Z1
+	VMOVDQU32        128(CX), Z2
+	VPDPBUSD.BCST    8(AX), Z2, Z1
+	VMOVDQU32        192(CX), Z2
+	VPDPBUSD.BCST    12(AX), Z2, Z1
+	VMOVDQU32        256(CX), Z2
+	VPDPBUSD.BCST    16(AX), Z2, Z1
+	VMOVDQU32        320(CX), Z2
+	VPDPBUSD.BCST    20(AX), Z2, Z1
+	VMOVDQU32        384(CX), Z2
+	VPDPBUSD.BCST    24(AX), Z2, Z1
+	VMOVDQU32        448(CX), Z2
+	VPDPBUSD.BCST    28(AX), Z2, Z1
+	VMOVDQU32        512(CX), Z2
+	VPDPBUSD.BCST    32(AX), Z2, Z1
+	VMOVDQU32        576(CX), Z2
+	VPDPBUSD.BCST    36(AX), Z2, Z1
+	VMOVDQU32        640(CX), Z2
+	VPDPBUSD.BCST    40(AX), Z2, Z1
+	VMOVDQU32        704(CX), Z2
+	VPDPBUSD.BCST    44(AX), Z2, Z1
+	VMOVDQU32        768(CX), Z2
+	VPDPBUSD.BCST    48(AX), Z2, Z1
+	VMOVDQU32        832(CX), Z2
+	VPDPBUSD.BCST    52(AX), Z2, Z1
+	VMOVDQU32        896(CX), Z2
+	VPDPBUSD.BCST    56(AX), Z2, Z1
+	VMOVDQU32        960(CX), Z2
+	VPDPBUSD.BCST    60(AX), Z2, Z1
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000400, CX
+	VMOVUPS          64(CX), Z2
+	VPSUBD.BCST      (BX), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (CX), Z1, Z1
+	VFMADD231PS.BCST 4(BX), Z1, Z0
+	VFMADD231PS.BCST 8(BX), Z2, Z0
+	ADDQ             $0x00000080, CX
+	ADDQ             SI, BX
+	DECQ             DX
+	JNZ              qgemm1x1VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm1x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm1x2VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), CX
+	MOVQ   groups+24(FP), DX
+	MOVQ   tp+32(FP), BX
+	MOVQ   tps+40(FP), SI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+
+qgemm1x2VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VMOVDQU32        (CX), Z4
+	VMOVDQU32        64(CX), Z5
+	VPDPBUSD.BCST    (AX), Z4, Z1
+	VPDPBUSD.BCST    (AX), Z5, Z3
+	VMOVDQU32        128(CX), Z4
+	VMOVDQU32        192(CX), Z5
+	VPDPBUSD.BCST    4(AX), Z4, Z1
+	VPDPBUSD.BCST    4(AX), Z5, Z3
+	VMOVDQU32        256(CX), Z4
+	VMOVDQU32        320(CX), Z5
+	VPDPBUSD.BCST    8(AX), Z4, Z1
+	VPDPBUSD.BCST    8(AX), Z5, Z3
+	VMOVDQU32        384(CX), Z4
+	VMOVDQU32        448(CX), Z5
+	VPDPBUSD.BCST    12(AX), Z4, Z1
+	VPDPBUSD.BCST    12(AX), Z5, Z3
+	VMOVDQU32        512(CX), Z4
+	VMOVDQU32        576(CX), Z5
+	VPDPBUSD.BCST    16(AX), Z4, Z1
+	VPDPBUSD.BCST    16(AX), Z5, Z3
+	VMOVDQU32        640(CX), Z4
+	VMOVDQU32        704(CX), Z5
+	VPDPBUSD.BCST    20(AX), Z4, Z1
+	VPDPBUSD.BCST    20(AX), Z5, Z3
+	VMOVDQU32        768(CX), Z4
+	VMOVDQU32        832(CX), Z5
+	VPDPBUSD.BCST    24(AX), Z4, Z1
+	VPDPBUSD.BCST    24(AX), Z5, Z3
+	VMOVDQU32        896(CX), Z4
+	VMOVDQU32        960(CX), Z5
+	VPDPBUSD.BCST    28(AX), Z4, Z1
+	VPDPBUSD.BCST    28(AX), Z5, Z3
+	VMOVDQU32        1024(CX), Z4
+	VMOVDQU32        1088(CX), Z5
+	VPDPBUSD.BCST    32(AX), Z4, Z1
+	VPDPBUSD.BCST    32(AX), Z5, Z3
+	VMOVDQU32        1152(CX), Z4
+	VMOVDQU32        1216(CX), Z5
+	VPDPBUSD.BCST    36(AX), Z4, Z1
+	VPDPBUSD.BCST    36(AX), Z5, Z3
+	VMOVDQU32        1280(CX), Z4
+	VMOVDQU32        1344(CX), Z5
+	VPDPBUSD.BCST    40(AX), Z4, Z1
+	VPDPBUSD.BCST    40(AX), Z5, Z3
+	VMOVDQU32        1408(CX), Z4
+	VMOVDQU32        1472(CX), Z5
+	VPDPBUSD.BCST    44(AX), Z4, Z1
+	VPDPBUSD.BCST    44(AX), Z5, Z3
+	VMOVDQU32        1536(CX), Z4
+	VMOVDQU32        1600(CX), Z5
+	VPDPBUSD.BCST    48(AX), Z4, Z1
+	VPDPBUSD.BCST    48(AX), Z5, Z3
+	VMOVDQU32        1664(CX), Z4
+	VMOVDQU32        1728(CX), Z5
+	VPDPBUSD.BCST    52(AX), Z4, Z1
+	VPDPBUSD.BCST    52(AX), Z5, Z3
+	VMOVDQU32        1792(CX), Z4
+	VMOVDQU32        1856(CX), Z5
+	VPDPBUSD.BCST    56(AX), Z4, Z1
+	VPDPBUSD.BCST    56(AX), Z5, Z3
+	VMOVDQU32        1920(CX), Z4
+	VMOVDQU32        1984(CX), Z5
+	VPDPBUSD.BCST    60(AX), Z4, Z1
+	VPDPBUSD.BCST    60(AX), Z5, Z3
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000800, CX
+	VMOVUPS          128(CX), Z4
+	VMOVUPS          192(CX), Z5
+	VPSUBD.BCST      (BX), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (CX), Z1, Z1
+	VFMADD231PS.BCST 4(BX), Z1, Z0
+	VFMADD231PS.BCST 8(BX), Z4, Z0
+	VPSUBD.BCST      (BX), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(CX), Z3, Z3
+	VFMADD231PS.BCST 4(BX), Z3, Z2
+	VFMADD231PS.BCST 8(BX), Z5, Z2
+	ADDQ             $0x00000100, CX
+	ADDQ             SI, BX
+	DECQ             DX
+	JNZ              qgemm1x2VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm1x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm1x3VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), CX
+	MOVQ   groups+24(FP), DX
+	MOVQ   tp+32(FP), BX
+	MOVQ   tps+40(FP), SI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+
+qgemm1x3VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VMOVDQU32        (CX), Z6
+	VMOVDQU32        64(CX), Z7
+	VMOVDQU32        128(CX), Z8
+	VPDPBUSD.BCST    (AX), Z6, Z1
+	VPDPBUSD.BCST    (AX), Z7, Z3
+	VPDPBUSD.BCST    (AX), Z8, Z5
+	VMOVDQU32        192(CX), Z6
+	VMOVDQU32        256(CX), Z7
+	VMOVDQU32        320(CX), Z8
+	VPDPBUSD.BCST    4(AX), Z6, Z1
+	VPDPBUSD.BCST    4(AX), Z7, Z3
+	VPDPBUSD.BCST    4(AX), Z8, Z5
+	VMOVDQU32        384(CX), Z6
+	VMOVDQU32        448(CX), Z7
+	VMOVDQU32        512(CX), Z8
+	VPDPBUSD.BCST    8(AX), Z6, Z1
+	VPDPBUSD.BCST    8(AX), Z7, Z3
+	VPDPBUSD.BCST    8(AX), Z8, Z5
+	VMOVDQU32        576(CX), Z6
+	VMOVDQU32        640(CX), Z7
+	VMOVDQU32        704(CX), Z8
+	VPDPBUSD.BCST    12(AX), Z6, Z1
+	VPDPBUSD.BCST    12(AX), Z7, Z3
+	VPDPBUSD.BCST    12(AX), Z8, Z5
+	VMOVDQU32        768(CX), Z6
+	VMOVDQU32        832(CX), Z7
+	VMOVDQU32        896(CX), Z8
+	VPDPBUSD.BCST    16(AX), Z6, Z1
+	VPDPBUSD.BCST    16(AX), Z7, Z3
+	VPDPBUSD.BCST    16(AX), Z8, Z5
+	VMOVDQU32        960(CX), Z6
+	VMOVDQU32        1024(CX), Z7
+	VMOVDQU32        1088(CX), Z8
+	VPDPBUSD.BCST    20(AX), Z6, Z1
+	VPDPBUSD.BCST    20(AX), Z7, Z3
+	VPDPBUSD.BCST    20(AX), Z8, Z5
+	VMOVDQU32        1152(CX), Z6
+	VMOVDQU32        1216(CX), Z7
+	VMOVDQU32        1280(CX), Z8
+	VPDPBUSD.BCST    24(AX), Z6, Z1
+	VPDPBUSD.BCST    24(AX), Z7, Z3
+	VPDPBUSD.BCST    24(AX), Z8, Z5
+	VMOVDQU32        1344(CX), Z6
+	VMOVDQU32        1408(CX), Z7
+	VMOVDQU32        1472(CX), Z8
+	VPDPBUSD.BCST    28(AX), Z6, Z1
+	VPDPBUSD.BCST    28(AX), Z7, Z3
+	VPDPBUSD.BCST    28(AX), Z8, Z5
+	VMOVDQU32        1536(CX), Z6
+	VMOVDQU32        1600(CX), Z7
+	VMOVDQU32        1664(CX), Z8
+	VPDPBUSD.BCST    32(AX), Z6, Z1
+	VPDPBUSD.BCST    32(AX), Z7, Z3
+	VPDPBUSD.BCST    32(AX), Z8, Z5
+	VMOVDQU32        1728(CX), Z6
+	VMOVDQU32        1792(CX), Z7
+	VMOVDQU32        1856(CX), Z8
+	VPDPBUSD.BCST    36(AX), Z6, Z1
+	VPDPBUSD.BCST    36(AX), Z7, Z3
+	VPDPBUSD.BCST    36(AX), Z8, Z5
+	VMOVDQU32        1920(CX), Z6
+	VMOVDQU32        1984(CX), Z7
+	VMOVDQU32        2048(CX), Z8
+	VPDPBUSD.BCST    40(AX), Z6, Z1
+	VPDPBUSD.BCST    40(AX), Z7, Z3
+	VPDPBUSD.BCST    40(AX), Z8, Z5
+	VMOVDQU32        2112(CX), Z6
+	VMOVDQU32        2176(CX), Z7
+	VMOVDQU32        2240(CX), Z8
+	VPDPBUSD.BCST    44(AX), Z6, Z1
+	VPDPBUSD.BCST    44(AX), Z7, Z3
+	VPDPBUSD.BCST    44(AX), Z8, Z5
+	VMOVDQU32        2304(CX), Z6
+	VMOVDQU32        2368(CX), Z7
+	VMOVDQU32        2432(CX), Z8
+	VPDPBUSD.BCST    48(AX), Z6, Z1
+	VPDPBUSD.BCST    48(AX), Z7, Z3
+	VPDPBUSD.BCST    48(AX), Z8, Z5
+	VMOVDQU32        2496(CX), Z6
+	VMOVDQU32        2560(CX), Z7
+	VMOVDQU32        2624(CX), Z8
+	VPDPBUSD.BCST    52(AX), Z6, Z1
+	VPDPBUSD.BCST    52(AX), Z7, Z3
+	VPDPBUSD.BCST    52(AX), Z8, Z5
+	VMOVDQU32        2688(CX), Z6
+	VMOVDQU32        2752(CX), Z7
+	VMOVDQU32        2816(CX), Z8
+	VPDPBUSD.BCST    56(AX), Z6, Z1
+	VPDPBUSD.BCST    56(AX), Z7, Z3
+	VPDPBUSD.BCST    56(AX), Z8, Z5
+	VMOVDQU32        2880(CX), Z6
+	VMOVDQU32        2944(CX), Z7
+	VMOVDQU32        3008(CX), Z8
+	VPDPBUSD.BCST    60(AX), Z6, Z1
+	VPDPBUSD.BCST    60(AX), Z7, Z3
+	VPDPBUSD.BCST    60(AX), Z8, Z5
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000c00, CX
+	VMOVUPS          192(CX), Z6
+	VMOVUPS          256(CX), Z7
+	VMOVUPS          320(CX), Z8
+	VPSUBD.BCST      (BX), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (CX), Z1, Z1
+	VFMADD231PS.BCST 4(BX), Z1, Z0
+	VFMADD231PS.BCST 8(BX), Z6, Z0
+	VPSUBD.BCST      (BX), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(CX), Z3, Z3
+	VFMADD231PS.BCST 4(BX), Z3, Z2
+	VFMADD231PS.BCST 8(BX), Z7, Z2
+	VPSUBD.BCST      (BX), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           128(CX), Z5, Z5
+	VFMADD231PS.BCST 4(BX), Z5, Z4
+	VFMADD231PS.BCST 8(BX), Z8, Z4
+	ADDQ             $0x00000180, CX
+	ADDQ             SI, BX
+	DECQ             DX
+	JNZ              qgemm1x3VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	VADDPS           128(AX), Z4, Z4
+	VMOVUPS          Z4, 128(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm2x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm2x1VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+
+qgemm2x1VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VMOVDQU32        (DX), Z4
+	VPDPBUSD.BCST    (AX), Z4, Z1
+	VPDPBUSD.BCST    (AX)(CX*1), Z4, Z3
+	VMOVDQU32        64(DX), Z4
+	VPDPBUSD.BCST    4(AX), Z4, Z1
+	VPDPBUSD.BCST    4(AX)(CX*1), Z4, Z3
+	VMOVDQU32        128(DX), Z4
+	VPDPBUSD.BCST    8(AX), Z4, Z1
+	VPDPBUSD.BCST    8(AX)(CX*1), Z4, Z3
+	VMOVDQU32        192(DX), Z4
+	VPDPBUSD.BCST    12(AX), Z4, Z1
+	VPDPBUSD.BCST    12(AX)(CX*1), Z4, Z3
+	VMOVDQU32        256(DX), Z4
+	VPDPBUSD.BCST    16(AX), Z4, Z1
+	VPDPBUSD.BCST    16(AX)(CX*1), Z4, Z3
+	VMOVDQU32        320(DX), Z4
+	VPDPBUSD.BCST    20(AX), Z4, Z1
+	VPDPBUSD.BCST    20(AX)(CX*1), Z4, Z3
+	VMOVDQU32        384(DX), Z4
+	VPDPBUSD.BCST    24(AX), Z4, Z1
+	VPDPBUSD.BCST    24(AX)(CX*1), Z4, Z3
+	VMOVDQU32        448(DX), Z4
+	VPDPBUSD.BCST    28(AX), Z4, Z1
+	VPDPBUSD.BCST    28(AX)(CX*1), Z4, Z3
+	VMOVDQU32        512(DX), Z4
+	VPDPBUSD.BCST    32(AX), Z4, Z1
+	VPDPBUSD.BCST    32(AX)(CX*1), Z4, Z3
+	VMOVDQU32        576(DX), Z4
+	VPDPBUSD.BCST    36(AX), Z4, Z1
+	VPDPBUSD.BCST    36(AX)(CX*1), Z4, Z3
+	VMOVDQU32        640(DX), Z4
+	VPDPBUSD.BCST    40(AX), Z4, Z1
+	VPDPBUSD.BCST    40(AX)(CX*1), Z4, Z3
+	VMOVDQU32        704(DX), Z4
+	VPDPBUSD.BCST    44(AX), Z4, Z1
+	VPDPBUSD.BCST    44(AX)(CX*1), Z4, Z3
+	VMOVDQU32        768(DX), Z4
+	VPDPBUSD.BCST    48(AX), Z4, Z1
+	VPDPBUSD.BCST    48(AX)(CX*1), Z4, Z3
+	VMOVDQU32        832(DX), Z4
+	VPDPBUSD.BCST    52(AX), Z4, Z1
+	VPDPBUSD.BCST    52(AX)(CX*1), Z4, Z3
+	VMOVDQU32        896(DX), Z4
+	VPDPBUSD.BCST    56(AX), Z4, Z1
+	VPDPBUSD.BCST    56(AX)(CX*1), Z4, Z3
+	VMOVDQU32        960(DX), Z4
+	VPDPBUSD.BCST    60(AX), Z4, Z1
+	VPDPBUSD.BCST    60(AX)(CX*1), Z4, Z3
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000400, DX
+	VMOVUPS          64(DX), Z4
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z4, Z0
+	VPSUBD.BCST      16(SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           (DX), Z3, Z3
+	VFMADD231PS.BCST 20(SI), Z3, Z2
+	VFMADD231PS.BCST 24(SI), Z4, Z2
+	ADDQ             $0x00000080, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm2x1VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z2, Z2
+	VMOVUPS          Z2, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm2x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm2x2VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+
+qgemm2x2VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VMOVDQU32        (DX), Z8
+	VMOVDQU32        64(DX), Z9
+	VPDPBUSD.BCST    (AX), Z8, Z1
+	VPDPBUSD.BCST    (AX), Z9, Z3
+	VPDPBUSD.BCST    (AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    (AX)(CX*1), Z9, Z7
+	VMOVDQU32        128(DX), Z8
+	VMOVDQU32        192(DX), Z9
+	VPDPBUSD.BCST    4(AX), Z8, Z1
+	VPDPBUSD.BCST    4(AX), Z9, Z3
+	VPDPBUSD.BCST    4(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    4(AX)(CX*1), Z9, Z7
+	VMOVDQU32        256(DX), Z8
+	VMOVDQU32        320(DX), Z9
+	VPDPBUSD.BCST    8(AX), Z8, Z1
+	VPDPBUSD.BCST    8(AX), Z9, Z3
+	VPDPBUSD.BCST    8(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    8(AX)(CX*1), Z9, Z7
+	VMOVDQU32        384(DX), Z8
+	VMOVDQU32        448(DX), Z9
+	VPDPBUSD.BCST    12(AX), Z8, Z1
+	VPDPBUSD.BCST    12(AX), Z9, Z3
+	VPDPBUSD.BCST    12(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    12(AX)(CX*1), Z9, Z7
+	VMOVDQU32        512(DX), Z8
+	VMOVDQU32        576(DX), Z9
+	VPDPBUSD.BCST    16(AX), Z8, Z1
+	VPDPBUSD.BCST    16(AX), Z9, Z3
+	VPDPBUSD.BCST    16(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    16(AX)(CX*1), Z9, Z7
+	VMOVDQU32        640(DX), Z8
+	VMOVDQU32        704(DX), Z9
+	VPDPBUSD.BCST    20(AX), Z8, Z1
+	VPDPBUSD.BCST    20(AX), Z9, Z3
+	VPDPBUSD.BCST    20(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    20(AX)(CX*1), Z9, Z7
+	VMOVDQU32        768(DX), Z8
+	VMOVDQU32        832(DX), Z9
+	VPDPBUSD.BCST    24(AX), Z8, Z1
+	VPDPBUSD.BCST    24(AX), Z9, Z3
+	VPDPBUSD.BCST    24(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    24(AX)(CX*1), Z9, Z7
+	VMOVDQU32        896(DX), Z8
+	VMOVDQU32        960(DX), Z9
+	VPDPBUSD.BCST    28(AX), Z8, Z1
+	VPDPBUSD.BCST    28(AX), Z9, Z3
+	VPDPBUSD.BCST    28(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    28(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1024(DX), Z8
+	VMOVDQU32        1088(DX), Z9
+	VPDPBUSD.BCST    32(AX), Z8, Z1
+	VPDPBUSD.BCST    32(AX), Z9, Z3
+	VPDPBUSD.BCST    32(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    32(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1152(DX), Z8
+	VMOVDQU32        1216(DX), Z9
+	VPDPBUSD.BCST    36(AX), Z8, Z1
+	VPDPBUSD.BCST    36(AX), Z9, Z3
+	VPDPBUSD.BCST    36(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    36(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1280(DX), Z8
+	VMOVDQU32        1344(DX), Z9
+	VPDPBUSD.BCST    40(AX), Z8, Z1
+	VPDPBUSD.BCST    40(AX), Z9, Z3
+	VPDPBUSD.BCST    40(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    40(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1408(DX), Z8
+	VMOVDQU32        1472(DX), Z9
+	VPDPBUSD.BCST    44(AX), Z8, Z1
+	VPDPBUSD.BCST    44(AX), Z9, Z3
+	VPDPBUSD.BCST    44(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    44(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1536(DX), Z8
+	VMOVDQU32        1600(DX), Z9
+	VPDPBUSD.BCST    48(AX), Z8, Z1
+	VPDPBUSD.BCST    48(AX), Z9, Z3
+	VPDPBUSD.BCST    48(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    48(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1664(DX), Z8
+	VMOVDQU32        1728(DX), Z9
+	VPDPBUSD.BCST    52(AX), Z8, Z1
+	VPDPBUSD.BCST    52(AX), Z9, Z3
+	VPDPBUSD.BCST    52(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    52(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1792(DX), Z8
+	VMOVDQU32        1856(DX), Z9
+	VPDPBUSD.BCST    56(AX), Z8, Z1
+	VPDPBUSD.BCST    56(AX), Z9, Z3
+	VPDPBUSD.BCST    56(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    56(AX)(CX*1), Z9, Z7
+	VMOVDQU32        1920(DX), Z8
+	VMOVDQU32        1984(DX), Z9
+	VPDPBUSD.BCST    60(AX), Z8, Z1
+	VPDPBUSD.BCST    60(AX), Z9, Z3
+	VPDPBUSD.BCST    60(AX)(CX*1), Z8, Z5
+	VPDPBUSD.BCST    60(AX)(CX*1), Z9, Z7
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000800, DX
+	VMOVUPS          128(DX), Z8
+	VMOVUPS          192(DX), Z9
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z8, Z0
+	VPSUBD.BCST      (SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(DX), Z3, Z3
+	VFMADD231PS.BCST 4(SI), Z3, Z2
+	VFMADD231PS.BCST 8(SI), Z9, Z2
+	VPSUBD.BCST      16(SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           (DX), Z5, Z5
+	VFMADD231PS.BCST 20(SI), Z5, Z4
+	VFMADD231PS.BCST 24(SI), Z8, Z4
+	VPSUBD.BCST      16(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           64(DX), Z7, Z7
+	VFMADD231PS.BCST 20(SI), Z7, Z6
+	VFMADD231PS.BCST 24(SI), Z9, Z6
+	ADDQ             $0x00000100, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm2x2VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z4, Z4
+	VMOVUPS          Z4, (CX)
+	VADDPS           64(AX), Z6, Z6
+	VMOVUPS          Z6, 64(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm2x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm2x3VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+	VXORPS Z8, Z8, Z8
+	VXORPS Z10, Z10, Z10
+
+qgemm2x3VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VPXORD           Z9, Z9, Z9
+	VPXORD           Z11, Z11, Z11
+	VMOVDQU32        (DX), Z12
+	VMOVDQU32        64(DX), Z13
+	VMOVDQU32        128(DX), Z14
+	VPDPBUSD.BCST    (AX), Z12, Z1
+	VPDPBUSD.BCST    (AX), Z13, Z3
+	VPDPBUSD.BCST    (AX), Z14, Z5
+	VPDPBUSD.BCST    (AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    (AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    (AX)(CX*1), Z14, Z11
+	VMOVDQU32        192(DX), Z12
+	VMOVDQU32        256(DX), Z13
+	VMOVDQU32        320(DX), Z14
+	VPDPBUSD.BCST    4(AX), Z12, Z1
+	VPDPBUSD.BCST    4(AX), Z13, Z3
+	VPDPBUSD.BCST    4(AX), Z14, Z5
+	VPDPBUSD.BCST    4(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    4(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    4(AX)(CX*1), Z14, Z11
+	VMOVDQU32        384(DX), Z12
+	VMOVDQU32        448(DX), Z13
+	VMOVDQU32        512(DX), Z14
+	VPDPBUSD.BCST    8(AX), Z12, Z1
+	VPDPBUSD.BCST    8(AX), Z13, Z3
+	VPDPBUSD.BCST    8(AX), Z14, Z5
+	VPDPBUSD.BCST    8(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    8(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    8(AX)(CX*1), Z14, Z11
+	VMOVDQU32        576(DX), Z12
+	VMOVDQU32        640(DX), Z13
+	VMOVDQU32        704(DX), Z14
+	VPDPBUSD.BCST    12(AX), Z12, Z1
+	VPDPBUSD.BCST    12(AX), Z13, Z3
+	VPDPBUSD.BCST    12(AX), Z14, Z5
+	VPDPBUSD.BCST    12(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    12(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    12(AX)(CX*1), Z14, Z11
+	VMOVDQU32        768(DX), Z12
+	VMOVDQU32        832(DX), Z13
+	VMOVDQU32        896(DX), Z14
+	VPDPBUSD.BCST    16(AX), Z12, Z1
+	VPDPBUSD.BCST    16(AX), Z13, Z3
+	VPDPBUSD.BCST    16(AX), Z14, Z5
+	VPDPBUSD.BCST    16(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    16(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    16(AX)(CX*1), Z14, Z11
+	VMOVDQU32        960(DX), Z12
+	VMOVDQU32        1024(DX), Z13
+	VMOVDQU32        1088(DX), Z14
+	VPDPBUSD.BCST    20(AX), Z12, Z1
+	VPDPBUSD.BCST    20(AX), Z13, Z3
+	VPDPBUSD.BCST    20(AX), Z14, Z5
+	VPDPBUSD.BCST    20(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    20(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    20(AX)(CX*1), Z14, Z11
+	VMOVDQU32        1152(DX), Z12
+	VMOVDQU32        1216(DX), Z13
+	VMOVDQU32        1280(DX), Z14
+	VPDPBUSD.BCST    24(AX), Z12, Z1
+	VPDPBUSD.BCST    24(AX), Z13, Z3
+	VPDPBUSD.BCST    24(AX), Z14, Z5
+	VPDPBUSD.BCST    24(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    24(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    24(AX)(CX*1), Z14, Z11
+	VMOVDQU32        1344(DX), Z12
+	VMOVDQU32        1408(DX), Z13
+	VMOVDQU32        1472(DX), Z14
+	VPDPBUSD.BCST    28(AX), Z12, Z1
+	VPDPBUSD.BCST    28(AX), Z13, Z3
+	VPDPBUSD.BCST    28(AX), Z14, Z5
+	VPDPBUSD.BCST    28(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    28(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    28(AX)(CX*1), Z14, Z11
+	VMOVDQU32        1536(DX), Z12
+	VMOVDQU32        1600(DX), Z13
+	VMOVDQU32        1664(DX), Z14
+	VPDPBUSD.BCST    32(AX), Z12, Z1
+	VPDPBUSD.BCST    32(AX), Z13, Z3
+	VPDPBUSD.BCST    32(AX), Z14, Z5
+	VPDPBUSD.BCST    32(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    32(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    32(AX)(CX*1), Z14, Z11
+	VMOVDQU32        1728(DX), Z12
+	VMOVDQU32        1792(DX), Z13
+	VMOVDQU32        1856(DX), Z14
+	VPDPBUSD.BCST    36(AX), Z12, Z1
+	VPDPBUSD.BCST    36(AX), Z13, Z3
+	VPDPBUSD.BCST    36(AX), Z14, Z5
+	VPDPBUSD.BCST    36(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    36(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    36(AX)(CX*1), Z14, Z11
+	VMOVDQU32        1920(DX), Z12
+	VMOVDQU32        1984(DX), Z13
+	VMOVDQU32        2048(DX), Z14
+	VPDPBUSD.BCST    40(AX), Z12, Z1
+	VPDPBUSD.BCST    40(AX), Z13, Z3
+	VPDPBUSD.BCST    40(AX), Z14, Z5
+	VPDPBUSD.BCST    40(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    40(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    40(AX)(CX*1), Z14, Z11
+	VMOVDQU32        2112(DX), Z12
+	VMOVDQU32        2176(DX), Z13
+	VMOVDQU32        2240(DX), Z14
+	VPDPBUSD.BCST    44(AX), Z12, Z1
+	VPDPBUSD.BCST    44(AX), Z13, Z3
+	VPDPBUSD.BCST    44(AX), Z14, Z5
+	VPDPBUSD.BCST    44(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    44(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    44(AX)(CX*1), Z14, Z11
+	VMOVDQU32        2304(DX), Z12
+	VMOVDQU32        2368(DX), Z13
+	VMOVDQU32        2432(DX), Z14
+	VPDPBUSD.BCST    48(AX), Z12, Z1
+	VPDPBUSD.BCST    48(AX), Z13, Z3
+	VPDPBUSD.BCST    48(AX), Z14, Z5
+	VPDPBUSD.BCST    48(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    48(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    48(AX)(CX*1), Z14, Z11
+	VMOVDQU32        2496(DX), Z12
+	VMOVDQU32        2560(DX), Z13
+	VMOVDQU32        2624(DX), Z14
+	VPDPBUSD.BCST    52(AX), Z12, Z1
+	VPDPBUSD.BCST    52(AX), Z13, Z3
+	VPDPBUSD.BCST    52(AX), Z14, Z5
+	VPDPBUSD.BCST    52(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    52(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    52(AX)(CX*1), Z14, Z11
+	VMOVDQU32        2688(DX), Z12
+	VMOVDQU32        2752(DX), Z13
+	VMOVDQU32        2816(DX), Z14
+	VPDPBUSD.BCST    56(AX), Z12, Z1
+	VPDPBUSD.BCST    56(AX), Z13, Z3
+	VPDPBUSD.BCST    56(AX), Z14, Z5
+	VPDPBUSD.BCST    56(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    56(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    56(AX)(CX*1), Z14, Z11
+	VMOVDQU32        2880(DX), Z12
+	VMOVDQU32        2944(DX), Z13
+	VMOVDQU32        3008(DX), Z14
+	VPDPBUSD.BCST    60(AX), Z12, Z1
+	VPDPBUSD.BCST    60(AX), Z13, Z3
+	VPDPBUSD.BCST    60(AX), Z14, Z5
+	VPDPBUSD.BCST    60(AX)(CX*1), Z12, Z7
+	VPDPBUSD.BCST    60(AX)(CX*1), Z13, Z9
+	VPDPBUSD.BCST    60(AX)(CX*1), Z14, Z11
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000c00, DX
+	VMOVUPS          192(DX), Z12
+	VMOVUPS          256(DX), Z13
+	VMOVUPS          320(DX), Z14
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z12, Z0
+	VPSUBD.BCST      (SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(DX), Z3, Z3
+	VFMADD231PS.BCST 4(SI), Z3, Z2
+	VFMADD231PS.BCST 8(SI), Z13, Z2
+	VPSUBD.BCST      (SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           128(DX), Z5, Z5
+	VFMADD231PS.BCST 4(SI), Z5, Z4
+	VFMADD231PS.BCST 8(SI), Z14, Z4
+	VPSUBD.BCST      16(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           (DX), Z7, Z7
+	VFMADD231PS.BCST 20(SI), Z7, Z6
+	VFMADD231PS.BCST 24(SI), Z12, Z6
+	VPSUBD.BCST      16(SI), Z9, Z9
+	VCVTDQ2PS        Z9, Z9
+	VMULPS           64(DX), Z9, Z9
+	VFMADD231PS.BCST 20(SI), Z9, Z8
+	VFMADD231PS.BCST 24(SI), Z13, Z8
+	VPSUBD.BCST      16(SI), Z11, Z11
+	VCVTDQ2PS        Z11, Z11
+	VMULPS           128(DX), Z11, Z11
+	VFMADD231PS.BCST 20(SI), Z11, Z10
+	VFMADD231PS.BCST 24(SI), Z14, Z10
+	ADDQ             $0x00000180, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm2x3VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	VADDPS           128(AX), Z4, Z4
+	VMOVUPS          Z4, 128(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z6, Z6
+	VMOVUPS          Z6, (CX)
+	VADDPS           64(AX), Z8, Z8
+	VMOVUPS          Z8, 64(CX)
+	VADDPS           128(AX), Z10, Z10
+	VMOVUPS          Z10, 128(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm3x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm3x1VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+
+qgemm3x1VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VMOVDQU32        (DX), Z6
+	VPDPBUSD.BCST    (AX), Z6, Z1
+	VPDPBUSD.BCST    (AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    (AX)(CX*2), Z6, Z5
+	VMOVDQU32        64(DX), Z6
+	VPDPBUSD.BCST    4(AX), Z6, Z1
+	VPDPBUSD.BCST    4(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    4(AX)(CX*2), Z6, Z5
+	VMOVDQU32        128(DX), Z6
+	VPDPBUSD.BCST    8(AX), Z6, Z1
+	VPDPBUSD.BCST    8(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    8(AX)(CX*2), Z6, Z5
+	VMOVDQU32        192(DX), Z6
+	VPDPBUSD.BCST    12(AX), Z6, Z1
+	VPDPBUSD.BCST    12(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    12(AX)(CX*2), Z6, Z5
+	VMOVDQU32        256(DX), Z6
+	VPDPBUSD.BCST    16(AX), Z6, Z1
+	VPDPBUSD.BCST    16(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    16(AX)(CX*2), Z6, Z5
+	VMOVDQU32        320(DX), Z6
+	VPDPBUSD.BCST    20(AX), Z6, Z1
+	VPDPBUSD.BCST    20(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    20(AX)(CX*2), Z6, Z5
+	VMOVDQU32        384(DX), Z6
+	VPDPBUSD.BCST    24(AX), Z6, Z1
+	VPDPBUSD.BCST    24(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    24(AX)(CX*2), Z6, Z5
+	VMOVDQU32        448(DX), Z6
+	VPDPBUSD.BCST    28(AX), Z6, Z1
+	VPDPBUSD.BCST    28(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    28(AX)(CX*2), Z6, Z5
+	VMOVDQU32        512(DX), Z6
+	VPDPBUSD.BCST    32(AX), Z6, Z1
+	VPDPBUSD.BCST    32(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    32(AX)(CX*2), Z6, Z5
+	VMOVDQU32        576(DX), Z6
+	VPDPBUSD.BCST    36(AX), Z6, Z1
+	VPDPBUSD.BCST    36(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    36(AX)(CX*2), Z6, Z5
+	VMOVDQU32        640(DX), Z6
+	VPDPBUSD.BCST    40(AX), Z6, Z1
+	VPDPBUSD.BCST    40(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    40(AX)(CX*2), Z6, Z5
+	VMOVDQU32        704(DX), Z6
+	VPDPBUSD.BCST    44(AX), Z6, Z1
+	VPDPBUSD.BCST    44(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    44(AX)(CX*2), Z6, Z5
+	VMOVDQU32        768(DX), Z6
+	VPDPBUSD.BCST    48(AX), Z6, Z1
+	VPDPBUSD.BCST    48(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    48(AX)(CX*2), Z6, Z5
+	VMOVDQU32        832(DX), Z6
+	VPDPBUSD.BCST    52(AX), Z6, Z1
+	VPDPBUSD.BCST    52(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    52(AX)(CX*2), Z6, Z5
+	VMOVDQU32        896(DX), Z6
+	VPDPBUSD.BCST    56(AX), Z6, Z1
+	VPDPBUSD.BCST    56(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    56(AX)(CX*2), Z6, Z5
+	VMOVDQU32        960(DX), Z6
+	VPDPBUSD.BCST    60(AX), Z6, Z1
+	VPDPBUSD.BCST    60(AX)(CX*1), Z6, Z3
+	VPDPBUSD.BCST    60(AX)(CX*2), Z6, Z5
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000400, DX
+	VMOVUPS          64(DX), Z6
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z6, Z0
+	VPSUBD.BCST      16(SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           (DX), Z3, Z3
+	VFMADD231PS.BCST 20(SI), Z3, Z2
+	VFMADD231PS.BCST 24(SI), Z6, Z2
+	VPSUBD.BCST      32(SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           (DX), Z5, Z5
+	VFMADD231PS.BCST 36(SI), Z5, Z4
+	VFMADD231PS.BCST 40(SI), Z6, Z4
+	ADDQ             $0x00000080, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm3x1VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z2, Z2
+	VMOVUPS          Z2, (CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z4, Z4
+	VMOVUPS          Z4, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm3x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm3x2VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+	VXORPS Z8, Z8, Z8
+	VXORPS Z10, Z10, Z10
+
+qgemm3x2VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VPXORD           Z9, Z9, Z9
+	VPXORD           Z11, Z11, Z11
+	VMOVDQU32        (DX), Z12
+	VMOVDQU32        64(DX), Z13
+	VPDPBUSD.BCST    (AX), Z12, Z1
+	VPDPBUSD.BCST    (AX), Z13, Z3
+	VPDPBUSD.BCST    (AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    (AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    (AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    (AX)(CX*2), Z13, Z11
+	VMOVDQU32        128(DX), Z12
+	VMOVDQU32        192(DX), Z13
+	VPDPBUSD.BCST    4(AX), Z12, Z1
+	VPDPBUSD.BCST    4(AX), Z13, Z3
+	VPDPBUSD.BCST    4(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    4(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    4(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    4(AX)(CX*2), Z13, Z11
+	VMOVDQU32        256(DX), Z12
+	VMOVDQU32        320(DX), Z13
+	VPDPBUSD.BCST    8(AX), Z12, Z1
+	VPDPBUSD.BCST    8(AX), Z13, Z3
+	VPDPBUSD.BCST    8(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    8(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    8(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    8(AX)(CX*2), Z13, Z11
+	VMOVDQU32        384(DX), Z12
+	VMOVDQU32        448(DX), Z13
+	VPDPBUSD.BCST    12(AX), Z12, Z1
+	VPDPBUSD.BCST    12(AX), Z13, Z3
+	VPDPBUSD.BCST    12(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    12(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    12(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    12(AX)(CX*2), Z13, Z11
+	VMOVDQU32        512(DX), Z12
+	VMOVDQU32        576(DX), Z13
+	VPDPBUSD.BCST    16(AX), Z12, Z1
+	VPDPBUSD.BCST    16(AX), Z13, Z3
+	VPDPBUSD.BCST    16(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    16(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    16(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    16(AX)(CX*2), Z13, Z11
+	VMOVDQU32        640(DX), Z12
+	VMOVDQU32        704(DX), Z13
+	VPDPBUSD.BCST    20(AX), Z12, Z1
+	VPDPBUSD.BCST    20(AX), Z13, Z3
+	VPDPBUSD.BCST    20(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    20(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    20(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    20(AX)(CX*2), Z13, Z11
+	VMOVDQU32        768(DX), Z12
+	VMOVDQU32        832(DX), Z13
+	VPDPBUSD.BCST    24(AX), Z12, Z1
+	VPDPBUSD.BCST    24(AX), Z13, Z3
+	VPDPBUSD.BCST    24(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    24(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    24(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    24(AX)(CX*2), Z13, Z11
+	VMOVDQU32        896(DX), Z12
+	VMOVDQU32        960(DX), Z13
+	VPDPBUSD.BCST    28(AX), Z12, Z1
+	VPDPBUSD.BCST    28(AX), Z13, Z3
+	VPDPBUSD.BCST    28(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    28(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    28(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    28(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1024(DX), Z12
+	VMOVDQU32        1088(DX), Z13
+	VPDPBUSD.BCST    32(AX), Z12, Z1
+	VPDPBUSD.BCST    32(AX), Z13, Z3
+	VPDPBUSD.BCST    32(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    32(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    32(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    32(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1152(DX), Z12
+	VMOVDQU32        1216(DX), Z13
+	VPDPBUSD.BCST    36(AX), Z12, Z1
+	VPDPBUSD.BCST    36(AX), Z13, Z3
+	VPDPBUSD.BCST    36(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    36(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    36(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    36(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1280(DX), Z12
+	VMOVDQU32        1344(DX), Z13
+	VPDPBUSD.BCST    40(AX), Z12, Z1
+	VPDPBUSD.BCST    40(AX), Z13, Z3
+	VPDPBUSD.BCST    40(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    40(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    40(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    40(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1408(DX), Z12
+	VMOVDQU32        1472(DX), Z13
+	VPDPBUSD.BCST    44(AX), Z12, Z1
+	VPDPBUSD.BCST    44(AX), Z13, Z3
+	VPDPBUSD.BCST    44(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    44(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    44(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    44(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1536(DX), Z12
+	VMOVDQU32        1600(DX), Z13
+	VPDPBUSD.BCST    48(AX), Z12, Z1
+	VPDPBUSD.BCST    48(AX), Z13, Z3
+	VPDPBUSD.BCST    48(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    48(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    48(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    48(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1664(DX), Z12
+	VMOVDQU32        1728(DX), Z13
+	VPDPBUSD.BCST    52(AX), Z12, Z1
+	VPDPBUSD.BCST    52(AX), Z13, Z3
+	VPDPBUSD.BCST    52(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    52(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    52(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    52(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1792(DX), Z12
+	VMOVDQU32        1856(DX), Z13
+	VPDPBUSD.BCST    56(AX), Z12, Z1
+	VPDPBUSD.BCST    56(AX), Z13, Z3
+	VPDPBUSD.BCST    56(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    56(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    56(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    56(AX)(CX*2), Z13, Z11
+	VMOVDQU32        1920(DX), Z12
+	VMOVDQU32        1984(DX), Z13
+	VPDPBUSD.BCST    60(AX), Z12, Z1
+	VPDPBUSD.BCST    60(AX), Z13, Z3
+	VPDPBUSD.BCST    60(AX)(CX*1), Z12, Z5
+	VPDPBUSD.BCST    60(AX)(CX*1), Z13, Z7
+	VPDPBUSD.BCST    60(AX)(CX*2), Z12, Z9
+	VPDPBUSD.BCST    60(AX)(CX*2), Z13, Z11
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000800, DX
+	VMOVUPS          128(DX), Z12
+	VMOVUPS          192(DX), Z13
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z12, Z0
+	VPSUBD.BCST      (SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(DX), Z3, Z3
+	VFMADD231PS.BCST 4(SI), Z3, Z2
+	VFMADD231PS.BCST 8(SI), Z13, Z2
+	VPSUBD.BCST      16(SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           (DX), Z5, Z5
+	VFMADD231PS.BCST 20(SI), Z5, Z4
+	VFMADD231PS.BCST 24(SI), Z12, Z4
+	VPSUBD.BCST      16(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           64(DX), Z7, Z7
+	VFMADD231PS.BCST 20(SI), Z7, Z6
+	VFMADD231PS.BCST 24(SI), Z13, Z6
+	VPSUBD.BCST      32(SI), Z9, Z9
+	VCVTDQ2PS        Z9, Z9
+	VMULPS           (DX), Z9, Z9
+	VFMADD231PS.BCST 36(SI), Z9, Z8
+	VFMADD231PS.BCST 40(SI), Z12, Z8
+	VPSUBD.BCST      32(SI), Z11, Z11
+	VCVTDQ2PS        Z11, Z11
+	VMULPS           64(DX), Z11, Z11
+	VFMADD231PS.BCST 36(SI), Z11, Z10
+	VFMADD231PS.BCST 40(SI), Z13, Z10
+	ADDQ             $0x00000100, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm3x2VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z4, Z4
+	VMOVUPS          Z4, (CX)
+	VADDPS           64(AX), Z6, Z6
+	VMOVUPS          Z6, 64(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z8, Z8
+	VMOVUPS          Z8, (CX)
+	VADDPS           64(AX), Z10, Z10
+	VMOVUPS          Z10, 64(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm3x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm3x3VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+	VXORPS Z8, Z8, Z8
+	VXORPS Z10, Z10, Z10
+	VXORPS Z12, Z12, Z12
+	VXORPS Z14, Z14, Z14
+	VXORPS Z16, Z16, Z16
+
+qgemm3x3VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VPXORD           Z9, Z9, Z9
+	VPXORD           Z11, Z11, Z11
+	VPXORD           Z13, Z13, Z13
+	VPXORD           Z15, Z15, Z15
+	VPXORD           Z17, Z17, Z17
+	VMOVDQU32        (DX), Z18
+	VMOVDQU32        64(DX), Z19
+	VMOVDQU32        128(DX), Z20
+	VPDPBUSD.BCST    (AX), Z18, Z1
+	VPDPBUSD.BCST    (AX), Z19, Z3
+	VPDPBUSD.BCST    (AX), Z20, Z5
+	VPDPBUSD.BCST    (AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    (AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    (AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    (AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    (AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    (AX)(CX*2), Z20, Z17
+	VMOVDQU32        192(DX), Z18
+	VMOVDQU32        256(DX), Z19
+	VMOVDQU32        320(DX), Z20
+	VPDPBUSD.BCST    4(AX), Z18, Z1
+	VPDPBUSD.BCST    4(AX), Z19, Z3
+	VPDPBUSD.BCST    4(AX), Z20, Z5
+	VPDPBUSD.BCST    4(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    4(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    4(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    4(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    4(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    4(AX)(CX*2), Z20, Z17
+	VMOVDQU32        384(DX), Z18
+	VMOVDQU32        448(DX), Z19
+	VMOVDQU32        512(DX), Z20
+	VPDPBUSD.BCST    8(AX), Z18, Z1
+	VPDPBUSD.BCST    8(AX), Z19, Z3
+	VPDPBUSD.BCST    8(AX), Z20, Z5
+	VPDPBUSD.BCST    8(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    8(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    8(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    8(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    8(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    8(AX)(CX*2), Z20, Z17
+	VMOVDQU32        576(DX), Z18
+	VMOVDQU32        640(DX), Z19
+	VMOVDQU32        704(DX), Z20
+	VPDPBUSD.BCST    12(AX), Z18, Z1
+	VPDPBUSD.BCST    12(AX), Z19, Z3
+	VPDPBUSD.BCST    12(AX), Z20, Z5
+	VPDPBUSD.BCST    12(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    12(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    12(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    12(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    12(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    12(AX)(CX*2), Z20, Z17
+	VMOVDQU32        768(DX), Z18
+	VMOVDQU32        832(DX), Z19
+	VMOVDQU32        896(DX), Z20
+	VPDPBUSD.BCST    16(AX), Z18, Z1
+	VPDPBUSD.BCST    16(AX), Z19, Z3
+	VPDPBUSD.BCST    16(AX), Z20, Z5
+	VPDPBUSD.BCST    16(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    16(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    16(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    16(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    16(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    16(AX)(CX*2), Z20, Z17
+	VMOVDQU32        960(DX), Z18
+	VMOVDQU32        1024(DX), Z19
+	VMOVDQU32        1088(DX), Z20
+	VPDPBUSD.BCST    20(AX), Z18, Z1
+	VPDPBUSD.BCST    20(AX), Z19, Z3
+	VPDPBUSD.BCST    20(AX), Z20, Z5
+	VPDPBUSD.BCST    20(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    20(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    20(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    20(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    20(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    20(AX)(CX*2), Z20, Z17
+	VMOVDQU32        1152(DX), Z18
+	VMOVDQU32        1216(DX), Z19
+	VMOVDQU32        1280(DX), Z20
+	VPDPBUSD.BCST    24(AX), Z18, Z1
+	VPDPBUSD.BCST    24(AX), Z19, Z3
+	VPDPBUSD.BCST    24(AX), Z20, Z5
+	VPDPBUSD.BCST    24(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    24(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    24(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    24(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    24(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    24(AX)(CX*2), Z20, Z17
+	VMOVDQU32        1344(DX), Z18
+	VMOVDQU32        1408(DX), Z19
+	VMOVDQU32        1472(DX), Z20
+	VPDPBUSD.BCST    28(AX), Z18, Z1
+	VPDPBUSD.BCST    28(AX), Z19, Z3
+	VPDPBUSD.BCST    28(AX), Z20, Z5
+	VPDPBUSD.BCST    28(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    28(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    28(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    28(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    28(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    28(AX)(CX*2), Z20, Z17
+	VMOVDQU32        1536(DX), Z18
+	VMOVDQU32        1600(DX), Z19
+	VMOVDQU32        1664(DX), Z20
+	VPDPBUSD.BCST    32(AX), Z18, Z1
+	VPDPBUSD.BCST    32(AX), Z19, Z3
+	VPDPBUSD.BCST    32(AX), Z20, Z5
+	VPDPBUSD.BCST    32(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    32(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    32(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    32(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    32(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    32(AX)(CX*2), Z20, Z17
+	VMOVDQU32        1728(DX), Z18
+	VMOVDQU32        1792(DX), Z19
+	VMOVDQU32        1856(DX), Z20
+	VPDPBUSD.BCST    36(AX), Z18, Z1
+	VPDPBUSD.BCST    36(AX), Z19, Z3
+	VPDPBUSD.BCST    36(AX), Z20, Z5
+	VPDPBUSD.BCST    36(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    36(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    36(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    36(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    36(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    36(AX)(CX*2), Z20, Z17
+	VMOVDQU32        1920(DX), Z18
+	VMOVDQU32        1984(DX), Z19
+	VMOVDQU32        2048(DX), Z20
+	VPDPBUSD.BCST    40(AX), Z18, Z1
+	VPDPBUSD.BCST    40(AX), Z19, Z3
+	VPDPBUSD.BCST    40(AX), Z20, Z5
+	VPDPBUSD.BCST    40(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    40(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    40(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    40(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    40(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    40(AX)(CX*2), Z20, Z17
+	VMOVDQU32        2112(DX), Z18
+	VMOVDQU32        2176(DX), Z19
+	VMOVDQU32        2240(DX), Z20
+	VPDPBUSD.BCST    44(AX), Z18, Z1
+	VPDPBUSD.BCST    44(AX), Z19, Z3
+	VPDPBUSD.BCST    44(AX), Z20, Z5
+	VPDPBUSD.BCST    44(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    44(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    44(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    44(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    44(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    44(AX)(CX*2), Z20, Z17
+	VMOVDQU32        2304(DX), Z18
+	VMOVDQU32        2368(DX), Z19
+	VMOVDQU32        2432(DX), Z20
+	VPDPBUSD.BCST    48(AX), Z18, Z1
+	VPDPBUSD.BCST    48(AX), Z19, Z3
+	VPDPBUSD.BCST    48(AX), Z20, Z5
+	VPDPBUSD.BCST    48(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    48(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    48(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    48(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    48(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    48(AX)(CX*2), Z20, Z17
+	VMOVDQU32        2496(DX), Z18
+	VMOVDQU32        2560(DX), Z19
+	VMOVDQU32        2624(DX), Z20
+	VPDPBUSD.BCST    52(AX), Z18, Z1
+	VPDPBUSD.BCST    52(AX), Z19, Z3
+	VPDPBUSD.BCST    52(AX), Z20, Z5
+	VPDPBUSD.BCST    52(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    52(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    52(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    52(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    52(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    52(AX)(CX*2), Z20, Z17
+	VMOVDQU32        2688(DX), Z18
+	VMOVDQU32        2752(DX), Z19
+	VMOVDQU32        2816(DX), Z20
+	VPDPBUSD.BCST    56(AX), Z18, Z1
+	VPDPBUSD.BCST    56(AX), Z19, Z3
+	VPDPBUSD.BCST    56(AX), Z20, Z5
+	VPDPBUSD.BCST    56(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    56(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    56(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    56(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    56(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    56(AX)(CX*2), Z20, Z17
+	VMOVDQU32        2880(DX), Z18
+	VMOVDQU32        2944(DX), Z19
+	VMOVDQU32        3008(DX), Z20
+	VPDPBUSD.BCST    60(AX), Z18, Z1
+	VPDPBUSD.BCST    60(AX), Z19, Z3
+	VPDPBUSD.BCST    60(AX), Z20, Z5
+	VPDPBUSD.BCST    60(AX)(CX*1), Z18, Z7
+	VPDPBUSD.BCST    60(AX)(CX*1), Z19, Z9
+	VPDPBUSD.BCST    60(AX)(CX*1), Z20, Z11
+	VPDPBUSD.BCST    60(AX)(CX*2), Z18, Z13
+	VPDPBUSD.BCST    60(AX)(CX*2), Z19, Z15
+	VPDPBUSD.BCST    60(AX)(CX*2), Z20, Z17
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000c00, DX
+	VMOVUPS          192(DX), Z18
+	VMOVUPS          256(DX), Z19
+	VMOVUPS          320(DX), Z20
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z18, Z0
+	VPSUBD.BCST      (SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(DX), Z3, Z3
+	VFMADD231PS.BCST 4(SI), Z3, Z2
+	VFMADD231PS.BCST 8(SI), Z19, Z2
+	VPSUBD.BCST      (SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           128(DX), Z5, Z5
+	VFMADD231PS.BCST 4(SI), Z5, Z4
+	VFMADD231PS.BCST 8(SI), Z20, Z4
+	VPSUBD.BCST      16(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           (DX), Z7, Z7
+	VFMADD231PS.BCST 20(SI), Z7, Z6
+	VFMADD231PS.BCST 24(SI), Z18, Z6
+	VPSUBD.BCST      16(SI), Z9, Z9
+	VCVTDQ2PS        Z9, Z9
+	VMULPS           64(DX), Z9, Z9
+	VFMADD231PS.BCST 20(SI), Z9, Z8
+	VFMADD231PS.BCST 24(SI), Z19, Z8
+	VPSUBD.BCST      16(SI), Z11, Z11
+	VCVTDQ2PS        Z11, Z11
+	VMULPS           128(DX), Z11, Z11
+	VFMADD231PS.BCST 20(SI), Z11, Z10
+	VFMADD231PS.BCST 24(SI), Z20, Z10
+	VPSUBD.BCST      32(SI), Z13, Z13
+	VCVTDQ2PS        Z13, Z13
+	VMULPS           (DX), Z13, Z13
+	VFMADD231PS.BCST 36(SI), Z13, Z12
+	VFMADD231PS.BCST 40(SI), Z18, Z12
+	VPSUBD.BCST      32(SI), Z15, Z15
+	VCVTDQ2PS        Z15, Z15
+	VMULPS           64(DX), Z15, Z15
+	VFMADD231PS.BCST 36(SI), Z15, Z14
+	VFMADD231PS.BCST 40(SI), Z19, Z14
+	VPSUBD.BCST      32(SI), Z17, Z17
+	VCVTDQ2PS        Z17, Z17
+	VMULPS           128(DX), Z17, Z17
+	VFMADD231PS.BCST 36(SI), Z17, Z16
+	VFMADD231PS.BCST 40(SI), Z20, Z16
+	ADDQ             $0x00000180, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm3x3VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	VADDPS           128(AX), Z4, Z4
+	VMOVUPS          Z4, 128(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z6, Z6
+	VMOVUPS          Z6, (CX)
+	VADDPS           64(AX), Z8, Z8
+	VMOVUPS          Z8, 64(CX)
+	VADDPS           128(AX), Z10, Z10
+	VMOVUPS          Z10, 128(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z12, Z12
+	VMOVUPS          Z12, (CX)
+	VADDPS           64(AX), Z14, Z14
+	VMOVUPS          Z14, 64(CX)
+	VADDPS           128(AX), Z16, Z16
+	VMOVUPS          Z16, 128(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm4x1VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm4x1VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	LEAQ   (CX)(CX*2), R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+
+qgemm4x1VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VMOVDQU32        (DX), Z8
+	VPDPBUSD.BCST    (AX), Z8, Z1
+	VPDPBUSD.BCST    (AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    (AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    (AX)(R8*1), Z8, Z7
+	VMOVDQU32        64(DX), Z8
+	VPDPBUSD.BCST    4(AX), Z8, Z1
+	VPDPBUSD.BCST    4(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    4(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    4(AX)(R8*1), Z8, Z7
+	VMOVDQU32        128(DX), Z8
+	VPDPBUSD.BCST    8(AX), Z8, Z1
+	VPDPBUSD.BCST    8(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    8(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    8(AX)(R8*1), Z8, Z7
+	VMOVDQU32        192(DX), Z8
+	VPDPBUSD.BCST    12(AX), Z8, Z1
+	VPDPBUSD.BCST    12(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    12(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    12(AX)(R8*1), Z8, Z7
+	VMOVDQU32        256(DX), Z8
+	VPDPBUSD.BCST    16(AX), Z8, Z1
+	VPDPBUSD.BCST    16(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    16(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    16(AX)(R8*1), Z8, Z7
+	VMOVDQU32        320(DX), Z8
+	VPDPBUSD.BCST    20(AX), Z8, Z1
+	VPDPBUSD.BCST    20(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    20(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    20(AX)(R8*1), Z8, Z7
+	VMOVDQU32        384(DX), Z8
+	VPDPBUSD.BCST    24(AX), Z8, Z1
+	VPDPBUSD.BCST    24(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    24(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    24(AX)(R8*1), Z8, Z7
+	VMOVDQU32        448(DX), Z8
+	VPDPBUSD.BCST    28(AX), Z8, Z1
+	VPDPBUSD.BCST    28(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    28(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    28(AX)(R8*1), Z8, Z7
+	VMOVDQU32        512(DX), Z8
+	VPDPBUSD.BCST    32(AX), Z8, Z1
+	VPDPBUSD.BCST    32(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    32(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    32(AX)(R8*1), Z8, Z7
+	VMOVDQU32        576(DX), Z8
+	VPDPBUSD.BCST    36(AX), Z8, Z1
+	VPDPBUSD.BCST    36(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    36(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    36(AX)(R8*1), Z8, Z7
+	VMOVDQU32        640(DX), Z8
+	VPDPBUSD.BCST    40(AX), Z8, Z1
+	VPDPBUSD.BCST    40(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    40(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    40(AX)(R8*1), Z8, Z7
+	VMOVDQU32        704(DX), Z8
+	VPDPBUSD.BCST    44(AX), Z8, Z1
+	VPDPBUSD.BCST    44(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    44(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    44(AX)(R8*1), Z8, Z7
+	VMOVDQU32        768(DX), Z8
+	VPDPBUSD.BCST    48(AX), Z8, Z1
+	VPDPBUSD.BCST    48(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    48(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    48(AX)(R8*1), Z8, Z7
+	VMOVDQU32        832(DX), Z8
+	VPDPBUSD.BCST    52(AX), Z8, Z1
+	VPDPBUSD.BCST    52(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    52(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    52(AX)(R8*1), Z8, Z7
+	VMOVDQU32        896(DX), Z8
+	VPDPBUSD.BCST    56(AX), Z8, Z1
+	VPDPBUSD.BCST    56(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    56(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    56(AX)(R8*1), Z8, Z7
+	VMOVDQU32        960(DX), Z8
+	VPDPBUSD.BCST    60(AX), Z8, Z1
+	VPDPBUSD.BCST    60(AX)(CX*1), Z8, Z3
+	VPDPBUSD.BCST    60(AX)(CX*2), Z8, Z5
+	VPDPBUSD.BCST    60(AX)(R8*1), Z8, Z7
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000400, DX
+	VMOVUPS          64(DX), Z8
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z8, Z0
+	VPSUBD.BCST      16(SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           (DX), Z3, Z3
+	VFMADD231PS.BCST 20(SI), Z3, Z2
+	VFMADD231PS.BCST 24(SI), Z8, Z2
+	VPSUBD.BCST      32(SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           (DX), Z5, Z5
+	VFMADD231PS.BCST 36(SI), Z5, Z4
+	VFMADD231PS.BCST 40(SI), Z8, Z4
+	VPSUBD.BCST      48(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           (DX), Z7, Z7
+	VFMADD231PS.BCST 52(SI), Z7, Z6
+	VFMADD231PS.BCST 56(SI), Z8, Z6
+	ADDQ             $0x00000080, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm4x1VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z2, Z2
+	VMOVUPS          Z2, (CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z4, Z4
+	VMOVUPS          Z4, (CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z6, Z6
+	VMOVUPS          Z6, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm4x2VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm4x2VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	LEAQ   (CX)(CX*2), R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+	VXORPS Z8, Z8, Z8
+	VXORPS Z10, Z10, Z10
+	VXORPS Z12, Z12, Z12
+	VXORPS Z14, Z14, Z14
+
+qgemm4x2VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VPXORD           Z9, Z9, Z9
+	VPXORD           Z11, Z11, Z11
+	VPXORD           Z13, Z13, Z13
+	VPXORD           Z15, Z15, Z15
+	VMOVDQU32        (DX), Z16
+	VMOVDQU32        64(DX), Z17
+	VPDPBUSD.BCST    (AX), Z16, Z1
+	VPDPBUSD.BCST    (AX), Z17, Z3
+	VPDPBUSD.BCST    (AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    (AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    (AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    (AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    (AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    (AX)(R8*1), Z17, Z15
+	VMOVDQU32        128(DX), Z16
+	VMOVDQU32        192(DX), Z17
+	VPDPBUSD.BCST    4(AX), Z16, Z1
+	VPDPBUSD.BCST    4(AX), Z17, Z3
+	VPDPBUSD.BCST    4(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    4(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    4(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    4(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    4(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    4(AX)(R8*1), Z17, Z15
+	VMOVDQU32        256(DX), Z16
+	VMOVDQU32        320(DX), Z17
+	VPDPBUSD.BCST    8(AX), Z16, Z1
+	VPDPBUSD.BCST    8(AX), Z17, Z3
+	VPDPBUSD.BCST    8(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    8(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    8(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    8(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    8(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    8(AX)(R8*1), Z17, Z15
+	VMOVDQU32        384(DX), Z16
+	VMOVDQU32        448(DX), Z17
+	VPDPBUSD.BCST    12(AX), Z16, Z1
+	VPDPBUSD.BCST    12(AX), Z17, Z3
+	VPDPBUSD.BCST    12(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    12(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    12(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    12(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    12(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    12(AX)(R8*1), Z17, Z15
+	VMOVDQU32        512(DX), Z16
+	VMOVDQU32        576(DX), Z17
+	VPDPBUSD.BCST    16(AX), Z16, Z1
+	VPDPBUSD.BCST    16(AX), Z17, Z3
+	VPDPBUSD.BCST    16(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    16(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    16(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    16(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    16(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    16(AX)(R8*1), Z17, Z15
+	VMOVDQU32        640(DX), Z16
+	VMOVDQU32        704(DX), Z17
+	VPDPBUSD.BCST    20(AX), Z16, Z1
+	VPDPBUSD.BCST    20(AX), Z17, Z3
+	VPDPBUSD.BCST    20(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    20(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    20(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    20(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    20(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    20(AX)(R8*1), Z17, Z15
+	VMOVDQU32        768(DX), Z16
+	VMOVDQU32        832(DX), Z17
+	VPDPBUSD.BCST    24(AX), Z16, Z1
+	VPDPBUSD.BCST    24(AX), Z17, Z3
+	VPDPBUSD.BCST    24(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    24(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    24(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    24(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    24(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    24(AX)(R8*1), Z17, Z15
+	VMOVDQU32        896(DX), Z16
+	VMOVDQU32        960(DX), Z17
+	VPDPBUSD.BCST    28(AX), Z16, Z1
+	VPDPBUSD.BCST    28(AX), Z17, Z3
+	VPDPBUSD.BCST    28(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    28(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    28(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    28(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    28(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    28(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1024(DX), Z16
+	VMOVDQU32        1088(DX), Z17
+	VPDPBUSD.BCST    32(AX), Z16, Z1
+	VPDPBUSD.BCST    32(AX), Z17, Z3
+	VPDPBUSD.BCST    32(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    32(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    32(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    32(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    32(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    32(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1152(DX), Z16
+	VMOVDQU32        1216(DX), Z17
+	VPDPBUSD.BCST    36(AX), Z16, Z1
+	VPDPBUSD.BCST    36(AX), Z17, Z3
+	VPDPBUSD.BCST    36(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    36(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    36(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    36(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    36(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    36(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1280(DX), Z16
+	VMOVDQU32        1344(DX), Z17
+	VPDPBUSD.BCST    40(AX), Z16, Z1
+	VPDPBUSD.BCST    40(AX), Z17, Z3
+	VPDPBUSD.BCST    40(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    40(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    40(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    40(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    40(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    40(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1408(DX), Z16
+	VMOVDQU32        1472(DX), Z17
+	VPDPBUSD.BCST    44(AX), Z16, Z1
+	VPDPBUSD.BCST    44(AX), Z17, Z3
+	VPDPBUSD.BCST    44(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    44(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    44(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    44(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    44(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    44(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1536(DX), Z16
+	VMOVDQU32        1600(DX), Z17
+	VPDPBUSD.BCST    48(AX), Z16, Z1
+	VPDPBUSD.BCST    48(AX), Z17, Z3
+	VPDPBUSD.BCST    48(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    48(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    48(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    48(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    48(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    48(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1664(DX), Z16
+	VMOVDQU32        1728(DX), Z17
+	VPDPBUSD.BCST    52(AX), Z16, Z1
+	VPDPBUSD.BCST    52(AX), Z17, Z3
+	VPDPBUSD.BCST    52(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    52(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    52(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    52(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    52(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    52(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1792(DX), Z16
+	VMOVDQU32        1856(DX), Z17
+	VPDPBUSD.BCST    56(AX), Z16, Z1
+	VPDPBUSD.BCST    56(AX), Z17, Z3
+	VPDPBUSD.BCST    56(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    56(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    56(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    56(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    56(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    56(AX)(R8*1), Z17, Z15
+	VMOVDQU32        1920(DX), Z16
+	VMOVDQU32        1984(DX), Z17
+	VPDPBUSD.BCST    60(AX), Z16, Z1
+	VPDPBUSD.BCST    60(AX), Z17, Z3
+	VPDPBUSD.BCST    60(AX)(CX*1), Z16, Z5
+	VPDPBUSD.BCST    60(AX)(CX*1), Z17, Z7
+	VPDPBUSD.BCST    60(AX)(CX*2), Z16, Z9
+	VPDPBUSD.BCST    60(AX)(CX*2), Z17, Z11
+	VPDPBUSD.BCST    60(AX)(R8*1), Z16, Z13
+	VPDPBUSD.BCST    60(AX)(R8*1), Z17, Z15
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000800, DX
+	VMOVUPS          128(DX), Z16
+	VMOVUPS          192(DX), Z17
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z16, Z0
+	VPSUBD.BCST      (SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(DX), Z3, Z3
+	VFMADD231PS.BCST 4(SI), Z3, Z2
+	VFMADD231PS.BCST 8(SI), Z17, Z2
+	VPSUBD.BCST      16(SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           (DX), Z5, Z5
+	VFMADD231PS.BCST 20(SI), Z5, Z4
+	VFMADD231PS.BCST 24(SI), Z16, Z4
+	VPSUBD.BCST      16(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           64(DX), Z7, Z7
+	VFMADD231PS.BCST 20(SI), Z7, Z6
+	VFMADD231PS.BCST 24(SI), Z17, Z6
+	VPSUBD.BCST      32(SI), Z9, Z9
+	VCVTDQ2PS        Z9, Z9
+	VMULPS           (DX), Z9, Z9
+	VFMADD231PS.BCST 36(SI), Z9, Z8
+	VFMADD231PS.BCST 40(SI), Z16, Z8
+	VPSUBD.BCST      32(SI), Z11, Z11
+	VCVTDQ2PS        Z11, Z11
+	VMULPS           64(DX), Z11, Z11
+	VFMADD231PS.BCST 36(SI), Z11, Z10
+	VFMADD231PS.BCST 40(SI), Z17, Z10
+	VPSUBD.BCST      48(SI), Z13, Z13
+	VCVTDQ2PS        Z13, Z13
+	VMULPS           (DX), Z13, Z13
+	VFMADD231PS.BCST 52(SI), Z13, Z12
+	VFMADD231PS.BCST 56(SI), Z16, Z12
+	VPSUBD.BCST      48(SI), Z15, Z15
+	VCVTDQ2PS        Z15, Z15
+	VMULPS           64(DX), Z15, Z15
+	VFMADD231PS.BCST 52(SI), Z15, Z14
+	VFMADD231PS.BCST 56(SI), Z17, Z14
+	ADDQ             $0x00000100, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm4x2VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z4, Z4
+	VMOVUPS          Z4, (CX)
+	VADDPS           64(AX), Z6, Z6
+	VMOVUPS          Z6, 64(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z8, Z8
+	VMOVUPS          Z8, (CX)
+	VADDPS           64(AX), Z10, Z10
+	VMOVUPS          Z10, 64(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z12, Z12
+	VMOVUPS          Z12, (CX)
+	VADDPS           64(AX), Z14, Z14
+	VMOVUPS          Z14, 64(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm4x3VNNI(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512_VNNI
+TEXT ·qgemm4x3VNNI(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	LEAQ   (CX)(CX*2), R8
+	VXORPS Z0, Z0, Z0
+	VXORPS Z2, Z2, Z2
+	VXORPS Z4, Z4, Z4
+	VXORPS Z6, Z6, Z6
+	VXORPS Z8, Z8, Z8
+	VXORPS Z10, Z10, Z10
+	VXORPS Z12, Z12, Z12
+	VXORPS Z14, Z14, Z14
+	VXORPS Z16, Z16, Z16
+	VXORPS Z18, Z18, Z18
+	VXORPS Z20, Z20, Z20
+	VXORPS Z22, Z22, Z22
+
+qgemm4x3VNNI_group:
+	VPXORD           Z1, Z1, Z1
+	VPXORD           Z3, Z3, Z3
+	VPXORD           Z5, Z5, Z5
+	VPXORD           Z7, Z7, Z7
+	VPXORD           Z9, Z9, Z9
+	VPXORD           Z11, Z11, Z11
+	VPXORD           Z13, Z13, Z13
+	VPXORD           Z15, Z15, Z15
+	VPXORD           Z17, Z17, Z17
+	VPXORD           Z19, Z19, Z19
+	VPXORD           Z21, Z21, Z21
+	VPXORD           Z23, Z23, Z23
+	VMOVDQU32        (DX), Z24
+	VMOVDQU32        64(DX), Z25
+	VMOVDQU32        128(DX), Z26
+	VPDPBUSD.BCST    (AX), Z24, Z1
+	VPDPBUSD.BCST    (AX), Z25, Z3
+	VPDPBUSD.BCST    (AX), Z26, Z5
+	VPDPBUSD.BCST    (AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    (AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    (AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    (AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    (AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    (AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    (AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    (AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    (AX)(R8*1), Z26, Z23
+	VMOVDQU32        192(DX), Z24
+	VMOVDQU32        256(DX), Z25
+	VMOVDQU32        320(DX), Z26
+	VPDPBUSD.BCST    4(AX), Z24, Z1
+	VPDPBUSD.BCST    4(AX), Z25, Z3
+	VPDPBUSD.BCST    4(AX), Z26, Z5
+	VPDPBUSD.BCST    4(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    4(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    4(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    4(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    4(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    4(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    4(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    4(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    4(AX)(R8*1), Z26, Z23
+	VMOVDQU32        384(DX), Z24
+	VMOVDQU32        448(DX), Z25
+	VMOVDQU32        512(DX), Z26
+	VPDPBUSD.BCST    8(AX), Z24, Z1
+	VPDPBUSD.BCST    8(AX), Z25, Z3
+	VPDPBUSD.BCST    8(AX), Z26, Z5
+	VPDPBUSD.BCST    8(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    8(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    8(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    8(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    8(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    8(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    8(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    8(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    8(AX)(R8*1), Z26, Z23
+	VMOVDQU32        576(DX), Z24
+	VMOVDQU32        640(DX), Z25
+	VMOVDQU32        704(DX), Z26
+	VPDPBUSD.BCST    12(AX), Z24, Z1
+	VPDPBUSD.BCST    12(AX), Z25, Z3
+	VPDPBUSD.BCST    12(AX), Z26, Z5
+	VPDPBUSD.BCST    12(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    12(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    12(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    12(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    12(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    12(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    12(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    12(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    12(AX)(R8*1), Z26, Z23
+	VMOVDQU32        768(DX), Z24
+	VMOVDQU32        832(DX), Z25
+	VMOVDQU32        896(DX), Z26
+	VPDPBUSD.BCST    16(AX), Z24, Z1
+	VPDPBUSD.BCST    16(AX), Z25, Z3
+	VPDPBUSD.BCST    16(AX), Z26, Z5
+	VPDPBUSD.BCST    16(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    16(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    16(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    16(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    16(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    16(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    16(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    16(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    16(AX)(R8*1), Z26, Z23
+	VMOVDQU32        960(DX), Z24
+	VMOVDQU32        1024(DX), Z25
+	VMOVDQU32        1088(DX), Z26
+	VPDPBUSD.BCST    20(AX), Z24, Z1
+	VPDPBUSD.BCST    20(AX), Z25, Z3
+	VPDPBUSD.BCST    20(AX), Z26, Z5
+	VPDPBUSD.BCST    20(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    20(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    20(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    20(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    20(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    20(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    20(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    20(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    20(AX)(R8*1), Z26, Z23
+	VMOVDQU32        1152(DX), Z24
+	VMOVDQU32        1216(DX), Z25
+	VMOVDQU32        1280(DX), Z26
+	VPDPBUSD.BCST    24(AX), Z24, Z1
+	VPDPBUSD.BCST    24(AX), Z25, Z3
+	VPDPBUSD.BCST    24(AX), Z26, Z5
+	VPDPBUSD.BCST    24(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    24(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    24(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    24(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    24(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    24(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    24(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    24(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    24(AX)(R8*1), Z26, Z23
+	VMOVDQU32        1344(DX), Z24
+	VMOVDQU32        1408(DX), Z25
+	VMOVDQU32        1472(DX), Z26
+	VPDPBUSD.BCST    28(AX), Z24, Z1
+	VPDPBUSD.BCST    28(AX), Z25, Z3
+	VPDPBUSD.BCST    28(AX), Z26, Z5
+	VPDPBUSD.BCST    28(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    28(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    28(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    28(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    28(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    28(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    28(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    28(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    28(AX)(R8*1), Z26, Z23
+	VMOVDQU32        1536(DX), Z24
+	VMOVDQU32        1600(DX), Z25
+	VMOVDQU32        1664(DX), Z26
+	VPDPBUSD.BCST    32(AX), Z24, Z1
+	VPDPBUSD.BCST    32(AX), Z25, Z3
+	VPDPBUSD.BCST    32(AX), Z26, Z5
+	VPDPBUSD.BCST    32(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    32(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    32(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    32(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    32(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    32(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    32(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    32(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    32(AX)(R8*1), Z26, Z23
+	VMOVDQU32        1728(DX), Z24
+	VMOVDQU32        1792(DX), Z25
+	VMOVDQU32        1856(DX), Z26
+	VPDPBUSD.BCST    36(AX), Z24, Z1
+	VPDPBUSD.BCST    36(AX), Z25, Z3
+	VPDPBUSD.BCST    36(AX), Z26, Z5
+	VPDPBUSD.BCST    36(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    36(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    36(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    36(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    36(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    36(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    36(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    36(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    36(AX)(R8*1), Z26, Z23
+	VMOVDQU32        1920(DX), Z24
+	VMOVDQU32        1984(DX), Z25
+	VMOVDQU32        2048(DX), Z26
+	VPDPBUSD.BCST    40(AX), Z24, Z1
+	VPDPBUSD.BCST    40(AX), Z25, Z3
+	VPDPBUSD.BCST    40(AX), Z26, Z5
+	VPDPBUSD.BCST    40(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    40(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    40(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    40(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    40(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    40(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    40(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    40(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    40(AX)(R8*1), Z26, Z23
+	VMOVDQU32        2112(DX), Z24
+	VMOVDQU32        2176(DX), Z25
+	VMOVDQU32        2240(DX), Z26
+	VPDPBUSD.BCST    44(AX), Z24, Z1
+	VPDPBUSD.BCST    44(AX), Z25, Z3
+	VPDPBUSD.BCST    44(AX), Z26, Z5
+	VPDPBUSD.BCST    44(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    44(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    44(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    44(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    44(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    44(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    44(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    44(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    44(AX)(R8*1), Z26, Z23
+	VMOVDQU32        2304(DX), Z24
+	VMOVDQU32        2368(DX), Z25
+	VMOVDQU32        2432(DX), Z26
+	VPDPBUSD.BCST    48(AX), Z24, Z1
+	VPDPBUSD.BCST    48(AX), Z25, Z3
+	VPDPBUSD.BCST    48(AX), Z26, Z5
+	VPDPBUSD.BCST    48(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    48(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    48(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    48(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    48(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    48(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    48(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    48(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    48(AX)(R8*1), Z26, Z23
+	VMOVDQU32        2496(DX), Z24
+	VMOVDQU32        2560(DX), Z25
+	VMOVDQU32        2624(DX), Z26
+	VPDPBUSD.BCST    52(AX), Z24, Z1
+	VPDPBUSD.BCST    52(AX), Z25, Z3
+	VPDPBUSD.BCST    52(AX), Z26, Z5
+	VPDPBUSD.BCST    52(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    52(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    52(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    52(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    52(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    52(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    52(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    52(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    52(AX)(R8*1), Z26, Z23
+	VMOVDQU32        2688(DX), Z24
+	VMOVDQU32        2752(DX), Z25
+	VMOVDQU32        2816(DX), Z26
+	VPDPBUSD.BCST    56(AX), Z24, Z1
+	VPDPBUSD.BCST    56(AX), Z25, Z3
+	VPDPBUSD.BCST    56(AX), Z26, Z5
+	VPDPBUSD.BCST    56(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    56(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    56(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    56(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    56(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    56(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    56(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    56(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    56(AX)(R8*1), Z26, Z23
+	VMOVDQU32        2880(DX), Z24
+	VMOVDQU32        2944(DX), Z25
+	VMOVDQU32        3008(DX), Z26
+	VPDPBUSD.BCST    60(AX), Z24, Z1
+	VPDPBUSD.BCST    60(AX), Z25, Z3
+	VPDPBUSD.BCST    60(AX), Z26, Z5
+	VPDPBUSD.BCST    60(AX)(CX*1), Z24, Z7
+	VPDPBUSD.BCST    60(AX)(CX*1), Z25, Z9
+	VPDPBUSD.BCST    60(AX)(CX*1), Z26, Z11
+	VPDPBUSD.BCST    60(AX)(CX*2), Z24, Z13
+	VPDPBUSD.BCST    60(AX)(CX*2), Z25, Z15
+	VPDPBUSD.BCST    60(AX)(CX*2), Z26, Z17
+	VPDPBUSD.BCST    60(AX)(R8*1), Z24, Z19
+	VPDPBUSD.BCST    60(AX)(R8*1), Z25, Z21
+	VPDPBUSD.BCST    60(AX)(R8*1), Z26, Z23
+	ADDQ             $0x40, AX
+	ADDQ             $0x00000c00, DX
+	VMOVUPS          192(DX), Z24
+	VMOVUPS          256(DX), Z25
+	VMOVUPS          320(DX), Z26
+	VPSUBD.BCST      (SI), Z1, Z1
+	VCVTDQ2PS        Z1, Z1
+	VMULPS           (DX), Z1, Z1
+	VFMADD231PS.BCST 4(SI), Z1, Z0
+	VFMADD231PS.BCST 8(SI), Z24, Z0
+	VPSUBD.BCST      (SI), Z3, Z3
+	VCVTDQ2PS        Z3, Z3
+	VMULPS           64(DX), Z3, Z3
+	VFMADD231PS.BCST 4(SI), Z3, Z2
+	VFMADD231PS.BCST 8(SI), Z25, Z2
+	VPSUBD.BCST      (SI), Z5, Z5
+	VCVTDQ2PS        Z5, Z5
+	VMULPS           128(DX), Z5, Z5
+	VFMADD231PS.BCST 4(SI), Z5, Z4
+	VFMADD231PS.BCST 8(SI), Z26, Z4
+	VPSUBD.BCST      16(SI), Z7, Z7
+	VCVTDQ2PS        Z7, Z7
+	VMULPS           (DX), Z7, Z7
+	VFMADD231PS.BCST 20(SI), Z7, Z6
+	VFMADD231PS.BCST 24(SI), Z24, Z6
+	VPSUBD.BCST      16(SI), Z9, Z9
+	VCVTDQ2PS        Z9, Z9
+	VMULPS           64(DX), Z9, Z9
+	VFMADD231PS.BCST 20(SI), Z9, Z8
+	VFMADD231PS.BCST 24(SI), Z25, Z8
+	VPSUBD.BCST      16(SI), Z11, Z11
+	VCVTDQ2PS        Z11, Z11
+	VMULPS           128(DX), Z11, Z11
+	VFMADD231PS.BCST 20(SI), Z11, Z10
+	VFMADD231PS.BCST 24(SI), Z26, Z10
+	VPSUBD.BCST      32(SI), Z13, Z13
+	VCVTDQ2PS        Z13, Z13
+	VMULPS           (DX), Z13, Z13
+	VFMADD231PS.BCST 36(SI), Z13, Z12
+	VFMADD231PS.BCST 40(SI), Z24, Z12
+	VPSUBD.BCST      32(SI), Z15, Z15
+	VCVTDQ2PS        Z15, Z15
+	VMULPS           64(DX), Z15, Z15
+	VFMADD231PS.BCST 36(SI), Z15, Z14
+	VFMADD231PS.BCST 40(SI), Z25, Z14
+	VPSUBD.BCST      32(SI), Z17, Z17
+	VCVTDQ2PS        Z17, Z17
+	VMULPS           128(DX), Z17, Z17
+	VFMADD231PS.BCST 36(SI), Z17, Z16
+	VFMADD231PS.BCST 40(SI), Z26, Z16
+	VPSUBD.BCST      48(SI), Z19, Z19
+	VCVTDQ2PS        Z19, Z19
+	VMULPS           (DX), Z19, Z19
+	VFMADD231PS.BCST 52(SI), Z19, Z18
+	VFMADD231PS.BCST 56(SI), Z24, Z18
+	VPSUBD.BCST      48(SI), Z21, Z21
+	VCVTDQ2PS        Z21, Z21
+	VMULPS           64(DX), Z21, Z21
+	VFMADD231PS.BCST 52(SI), Z21, Z20
+	VFMADD231PS.BCST 56(SI), Z25, Z20
+	VPSUBD.BCST      48(SI), Z23, Z23
+	VCVTDQ2PS        Z23, Z23
+	VMULPS           128(DX), Z23, Z23
+	VFMADD231PS.BCST 52(SI), Z23, Z22
+	VFMADD231PS.BCST 56(SI), Z26, Z22
+	ADDQ             $0x00000180, DX
+	ADDQ             DI, SI
+	DECQ             BX
+	JNZ              qgemm4x3VNNI_group
+	MOVQ             bias+48(FP), AX
+	MOVQ             out+56(FP), CX
+	MOVQ             ldo+64(FP), DX
+	SHLQ             $0x02, DX
+	VADDPS           (AX), Z0, Z0
+	VMOVUPS          Z0, (CX)
+	VADDPS           64(AX), Z2, Z2
+	VMOVUPS          Z2, 64(CX)
+	VADDPS           128(AX), Z4, Z4
+	VMOVUPS          Z4, 128(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z6, Z6
+	VMOVUPS          Z6, (CX)
+	VADDPS           64(AX), Z8, Z8
+	VMOVUPS          Z8, 64(CX)
+	VADDPS           128(AX), Z10, Z10
+	VMOVUPS          Z10, 128(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z12, Z12
+	VMOVUPS          Z12, (CX)
+	VADDPS           64(AX), Z14, Z14
+	VMOVUPS          Z14, 64(CX)
+	VADDPS           128(AX), Z16, Z16
+	VMOVUPS          Z16, 128(CX)
+	ADDQ             DX, CX
+	VADDPS           (AX), Z18, Z18
+	VMOVUPS          Z18, (CX)
+	VADDPS           64(AX), Z20, Z20
+	VMOVUPS          Z20, 64(CX)
+	VADDPS           128(AX), Z22, Z22
+	VMOVUPS          Z22, 128(CX)
+	VZEROUPPER
+	RET
+
+// func qgemm1x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·qgemm1x8AVX2(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), CX
+	MOVQ   groups+24(FP), DX
+	MOVQ   tp+32(FP), BX
+	MOVQ   tps+40(FP), SI
+	VXORPS Y0, Y0, Y0
+
+qgemm1x8AVX2_group:
+	VPXOR        Y1, Y1, Y1
+	VPMOVSXBW    (CX), Y2
+	VPBROADCASTD (AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    16(CX), Y2
+	VPBROADCASTD 4(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    32(CX), Y2
+	VPBROADCASTD 8(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    48(CX), Y2
+	VPBROADCASTD 12(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    64(CX), Y2
+	VPBROADCASTD 16(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    80(CX), Y2
+	VPBROADCASTD 20(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    96(CX), Y2
+	VPBROADCASTD 24(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    112(CX), Y2
+	VPBROADCASTD 28(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    128(CX), Y2
+	VPBROADCASTD 32(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    144(CX), Y2
+	VPBROADCASTD 36(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    160(CX), Y2
+	VPBROADCASTD 40(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    176(CX), Y2
+	VPBROADCASTD 44(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    192(CX), Y2
+	VPBROADCASTD 48(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    208(CX), Y2
+	VPBROADCASTD 52(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    224(CX), Y2
+	VPBROADCASTD 56(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    240(CX), Y2
+	VPBROADCASTD 60(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    256(CX), Y2
+	VPBROADCASTD 64(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    272(CX), Y2
+	VPBROADCASTD 68(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    288(CX), Y2
+	VPBROADCASTD 72(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    304(CX), Y2
+	VPBROADCASTD 76(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    320(CX), Y2
+	VPBROADCASTD 80(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    336(CX), Y2
+	VPBROADCASTD 84(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    352(CX), Y2
+	VPBROADCASTD 88(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    368(CX), Y2
+	VPBROADCASTD 92(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    384(CX), Y2
+	VPBROADCASTD 96(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    400(CX), Y2
+	VPBROADCASTD 100(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    416(CX), Y2
+	VPBROADCASTD 104(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    432(CX), Y2
+	VPBROADCASTD 108(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    448(CX), Y2
+	VPBROADCASTD 112(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    464(CX), Y2
+	VPBROADCASTD 116(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    480(CX), Y2
+	VPBROADCASTD 120(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VPMOVSXBW    496(CX), Y2
+	VPBROADCASTD 124(AX), Y3
+	VPMADDWD     Y3, Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	ADDQ         $0x80, AX
+	ADDQ         $0x00000200, CX
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (CX), Y1, Y1
+	VBROADCASTSS 4(BX), Y3
+	VFMADD231PS  Y3, Y1, Y0
+	VBROADCASTSS 8(BX), Y3
+	VFMADD231PS  32(CX), Y3, Y0
+	ADDQ         $0x40, CX
+	ADDQ         SI, BX
+	DECQ         DX
+	JNZ          qgemm1x8AVX2_group
+	MOVQ         bias+48(FP), AX
+	MOVQ         out+56(FP), CX
+	MOVQ         ldo+64(FP), DX
+	SHLQ         $0x02, DX
+	VADDPS       (AX), Y0, Y0
+	VMOVUPS      Y0, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm2x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·qgemm2x8AVX2(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+
+qgemm2x8AVX2_group:
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y3, Y3, Y3
+	VPMOVSXBW    (DX), Y4
+	VPBROADCASTD (AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD (AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    16(DX), Y4
+	VPBROADCASTD 4(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 4(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    32(DX), Y4
+	VPBROADCASTD 8(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 8(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    48(DX), Y4
+	VPBROADCASTD 12(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 12(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    64(DX), Y4
+	VPBROADCASTD 16(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 16(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    80(DX), Y4
+	VPBROADCASTD 20(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 20(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    96(DX), Y4
+	VPBROADCASTD 24(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 24(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    112(DX), Y4
+	VPBROADCASTD 28(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 28(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    128(DX), Y4
+	VPBROADCASTD 32(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 32(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    144(DX), Y4
+	VPBROADCASTD 36(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 36(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    160(DX), Y4
+	VPBROADCASTD 40(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 40(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    176(DX), Y4
+	VPBROADCASTD 44(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 44(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    192(DX), Y4
+	VPBROADCASTD 48(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 48(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    208(DX), Y4
+	VPBROADCASTD 52(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 52(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    224(DX), Y4
+	VPBROADCASTD 56(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 56(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    240(DX), Y4
+	VPBROADCASTD 60(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 60(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    256(DX), Y4
+	VPBROADCASTD 64(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 64(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    272(DX), Y4
+	VPBROADCASTD 68(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 68(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    288(DX), Y4
+	VPBROADCASTD 72(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 72(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    304(DX), Y4
+	VPBROADCASTD 76(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 76(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    320(DX), Y4
+	VPBROADCASTD 80(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 80(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    336(DX), Y4
+	VPBROADCASTD 84(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 84(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    352(DX), Y4
+	VPBROADCASTD 88(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 88(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    368(DX), Y4
+	VPBROADCASTD 92(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 92(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    384(DX), Y4
+	VPBROADCASTD 96(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 96(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    400(DX), Y4
+	VPBROADCASTD 100(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 100(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    416(DX), Y4
+	VPBROADCASTD 104(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 104(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    432(DX), Y4
+	VPBROADCASTD 108(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 108(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    448(DX), Y4
+	VPBROADCASTD 112(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 112(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    464(DX), Y4
+	VPBROADCASTD 116(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 116(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    480(DX), Y4
+	VPBROADCASTD 120(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 120(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	VPMOVSXBW    496(DX), Y4
+	VPBROADCASTD 124(AX), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y1, Y1
+	VPBROADCASTD 124(AX)(CX*1), Y5
+	VPMADDWD     Y5, Y4, Y5
+	VPADDD       Y5, Y3, Y3
+	ADDQ         $0x80, AX
+	ADDQ         $0x00000200, DX
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DX), Y1, Y1
+	VBROADCASTSS 4(SI), Y5
+	VFMADD231PS  Y5, Y1, Y0
+	VBROADCASTSS 8(SI), Y5
+	VFMADD231PS  32(DX), Y5, Y0
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DX), Y3, Y3
+	VBROADCASTSS 20(SI), Y5
+	VFMADD231PS  Y5, Y3, Y2
+	VBROADCASTSS 24(SI), Y5
+	VFMADD231PS  32(DX), Y5, Y2
+	ADDQ         $0x40, DX
+	ADDQ         DI, SI
+	DECQ         BX
+	JNZ          qgemm2x8AVX2_group
+	MOVQ         bias+48(FP), AX
+	MOVQ         out+56(FP), CX
+	MOVQ         ldo+64(FP), DX
+	SHLQ         $0x02, DX
+	VADDPS       (AX), Y0, Y0
+	VMOVUPS      Y0, (CX)
+	ADDQ         DX, CX
+	VADDPS       (AX), Y2, Y2
+	VMOVUPS      Y2, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm3x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·qgemm3x8AVX2(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y4, Y4, Y4
+
+qgemm3x8AVX2_group:
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y5, Y5, Y5
+	VPMOVSXBW    (DX), Y6
+	VPBROADCASTD (AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD (AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD (AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    16(DX), Y6
+	VPBROADCASTD 4(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 4(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 4(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    32(DX), Y6
+	VPBROADCASTD 8(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 8(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 8(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    48(DX), Y6
+	VPBROADCASTD 12(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 12(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 12(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    64(DX), Y6
+	VPBROADCASTD 16(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 16(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 16(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    80(DX), Y6
+	VPBROADCASTD 20(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 20(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 20(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    96(DX), Y6
+	VPBROADCASTD 24(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 24(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 24(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    112(DX), Y6
+	VPBROADCASTD 28(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 28(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 28(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    128(DX), Y6
+	VPBROADCASTD 32(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 32(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 32(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    144(DX), Y6
+	VPBROADCASTD 36(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 36(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 36(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    160(DX), Y6
+	VPBROADCASTD 40(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 40(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 40(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    176(DX), Y6
+	VPBROADCASTD 44(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 44(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 44(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    192(DX), Y6
+	VPBROADCASTD 48(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 48(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 48(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    208(DX), Y6
+	VPBROADCASTD 52(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 52(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 52(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    224(DX), Y6
+	VPBROADCASTD 56(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 56(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 56(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    240(DX), Y6
+	VPBROADCASTD 60(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 60(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 60(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    256(DX), Y6
+	VPBROADCASTD 64(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 64(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 64(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    272(DX), Y6
+	VPBROADCASTD 68(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 68(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 68(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    288(DX), Y6
+	VPBROADCASTD 72(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 72(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 72(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    304(DX), Y6
+	VPBROADCASTD 76(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 76(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 76(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    320(DX), Y6
+	VPBROADCASTD 80(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 80(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 80(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    336(DX), Y6
+	VPBROADCASTD 84(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 84(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 84(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    352(DX), Y6
+	VPBROADCASTD 88(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 88(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 88(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    368(DX), Y6
+	VPBROADCASTD 92(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 92(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 92(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    384(DX), Y6
+	VPBROADCASTD 96(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 96(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 96(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    400(DX), Y6
+	VPBROADCASTD 100(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 100(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 100(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    416(DX), Y6
+	VPBROADCASTD 104(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 104(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 104(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    432(DX), Y6
+	VPBROADCASTD 108(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 108(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 108(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    448(DX), Y6
+	VPBROADCASTD 112(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 112(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 112(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    464(DX), Y6
+	VPBROADCASTD 116(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 116(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 116(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    480(DX), Y6
+	VPBROADCASTD 120(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 120(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 120(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	VPMOVSXBW    496(DX), Y6
+	VPBROADCASTD 124(AX), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y1, Y1
+	VPBROADCASTD 124(AX)(CX*1), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y3, Y3
+	VPBROADCASTD 124(AX)(CX*2), Y7
+	VPMADDWD     Y7, Y6, Y7
+	VPADDD       Y7, Y5, Y5
+	ADDQ         $0x80, AX
+	ADDQ         $0x00000200, DX
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DX), Y1, Y1
+	VBROADCASTSS 4(SI), Y7
+	VFMADD231PS  Y7, Y1, Y0
+	VBROADCASTSS 8(SI), Y7
+	VFMADD231PS  32(DX), Y7, Y0
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DX), Y3, Y3
+	VBROADCASTSS 20(SI), Y7
+	VFMADD231PS  Y7, Y3, Y2
+	VBROADCASTSS 24(SI), Y7
+	VFMADD231PS  32(DX), Y7, Y2
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (DX), Y5, Y5
+	VBROADCASTSS 36(SI), Y7
+	VFMADD231PS  Y7, Y5, Y4
+	VBROADCASTSS 40(SI), Y7
+	VFMADD231PS  32(DX), Y7, Y4
+	ADDQ         $0x40, DX
+	ADDQ         DI, SI
+	DECQ         BX
+	JNZ          qgemm3x8AVX2_group
+	MOVQ         bias+48(FP), AX
+	MOVQ         out+56(FP), CX
+	MOVQ         ldo+64(FP), DX
+	SHLQ         $0x02, DX
+	VADDPS       (AX), Y0, Y0
+	VMOVUPS      Y0, (CX)
+	ADDQ         DX, CX
+	VADDPS       (AX), Y2, Y2
+	VMOVUPS      Y2, (CX)
+	ADDQ         DX, CX
+	VADDPS       (AX), Y4, Y4
+	VMOVUPS      Y4, (CX)
+	VZEROUPPER
+	RET
+
+// func qgemm4x8AVX2(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·qgemm4x8AVX2(SB), NOSPLIT, $0-72
+	MOVQ   a+0(FP), AX
+	MOVQ   lda+8(FP), CX
+	MOVQ   w+16(FP), DX
+	MOVQ   groups+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	LEAQ   (CX)(CX*2), R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+
+qgemm4x8AVX2_group:
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y7, Y7, Y7
+	VPMOVSXBW    (DX), Y8
+	VPBROADCASTD (AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD (AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD (AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD (AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    16(DX), Y8
+	VPBROADCASTD 4(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 4(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 4(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 4(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    32(DX), Y8
+	VPBROADCASTD 8(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 8(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 8(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 8(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    48(DX), Y8
+	VPBROADCASTD 12(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 12(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 12(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 12(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    64(DX), Y8
+	VPBROADCASTD 16(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 16(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 16(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 16(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    80(DX), Y8
+	VPBROADCASTD 20(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 20(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 20(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 20(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    96(DX), Y8
+	VPBROADCASTD 24(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 24(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 24(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 24(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    112(DX), Y8
+	VPBROADCASTD 28(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 28(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 28(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 28(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    128(DX), Y8
+	VPBROADCASTD 32(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 32(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 32(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 32(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    144(DX), Y8
+	VPBROADCASTD 36(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 36(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 36(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 36(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    160(DX), Y8
+	VPBROADCASTD 40(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 40(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 40(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 40(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    176(DX), Y8
+	VPBROADCASTD 44(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 44(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 44(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 44(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    192(DX), Y8
+	VPBROADCASTD 48(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 48(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 48(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 48(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    208(DX), Y8
+	VPBROADCASTD 52(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 52(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 52(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 52(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    224(DX), Y8
+	VPBROADCASTD 56(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 56(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 56(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 56(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    240(DX), Y8
+	VPBROADCASTD 60(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 60(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 60(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 60(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    256(DX), Y8
+	VPBROADCASTD 64(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 64(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 64(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 64(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    272(DX), Y8
+	VPBROADCASTD 68(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 68(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 68(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 68(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    288(DX), Y8
+	VPBROADCASTD 72(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 72(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 72(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 72(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    304(DX), Y8
+	VPBROADCASTD 76(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 76(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 76(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 76(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    320(DX), Y8
+	VPBROADCASTD 80(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 80(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 80(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 80(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    336(DX), Y8
+	VPBROADCASTD 84(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 84(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 84(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 84(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    352(DX), Y8
+	VPBROADCASTD 88(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 88(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 88(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 88(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    368(DX), Y8
+	VPBROADCASTD 92(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 92(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 92(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 92(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    384(DX), Y8
+	VPBROADCASTD 96(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 96(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 96(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 96(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    400(DX), Y8
+	VPBROADCASTD 100(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 100(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 100(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 100(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    416(DX), Y8
+	VPBROADCASTD 104(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 104(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 104(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 104(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    432(DX), Y8
+	VPBROADCASTD 108(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 108(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 108(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 108(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    448(DX), Y8
+	VPBROADCASTD 112(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 112(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 112(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 112(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    464(DX), Y8
+	VPBROADCASTD 116(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 116(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 116(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 116(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    480(DX), Y8
+	VPBROADCASTD 120(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 120(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 120(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 120(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	VPMOVSXBW    496(DX), Y8
+	VPBROADCASTD 124(AX), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y1, Y1
+	VPBROADCASTD 124(AX)(CX*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y3, Y3
+	VPBROADCASTD 124(AX)(CX*2), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y5, Y5
+	VPBROADCASTD 124(AX)(R8*1), Y9
+	VPMADDWD     Y9, Y8, Y9
+	VPADDD       Y9, Y7, Y7
+	ADDQ         $0x80, AX
+	ADDQ         $0x00000200, DX
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (DX), Y1, Y1
+	VBROADCASTSS 4(SI), Y9
+	VFMADD231PS  Y9, Y1, Y0
+	VBROADCASTSS 8(SI), Y9
+	VFMADD231PS  32(DX), Y9, Y0
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       (DX), Y3, Y3
+	VBROADCASTSS 20(SI), Y9
+	VFMADD231PS  Y9, Y3, Y2
+	VBROADCASTSS 24(SI), Y9
+	VFMADD231PS  32(DX), Y9, Y2
+	VCVTDQ2PS    Y5, Y5
+	VMULPS       (DX), Y5, Y5
+	VBROADCASTSS 36(SI), Y9
+	VFMADD231PS  Y9, Y5, Y4
+	VBROADCASTSS 40(SI), Y9
+	VFMADD231PS  32(DX), Y9, Y4
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       (DX), Y7, Y7
+	VBROADCASTSS 52(SI), Y9
+	VFMADD231PS  Y9, Y7, Y6
+	VBROADCASTSS 56(SI), Y9
+	VFMADD231PS  32(DX), Y9, Y6
+	ADDQ         $0x40, DX
+	ADDQ         DI, SI
+	DECQ         BX
+	JNZ          qgemm4x8AVX2_group
+	MOVQ         bias+48(FP), AX
+	MOVQ         out+56(FP), CX
+	MOVQ         ldo+64(FP), DX
+	SHLQ         $0x02, DX
+	VADDPS       (AX), Y0, Y0
+	VMOVUPS      Y0, (CX)
+	ADDQ         DX, CX
+	VADDPS       (AX), Y2, Y2
+	VMOVUPS      Y2, (CX)
+	ADDQ         DX, CX
+	VADDPS       (AX), Y4, Y4
+	VMOVUPS      Y4, (CX)
+	ADDQ         DX, CX
+	VADDPS       (AX), Y6, Y6
+	VMOVUPS      Y6, (CX)
+	VZEROUPPER
+	RET
+
+// func quantGroupsAVX512(x *float32, scale *float32, groups int, a *int8, tp *int32, tps int)
+// Requires: AVX, AVX2, AVX512DQ, AVX512F, AVX512VL
+TEXT ·quantGroupsAVX512(SB), NOSPLIT, $0-48
+	MOVQ   x+0(FP), AX
+	MOVQ   scale+8(FP), CX
+	MOVQ   groups+16(FP), DX
+	MOVQ   a+24(FP), BX
+	MOVQ   tp+32(FP), SI
+	MOVQ   tps+40(FP), DI
+	VXORPS Z0, Z0, Z0
+
+quant_group:
+	VMOVUPS       (AX), Z1
+	VMULPS        (CX), Z1, Z1
+	VMOVUPS       64(AX), Z2
+	VMULPS        64(CX), Z2, Z2
+	VMOVUPS       128(AX), Z3
+	VMULPS        128(CX), Z3, Z3
+	VMOVUPS       192(AX), Z4
+	VMULPS        192(CX), Z4, Z4
+	VMINPS        Z2, Z1, Z5
+	VMAXPS        Z2, Z1, Z6
+	VMINPS        Z3, Z5, Z5
+	VMAXPS        Z3, Z6, Z6
+	VMINPS        Z4, Z5, Z5
+	VMAXPS        Z4, Z6, Z6
+	VMINPS        Z0, Z5, Z5
+	VMAXPS        Z0, Z6, Z6
+	VEXTRACTF64X4 $0x01, Z5, Y7
+	VMINPS        Y7, Y5, Y7
+	VEXTRACTF32X4 $0x01, Y7, X5
+	VMINPS        X5, X7, X5
+	VPERMILPS     $0x4e, X5, X7
+	VMINPS        X7, X5, X5
+	VPERMILPS     $0xb1, X5, X7
+	VMINPS        X7, X5, X5
+	VEXTRACTF64X4 $0x01, Z6, Y7
+	VMAXPS        Y7, Y6, Y7
+	VEXTRACTF32X4 $0x01, Y7, X6
+	VMAXPS        X6, X7, X6
+	VPERMILPS     $0x4e, X6, X7
+	VMAXPS        X7, X6, X6
+	VPERMILPS     $0xb1, X6, X7
+	VMAXPS        X7, X6, X6
+	VSUBSS        X5, X6, X6
+	VDIVSS        q_c255<>+0(SB), X6, X6
+	VMOVD         X6, R8
+	CMPL          R8, $0x0da24260
+	JL            quant_zero
+	VMOVSS        q_one<>+0(SB), X7
+	VDIVSS        X6, X7, X7
+	VMULSS        X7, X5, X5
+	VCVTSS2SI     X5, R8
+	NEGL          R8
+	SUBL          $0x80, R8
+	VBROADCASTSS  X7, Z5
+	VPBROADCASTD  R8, Z7
+	VPXORD        Z8, Z8, Z8
+	VMULPS        Z5, Z1, Z1
+	VCVTPS2DQ     Z1, Z1
+	VPADDD        Z7, Z1, Z1
+	VPMAXSD.BCST  q_m128<>+0(SB), Z1, Z1
+	VPMINSD.BCST  q_p127<>+0(SB), Z1, Z1
+	VPADDD        Z1, Z8, Z8
+	VPMOVDB       Z1, (BX)
+	VMULPS        Z5, Z2, Z2
+	VCVTPS2DQ     Z2, Z2
+	VPADDD        Z7, Z2, Z2
+	VPMAXSD.BCST  q_m128<>+0(SB), Z2, Z2
+	VPMINSD.BCST  q_p127<>+0(SB), Z2, Z2
+	VPADDD        Z2, Z8, Z8
+	VPMOVDB       Z2, 16(BX)
+	VMULPS        Z5, Z3, Z3
+	VCVTPS2DQ     Z3, Z3
+	VPADDD        Z7, Z3, Z3
+	VPMAXSD.BCST  q_m128<>+0(SB), Z3, Z3
+	VPMINSD.BCST  q_p127<>+0(SB), Z3, Z3
+	VPADDD        Z3, Z8, Z8
+	VPMOVDB       Z3, 32(BX)
+	VMULPS        Z5, Z4, Z4
+	VCVTPS2DQ     Z4, Z4
+	VPADDD        Z7, Z4, Z4
+	VPMAXSD.BCST  q_m128<>+0(SB), Z4, Z4
+	VPMINSD.BCST  q_p127<>+0(SB), Z4, Z4
+	VPADDD        Z4, Z8, Z8
+	VPMOVDB       Z4, 48(BX)
+	VEXTRACTF64X4 $0x01, Z8, Y1
+	VPADDD        Y1, Y8, Y1
+	VEXTRACTF32X4 $0x01, Y1, X2
+	VPADDD        X2, X1, X2
+	VPERMILPS     $0x4e, X2, X1
+	VPADDD        X1, X2, X2
+	VPERMILPS     $0xb1, X2, X1
+	VPADDD        X1, X2, X2
+	VMOVD         X2, R9
+	SHLL          $0x07, R9
+	MOVL          R9, (SI)
+	VMOVSS        X6, 4(SI)
+	VCVTSI2SSL    R8, X9, X9
+	VMULSS        q_minus1<>+0(SB), X6, X1
+	VMULSS        X9, X1, X1
+	VMOVSS        X1, 8(SI)
+	JMP           quant_next
+
+quant_zero:
+	VMOVDQU32 Z0, (BX)
+	MOVQ      $0x00000000, (SI)
+	MOVL      $0x00000000, 8(SI)
+
+quant_next:
+	ADDQ $0x00000100, AX
+	ADDQ $0x00000100, CX
+	ADDQ $0x40, BX
+	ADDQ DI, SI
+	DECQ DX
+	JNZ  quant_group
+	VZEROUPPER
+	RET
+
+DATA q_c255<>+0(SB)/4, $0x437f0000
+GLOBL q_c255<>(SB), RODATA|NOPTR, $4
+
+DATA q_one<>+0(SB)/4, $0x3f800000
+GLOBL q_one<>(SB), RODATA|NOPTR, $4
+
+DATA q_minus1<>+0(SB)/4, $0xbf800000
+GLOBL q_minus1<>(SB), RODATA|NOPTR, $4
+
+DATA q_m128<>+0(SB)/4, $0xffffff80
+GLOBL q_m128<>(SB), RODATA|NOPTR, $4
+
+DATA q_p127<>+0(SB)/4, $0x0000007f
+GLOBL q_p127<>(SB), RODATA|NOPTR, $4
+
+// func geluAVX512(x *float32, n int)
+// Requires: AVX, AVX512F
+TEXT ·geluAVX512(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), AX
+	MOVQ n+8(FP), CX
+
+gelu_loop:
+	VMOVUPS          (AX), Z0
+	VMULPS.BCST      gelu_rsqrt2<>+0(SB), Z0, Z1
+	VMAXPS.BCST      gelu_lo4<>+0(SB), Z1, Z1
+	VMINPS.BCST      gelu_hi4<>+0(SB), Z1, Z1
+	VMULPS           Z1, Z1, Z2
+	VBROADCASTSS     gelu_p0<>+0(SB), Z3
+	VFMADD213PS.BCST gelu_p1<>+0(SB), Z2, Z3
+	VFMADD213PS.BCST gelu_p2<>+0(SB), Z2, Z3
+	VFMADD213PS.BCST gelu_p3<>+0(SB), Z2, Z3
+	VFMADD213PS.BCST gelu_p4<>+0(SB), Z2, Z3
+	VFMADD213PS.BCST gelu_p5<>+0(SB), Z2, Z3
+	VFMADD213PS.BCST gelu_p6<>+0(SB), Z2, Z3
+	VMULPS           Z1, Z3, Z3
+	VBROADCASTSS     gelu_q0<>+0(SB), Z1
+	VFMADD213PS.BCST gelu_q1<>+0(SB), Z2, Z1
+	VFMADD213PS.BCST gelu_q2<>+0(SB), Z2, Z1
+	VFMADD213PS.BCST gelu_q3<>+0(SB), Z2, Z1
+	VFMADD213PS.BCST gelu_q4<>+0(SB), Z2, Z1
+	VDIVPS           Z1, Z3, Z3
+	VADDPS.BCST      gelu_one<>+0(SB), Z3, Z3
+	VMULPS.BCST      gelu_half<>+0(SB), Z0, Z0
+	VMULPS           Z3, Z0, Z0
+	VMOVUPS          Z0, (AX)
+	ADDQ             $0x40, AX
+	SUBQ             $0x10, CX
+	JNZ              gelu_loop
+	VZEROUPPER
+	RET
+
+DATA gelu_p0<>+0(SB)/4, $0xaf95df0b
+GLOBL gelu_p0<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_p1<>+0(SB)/4, $0x32edffee
+GLOBL gelu_p1<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_p2<>+0(SB)/4, $0xb60cff51
+GLOBL gelu_p2<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_p3<>+0(SB)/4, $0xb86ec2d2
+GLOBL gelu_p3<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_p4<>+0(SB)/4, $0xba40ac63
+GLOBL gelu_p4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_p5<>+0(SB)/4, $0xbb41a1f6
+GLOBL gelu_p5<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_p6<>+0(SB)/4, $0xbc83dbd4
+GLOBL gelu_p6<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_q0<>+0(SB)/4, $0xb77460cd
+GLOBL gelu_q0<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_q1<>+0(SB)/4, $0xb95fbd29
+GLOBL gelu_q1<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_q2<>+0(SB)/4, $0xbadc924e
+GLOBL gelu_q2<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_q3<>+0(SB)/4, $0xbbf19bf8
+GLOBL gelu_q3<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_q4<>+0(SB)/4, $0xbc69b6a7
+GLOBL gelu_q4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_rsqrt2<>+0(SB)/4, $0x3f3504f3
+GLOBL gelu_rsqrt2<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_lo4<>+0(SB)/4, $0xc0800000
+GLOBL gelu_lo4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_hi4<>+0(SB)/4, $0x40800000
+GLOBL gelu_hi4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_half<>+0(SB)/4, $0x3f000000
+GLOBL gelu_half<>(SB), RODATA|NOPTR, $4
+
+DATA gelu_one<>+0(SB)/4, $0x3f800000
+GLOBL gelu_one<>(SB), RODATA|NOPTR, $4
+
+// func softmaxAVX512(x *float32, n int)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL
+TEXT ·softmaxAVX512(SB), NOSPLIT, $0-16
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS sm_minf<>+0(SB), Z0
+	MOVQ         AX, DX
+	MOVQ         CX, BX
+
+sm_max:
+	VMAXPS        (DX), Z0, Z0
+	ADDQ          $0x40, DX
+	SUBQ          $0x10, BX
+	JNZ           sm_max
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VMAXPS        Y1, Y0, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VMAXPS        X0, X1, X0
+	VPERMILPS     $0x4e, X0, X1
+	VMAXPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VMAXPS        X1, X0, X0
+	VBROADCASTSS  X0, Z0
+	VXORPS        Z1, Z1, Z1
+	MOVQ          AX, DX
+	MOVQ          CX, BX
+
+sm_exp:
+	VMOVUPS           (DX), Z2
+	VSUBPS            Z0, Z2, Z2
+	VMULPS.BCST       sm_log2e<>+0(SB), Z2, Z3
+	VRNDSCALEPS       $0x00, Z3, Z3
+	VMAXPS.BCST       sm_xmin<>+0(SB), Z2, Z2
+	VMAXPS.BCST       sm_nmin<>+0(SB), Z3, Z4
+	VFNMADD231PS.BCST sm_ln2hi<>+0(SB), Z4, Z2
+	VFNMADD231PS.BCST sm_ln2lo<>+0(SB), Z4, Z2
+	VMOVAPS           Z2, Z4
+	VBROADCASTSS      sm_c0<>+0(SB), Z5
+	VFMADD213PS.BCST  sm_c1<>+0(SB), Z4, Z5
+	VFMADD213PS.BCST  sm_c2<>+0(SB), Z4, Z5
+	VFMADD213PS.BCST  sm_c3<>+0(SB), Z4, Z5
+	VFMADD213PS.BCST  sm_c4<>+0(SB), Z4, Z5
+	VFMADD213PS.BCST  sm_c5<>+0(SB), Z4, Z5
+	VMULPS            Z4, Z4, Z2
+	VFMADD213PS       Z4, Z2, Z5
+	VADDPS.BCST       sm_one<>+0(SB), Z5, Z5
+	VSCALEFPS         Z3, Z5, Z5
+	VMOVUPS           Z5, (DX)
+	VADDPS            Z5, Z1, Z1
+	ADDQ              $0x40, DX
+	SUBQ              $0x10, BX
+	JNZ               sm_exp
+	VEXTRACTF64X4     $0x01, Z1, Y0
+	VADDPS            Y0, Y1, Y0
+	VEXTRACTF32X4     $0x01, Y0, X1
+	VADDPS            X1, X0, X1
+	VPERMILPS         $0x4e, X1, X0
+	VADDPS            X0, X1, X1
+	VPERMILPS         $0xb1, X1, X0
+	VADDPS            X0, X1, X1
+	VMOVSS            sm_one<>+0(SB), X0
+	VDIVSS            X1, X0, X0
+	VBROADCASTSS      X0, Z0
+
+sm_scale:
+	VMULPS  (AX), Z0, Z2
+	VMOVUPS Z2, (AX)
+	ADDQ    $0x40, AX
+	SUBQ    $0x10, CX
+	JNZ     sm_scale
+	VZEROUPPER
+	RET
+
+DATA sm_minf<>+0(SB)/4, $0xff800000
+GLOBL sm_minf<>(SB), RODATA|NOPTR, $4
+
+DATA sm_log2e<>+0(SB)/4, $0x3fb8aa3b
+GLOBL sm_log2e<>(SB), RODATA|NOPTR, $4
+
+DATA sm_ln2hi<>+0(SB)/4, $0x3f318000
+GLOBL sm_ln2hi<>(SB), RODATA|NOPTR, $4
+
+DATA sm_ln2lo<>+0(SB)/4, $0xb95e8083
+GLOBL sm_ln2lo<>(SB), RODATA|NOPTR, $4
+
+DATA sm_xmin<>+0(SB)/4, $0xc2aeac4f
+GLOBL sm_xmin<>(SB), RODATA|NOPTR, $4
+
+DATA sm_nmin<>+0(SB)/4, $0xc2fc0000
+GLOBL sm_nmin<>(SB), RODATA|NOPTR, $4
+
+DATA sm_c0<>+0(SB)/4, $0x39506967
+GLOBL sm_c0<>(SB), RODATA|NOPTR, $4
+
+DATA sm_c1<>+0(SB)/4, $0x3ab743ce
+GLOBL sm_c1<>(SB), RODATA|NOPTR, $4
+
+DATA sm_c2<>+0(SB)/4, $0x3c088908
+GLOBL sm_c2<>(SB), RODATA|NOPTR, $4
+
+DATA sm_c3<>+0(SB)/4, $0x3d2aa9c1
+GLOBL sm_c3<>(SB), RODATA|NOPTR, $4
+
+DATA sm_c4<>+0(SB)/4, $0x3e2aaaaa
+GLOBL sm_c4<>(SB), RODATA|NOPTR, $4
+
+DATA sm_c5<>+0(SB)/4, $0x3f000000
+GLOBL sm_c5<>(SB), RODATA|NOPTR, $4
+
+DATA sm_one<>+0(SB)/4, $0x3f800000
+GLOBL sm_one<>(SB), RODATA|NOPTR, $4
+
+// func addLayerNormAVX512(x *float32, y *float32, w *float32, b *float32, n int, eps float32)
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, SSE
+TEXT ·addLayerNormAVX512(SB), NOSPLIT, $0-44
+	MOVQ   x+0(FP), AX
+	MOVQ   y+8(FP), CX
+	MOVQ   n+32(FP), DX
+	VXORPS Z0, Z0, Z0
+	MOVQ   AX, BX
+	MOVQ   DX, SI
+	TESTQ  CX, CX
+	JZ     ln_sum
+
+ln_add:
+	VMOVUPS (BX), Z1
+	VADDPS  (CX), Z1, Z1
+	VMOVUPS Z1, (BX)
+	VADDPS  Z1, Z0, Z0
+	ADDQ    $0x40, BX
+	ADDQ    $0x40, CX
+	SUBQ    $0x10, SI
+	JNZ     ln_add
+	JMP     ln_mean
+
+ln_sum:
+	VADDPS (BX), Z0, Z0
+	ADDQ   $0x40, BX
+	SUBQ   $0x10, SI
+	JNZ    ln_sum
+
+ln_mean:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y1
+	VEXTRACTF32X4 $0x01, Y1, X0
+	VADDPS        X0, X1, X0
+	VPERMILPS     $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VCVTSI2SSQ    DX, X2, X2
+	VDIVSS        X2, X0, X0
+	VBROADCASTSS  X0, Z0
+	VXORPS        Z3, Z3, Z3
+	MOVQ          AX, BX
+	MOVQ          DX, SI
+
+ln_var:
+	VMOVUPS       (BX), Z1
+	VSUBPS        Z0, Z1, Z1
+	VFMADD231PS   Z1, Z1, Z3
+	ADDQ          $0x40, BX
+	SUBQ          $0x10, SI
+	JNZ           ln_var
+	VEXTRACTF64X4 $0x01, Z3, Y1
+	VADDPS        Y1, Y3, Y1
+	VEXTRACTF32X4 $0x01, Y1, X3
+	VADDPS        X3, X1, X3
+	VPERMILPS     $0x4e, X3, X1
+	VADDPS        X1, X3, X3
+	VPERMILPS     $0xb1, X3, X1
+	VADDPS        X1, X3, X3
+	VDIVSS        X2, X3, X3
+	MOVSS         eps+40(FP), X1
+	VADDSS        X1, X3, X3
+	VSQRTSS       X3, X3, X3
+	VMOVSS        ln_one<>+0(SB), X1
+	VDIVSS        X3, X1, X1
+	VBROADCASTSS  X1, Z2
+	MOVQ          w+16(FP), CX
+	MOVQ          b+24(FP), BX
+
+ln_norm:
+	VMOVUPS     (AX), Z1
+	VSUBPS      Z0, Z1, Z1
+	VMULPS      Z2, Z1, Z1
+	VMOVUPS     (BX), Z3
+	VFMADD231PS (CX), Z1, Z3
+	VMOVUPS     Z3, (AX)
+	ADDQ        $0x40, AX
+	ADDQ        $0x40, CX
+	ADDQ        $0x40, BX
+	SUBQ        $0x10, DX
+	JNZ         ln_norm
+	VZEROUPPER
+	RET
+
+DATA ln_one<>+0(SB)/4, $0x3f800000
+GLOBL ln_one<>(SB), RODATA|NOPTR, $4
+
+// func scoresAVX512(q *float32, kt *float32, ldk int, n int, dh int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·scoresAVX512(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), AX
+	MOVQ kt+8(FP), CX
+	MOVQ ldk+16(FP), DX
+	MOVQ n+24(FP), BX
+	MOVQ out+40(FP), SI
+	SHLQ $0x02, DX
+
+sc_chunk:
+	MOVQ   dh+32(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+sc_i:
+	VBROADCASTSS (R8), Z4
+	VFMADD231PS  (R9), Z4, Z0
+	ADDQ         DX, R9
+	VBROADCASTSS 4(R8), Z4
+	VFMADD231PS  (R9), Z4, Z1
+	ADDQ         DX, R9
+	VBROADCASTSS 8(R8), Z4
+	VFMADD231PS  (R9), Z4, Z2
+	ADDQ         DX, R9
+	VBROADCASTSS 12(R8), Z4
+	VFMADD231PS  (R9), Z4, Z3
+	ADDQ         DX, R9
+	ADDQ         $0x10, R8
+	SUBQ         $0x04, DI
+	JNZ          sc_i
+	VADDPS       Z1, Z0, Z0
+	VADDPS       Z3, Z2, Z2
+	VADDPS       Z2, Z0, Z0
+	VMOVUPS      Z0, (SI)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, SI
+	SUBQ         $0x10, BX
+	JNZ          sc_chunk
+	VZEROUPPER
+	RET
+
+// func contextAVX512(p *float32, v *float32, ldv int, n int, dh int, out *float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·contextAVX512(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), AX
+	MOVQ v+8(FP), CX
+	MOVQ ldv+16(FP), DX
+	MOVQ dh+32(FP), BX
+	MOVQ out+40(FP), SI
+	SHLQ $0x02, DX
+
+ctx_chunk:
+	MOVQ   n+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+
+ctx_pair:
+	CMPQ         DI, $0x02
+	JL           ctx_last
+	VBROADCASTSS (R8), Z2
+	VFMADD231PS  (R9), Z2, Z0
+	ADDQ         DX, R9
+	VBROADCASTSS 4(R8), Z2
+	VFMADD231PS  (R9), Z2, Z1
+	ADDQ         DX, R9
+	ADDQ         $0x08, R8
+	SUBQ         $0x02, DI
+	JMP          ctx_pair
+
+ctx_last:
+	TESTQ        DI, DI
+	JZ           ctx_store
+	VBROADCASTSS (R8), Z2
+	VFMADD231PS  (R9), Z2, Z0
+
+ctx_store:
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ    $0x40, CX
+	ADDQ    $0x40, SI
+	SUBQ    $0x10, BX
+	JNZ     ctx_chunk
 	VZEROUPPER
 	RET

@@ -1,22 +1,22 @@
 package minilm
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+	"unsafe"
 
-// avx512Kernels are the avo-generated kernels of matmul_amd64.s.
+	"golang.org/x/sys/cpu"
+)
+
+// avx512Kernels are the avo-generated float32 and element-wise kernels of
+// matmul_amd64.s, with the pure-Go int8 matrix path.
 var avx512Kernels = kernels{
-	name: "avx512",
-	i8: [maxBlock]func([]int8, []float32, int, []float32){
-		dotRows1I8AVX512, dotRows2I8AVX512, dotRows3I8AVX512, dotRows4I8AVX512,
-		dotRows5I8AVX512, dotRows6I8AVX512, dotRows7I8AVX512, dotRows8I8AVX512,
-		dotRows9I8AVX512, dotRows10I8AVX512, dotRows11I8AVX512, dotRows12I8AVX512,
-		dotRows13I8AVX512, dotRows14I8AVX512, dotRows15I8AVX512, dotRows16I8AVX512,
-	},
-	i16: [maxBlock]func([]int16, []float32, int, []float32){
-		dotRows1I16AVX512, dotRows2I16AVX512, dotRows3I16AVX512, dotRows4I16AVX512,
-		dotRows5I16AVX512, dotRows6I16AVX512, dotRows7I16AVX512, dotRows8I16AVX512,
-		dotRows9I16AVX512, dotRows10I16AVX512, dotRows11I16AVX512, dotRows12I16AVX512,
-		dotRows13I16AVX512, dotRows14I16AVX512, dotRows15I16AVX512, dotRows16I16AVX512,
-	},
+	name:         "avx512",
+	quant:        quantizeActsAVX512,
+	gelu:         geluVec,
+	softmax:      softmaxVec,
+	addLayerNorm: addLayerNormVec,
+	scores:       scoresVec,
+	context:      contextVec,
 	f32: [maxBlock]func([]float32, []float32, int, []float32){
 		dotRows1F32AVX512, dotRows2F32AVX512, dotRows3F32AVX512, dotRows4F32AVX512,
 		dotRows5F32AVX512, dotRows6F32AVX512, dotRows7F32AVX512, dotRows8F32AVX512,
@@ -25,14 +25,132 @@ var avx512Kernels = kernels{
 	},
 }
 
-// supportedKernels lists the kernel sets this CPU runs, best first.
-// x/sys/cpu reports AVX-512 only when the OS saves the ZMM state too; the
-// kernels need AVX512F and AVX512VL.
-func supportedKernels() []*kernels {
-	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL {
-		return []*kernels{&avx512Kernels, &genericKernels}
-	}
-	return []*kernels{&genericKernels}
+// vnniQKernels are the int8 × int8 kernels, by tile height and panel width.
+var vnniQKernels = [4][3]qkernel{
+	{qgemm1x1VNNI, qgemm1x2VNNI, qgemm1x3VNNI},
+	{qgemm2x1VNNI, qgemm2x2VNNI, qgemm2x3VNNI},
+	{qgemm3x1VNNI, qgemm3x2VNNI, qgemm3x3VNNI},
+	{qgemm4x1VNNI, qgemm4x2VNNI, qgemm4x3VNNI},
 }
 
+// avx2QKernels are the AVX2 int8 kernels, by tile height.
+var avx2QKernels = [4]qkernelAVX2{qgemm1x8AVX2, qgemm2x8AVX2, qgemm3x8AVX2, qgemm4x8AVX2}
+
+// avx2Kernels are for CPUs with AVX2 and FMA but no AVX-512: the AVX2 int8
+// matrix kernels, the rest in Go.
+var avx2Kernels = func() kernels {
+	ks := genericKernels
+	ks.name = "avx2"
+	ks.qAVX2 = &avx2QKernels
+	return ks
+}()
+
+// avx512VNNIKernels adds the VNNI int8 kernels.
+var avx512VNNIKernels = func() kernels {
+	ks := avx512Kernels
+	ks.name = "avx512-vnni"
+	ks.q = &vnniQKernels
+	return ks
+}()
+
+// supportedKernels lists the kernel sets this CPU runs, best first.
+// x/sys/cpu reports AVX and AVX-512 only when the OS saves the YMM and ZMM
+// state too. The AVX-512 kernels need AVX512F, AVX512VL and AVX512DQ (the
+// EVEX VXORPS), the int8 ones also AVX512VNNI; without VNNI, the AVX2 int8
+// kernels serve (AVX2 and FMA).
+func supportedKernels() []*kernels {
+	var ks []*kernels
+	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ {
+		if cpu.X86.HasAVX512VNNI {
+			ks = append(ks, &avx512VNNIKernels)
+		}
+		if avx2 {
+			ks = append(ks, &avx512AVX2Kernels)
+		}
+		ks = append(ks, &avx512Kernels)
+	}
+	if avx2 {
+		ks = append(ks, &avx2Kernels)
+	}
+	return append(ks, &genericKernels)
+}
+
+// avx512AVX2Kernels are for AVX-512 CPUs without VNNI: the AVX-512 float32
+// and element-wise kernels with the AVX2 int8 ones.
+var avx512AVX2Kernels = func() kernels {
+	ks := avx512Kernels
+	ks.name = "avx512-avx2"
+	ks.qAVX2 = &avx2QKernels
+	return ks
+}()
+
 func bestKernels() kernels { return *supportedKernels()[0] }
+
+// quantizeActsAVX512 is quantizeActs, one token per call of the kernel.
+func quantizeActsAVX512(x []float32, T, K int, inScale []float32, a []int8, tp []qtok) {
+	_, _, _ = x[T*K-1], inScale[K-1], a[T*K-1]
+	_ = tp[K/groupSize*T-1]
+	for t := 0; t < T; t++ {
+		quantGroupsAVX512(&x[t*K], &inScale[0], K/groupSize, &a[t*K], (*int32)(unsafe.Pointer(&tp[t])), T*int(unsafe.Sizeof(qtok{})))
+	}
+}
+
+// geluVec is gelu, 16 values at a time (the tail, if any, in Go).
+func geluVec(x []float32) {
+	n := len(x) &^ 15
+	if n > 0 {
+		geluAVX512(&x[0], n)
+	}
+	gelu(x[n:])
+}
+
+// softmaxVec is softmaxPadded: the padding set to -Inf comes out as 0.
+func softmaxVec(x []float32, n int) {
+	if len(x)%16 != 0 || n == 0 {
+		softmaxPadded(x, n)
+		return
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = float32(math.Inf(-1))
+	}
+	softmaxAVX512(&x[0], len(x))
+}
+
+// addLayerNormVec is addLayerNorm for rows of a multiple of 16 values.
+func addLayerNormVec(x, y, w, b []float32, eps float32) {
+	n := len(x)
+	if n%16 != 0 || n == 0 {
+		addLayerNorm(x, y, w, b, eps)
+		return
+	}
+	_, _ = w[n-1], b[n-1]
+	var yp *float32
+	if y != nil {
+		yp = &y[:n][0]
+	}
+	addLayerNormAVX512(&x[0], yp, &w[0], &b[0], n, eps)
+}
+
+// scoresVec is scores for a multiple of 16 outputs and a head size that is a
+// multiple of 4.
+func scoresVec(q, kt []float32, ldk int, out []float32) {
+	n, dh := len(out), len(q)
+	if n%16 != 0 || n == 0 || dh%4 != 0 || dh == 0 {
+		scores(q, kt, ldk, out)
+		return
+	}
+	_ = kt[(dh-1)*ldk+n-1]
+	scoresAVX512(&q[0], &kt[0], ldk, n, dh, &out[0])
+}
+
+// contextVec is attnContext for a head size that is a multiple of 16.
+func contextVec(p, v []float32, ldv int, out []float32) {
+	n, dh := len(p), len(out)
+	if dh%16 != 0 || dh == 0 || n == 0 {
+		attnContext(p, v, ldv, out)
+		return
+	}
+	_ = v[(n-1)*ldv+dh-1]
+	contextAVX512(&p[0], &v[0], ldv, n, dh, &out[0])
+}

@@ -12,11 +12,12 @@ import (
 // Model file layout constants; docs/format/encoder.md writes the format down.
 const (
 	fileMagic      = "LENC"
-	fileVersion    = 1
+	fileVersion    = 2
 	fileHeaderSize = 64
 	dtypeF32       = 1
-	dtypeI8Rows    = 2
-	dtypeI16Rows   = 4
+	dtypeI8Rows    = 2 // int8 codes, one scale per row (the word embeddings)
+	dtypeI8Groups  = 5 // int8 codes, one scale per row and group of 64 columns
+	groupSize      = 64
 )
 
 // ErrCorrupt marks a model file that is malformed or fails its checksum.
@@ -26,7 +27,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Config is the shape of a BERT encoder, read from the model file's header.
 type Config struct {
-	Name         string  // e.g. "all-minilm-l6-v2-int8"
+	Name         string  // e.g. "all-minilm-l6-v2-w8a8"
 	VocabSize    int     // rows of the word embedding
 	Hidden       int     // model width (384)
 	Layers       int     // transformer layers (6)
@@ -37,26 +38,27 @@ type Config struct {
 	LayerNormEps float32 // 1e-12
 }
 
-// matrix is a weight matrix of rows × cols, stored row-major either as int8
-// codes with one scale per row (w[r][c] ≈ q[r*cols+c] * scale[r]) or as
-// float32 (f). Exactly one of q, q16 and f is set.
+// matrix is a tensor of rows × cols as the file stores it, row-major:
+// float32 (f), or int8 codes (q) with one scale per row (perRow, the word
+// embeddings: w[r][c] ≈ q[r*cols+c] * scale[r]) or per row and group of 64
+// columns (w[r][c] ≈ q[r*cols+c] * scale[r*cols/64+c/64]). Exactly one of
+// f and q is set.
 type matrix struct {
 	rows, cols int
-	q          []int8
-	q16        []int16 // int16 codes instead of q (dtype 4)
-	scale      []float32
 	f          []float32
+	q          []int8
+	scale      []float32
+	perRow     bool
 }
 
 // layer holds the weights of one transformer layer. Matrices are stored as
-// PyTorch's Linear does (out × in), so output o is row o · input.
+// PyTorch's Linear does (out × in), so output o is row o · input. Query, key
+// and value are stacked into one matrix (qkv, 3H × H) because they share
+// their input: one pass over the tokens instead of three.
 type layer struct {
-	query, key, value, attnOut matrix
-	qBias, kBias, vBias, oBias []float32
-	attnNormW, attnNormB       []float32
-	inter, out                 matrix
-	interBias, outBias         []float32
-	outNormW, outNormB         []float32
+	qkv, attnOut, inter, out linearOp
+	attnNormW, attnNormB     []float32
+	outNormW, outNormB       []float32
 }
 
 // Model is a loaded encoder: configuration, vocabulary and weights. It is
@@ -138,6 +140,12 @@ func ParseModel(data []byte) (*Model, error) {
 	if err := m.bind(tensors); err != nil {
 		return nil, err
 	}
+	for i := range m.layers {
+		l := &m.layers[i]
+		for _, op := range []*linearOp{&l.qkv, &l.attnOut, &l.inter, &l.out} {
+			op.prepare(&active)
+		}
+	}
 	return m, nil
 }
 
@@ -180,24 +188,36 @@ func (m *Model) bind(ts map[string]matrix) error {
 	m.typeEmb = f32mat("embeddings.token_type_embeddings.weight", 2, h)
 	m.embNormW = vec("embeddings.LayerNorm.weight", h)
 	m.embNormB = vec("embeddings.LayerNorm.bias", h)
+	// A linear layer: its matrix (int8 groups or float32), bias, and the
+	// input scale its inputs are multiplied by before quantization.
+	lin := func(p string, rows, cols int, inScale string) linearOp {
+		w := mat(p+".weight", rows, cols)
+		if w.perRow && err == nil {
+			err = fmt.Errorf("%w: tensor %q: int8 rows are for the word embeddings only", ErrCorrupt, p+".weight")
+		}
+		return linearOp{w: w, bias: vec(p+".bias", rows), inScale: vec(inScale, cols)}
+	}
 	m.layers = make([]layer, m.Layers)
 	for i := range m.layers {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
+		att := p + "attention.self."
+		q := lin(att+"query", h, h, att+"input_scale")
+		k := lin(att+"key", h, h, att+"input_scale")
+		v := lin(att+"value", h, h, att+"input_scale")
+		if err != nil {
+			return err
+		}
+		qkv, e := stackLinear(q, k, v)
+		if e != nil {
+			return fmt.Errorf("%w: layer %d: %v", ErrCorrupt, i, e)
+		}
 		m.layers[i] = layer{
-			query:     mat(p+"attention.self.query.weight", h, h),
-			qBias:     vec(p+"attention.self.query.bias", h),
-			key:       mat(p+"attention.self.key.weight", h, h),
-			kBias:     vec(p+"attention.self.key.bias", h),
-			value:     mat(p+"attention.self.value.weight", h, h),
-			vBias:     vec(p+"attention.self.value.bias", h),
-			attnOut:   mat(p+"attention.output.dense.weight", h, h),
-			oBias:     vec(p+"attention.output.dense.bias", h),
+			qkv:       qkv,
+			attnOut:   lin(p+"attention.output.dense", h, h, p+"attention.output.dense.input_scale"),
 			attnNormW: vec(p+"attention.output.LayerNorm.weight", h),
 			attnNormB: vec(p+"attention.output.LayerNorm.bias", h),
-			inter:     mat(p+"intermediate.dense.weight", in, h),
-			interBias: vec(p+"intermediate.dense.bias", in),
-			out:       mat(p+"output.dense.weight", h, in),
-			outBias:   vec(p+"output.dense.bias", h),
+			inter:     lin(p+"intermediate.dense", in, h, p+"intermediate.dense.input_scale"),
+			out:       lin(p+"output.dense", h, in, p+"output.dense.input_scale"),
 			outNormW:  vec(p+"output.LayerNorm.weight", h),
 			outNormB:  vec(p+"output.LayerNorm.bias", h),
 		}
@@ -205,8 +225,8 @@ func (m *Model) bind(ts map[string]matrix) error {
 	if err != nil {
 		return err
 	}
-	if m.wordEmb.q16 != nil {
-		return fmt.Errorf("%w: int16 word embeddings", ErrCorrupt)
+	if m.wordEmb.q != nil && !m.wordEmb.perRow {
+		return fmt.Errorf("%w: word embeddings must be float32 or int8 rows", ErrCorrupt)
 	}
 	return nil
 }
@@ -257,6 +277,20 @@ func (r *reader) tensor() (string, matrix, error) {
 			return "", matrix{}, err
 		}
 		t.f = decodeF32(b)
+	case dtypeI8Groups:
+		if cols%groupSize != 0 {
+			return "", matrix{}, fmt.Errorf("%w: tensor %q at offset %d: %d columns, not a multiple of %d", ErrCorrupt, name, at, cols, groupSize)
+		}
+		s, err := r.bytes(4*rows*(cols/groupSize), "group scales")
+		if err != nil {
+			return "", matrix{}, err
+		}
+		q, err := r.bytes(rows*cols, "int8 codes")
+		if err != nil {
+			return "", matrix{}, err
+		}
+		t.scale = decodeF32(s)
+		t.q = bytesToInt8(q)
 	case dtypeI8Rows:
 		s, err := r.bytes(4*rows, "row scales")
 		if err != nil {
@@ -268,20 +302,7 @@ func (r *reader) tensor() (string, matrix, error) {
 		}
 		t.scale = decodeF32(s)
 		t.q = bytesToInt8(q)
-	case dtypeI16Rows:
-		s, err := r.bytes(4*rows, "row scales")
-		if err != nil {
-			return "", matrix{}, err
-		}
-		q, err := r.bytes(2*rows*cols, "int16 codes")
-		if err != nil {
-			return "", matrix{}, err
-		}
-		t.scale = decodeF32(s)
-		t.q16 = make([]int16, rows*cols)
-		for i := range t.q16 {
-			t.q16[i] = int16(binary.LittleEndian.Uint16(q[2*i:]))
-		}
+		t.perRow = true
 	default:
 		return "", matrix{}, fmt.Errorf("%w: tensor %q at offset %d: dtype %d", ErrCorrupt, name, at, dtype)
 	}

@@ -12,7 +12,7 @@ func TestParseModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Name: "all-minilm-l6-v2-int8", VocabSize: 30522, Hidden: 384, Layers: 6, Heads: 12,
+	want := Config{Name: "all-minilm-l6-v2-w8a8", VocabSize: 30522, Hidden: 384, Layers: 6, Heads: 12,
 		Intermediate: 1536, MaxPositions: 512, MaxSeqLen: 256, LayerNormEps: 1e-12}
 	if m.Config != want {
 		t.Errorf("config %+v, want %+v", m.Config, want)
@@ -20,8 +20,8 @@ func TestParseModel(t *testing.T) {
 	if m.Vocab[101] != "[CLS]" || m.Vocab[102] != "[SEP]" || m.Vocab[100] != "[UNK]" {
 		t.Errorf("special tokens at 100-102: %q", m.Vocab[100:103])
 	}
-	if m.layers[0].out.q16 == nil || m.layers[0].inter.q == nil || m.wordEmb.q == nil {
-		t.Error("expected int8 matrices with an int16 feed-forward output")
+	if m.layers[0].out.w.q == nil || m.layers[0].out.w.perRow || !m.wordEmb.perRow || m.layers[0].qkv.w.rows != 3*384 {
+		t.Error("expected int8 group matrices, int8 rows for the word embeddings, query, key and value stacked")
 	}
 }
 
@@ -60,8 +60,8 @@ func TestParseModelCorrupt(t *testing.T) {
 			}
 		})
 	}
-	v2 := resealed(func(b []byte) { le.PutUint16(b[4:], 2) })
-	if _, err := ParseModel(v2); err == nil || errors.Is(err, ErrCorrupt) {
-		t.Errorf("version 2: %v, want a version error", err)
+	v3 := resealed(func(b []byte) { le.PutUint16(b[4:], 3) })
+	if _, err := ParseModel(v3); err == nil || errors.Is(err, ErrCorrupt) {
+		t.Errorf("version 3: %v, want a version error", err)
 	}
 }

@@ -6,22 +6,25 @@
 //
 //	go run -C internal/asmgen . -out ../../matmul_amd64.s -stubs ../../matmul_amd64.go -pkg minilm
 //
-// The kernels are the encoder's hot loop: the dot products of one quantized
-// weight row (int8 or int16 codes) with K float32 activation rows at once,
-// so each 16 codes are loaded, sign-extended to int32 (VPMOVSXBD or
-// VPMOVSXWD) and converted to float32 (VCVTDQ2PS) once for K fused
-// multiply-adds (VFMADD231PS) into K accumulators. They need AVX512F and
-// AVX512VL (EVEX forms on XMM and YMM registers in the final reduction).
+// The kernels (all but qgemm{tb}x8AVX2 need AVX512F, AVX512VL and
+// AVX512DQ):
 //
-//	dotRows{K}I8AVX512(w []int8, x []float32, n int, out []float32)
-//	dotRows{K}I16AVX512(w []int16, x []float32, n int, out []float32)
-//	dotRows{K}F32AVX512(w []float32, x []float32, n int, out []float32)
+//   - qgemm{tb}x{gb}VNNI (qgemm.go, AVX512_VNNI too): the encoder's hot
+//     loop, int8 activations times int8 weights summed in int32 by
+//     VPDPBUSD, a tile of tb tokens by 16·gb outputs, tb 1-4, gb 1-3;
+//   - qgemm{tb}x8AVX2 (qgemm_avx2.go, AVX2 and FMA): the same product for
+//     CPUs without AVX-512 VNNI, int16 pairs by VPMADDWD, 8 outputs, tb 1-4;
+//   - quantGroupsAVX512, geluAVX512, softmaxAVX512, addLayerNormAVX512,
+//     scoresAVX512, contextAVX512 (vecops.go): the element-wise and
+//     attention steps, 16 float32 at a time;
+//   - dotRows{K}F32AVX512, K 1-16: the dot products of one float32 weight
+//     row with K float32 rows (the matrices of a float32 model file), each
+//     row's 16 weights loaded once for K fused multiply-adds:
+//     out[k] = sum over i < n of w[i] * x[k*n+i], for k < K; n must be a
+//     positive multiple of 16, len(w) >= n, len(x) >= K*n, len(out) >= K.
 //
-// for K in 1 to 16 (16 accumulators and the codes fit the 32 ZMM registers,
-// and a query of up to 16 tokens then reads each weight row once): out[k] = sum over i < n of float32(w[i]) * x[k*n+i],
-// for k < K; n must be a positive multiple of 16, len(w) >= n,
-// len(x) >= K*n and len(out) >= K. Sums run in a different order from the
-// pure-Go kernels, so results agree to rounding, not bit for bit.
+// Float32 sums run in a different order from the pure-Go functions, so the
+// results agree to rounding, not bit for bit; the int8 sums are exact.
 package main
 
 import (
@@ -35,25 +38,34 @@ import (
 func main() {
 	ConstraintExpr("amd64")
 	for k := 1; k <= maxBlock; k++ {
-		genRows(k, "I8")
-		genRows(k, "I16")
-		genRows(k, "F32")
+		genRows(k)
 	}
+	for tb := 1; tb <= 4; tb++ {
+		for gb := 1; gb <= 3; gb++ {
+			genQGemm(tb, gb)
+		}
+	}
+	for tb := 1; tb <= 4; tb++ {
+		genQGemmAVX2(tb)
+	}
+	genQuant()
+	genGelu()
+	genSoftmax()
+	genLayerNorm()
+	genScores()
+	genContext()
 	Generate()
 }
 
 // maxBlock is the largest number of activation rows per kernel call.
 const maxBlock = 16
 
-// genRows generates dotRows{k}{codes}AVX512; codes is I8, I16 or F32 (the
-// weight row is float32 too: attention and float32 model files).
-func genRows(k int, codes string) {
-	suffix := codes
-	typ := map[string]string{"I8": "[]int8", "I16": "[]int16", "F32": "[]float32"}[codes]
-	name := fmt.Sprintf("dotRows%d%sAVX512", k, suffix)
-	TEXT(name, NOSPLIT, fmt.Sprintf("func(w %s, x []float32, n int, out []float32)", typ))
+// genRows generates dotRows{k}F32AVX512.
+func genRows(k int) {
+	name := fmt.Sprintf("dotRows%dF32AVX512", k)
+	TEXT(name, NOSPLIT, "func(w []float32, x []float32, n int, out []float32)")
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s sets out[k] = Σ float32(w[i])·x[k*n+i] over i < n for k < %d; n must be a positive multiple of 16.", name, k))
+	Doc(fmt.Sprintf("%s sets out[k] = Σ w[i]·x[k*n+i] over i < n for k < %d; n must be a positive multiple of 16.", name, k))
 	w := Load(Param("w").Base(), GP64())
 	x0 := Load(Param("x").Base(), GP64())
 	n := Load(Param("n"), GP64())
@@ -107,20 +119,11 @@ func genRows(k int, codes string) {
 	}
 	Label(name + "_loop")
 	wv := ZMM()
-	switch codes {
-	case "I8":
-		VPMOVSXBD(Mem{Base: w}, wv)
-		VCVTDQ2PS(wv, wv)
-	case "I16":
-		VPMOVSXWD(Mem{Base: w}, wv)
-		VCVTDQ2PS(wv, wv)
-	default:
-		VMOVUPS(Mem{Base: w}, wv)
-	}
+	VMOVUPS(Mem{Base: w}, wv)
 	for r := 0; r < k; r++ {
 		VFMADD231PS(rowMem(r), wv, acc[r])
 	}
-	ADDQ(U8(map[string]int{"I8": 16, "I16": 32, "F32": 64}[codes]), w)
+	ADDQ(U8(64), w)
 	ADDQ(U8(64), pA)
 	if k > 8 {
 		ADDQ(U8(64), pB)
