@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -28,6 +30,10 @@ type LoCoMoConfig struct {
 	// Timestamps is how turns are stamped: TimestampsSpread (the default),
 	// TimestampsSession or TimestampsNone.
 	Timestamps string
+	// Embedder names the semantic channel's embedder (EmbedderMiniLM, the
+	// default; EmbedderGloVe; EmbedderNone): the engine's in IngestViaEngine,
+	// the server's in IngestViaHTTP.
+	Embedder string
 }
 
 // Ingest modes and timestamp styles of LoCoMoConfig.
@@ -51,6 +57,60 @@ const (
 	// TimestampsNone sends no timestamp: the store stamps the time of ingest.
 	TimestampsNone = "none"
 )
+
+// Embedders of the evaluations' engines (LoCoMoConfig.Embedder,
+// BEIRConfig.Embedder).
+const (
+	// EmbedderMiniLM is the built-in sentence encoder (embed/minilm), the
+	// default.
+	EmbedderMiniLM = "minilm"
+	// EmbedderGloVe is the built-in averaged GloVe word vectors.
+	EmbedderGloVe = "glove"
+	// EmbedderNone turns the semantic channel off: lexical and temporal only.
+	EmbedderNone = "none"
+)
+
+// evalEmbedder returns the embedder called name ("" is EmbedderMiniLM),
+// nil for EmbedderNone.
+func evalEmbedder(name string) (vecindex.Embedder, error) {
+	switch name {
+	case "", EmbedderMiniLM:
+		e, err := minilm.Default()
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	case EmbedderGloVe:
+		return vecindex.NewGloVe(), nil
+	case EmbedderNone:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("embedder %q: want minilm, glove or none", name)
+}
+
+// evalOptions are the engine options of an evaluation's scratch engine:
+// fsync off (the figures are about reads) and the embedder emb (nil: none).
+func evalOptions(emb vecindex.Embedder) engine.Options {
+	return engine.Options{Sync: wal.SyncOff, Embedder: emb, NoEmbedder: emb == nil}
+}
+
+// evalEngine opens an engine with evalOptions(emb) and no background
+// maintenance in a new temporary directory, and returns a cleanup that
+// closes it and removes the directory.
+func evalEngine(prefix string, emb vecindex.Embedder) (*engine.DB, func(), error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := evalOptions(emb)
+	opts.DisableBackground = true
+	db, err := engine.Open(dir, opts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); os.RemoveAll(dir) }, nil
+}
 
 // locomoHTTPBatch is the number of turns per POST /v2/ingest in IngestViaHTTP.
 const locomoHTTPBatch = 500
@@ -88,6 +148,7 @@ type LoCoMoResult struct {
 	Questions     int            `json:"questions"`
 	Ingest        string         `json:"ingest"`
 	Timestamps    string         `json:"timestamps"`
+	Embedder      string         `json:"embedder"`
 	Budgets       []LoCoMoBudget `json:"budgets"`
 	Note          string         `json:"note"`
 }
@@ -227,8 +288,8 @@ type engineStore struct {
 // IngestBatch per session (each turn a chat_turn, actor its speaker,
 // idempotency key its dialogue id), and compacts. turnOf[ci] maps an
 // artifact to its dialogue id.
-func ingestEngine(convs []locomoConv, style string) (*engineStore, []map[uuid.UUID]string, error) {
-	db, cleanup, err := scratchEngine("loci-eval-locomo-")
+func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder) (*engineStore, []map[uuid.UUID]string, error) {
+	db, cleanup, err := evalEngine("loci-eval-locomo-", emb)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,6 +310,10 @@ func ingestEngine(convs []locomoConv, style string) (*engineStore, []map[uuid.UU
 				return nil, nil, err
 			}
 			for k, r := range rs {
+				if emb != nil && !r.Embedded {
+					cleanup()
+					return nil, nil, fmt.Errorf("conversation %d: turn %s stored without vectors (embedder %s failed; see the log)", ci, ins[k].IdempotencyKey, emb.Model())
+				}
 				turnOf[ci][r.ArtifactID] = ins[k].IdempotencyKey
 			}
 			i = j
@@ -314,8 +379,11 @@ func (h *httpStore) do(method, path string, body any, want int, out any) error {
 // ingestHTTP starts a server and ingests each conversation with POST
 // /v2/ingest in batches of locomoHTTPBatch turns, in conversation order
 // (a batch may span sessions; session_id says which turn is in which).
-func ingestHTTP(convs []locomoConv, style string) (*httpStore, []map[uuid.UUID]string, error) {
-	s, err := startServer("loci-eval-locomo-http-", wal.SyncOff)
+func ingestHTTP(convs []locomoConv, style string, emb vecindex.Embedder) (*httpStore, []map[uuid.UUID]string, error) {
+	// The server embeds in the background, as loci serve does; each batch
+	// asks to be answered once embedded (wait_for_embedding), as a client
+	// that packs right after ingesting would.
+	s, err := startServerWith("loci-eval-locomo-http-", wal.SyncOff, &Embedding{Embedder: emb})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -337,9 +405,11 @@ func ingestHTTP(convs []locomoConv, style string) (*httpStore, []map[uuid.UUID]s
 			var out struct {
 				Ingested []struct {
 					ArtifactID uuid.UUID `json:"artifact_id"`
+					Embedding  string    `json:"embedding"`
 				} `json:"ingested"`
 			}
-			body := map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "actor_id": "locomo", "artifacts": items}
+			body := map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "actor_id": "locomo", "artifacts": items,
+				"wait_for_embedding": true}
 			if err := h.do("POST", "/v2/ingest", body, 201, &out); err != nil {
 				h.close()
 				return nil, nil, fmt.Errorf("conversation %d: %w", ci, err)
@@ -349,6 +419,10 @@ func ingestHTTP(convs []locomoConv, style string) (*httpStore, []map[uuid.UUID]s
 				return nil, nil, fmt.Errorf("conversation %d: %d artifacts ingested of %d", ci, len(out.Ingested), len(batch))
 			}
 			for k, r := range out.Ingested {
+				if emb != nil && r.Embedding != engine.EmbeddingEmbedded {
+					h.close()
+					return nil, nil, fmt.Errorf("conversation %d: turn %s is %q, not embedded, after wait_for_embedding", ci, batch[k].DiaID, r.Embedding)
+				}
 				turnOf[ci][r.ArtifactID] = batch[k].DiaID
 			}
 		}
@@ -428,6 +502,13 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	default:
 		return nil, fmt.Errorf("timestamps %q: want session, spread or none", cfg.Timestamps)
 	}
+	if cfg.Embedder == "" {
+		cfg.Embedder = EmbedderMiniLM
+	}
+	emb, err := evalEmbedder(cfg.Embedder)
+	if err != nil {
+		return nil, err
+	}
 	convs, err := readLoCoMo(cfg.Data)
 	if err != nil {
 		return nil, err
@@ -436,9 +517,9 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	var turnOf []map[uuid.UUID]string
 	switch cfg.Ingest {
 	case IngestViaEngine:
-		store, turnOf, err = ingestEngine(convs, cfg.Timestamps)
+		store, turnOf, err = ingestEngine(convs, cfg.Timestamps, emb)
 	case IngestViaHTTP:
-		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps)
+		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps, emb)
 	default:
 		return nil, fmt.Errorf("ingest %q: want engine or http", cfg.Ingest)
 	}
@@ -446,7 +527,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 		return nil, err
 	}
 	defer store.close()
-	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps,
+	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps, Embedder: cfg.Embedder,
 		Note: "each conversation in its own workspace; a turn's text is '<speaker>: <text>'; an evidence turn counts as recalled when the pack cites a span of its artifact"}
 	for _, c := range convs {
 		res.Turns += len(c.turns)

@@ -39,22 +39,42 @@ const (
 
 // poolFor is the default pool depth of a pack: poolDefault, deeper for
 // budgets that hold more than about poolDefault spans of LoCoMo's size (one
-// per 24 tokens), and deep (poolMax) in workspaces of at most
-// smallWorkspaceSpans spans (a long conversation), where a pack stays
-// cheap (p50 2.4 ms at 1,216 spans) and a deep pool gives the packer the
-// neighbours of the best hits (on LoCoMo, about 570 turns a workspace,
-// evidence recall at 2,048 tokens 0.721 -> 0.743; 0.753 with the weights of
-// pack.DefaultWeights). spans is the workspace's visible span count, which
-// does not depend on layout.
+// per 24 tokens); in a workspace of at most smallWorkspaceSpans spans (a
+// long conversation), where a pack stays cheap (p50 2.4 ms at 1,216 spans
+// with pools of 400), deep (poolMax), so that the packer sees the
+// neighbours of the best hits; and in one of at most wholeWorkspaceSpans
+// spans, every span, so that a turn neither channel ranks in its top 400
+// can still be lifted by its neighbours or the speaker prior (on LoCoMo dev,
+// 369-680 turns a workspace, with the sentence encoder, evidence recall at
+// 4,096 tokens 0.895 -> 0.903, and gold turns no channel offered 11 -> 1;
+// lexical only 0.813 -> 0.837; docs/pack.md). spans is the workspace's visible span count, which does
+// not depend on layout.
 func poolFor(maxTokens, spans int) int {
 	p := min(max(poolDefault, maxTokens/24), poolMax)
-	if spans <= smallWorkspaceSpans {
+	switch {
+	case spans <= wholeWorkspaceSpans:
+		p = max(p, spans)
+	case spans <= smallWorkspaceSpans:
 		p = poolMax
 	}
 	return p
 }
 
-const smallWorkspaceSpans = 2_000
+// poolOf resolves a pass's pool depth in a workspace of spans visible
+// spans: 0 means poolFor; poolHighRecall is never shallower than poolFor,
+// so that high_recall (and balanced's escalation to it) never gathers less
+// than a default pass would.
+func poolOf(pool, maxTokens, spans int) int {
+	if d := poolFor(maxTokens, spans); pool == 0 || (pool == poolHighRecall && d > pool) {
+		return d
+	}
+	return pool
+}
+
+const (
+	smallWorkspaceSpans = 2_000
+	wholeWorkspaceSpans = 1_000
+)
 
 const poolMax = 400
 
@@ -150,10 +170,9 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	for {
 		db.mu.RLock()
 		version = db.versions[k]
+		spans := db.workspaceSpansLocked(k)
 		p := first
-		if p.pool == 0 {
-			p.pool = poolFor(req.MaxTokens, db.workspaceSpansLocked(k))
-		}
+		p.pool = poolOf(p.pool, req.MaxTokens, spans)
 		g, err := db.gatherLocked(k, req, p, useSemantic, q8, qscale, version)
 		db.mu.RUnlock()
 		if err != nil {
@@ -168,7 +187,9 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 			db.mu.RUnlock()
 			continue
 		}
-		g, err = db.gatherLocked(k, req, *second, useSemantic, q8, qscale, version)
+		p = *second
+		p.pool = poolOf(p.pool, req.MaxTokens, spans)
+		g, err = db.gatherLocked(k, req, p, useSemantic, q8, qscale, version)
 		db.mu.RUnlock()
 		if err != nil {
 			return nil, err

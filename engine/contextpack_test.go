@@ -161,3 +161,31 @@ func TestHighRecallNeverLessThanBalanced(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolDepths: a pass's pool depth per channel by workspace size and
+// budget. Small workspaces (a conversation) gather every span up to
+// wholeWorkspaceSpans, then poolMax up to smallWorkspaceSpans; larger ones
+// grow with the budget; high_recall is never shallower than the default.
+func TestPoolDepths(t *testing.T) {
+	for _, tt := range []struct {
+		pool, maxTokens, spans int
+		want                   int
+	}{
+		{0, 2048, 300, 300}, // a small workspace: every span
+		{0, 2048, 680, 680}, // a LoCoMo conversation: every turn
+		{0, 2048, wholeWorkspaceSpans, wholeWorkspaceSpans},
+		{0, 2048, wholeWorkspaceSpans + 1, poolMax},
+		{0, 2048, smallWorkspaceSpans, poolMax},
+		{0, 2048, smallWorkspaceSpans + 1, poolDefault},
+		{0, 4096, 100_000, 4096 / 24},
+		{0, 128_000, 100_000, poolMax},
+		{poolLowLatency, 2048, 680, poolLowLatency}, // low_latency keeps its shallow pool
+		{poolHighRecall, 2048, 100_000, poolHighRecall},
+		{poolHighRecall, 2048, 900, 900}, // never shallower than the default pass
+		{poolHighRecall, 2048, 1500, poolHighRecall},
+	} {
+		if got := poolOf(tt.pool, tt.maxTokens, tt.spans); got != tt.want {
+			t.Errorf("poolOf(%d, %d, %d) = %d, want %d", tt.pool, tt.maxTokens, tt.spans, got, tt.want)
+		}
+	}
+}

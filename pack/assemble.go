@@ -42,8 +42,12 @@ func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix,
 	}
 
 	// Exclusions in candidate order.
-	var budgetCut []*cand
+	var budgetCut, visible []*cand
 	for _, c := range cs {
+		switch c.reason {
+		case "", ReasonLowRelevance, ReasonRedundancy, ReasonBudget:
+			visible = append(visible, c)
+		}
 		if c.reason == "" {
 			continue
 		}
@@ -59,7 +63,7 @@ func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix,
 		}
 	}
 
-	r.Confidence = confidence(f.included, budgetCut, queryTerms(req.Query), evidence)
+	r.Confidence = confidence(f.included, budgetCut, visible, queryTerms(req.Query), evidence)
 	switch {
 	case len(f.included) == 0 || evidence < f.tun.MinEvidenceTokens:
 		r.Abstain, r.AbstainReason = true, AbstainFewTokens

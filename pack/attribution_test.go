@@ -52,7 +52,7 @@ func TestAttribution(t *testing.T) {
 		turn(1, "Melanie: Thanks, Caroline! The charity race was great, I realize self-care is really important.", 10),
 		turn(2, "Melanie: I ran a charity race for mental health last Saturday, Caroline.", 9),
 		turn(3, "Melanie: The race was tough but I realize how much I love running.", 8),
-		turn(4, "Caroline: That sounds great, Mel! I am proud of you.", 2),
+		turn(4, "Caroline: That sounds great, Mel! I am proud of you.", 5),
 	}
 	tests := []struct {
 		query   string
@@ -69,19 +69,24 @@ func TestAttribution(t *testing.T) {
 				tt.query, r.Abstain, r.AbstainReason, r.Confidence, len(r.Citations), tt.abstain)
 		}
 	}
-	// The factor itself: the three most relevant attributed spans, by
-	// relevance share.
+	// The factor itself: the AttributionTop best lexical matches among the
+	// attributed spans, by their share of BM25 score. The sixth match, a
+	// span the lexical channel did not return and one of unknown speaker
+	// are not read, however relevant.
 	cs := []*cand{}
-	for i, who := range []string{"Ann", "Bob", "Ann", "Bob"} {
-		c := &cand{Candidate: Candidate{SourceType: "chat_turn", Text: who + ": hi"}, rel: float64(4 - i)}
+	for i, who := range []string{"Ann", "Bob", "Ann", "Bob", "Bob", "Ann"} {
+		c := &cand{Candidate: Candidate{SourceType: "chat_turn", Text: who + ": hi", Lexical: float64(6 - i), InLexical: true}, rel: 0.1}
 		cs = append(cs, c)
 	}
+	cs = append(cs,
+		&cand{Candidate: Candidate{SourceType: "chat_turn", Text: "Bob: semantic only", Semantic: 0.9, InSemantic: true}, rel: 1},
+		&cand{Candidate: Candidate{SourceType: "note", Text: "Bob: a note", Lexical: 100, InLexical: true}, rel: 1})
 	for _, tt := range []struct {
 		query string
 		want  float64
 	}{
-		{"what did ann say", AttributionFloor + (1-AttributionFloor)*(4.0+2.0)/(4+3+2)},
-		{"what did bob say", AttributionFloor + (1-AttributionFloor)*3.0/(4+3+2)},
+		{"what did ann say", AttributionFloor + (1-AttributionFloor)*(6.0+4.0)/(6+5+4+3+2)},
+		{"what did bob say", AttributionFloor + (1-AttributionFloor)*(5.0+3.0+2.0)/(6+5+4+3+2)},
 		{"what did ann and bob say", 1},
 		{"what did carl say", 1},
 	} {

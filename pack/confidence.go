@@ -12,38 +12,38 @@ import (
 const DepthTokens = 200
 
 // confidence scores how well the included spans answer the query, in
-// [0,1]. With I the included spans and r1 >= r2 >= r3 the best relevances
-// in I (fewer when I is smaller):
+// [0,1]. With I the included spans, r1 >= r2 >= r3 the best relevances in I
+// (fewer when I is smaller) and V the visible candidates (I and those
+// excluded for LOW_RELEVANCE, REDUNDANCY or BUDGET):
 //
 //	Q = the largest share of the query's distinct     query coverage
 //	    terms and numbers found in one span of I
 //	    (when the query has none: R = 0.7*r1 +
 //	    0.3*mean(r1, r2, r3), the best relevance)
-//	A = attribution(I, query)                        who said it (attribution.go)
+//	A = attribution(V, query)                        who said the words asked about (attribution.go)
 //	strength = Q * A^2                               relevance strength
 //	D = min(1, evidence tokens / DepthTokens)        evidence depth
 //	C = sum of relevance over I / sum over I and     budget coverage
 //	    the spans excluded for BUDGET
-//	V = min(3, distinct artifacts in I) / 3          source diversity
-//	confidence = strength * (0.6 + 0.4*(0.5*D + 0.3*C + 0.2*V))
+//	V' = min(3, distinct artifacts in I) / 3         source diversity
+//	confidence = strength * (0.6 + 0.4*(0.5*D + 0.3*C + 0.2*V'))
 //
 // rounded to 6 decimals; 0 when I is empty. Relevance strength gates the
 // rest: deep, diverse evidence that matches the query weakly still scores
-// low. It is absolute, not the channels' relevance, which is by rank (the
-// best candidate always tops at 1) and, measured on LoCoMo, says nothing
+// low. It is absolute, not the channels' relevance, which is relative (each
+// channel's best candidate scores 1) and, measured on LoCoMo, says little
 // about whether the question can be answered. Query coverage is measured
 // per span: evidence that names what the question asks about only in
 // pieces scattered over unrelated spans does not answer it. Attribution
 // catches the question about one person answered by another's words, the
 // commonest way evidence misleads about a conversation; it is squared so
-// that, with the default min_confidence, a pack abstains when the best
-// evidence for a question about a speaker was said by someone else (A^2 is
-// 0.0225 when none of it is the speaker's, 0.11 when a fifth of it is), or
-// when no included span holds more than about a twelfth of the query's
-// terms. The former strength, R * Q^2.5,
-// abstained on 11% of LoCoMo's answerable questions for 15% of the
-// unanswerable ones (docs/pack.md has the calibration).
-func confidence(included []*cand, budgetCut []*cand, query []uint64, evidence int) float64 {
+// that, with the default min_confidence, a pack abstains when the turns
+// that best hold the question's words were said by someone else than the
+// speaker it names (A^2 is 0.0225 when none of them is the speaker's, 0.11
+// when a fifth of their BM25 score is), or when no included span holds
+// more than about a twelfth of the query's terms. docs/pack.md has the
+// calibration.
+func confidence(included, budgetCut, visible []*cand, query []uint64, evidence int) float64 {
 	if len(included) == 0 {
 		return 0
 	}
@@ -74,7 +74,7 @@ func confidence(included []*cand, budgetCut []*cand, query []uint64, evidence in
 		}
 		q = float64(best) / float64(len(query))
 	}
-	a := attribution(included, query)
+	a := attribution(visible, query)
 	strength := float64(q*a) * a
 
 	d := min(1, float64(evidence)/DepthTokens)

@@ -118,7 +118,7 @@ func TestDiversityCap(t *testing.T) {
 	for i := range 5 {
 		cs = append(cs, cnd(i+1, 1, wordsText(i*50, 20), float64(10-i)))
 	}
-	cs = append(cs, cnd(9, 2, wordsText(900, 20), 1))
+	cs = append(cs, cnd(9, 2, wordsText(900, 20), 5))
 	r := Pack(req("q", 100000), nil, cs, est)
 	for i := range 5 {
 		want := "cite:" + fmt.Sprint(i+1)
@@ -151,12 +151,14 @@ func TestDiversityCap(t *testing.T) {
 // relevant span of another artifact comes first; relevance mode keeps the
 // plain order. Reported scores are undiscounted.
 func TestCoverageDecay(t *testing.T) {
-	// Lexical ranks 0..4 score 61/(61+r); rel = 0.475·that + 0.05 (temporal).
-	a1 := cnd(1, 1, wordsText(0, 20), 10)  // rank 0: 0.525
-	a2 := cnd(2, 1, wordsText(100, 20), 9) // rank 1: 0.517339, discounted 0.258670
-	b1 := cnd(3, 2, wordsText(200, 20), 5) // rank 3: 0.502734
-	c1 := cnd(4, 3, wordsText(300, 20), 1) // rank 4: 0.495769
-	a3 := cnd(5, 1, wordsText(400, 20), 8) // rank 2: 0.510246, discounted twice 0.127562
+	// Lexical scores are divided by the best (10); rel = 0.4·that + 0.01
+	// (temporal). The relevances are those of the rank fusion this test
+	// was written for, times 0.78, so every comparison below is the same.
+	a1 := cnd(1, 1, wordsText(0, 20), 10)     // 0.41
+	a2 := cnd(2, 1, wordsText(100, 20), 9.85) // 0.404, discounted 0.202
+	b1 := cnd(3, 2, wordsText(200, 20), 9.56) // 0.3924
+	c1 := cnd(4, 3, wordsText(300, 20), 9.43) // 0.3872
+	a3 := cnd(5, 1, wordsText(400, 20), 9.71) // 0.3984, discounted twice 0.0996
 	cs := []Candidate{a1, a2, b1, c1, a3}
 	order := func(r *Result) string {
 		var s []string
@@ -166,6 +168,7 @@ func TestCoverageDecay(t *testing.T) {
 		return strings.Join(s, ",")
 	}
 	rq := req("q", 100000)
+	rq.Weights = Weights{Lexical: 0.40, Semantic: 0.59, Temporal: 0.01}
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,5,3,4" {
 		t.Errorf("relevance mode order %s", got)
 	}
@@ -174,20 +177,20 @@ func TestCoverageDecay(t *testing.T) {
 	if got := order(r); got != "1,3,4,2,5" {
 		t.Errorf("coverage mode order %s", got)
 	}
-	if r.Citations[3].RelevanceScore != 0.517339 {
-		t.Errorf("reported score %v, want the undiscounted 0.517339", r.Citations[3].RelevanceScore)
+	if r.Citations[3].RelevanceScore != 0.404 {
+		t.Errorf("reported score %v, want the undiscounted 0.404", r.Citations[3].RelevanceScore)
 	}
 	rq.Tuning.DiversityDecay = 1 // no discount: the relevance order
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,5,3,4" {
 		t.Errorf("coverage mode without decay: %s", got)
 	}
-	// Decay 0.95: a2 at 0.491472 still loses to b1 and c1 (0.5027, 0.4958);
-	// once a2 is in, a3 at 0.510246·0.9025 = 0.460497 comes last.
+	// Decay 0.95: a2 at 0.3838 still loses to b1 and c1 (0.3924, 0.3872);
+	// once a2 is in, a3 at 0.3984·0.9025 = 0.3596 comes last.
 	rq.Tuning.DiversityDecay = 0.95
 	if got := order(Pack(rq, nil, cs, est)); got != "1,3,4,2,5" {
 		t.Errorf("coverage mode decay 0.95: %s", got)
 	}
-	// Decay 0.99: a2 at 0.512166 beats b1; a3 at 0.510246·0.9801 = 0.5001
+	// Decay 0.99: a2 at 0.39996 beats b1; a3 at 0.3984·0.9801 = 0.3905
 	// then loses to b1 but beats c1.
 	rq.Tuning.DiversityDecay = 0.99
 	if got := order(Pack(rq, nil, cs, est)); got != "1,2,3,5,4" {
@@ -244,18 +247,30 @@ func TestScore(t *testing.T) {
 	c.Timestamp = rq.AsOf + 100*hour // future: as of AsOf
 	cs := gather(nil, []Candidate{a, b, c}, "")
 	w := DefaultWeights().effective(true)
-	score(cs, w, rq.AsOf, 720)
-	// Channels contribute by rank, 61/(61+r): lexical ranks a (10), b (5),
-	// c (non-finite: 0); only a was returned by the semantic channel.
+	score(cs, w, rq.AsOf, 720, nil)
+	// Channels contribute their score divided by the channel's best: lexical
+	// a 10/10, b 5/10, c 0 (non-finite); semantic only a, which the channel
+	// returned (b's 1.7 is not a returned score), 0.8/0.8.
 	want := []float64{
 		round6(w.Lexical*1 + w.Semantic*1 + w.Temporal*1),
-		round6(w.Lexical*61.0/62 + w.Temporal*0.5),
-		round6(w.Lexical*61.0/63 + w.Temporal),
+		round6(w.Lexical*0.5 + w.Temporal*0.5),
+		round6(w.Temporal),
 	}
 	for i, c := range cs {
 		if c.rel != want[i] {
 			t.Errorf("span %d: relevance %v, want %v", i+1, c.rel, want[i])
 		}
+	}
+	// A channel whose best score is not positive contributes nothing, and a
+	// negative cosine counts as 0.
+	d1 := cnd(1, 1, "d1", 0)
+	d1.Lexical, d1.InLexical, d1.Semantic, d1.InSemantic = -2, true, 0.5, true
+	d2 := cnd(2, 2, "d2", 0)
+	d2.Semantic, d2.InSemantic = -0.2, true
+	cs = gather(nil, []Candidate{d1, d2}, "")
+	score(cs, w, rq.AsOf, 720, nil)
+	if cs[0].lex != 0 || cs[0].sem != 1 || cs[1].sem != 0 {
+		t.Errorf("lexical %v, semantic %v and %v", cs[0].lex, cs[0].sem, cs[1].sem)
 	}
 	// Semantic unavailable: its weight goes to the others in proportion.
 	d := DefaultWeights()
@@ -273,11 +288,11 @@ func TestScore(t *testing.T) {
 	}
 }
 
-// TestContext: a candidate next to a stronger one in its session (or, with
-// no session, in its artifact) gets ContextShare of the stronger one's own
-// relevance; the share goes one neighbour far, only to the nearest earlier
-// and later candidate of the group (TestNeighboursFollowConversationOrder
-// covers the order itself).
+// TestContext: a candidate near a stronger one in its session (or, with no
+// session, in its artifact) gets a share of the stronger one's own
+// relevance: ContextShare one place away, ContextShareStep less per place
+// further, up to ContextWindow places; never from another group
+// (TestNeighboursFollowConversationOrder covers the order itself).
 func TestContext(t *testing.T) {
 	const sec = int64(1e6)
 	rq := req("q", 1000)
@@ -287,20 +302,23 @@ func TestContext(t *testing.T) {
 	}
 	strong := at(cnd(1, 1, "strong", 10), "s1", 10*sec)
 	after := at(cnd(2, 2, "after", 0), "s1", 11*sec)         // next in s1
-	further := at(cnd(3, 3, "further", 0), "s1", 12*sec)     // two away: no share
+	further := at(cnd(3, 3, "further", 0), "s1", 12*sec)     // two places after
 	before := at(cnd(4, 4, "before", 0), "s1", 9*sec)        // previous in s1
 	other := at(cnd(5, 5, "other session", 0), "s2", 10*sec) // another session
-	late := at(cnd(6, 6, "late", 0), "s1", 10*sec-601*sec)   // 601 s before "before", its only neighbour, which is weak
+	late := at(cnd(6, 6, "late", 0), "s1", 10*sec-601*sec)   // two places before
 	chunk1 := at(cnd(7, 7, "chunk one", 8), "", 0)           // no session: its artifact groups
 	chunk2 := at(cnd(8, 7, "chunk two", 0), "", 0)
 	chunk2.Start = 100
 	lone := at(cnd(9, 9, "other artifact", 0), "", 0)
-	for _, c := range []*Candidate{&after, &further, &before, &other, &late, &chunk2, &lone} {
+	third := at(cnd(10, 10, "third", 0), "s1", 13*sec)   // three places after
+	fourth := at(cnd(11, 11, "fourth", 0), "s1", 14*sec) // four places after: out of the window
+	fifth := at(cnd(12, 12, "fifth", 0), "s1", 15*sec)   // five places after
+	for _, c := range []*Candidate{&after, &further, &before, &other, &late, &chunk2, &lone, &third, &fourth, &fifth} {
 		c.Lexical, c.InLexical = 0, false
 	}
-	cs := gather(nil, []Candidate{strong, after, further, before, other, late, chunk1, chunk2, lone}, "")
+	cs := gather(nil, []Candidate{strong, after, further, before, other, late, chunk1, chunk2, lone, third, fourth, fifth}, "")
 	w := DefaultWeights().effective(true)
-	score(cs, w, rq.AsOf, 720)
+	score(cs, w, rq.AsOf, 720, nil)
 	rel := map[int]float64{}
 	for _, c := range cs {
 		rel[int(c.SpanID[1])] = c.rel
@@ -309,17 +327,20 @@ func TestContext(t *testing.T) {
 		return w.Temporal * math.Exp2(-float64(max(0, rq.AsOf-(rq.AsOf+ts)))/3600e6/720)
 	}
 	own1 := round6(w.Lexical*1 + temporal(10*sec))
-	own7 := round6(w.Lexical*61.0/62 + temporal(0))
+	own7 := round6(w.Lexical*0.8 + temporal(0))
 	want := map[int]float64{
-		1: own1,
-		2: round6(ContextShare * own1),
-		3: round6(temporal(12 * sec)), // its neighbour "after" lends only its own relevance, ContextShare × its temporal score < that score
-		4: round6(ContextShare * own1),
-		5: round6(temporal(10 * sec)),
-		6: round6(temporal(-591 * sec)),
-		7: own7,
-		8: round6(ContextShare * own7),
-		9: round6(temporal(0)),
+		1:  own1,
+		2:  round6(ContextShare * own1),
+		3:  round6(0.70 * own1), // its neighbour "after" lends only its own relevance, not what it got from "strong"
+		4:  round6(ContextShare * own1),
+		5:  round6(temporal(10 * sec)),
+		6:  round6(0.70 * own1),
+		7:  own7,
+		8:  round6(ContextShare * own7),
+		9:  round6(temporal(0)),
+		10: round6(0.65 * own1),
+		11: round6(temporal(14 * sec)),
+		12: round6(temporal(15 * sec)),
 	}
 	for n, w := range want {
 		if rel[n] != w {

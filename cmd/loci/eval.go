@@ -29,7 +29,11 @@ func runEval(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	minTime := fs.Duration("min-time", 2*time.Second, "repeat queries this long per throughput figure")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the engine's embedder for the semantic and hybrid modes: minilm, glove or none")
 	if done, err := parseFlags(fs, args[1:]); done {
+		return err
+	}
+	if err := checkEmbedder(*embedder); err != nil {
 		return err
 	}
 	stop, err := startCPUProfile(*cpuprofile)
@@ -37,7 +41,7 @@ func runEval(args []string) error {
 		return err
 	}
 	defer stop()
-	res, err := bench.EvalBEIR(bench.BEIRConfig{Data: *data, Split: *split, MinTime: *minTime})
+	res, err := bench.EvalBEIR(bench.BEIRConfig{Data: *data, Split: *split, MinTime: *minTime, Embedder: *embedder})
 	if err != nil {
 		return err
 	}
@@ -51,7 +55,11 @@ func runEvalLoCoMo(args []string) error {
 	stamps := fs.String("timestamps", bench.TimestampsSession, "turn timestamps: session (the session's date-time), spread (plus one second per turn) or none")
 	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the store's embedder: minilm, glove or none (the engine's with --ingest engine, the server's with --ingest http)")
 	if done, err := parseFlags(fs, args); done {
+		return err
+	}
+	if err := checkEmbedder(*embedder); err != nil {
 		return err
 	}
 	bs, err := intList("budgets", *budgets, 1, 128000)
@@ -68,9 +76,18 @@ func runEvalLoCoMo(args []string) error {
 	default:
 		return fmt.Errorf("-timestamps %q: want session, spread or none", *stamps)
 	}
-	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps})
+	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder})
 	if err != nil {
 		return err
 	}
 	return printResult(res, *asJSON)
+}
+
+// checkEmbedder checks an --embedder flag's value.
+func checkEmbedder(name string) error {
+	switch name {
+	case bench.EmbedderMiniLM, bench.EmbedderGloVe, bench.EmbedderNone:
+		return nil
+	}
+	return fmt.Errorf("-embedder %q: want minilm, glove or none", name)
 }
