@@ -224,7 +224,7 @@ func evaluate(data *BEIR, rank func(string) []string, search func(q string, k in
 // query channels' (0.57 / 0.99), so that hybrid measures the product's
 // fusion (each channel's score divided by its best, weighted), tuned on
 // LoCoMo dev and not on this data set. Measured on SciFact test
-// (docs/retrieval-tuning-notes.md): with the built-in GloVe embedder
+// (docs/benchmarks.md, "fusion with the encoder"): with the built-in GloVe embedder
 // weights 0.05-0.2 stayed within 0.011 nDCG@10 of lexical alone and larger
 // ones lost more; with the MiniLM encoder hybrid beats lexical from 0.1 to
 // 0.7.
