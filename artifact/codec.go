@@ -132,6 +132,33 @@ func DecodeSpan(b []byte) (Span, int, error) {
 	return s, d.off, nil
 }
 
+// MaxArtifactSize bounds the length of AppendArtifact's encoding of a, so an
+// encoder can size its buffer once.
+func MaxArtifactSize(a *Artifact) int {
+	n := 1 + 16 + 32 + 1 + 3*binary.MaxVarintLen64 + // version, id, hash, indexed, seq, timestamps
+		stringSize(a.Tenant) + stringSize(a.Workspace) + stringSize(a.Type) + stringSize(a.ActorID) +
+		stringSize(a.SessionID) + stringSize(a.ThreadID) + stringSize(a.IdempotencyKey) +
+		stringSize(a.Permissions.Visibility) + stringsSize(a.Permissions.AllowedActors) +
+		stringsSize(a.Permissions.DeniedActors) + stringsSize(a.Permissions.RBACTags) +
+		binary.MaxVarintLen64 + len(a.Payload)
+	return n
+}
+
+// MaxSpanSize bounds the length of AppendSpan's encoding of s.
+func MaxSpanSize(s *Span) int {
+	return 1 + 32 + 5*binary.MaxVarintLen64 + stringSize(s.Text)
+}
+
+func stringSize(s string) int { return binary.MaxVarintLen64 + len(s) }
+
+func stringsSize(ss []string) int {
+	n := binary.MaxVarintLen64
+	for _, s := range ss {
+		n += stringSize(s)
+	}
+	return n
+}
+
 func appendString(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))
 	return append(dst, s...)

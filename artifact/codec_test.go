@@ -261,6 +261,12 @@ func TestRandomRoundTrip(t *testing.T) {
 			End: r.Uint32(), Tokens: r.Uint32(), Timestamp: randInt64(r), Text: randString(r, 50)}
 
 		enc := AppendArtifact(nil, &a)
+		if len(enc) > MaxArtifactSize(&a) {
+			t.Fatalf("iteration %d: artifact encoding of %d bytes, MaxArtifactSize says %d", i, len(enc), MaxArtifactSize(&a))
+		}
+		if sp := AppendSpan(nil, &s); len(sp) > MaxSpanSize(&s) {
+			t.Fatalf("iteration %d: span encoding of %d bytes, MaxSpanSize says %d", i, len(sp), MaxSpanSize(&s))
+		}
 		enc = AppendSpan(enc, &s)
 		got, n, err := DecodeArtifact(enc)
 		if err != nil || !reflect.DeepEqual(got, a) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,6 +71,8 @@ type backgroundEmbedding struct {
 	haltMu  sync.Once
 	done    chan struct{} // closed when the worker returns (or never started)
 	started bool
+
+	onEmbedded atomic.Pointer[func(tenant string, id uuid.UUID)] // see DB.OnEmbedded
 }
 
 // pendingEmbed is a queued artifact and the head that holds it.
@@ -299,6 +302,9 @@ func (db *DB) appendVectors(recs []*vectorsRecord) error {
 // if it is in a head, has none yet, and they are of the engine's model.
 // Whatever it finds, the record advances the workspace's data version.
 func (db *DB) applyVectors(r *vectorsRecord, seq uint64) {
+	if f := db.embedding.onEmbedded.Load(); f != nil {
+		defer (*f)(r.Tenant, r.ArtifactID) // runs last, after mu is released
+	}
 	model, dim := db.embedModel()
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -318,6 +324,21 @@ func (db *DB) applyVectors(r *vectorsRecord, seq uint64) {
 	db.head.bytes += int64(r.Spans) * 8
 	db.touch(wsKey{r.Tenant, r.Workspace}, seq, math.MinInt64)
 	db.embedding.signal()
+}
+
+// OnEmbedded registers f to hear of every vectors record applied from now
+// on: f(tenant, id) runs once the artifact's vectors are readable (or the
+// embedder gave up on it, or it was erased meanwhile), on the WAL writer
+// goroutine, after the DB's lock is released, in log order. f must return
+// quickly and must not call the DB's write methods (the WAL writer would
+// wait for itself). A nil f removes the hook. Benchmarks use it to measure
+// the lag from acknowledgement to embedded.
+func (db *DB) OnEmbedded(f func(tenant string, id uuid.UUID)) {
+	if f == nil {
+		db.embedding.onEmbedded.Store(nil)
+		return
+	}
+	db.embedding.onEmbedded.Store(&f)
 }
 
 // headArtifact finds an artifact in the active or a frozen head. Callers

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"hash/crc32"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -22,6 +25,7 @@ type headArtifact struct {
 	spans []artifact.Span
 	vecs  *spanVectors        // nil: no embeddings (embedder unavailable at ingest)
 	terms []invindex.DocTerms // counted terms per span, from prepare until applied
+	keys  [][16]byte          // tie keys per span (spanTieKey), from prepare until applied
 	// fence is the erasure fence of an artifact stored by an asynchronous
 	// job (0: none): the artifact is refused if its workspace was erased
 	// after this seq. fenced is set when applying refused it, for the
@@ -106,11 +110,14 @@ func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 		}
 		h.workspaces[k] = w
 	}
-	terms := ha.terms
+	terms, keys := ha.terms, ha.keys
 	if terms == nil {
-		terms = countSpans(spans)
+		terms = spanTerms(spans)
 	}
-	ha.terms = nil
+	if keys == nil {
+		keys = spanTieKeys(spans)
+	}
+	ha.terms, ha.keys = nil, nil
 	vecs := ha.vecs
 	if vecs != nil && (vecs.Model != model || vecs.Dim != dim) {
 		vecs = nil
@@ -122,12 +129,12 @@ func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 	}
 	var indexBytes int64
 	for i := range spans {
-		w.lex.AddCounted(spanTieKey(&spans[i]), terms[i])
+		w.lex.AddCounted(keys[i], terms[i])
 		if w.vec != nil {
 			if vecs != nil {
-				w.vec.Add(spanTieKey(&spans[i]), vecs.Data[i*dim:(i+1)*dim], vecs.Scales[i])
+				w.vec.Add(keys[i], vecs.Data[i*dim:(i+1)*dim], vecs.Scales[i])
 			} else {
-				w.vec.Add(spanTieKey(&spans[i]), make([]int8, dim), 0)
+				w.vec.Add(keys[i], make([]int8, dim), 0)
 			}
 		}
 		w.refs = append(w.refs, spanRef{ha, i})
@@ -141,6 +148,17 @@ func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 	h.byID[a.ID] = ha
 	h.bytes += artifactFootprint(a, spans) + indexBytes
 	h.note(a.Seq)
+}
+
+// spanTieKeys returns spanTieKey of each span, computed without copying the
+// span texts (pack.TieKey converts its text to a byte slice).
+func spanTieKeys(spans []artifact.Span) [][16]byte {
+	keys := make([][16]byte, len(spans))
+	for i := range spans {
+		text := unsafe.Slice(unsafe.StringData(spans[i].Text), len(spans[i].Text)) // read only
+		keys[i] = pack.TieKeyCRC(crc32.Checksum(text, castagnoli), spans[i].Timestamp)
+	}
+	return keys
 }
 
 func (h *head) note(seq uint64) {

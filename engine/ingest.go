@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
@@ -98,20 +100,28 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	now := db.opts.Now().UTC()
 	prepared := make([]*headArtifact, len(ins))
 	for i := range ins {
-		if err := validateInput(&ins[i]); err != nil {
+		// The payload's JSON is checked by the parse of text extraction in
+		// prepare, not scanned once more before it: the errors are those
+		// validateInput gives, in the same order.
+		if err := validateFields(&ins[i], false); err != nil {
 			err.Field = fmt.Sprintf("artifacts[%d].%s", i, err.Field)
 			return nil, err
 		}
 		ha, err := db.prepare(tenant, &ins[i], now)
 		if err != nil {
+			if len(ins[i].Payload) > 0 && !json.Valid(ins[i].Payload) {
+				return nil, &InvalidError{fmt.Sprintf("artifacts[%d].raw_payload", i), "is not valid JSON"}
+			}
 			return nil, err
 		}
 		prepared[i] = ha
 	}
 
 	db.lastWrite.Store(time.Now().UnixNano())
-	if err := db.waitForRoom(); err != nil {
-		return nil, err
+	if !db.roomNow() {
+		if err := db.waitForRoom(); err != nil {
+			return nil, err
+		}
 	}
 	results := make([]IngestResult, len(ins))
 	reserved, err := db.resolveIdempotency(tenant, ins, prepared, results)
@@ -129,8 +139,10 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		}
 	}
 
-	if err := db.checkFences(prepared, ins); err != nil {
-		return nil, err
+	if anyFence(ins) {
+		if err := db.checkFences(prepared, ins); err != nil {
+			return nil, err
+		}
 	}
 	// Embedding comes after idempotency: a retried request must not pay the
 	// embedder again.
@@ -162,11 +174,69 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	return results, nil
 }
 
+// roomNow is waitForRoom's test without its mutex and without blocking on
+// the lock: it reports true when the unflushed heads are below the stall
+// limit (or background maintenance is off), so the caller need not wait.
+// While the WAL applies records it holds the write lock; rather than wait
+// for it in line (every ingest would then queue on waitForRoom's mutex
+// behind a reader that waits for the lock, and the applier, in turn, for
+// that reader to be scheduled), roomNow tries again a few times after a
+// yield or a short sleep: the lock is free between records. After
+// roomTries it reports false and the caller waits for room as before.
+func (db *DB) roomNow() bool {
+	if db.opts.DisableBackground {
+		return true
+	}
+	for try := 0; !db.mu.TryRLock(); try++ {
+		switch {
+		case try == roomTries:
+			return false
+		case try < 2:
+			runtime.Gosched()
+		default:
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	used := db.head.bytes
+	for _, h := range db.frozen {
+		used += h.bytes
+	}
+	db.mu.RUnlock()
+	return used < stallFactor*db.opts.FlushThreshold
+}
+
+// roomTries bounds roomNow's attempts at the read lock.
+const roomTries = 8
+
+// anyIdempotencyKey reports whether an item carries an idempotency key.
+func anyIdempotencyKey(ins []IngestInput) bool {
+	for i := range ins {
+		if ins[i].IdempotencyKey != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// anyFence reports whether an item carries an erasure fence; only then can
+// checkFences refuse the batch.
+func anyFence(ins []IngestInput) bool {
+	for i := range ins {
+		if ins[i].Fence != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // resolveIdempotency fills results for items whose key is already stored (or
 // repeated earlier in the batch) and nils their prepared entry; it reserves the
 // keys of the new items. Reservation is all-or-nothing under idemMu, so two
 // batches sharing keys cannot deadlock.
 func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*headArtifact, results []IngestResult) ([]idemKey, error) {
+	if !anyIdempotencyKey(ins) {
+		return nil, nil // nothing to resolve or reserve: idemMu is not needed
+	}
 	for {
 		var wait *inflightIngest
 		db.idemMu.Lock()
@@ -326,7 +396,13 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 			})
 		}
 	}
-	return &headArtifact{a: a, spans: spans, terms: countSpans(spans)}, nil
+	return &headArtifact{a: a, spans: spans, terms: spanTerms(spans), keys: spanTieKeys(spans)}, nil
+}
+
+// spanTerms returns the counted index terms of each span's text, as
+// invindex.CountTerms(invindex.Analyze(text, nil)) counts them.
+func spanTerms(spans []artifact.Span) []invindex.DocTerms {
+	return invindex.CountTexts(len(spans), func(i int) string { return spans[i].Text })
 }
 
 func clonePermissions(p artifact.Permissions) artifact.Permissions {
@@ -341,7 +417,20 @@ func clonePermissions(p artifact.Permissions) artifact.Permissions {
 }
 
 // validateInput checks one artifact; the field names are those of the API.
-func validateInput(in *IngestInput) *InvalidError {
+func validateInput(in *IngestInput) *InvalidError { return validateFields(in, true) }
+
+// validateFields is validateInput; with checkJSON false it does not scan a
+// payload that looks right for JSON validity (the caller parses it next,
+// and checks validity when the parse fails), and scans it only to tell
+// which error validateInput would report first.
+func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
+	// after is an error found after the payload check, which comes first.
+	after := func(err *InvalidError) *InvalidError {
+		if !checkJSON && len(in.Payload) > 0 && !json.Valid(in.Payload) {
+			return &InvalidError{"raw_payload", "is not valid JSON"}
+		}
+		return err
+	}
 	if err := checkID("workspace_id", in.Workspace, true); err != nil {
 		return err
 	}
@@ -360,19 +449,19 @@ func validateInput(in *IngestInput) *InvalidError {
 		}
 	}
 	if len(in.Payload) > 0 {
-		if !json.Valid(in.Payload) {
+		if checkJSON && !json.Valid(in.Payload) {
 			return &InvalidError{"raw_payload", "is not valid JSON"}
 		}
 		switch firstNonSpace(in.Payload) {
 		case '{', '[', '"':
 		default:
-			return &InvalidError{"raw_payload", "must be a JSON object, string or array"}
+			return after(&InvalidError{"raw_payload", "must be a JSON object, string or array"})
 		}
 	}
 	switch in.Permissions.Visibility {
 	case "", "public", "private", "restricted":
 	default:
-		return &InvalidError{"permissions.visibility", fmt.Sprintf("unknown value %q; allowed: public, private, restricted", in.Permissions.Visibility)}
+		return after(&InvalidError{"permissions.visibility", fmt.Sprintf("unknown value %q; allowed: public, private, restricted", in.Permissions.Visibility)})
 	}
 	for _, l := range []struct {
 		name string
@@ -380,7 +469,7 @@ func validateInput(in *IngestInput) *InvalidError {
 	}{{"permissions.allowed_actors", in.Permissions.AllowedActors}, {"permissions.denied_actors", in.Permissions.DeniedActors}, {"permissions.rbac_tags", in.Permissions.RBACTags}} {
 		for i, s := range l.v {
 			if err := checkID(fmt.Sprintf("%s[%d]", l.name, i), s, true); err != nil {
-				return err
+				return after(err)
 			}
 		}
 	}

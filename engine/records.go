@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
@@ -92,6 +93,15 @@ const fencedArtifactVersion byte = 2
 // encodeFencedArtifactRecord is encodeArtifactRecord with an erasure fence
 // (see IngestInput.Fence); fence 0 writes a plain version 1 record.
 func encodeFencedArtifactRecord(dst []byte, fence uint64, a *artifact.Artifact, spans []artifact.Span, vecs *spanVectors) []byte {
+	// One allocation of the right size, not a growth by doubling.
+	size := 1 + binary.MaxVarintLen64 + artifact.MaxArtifactSize(a) + binary.MaxVarintLen64 + 1
+	for i := range spans {
+		size += artifact.MaxSpanSize(&spans[i])
+	}
+	if vecs != nil {
+		size += len(vecs.Model) + 2*binary.MaxVarintLen64 + len(spans)*(4+vecs.Dim)
+	}
+	dst = slices.Grow(dst, size)
 	if fence != 0 {
 		dst = append(dst, fencedArtifactVersion)
 		dst = binary.AppendUvarint(dst, fence)

@@ -56,28 +56,30 @@ func Analyze(text string, dst []string) []string {
 		if !ok {
 			return dst
 		}
-		var term []byte
-		if ascii {
-			term = buf[:end-start]
-			tok := text[start:end]
-			for i := 0; i < len(tok); i++ {
-				term[i] = asciiLower[tok[i]]
-			}
-			if n := len(term); n >= 2 && term[n-1] == 's' && term[n-2] == '\'' {
-				term = term[:n-2]
-			}
-			if len(term) == 0 || isStopBytes(term) {
-				continue
-			}
-			term = term[:porterStem(term)]
-		} else {
-			term = normalizeUnicodeTerm(buf[:0], text[start:end])
-			if term == nil {
-				continue
-			}
+		if term := analyzeToken(text[start:end], ascii, &buf); term != nil {
+			dst = append(dst, string(term))
 		}
-		dst = append(dst, string(term))
 	}
+}
+
+// analyzeToken returns the index term of one token as the tokenizer cut it
+// (ascii: the token is pure ASCII), in buf, or nil for a stop word. The term
+// depends on the token's bytes alone.
+func analyzeToken(tok string, ascii bool, buf *[termBufSize]byte) []byte {
+	if !ascii {
+		return normalizeUnicodeTerm(buf[:0], tok)
+	}
+	term := buf[:len(tok)]
+	for i := 0; i < len(tok); i++ {
+		term[i] = asciiLower[tok[i]]
+	}
+	if n := len(term); n >= 2 && term[n-1] == 's' && term[n-2] == '\'' {
+		term = term[:n-2]
+	}
+	if len(term) == 0 || isStopBytes(term) {
+		return nil
+	}
+	return term[:porterStem(term)]
 }
 
 // normalizeUnicodeTerm appends to dst the term for a token that contains

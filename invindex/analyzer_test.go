@@ -308,33 +308,48 @@ func TestAnalyzeSciFact(t *testing.T) {
 		{"corpus.jsonl", sciFactCorpusTerms, sciFactCorpusDigest},
 		{"queries.jsonl", sciFactQueryTerms, sciFactQueryDigest},
 	} {
-		f, err := os.Open("../../shared/data/scifact/" + tc.file)
-		if err != nil {
-			t.Skipf("SciFact not available: %v", err)
-		}
+		docs := readSciFact(t, tc.file)
 		h := sha256.New()
 		n := 0
 		var terms []string
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<24)
-		for sc.Scan() {
-			var doc struct{ Title, Text string }
-			if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
-				t.Fatal(err)
-			}
+		for _, doc := range docs {
 			terms = Analyze(doc.Title+" "+doc.Text, terms[:0])
 			n += len(terms)
 			h.Write([]byte(strings.Join(terms, "\x01") + "\n"))
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); n != tc.terms || got != tc.digest {
 			t.Errorf("%s: %d terms, digest %s; Lucene gives %d terms, digest %s",
 				tc.file, n, got, tc.terms, tc.digest)
 		}
 	}
+}
+
+// sciFactDoc is a document or query of BEIR SciFact.
+type sciFactDoc struct{ Title, Text string }
+
+// readSciFact reads one file of the shared SciFact data set, skipping the
+// test when it is not checked out.
+func readSciFact(t *testing.T, file string) []sciFactDoc {
+	t.Helper()
+	f, err := os.Open("../../shared/data/scifact/" + file)
+	if err != nil {
+		t.Skipf("SciFact not available: %v", err)
+	}
+	defer f.Close()
+	var docs []sciFactDoc
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var doc sciFactDoc
+		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }
 
 func TestAnalyzeAppends(t *testing.T) {

@@ -30,7 +30,8 @@ func TestTfAt(t *testing.T) {
 	sc := newScorer(DefaultBM25, 1)
 	for _, term := range []string{"dense", "sparse", "mid"} {
 		tf := make(map[uint32]uint32)
-		mt := &m.terms[m.ids[term]]
+		id, _ := m.lookup(termHash(term), term)
+		mt := &m.terms[id]
 		for i, d := range mt.docs {
 			tf[d] = mt.tfs[i]
 		}

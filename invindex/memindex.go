@@ -2,6 +2,7 @@ package invindex
 
 import (
 	"math"
+	"strings"
 )
 
 // MemIndex is the mutable in-memory part: the engine's head. Docs are added in
@@ -13,12 +14,25 @@ import (
 // concurrently with each other. The engine serialises Add under its write lock
 // and searches under its read lock.
 type MemIndex struct {
-	ids      map[string]uint32 // term -> index into terms
+	ids      termTable // term -> index into terms
 	terms    []memTerm
 	lens     []byte // u32 per doc, little endian, as in a segment
 	keys     [][16]byte
 	totalLen int64
+
+	// New terms take their first postings' room from these chunks: most
+	// terms of a head have a few postings, which would otherwise cost three
+	// small allocations each, and more as they grow.
+	slab32 []uint32
+	slab8  []byte
 }
+
+// Room carved for a new term: docs and tfs for firstPostings postings, and
+// one block's metadata.
+const (
+	firstPostings = 4
+	slabTerms     = 512 // terms per chunk
+)
 
 // memTerm is one term's postings in a MemIndex, 8 bytes per posting plus 12
 // per block.
@@ -31,7 +45,7 @@ type memTerm struct {
 
 // NewMemIndex returns an empty MemIndex.
 func NewMemIndex() *MemIndex {
-	return &MemIndex{ids: make(map[string]uint32)}
+	return &MemIndex{}
 }
 
 // Add appends a doc with its analyzed terms and returns its id: 0 for the
@@ -41,7 +55,7 @@ func (m *MemIndex) Add(key [16]byte, terms []string) uint32 {
 	if len(terms) > math.MaxUint32 {
 		panic("invindex: MemIndex is full")
 	}
-	return m.AddCounted(key, CountTerms(terms))
+	return m.addCounted(key, CountTerms(terms), false)
 }
 
 // NumDocs returns the number of docs added.
@@ -55,7 +69,7 @@ func (m *MemIndex) TotalLen() int64 { return m.totalLen }
 
 // DocFreq returns the number of docs holding term.
 func (m *MemIndex) DocFreq(term string) int {
-	if id, ok := m.ids[term]; ok {
+	if id, ok := m.lookup(termHash(term), term); ok {
 		return len(m.terms[id].docs)
 	}
 	return 0
@@ -67,20 +81,19 @@ func (m *MemIndex) DocLen(doc uint32) uint32 { return le.Uint32(m.lens[4*int(doc
 // Key returns the key doc was added with.
 func (m *MemIndex) Key(doc uint32) [16]byte { return m.keys[doc] }
 
-// MemoryBytes estimates the heap bytes the index holds (capacity of its slices
-// and the term strings; map overhead approximated), for resident-memory
-// reports.
+// MemoryBytes estimates the heap bytes the index holds (capacity of its slices,
+// the term table and the term strings), for resident-memory reports.
 func (m *MemIndex) MemoryBytes() int64 {
-	n := int64(cap(m.lens) + 16*cap(m.keys) + cap(m.terms)*88)
+	n := int64(cap(m.lens) + 16*cap(m.keys) + cap(m.terms)*88 + 8*len(m.ids.slots))
 	for i := range m.terms {
 		t := &m.terms[i]
-		n += int64(4*cap(t.docs) + 4*cap(t.tfs) + cap(t.blocks) + len(t.text) + 48)
+		n += int64(4*cap(t.docs) + 4*cap(t.tfs) + cap(t.blocks) + len(t.text))
 	}
 	return n
 }
 
 func (m *MemIndex) postings(term string) plist {
-	id, ok := m.ids[term]
+	id, ok := m.lookup(termHash(term), term)
 	if !ok {
 		return plist{}
 	}
@@ -98,6 +111,9 @@ type DocTerms struct {
 	Terms []string
 	TFs   []uint32
 	Len   uint32
+	// hashes, when set (CountTexts sets it), holds each term's termHash,
+	// so that adding the doc to a MemIndex does not hash its terms again.
+	hashes []uint64
 }
 
 // CountTerms counts a doc's analyzed terms.
@@ -119,9 +135,19 @@ func CountTerms(terms []string) DocTerms {
 	return d
 }
 
-// AddCounted appends a doc whose terms CountTerms counted and returns its
-// id; the index is exactly what Add of the doc's terms would build.
+// AddCounted appends a doc whose terms CountTerms or CountTexts counted and
+// returns its id; the index is exactly what Add of the doc's terms would
+// build. Unlike Add, it keeps the term strings of d as they are, without
+// copying them (CountTexts' strings are exactly their terms, shared between
+// docs, so a term added again is often the very same string and is found
+// without comparing bytes): they should not point into larger buffers.
 func (m *MemIndex) AddCounted(key [16]byte, d DocTerms) uint32 {
+	return m.addCounted(key, d, true)
+}
+
+// addCounted is AddCounted; owned tells whether d's term strings may be
+// kept (else a new term is copied).
+func (m *MemIndex) addCounted(key [16]byte, d DocTerms, owned bool) uint32 {
 	if len(m.keys) >= math.MaxUint32-1 {
 		panic("invindex: MemIndex is full")
 	}
@@ -129,8 +155,39 @@ func (m *MemIndex) AddCounted(key [16]byte, d DocTerms) uint32 {
 	m.keys = append(m.keys, key)
 	m.lens = le.AppendUint32(m.lens, d.Len)
 	m.totalLen += int64(d.Len)
-	for i, t := range d.Terms {
-		m.appendPosting(m.termFor(t), doc, d.TFs[i])
+	// Terms are looked up in groups first, then their postings appended:
+	// the lookups of a group are independent of each other, so the CPU
+	// fetches their table slots and term records from memory at once
+	// rather than one after another.
+	const group = 16
+	var ids [group]uint32
+	for lo := 0; lo < len(d.Terms); lo += group {
+		terms := d.Terms[lo:min(lo+group, len(d.Terms))]
+		var hs [group]uint64
+		for i, t := range terms {
+			if d.hashes != nil {
+				hs[i] = d.hashes[lo+i]
+			} else {
+				hs[i] = termHash(t)
+			}
+			ids[i] = noTerm
+			if id, ok := m.lookup(hs[i], t); ok {
+				ids[i] = id
+			}
+		}
+		for i, t := range terms {
+			id := ids[i]
+			if id == noTerm { // new (no term repeats in a doc)
+				if !owned {
+					t = strings.Clone(t)
+				}
+				id = m.newTerm(hs[i], t)
+			}
+			m.appendPosting(&m.terms[id], doc, d.TFs[lo+i])
+		}
 	}
 	return doc
 }
+
+// noTerm marks a term not in the index yet.
+const noTerm = ^uint32(0)

@@ -92,6 +92,13 @@ func Chunks(text string, counter TokenCounter, target, maxTokens int) []Chunk {
 		}
 	}
 	c := chunker{text: text, counter: counter, target: target, max: maxTokens}
+	if b, ok := counter.(*BPE); ok {
+		c.bpe, c.memo = b, memoPool.Get().(*pieceMemo)
+		defer func() {
+			c.memo.pieces = c.memo.pieces[:0]
+			memoPool.Put(c.memo)
+		}()
+	}
 	for pos := 0; ; {
 		start, end, next := nextSentence(text, pos)
 		if start == end {
@@ -121,11 +128,22 @@ type chunker struct {
 
 	out               []Chunk
 	lastByte, lastPos int // end of the last chunk, in bytes and code points
+
+	// With a BPE counter: the pieces of the sentences counted so far, whose
+	// counts the chunk counts reuse (see chunk_memo.go).
+	bpe  *BPE
+	memo *pieceMemo
 }
 
 // sentence adds the sentence text[start:end] to the chunks.
 func (c *chunker) sentence(start, end int) {
-	if n := c.counter.Count(c.text[start:end]); n <= c.max {
+	var n int
+	if c.bpe != nil {
+		n = c.bpe.countMemo(c.text, start, end, c.memo, true)
+	} else {
+		n = c.counter.Count(c.text[start:end])
+	}
+	if n <= c.max {
 		c.add(unit{start, end, n})
 		return
 	}
@@ -277,6 +295,9 @@ func (c *chunker) flush() {
 
 // count counts the text spanned by the first k units.
 func (c *chunker) count(units []unit, k int) int {
+	if c.bpe != nil {
+		return c.bpe.countMemo(c.text, units[0].start, units[k-1].end, c.memo, false)
+	}
 	return c.counter.Count(c.text[units[0].start:units[k-1].end])
 }
 

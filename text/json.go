@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -48,12 +49,29 @@ type parser struct {
 	s     string
 	i     int
 	depth int
+	// The members and elements of the objects and arrays being decoded,
+	// innermost last: each takes exactly the room it needs once it is
+	// complete, instead of growing its slices member by member.
+	keys  []string
+	elems []value
 }
 
 // parseJSON decodes exactly one JSON value from data, which may be surrounded
 // by white space.
 func parseJSON(data string) (value, error) {
-	p := parser{s: data}
+	st := stackPool.Get().(*parseStacks)
+	p := parser{s: data, keys: st.keys, elems: st.elems}
+	v, err := p.top()
+	if cap(p.keys) <= maxKeptStack && cap(p.elems) <= maxKeptStack {
+		// Every object and array truncated what it pushed: nothing of
+		// data stays reachable from the pool.
+		st.keys, st.elems = p.keys[:0], p.elems[:0]
+		stackPool.Put(st)
+	}
+	return v, err
+}
+
+func (p *parser) top() (value, error) {
 	p.space()
 	if p.i == len(p.s) {
 		return value{}, errors.New("invalid JSON: empty")
@@ -68,6 +86,18 @@ func parseJSON(data string) (value, error) {
 	}
 	return v, nil
 }
+
+// parseStacks are a parser's member and element stacks, kept for reuse.
+type parseStacks struct {
+	keys  []string
+	elems []value
+}
+
+var stackPool = sync.Pool{New: func() any { return new(parseStacks) }}
+
+// maxKeptStack bounds the stacks kept for reuse (a huge payload's are
+// dropped).
+const maxKeptStack = 4096
 
 func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", p.i, fmt.Sprintf(format, args...))
@@ -318,13 +348,15 @@ func (p *parser) array() (value, error) {
 		p.depth--
 		return v, nil
 	}
+	base := len(p.elems)
+	defer p.truncate(len(p.keys), base)
 	for {
 		p.space()
 		e, err := p.value()
 		if err != nil {
 			return value{}, err
 		}
-		v.elems = append(v.elems, e)
+		p.elems = append(p.elems, e)
 		p.space()
 		if p.i == len(p.s) {
 			return value{}, p.errorf("unexpected end of input")
@@ -335,11 +367,21 @@ func (p *parser) array() (value, error) {
 		case ']':
 			p.i++
 			p.depth--
+			v.elems = slices.Clone(p.elems[base:])
 			return v, nil
 		default:
 			return value{}, p.errorf("expected ',' or ']'")
 		}
 	}
+}
+
+// truncate drops the member names and values above the given stack
+// heights (what a failed or finished object or array pushed).
+func (p *parser) truncate(keys, elems int) {
+	clear(p.keys[keys:])
+	p.keys = p.keys[:keys]
+	clear(p.elems[elems:])
+	p.elems = p.elems[:elems]
 }
 
 func (p *parser) object() (value, error) {
@@ -354,6 +396,8 @@ func (p *parser) object() (value, error) {
 		p.depth--
 		return v, nil
 	}
+	kbase, ebase := len(p.keys), len(p.elems)
+	defer p.truncate(kbase, ebase)
 	for {
 		p.space()
 		if p.i == len(p.s) || p.s[p.i] != '"' {
@@ -373,8 +417,8 @@ func (p *parser) object() (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		v.keys = append(v.keys, k)
-		v.elems = append(v.elems, e)
+		p.keys = append(p.keys, k)
+		p.elems = append(p.elems, e)
 		p.space()
 		if p.i == len(p.s) {
 			return value{}, p.errorf("unexpected end of input")
@@ -385,6 +429,8 @@ func (p *parser) object() (value, error) {
 		case '}':
 			p.i++
 			p.depth--
+			v.keys = slices.Clone(p.keys[kbase:])
+			v.elems = slices.Clone(p.elems[ebase:])
 			return v, nil
 		default:
 			return value{}, p.errorf("expected ',' or '}'")

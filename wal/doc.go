@@ -8,10 +8,12 @@
 //
 // Appends from many goroutines are group-committed: a single writer goroutine
 // takes everything queued, writes it with one write call and makes it durable
-// with one fsync, runs the entries' Apply callbacks in log order and then
-// wakes the appenders. While it writes and syncs, new appends queue into a
-// second buffer, so the cost of an fsync is shared by every append that
-// arrived during the previous one.
+// with one fsync, then hands the batch to a single applier goroutine, which
+// runs the entries' Apply callbacks in log order and then wakes the
+// appenders. While it writes and syncs, new appends queue into a second
+// buffer, so the cost of an fsync is shared by every append that arrived
+// during the previous one; and while the applier applies one batch, the
+// writer already writes and syncs the next.
 //
 // On [Open] the log is replayed. A damaged record at the end of the last file,
 // with no valid record after it, is what a crash in the middle of a write

@@ -18,9 +18,10 @@ import (
 var ErrClosed = errors.New("wal: closed")
 
 // Entry is one record to append. Apply, when non-nil, is called by the log's
-// writer goroutine once the entry's batch is durable (per policy), in log
-// order, before Append returns. Apply runs on the writer goroutine, so it
-// must be quick and must not call the Log's Append, Rotate, Sync or Close.
+// applier goroutine once the entry's batch is durable (per policy), in log
+// order, before Append returns. Every Apply runs on that one goroutine,
+// which also wakes the appenders, so it must be quick and must not call the
+// Log's Append, Rotate, Sync or Close.
 type Entry struct {
 	Type    uint8
 	Payload []byte
@@ -75,6 +76,7 @@ type Log struct {
 type batch struct {
 	buf     []byte  // framed records
 	applies []apply // Apply callbacks, in seq order
+	appends []call  // the Append calls of the batch, in seq order
 	records int
 	sync    bool
 	rotate  bool
@@ -88,9 +90,17 @@ type apply struct {
 	fn  func(seq uint64)
 }
 
-// completion is how a batch's outcome reaches its waiters. It is allocated
-// per batch, not reused, so a waiter can read it after the batch itself has
-// been recycled.
+// call is one Append of a batch: its Apply callbacks end at applies[end],
+// and it is woken through c as soon as they have run, before the rest of
+// the batch is applied.
+type call struct {
+	end int
+	c   *completion
+}
+
+// completion is how a batch's outcome reaches its waiters: one per Append
+// call, and one per batch for Sync, Rotate and Close. It is allocated, not
+// reused, so a waiter can read it after the batch itself has been recycled.
 type completion struct {
 	done   chan struct{}
 	err    error // of the batch's records, for Append, Sync and Close
@@ -350,7 +360,8 @@ func (l *Log) Append(entries ...Entry) (uint64, error) {
 	}
 	b.records += len(entries)
 	l.nextSeq += uint64(len(entries))
-	c := b.done
+	c := &completion{done: make(chan struct{})}
+	b.appends = append(b.appends, call{end: len(b.applies), c: c})
 	l.mu.Unlock()
 
 	<-c.done
@@ -362,7 +373,7 @@ func (l *Log) Append(entries ...Entry) (uint64, error) {
 
 // Rotate ends the current file, fsynced, and starts file index+1, whose
 // header and directory entry are fsynced. swap, if non-nil, is called on the
-// writer goroutine with the new index after every entry appended before
+// applier goroutine with the new index after every entry appended before
 // Rotate was called has been written, synced and applied, and before any
 // later entry is applied. Rotate returns the new index.
 func (l *Log) Rotate(swap func(newIndex int)) (int, error) {
@@ -509,15 +520,27 @@ func (l *Log) tail() *batch {
 	return b
 }
 
-// run is the writer goroutine.
+// run is the writer goroutine. It writes and fsyncs one batch after
+// another and hands each, once durable, to the applier goroutine, which
+// applies its records and wakes its waiters: so the fsync of a batch
+// overlaps with the applying of the one before, and neither waits for the
+// other's work. Records are still applied one at a time, in log order, and
+// only once durable; the applier follows the writer by at most one batch.
 func (l *Log) run() {
-	defer close(l.exited)
+	written := make(chan writtenBatch, 1)
+	applied := make(chan struct{})
+	go l.applier(written, applied)
+	defer func() {
+		close(written)
+		<-applied
+		close(l.exited)
+	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		b := l.next(timer)
 		closing := b.close
-		l.process(b)
+		written <- l.process(b)
 		if closing {
 			return
 		}
@@ -570,9 +593,17 @@ func (l *Log) next(timer *time.Timer) *batch {
 	return b
 }
 
-// process writes, syncs and applies one batch, carries out its control
-// requests and wakes its waiters.
-func (l *Log) process(b *batch) {
+// writtenBatch is a batch the writer is done with, and its outcome, on its
+// way to the applier.
+type writtenBatch struct {
+	b           *batch
+	err, rotErr error
+	index       int // the new file's index after a rotation
+}
+
+// process writes and syncs one batch and carries out its control requests,
+// on the writer goroutine; the applier does the rest.
+func (l *Log) process(b *batch) writtenBatch {
 	var err error
 	if l.broken {
 		err = l.repair()
@@ -585,9 +616,6 @@ func (l *Log) process(b *batch) {
 	}
 	if err == nil {
 		l.good = l.size // acknowledged from here on
-		for _, a := range b.applies {
-			a.fn(a.seq)
-		}
 	}
 	// The batch's records are acknowledged whatever becomes of a rotation
 	// requested with them: only Rotate's caller sees its failure.
@@ -595,9 +623,6 @@ func (l *Log) process(b *batch) {
 	if err == nil && b.rotate {
 		if rotErr = l.rotate(); rotErr == nil {
 			index = l.CurrentIndex()
-			if b.swap != nil {
-				b.swap(index)
-			}
 		}
 	}
 	if rotErr != nil {
@@ -613,7 +638,33 @@ func (l *Log) process(b *batch) {
 		l.records.Add(uint64(b.records))
 		l.bytes.Add(uint64(len(b.buf)))
 	}
-	l.complete(b, err, rotErr, index)
+	return writtenBatch{b: b, err: err, rotErr: rotErr, index: index}
+}
+
+// applier applies the records of each durable batch in order, waking each
+// Append as soon as its records are applied, calls a rotation's swap after
+// them (so before any record of a later batch is applied), and wakes the
+// batch's other waiters. It closes done when written is closed and drained.
+func (l *Log) applier(written <-chan writtenBatch, done chan<- struct{}) {
+	defer close(done)
+	for w := range written {
+		b := w.b
+		start := 0
+		for _, cl := range b.appends {
+			if w.err == nil {
+				for _, a := range b.applies[start:cl.end] {
+					a.fn(a.seq)
+				}
+			}
+			start = cl.end
+			cl.c.err = w.err
+			close(cl.c.done)
+		}
+		if w.rotErr == nil && b.rotate && b.swap != nil {
+			b.swap(w.index)
+		}
+		l.complete(b, w.err, w.rotErr, w.index)
+	}
 }
 
 // closeFile closes the file at Close. After a failure it first cuts the
@@ -796,7 +847,8 @@ func (l *Log) complete(b *batch, err, rotErr error, index int) {
 		b.buf = nil
 	}
 	clear(b.applies)
-	*b = batch{buf: b.buf[:0], applies: b.applies[:0]}
+	clear(b.appends)
+	*b = batch{buf: b.buf[:0], applies: b.applies[:0], appends: b.appends[:0]}
 	l.mu.Lock()
 	l.free = append(l.free, b)
 	l.mu.Unlock()

@@ -43,15 +43,34 @@ func runBench(args []string) error {
 		fsync := fs.String("fsync", "always", "WAL fsync policy: always | batch | off")
 		overHTTP := fs.Bool("http", false, "ingest through POST /v2/ingest of the real server on loopback")
 		batch := fs.Int("batch", 100, "artifacts per v2 ingest request (with --http)")
+		embedder := fs.String("embedder", "none", "semantic channel, embedding in the background as loci serve does: none (lexically indexed ingest) | glove | minilm")
+		drain := fs.Bool("drain", true, "with an embedder: after the last acknowledgement, wait for the embedding backlog to reach 0 and report the time")
+		drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up draining the embedding backlog after this long")
+		rate := fs.Float64("rate", 0, "open loop: offer this many artifacts/s for --duration (arrivals at fixed intervals, whatever the writers' progress); with an embedder, report the lag from acknowledgement to embedded")
+		duration := fs.Duration("duration", 10*time.Second, "length of the offered load (with --rate)")
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
 				return nil, err
 			}
-			if *overHTTP {
-				return bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: *n, Batch: *batch, Writers: *writers, Seed: *seed, Sync: p})
+			switch *embedder {
+			case embedderNone, embedderGloVe, embedderMiniLM:
+			default:
+				return nil, fmt.Errorf("--embedder: unknown embedder %q (one of none | glove | minilm)", *embedder)
 			}
-			return bench.Ingest(bench.IngestConfig{Dir: *dir, Writers: *writers, Artifacts: *n, Sync: p, Seed: *seed})
+			emb, err := benchEmbedding(*embedder)
+			if err != nil {
+				return nil, err
+			}
+			if *overHTTP {
+				if *rate > 0 {
+					return nil, fmt.Errorf("--rate is not supported with --http")
+				}
+				return bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: *n, Batch: *batch, Writers: *writers, Seed: *seed, Sync: p, Embedding: emb})
+			}
+			return bench.Ingest(bench.IngestConfig{Dir: *dir, Writers: *writers, Artifacts: *n, Sync: p, Seed: *seed,
+				Embedding: emb, Drain: *drain, DrainTimeout: *drainTimeout, Rate: *rate, Duration: *duration,
+				Progress: func(s string) { fmt.Fprintln(os.Stderr, "bench ingest:", s) }})
 		}
 	case "pack":
 		n := fs.Int("spans", 100000, "spans in the workspace")
