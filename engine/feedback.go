@@ -168,6 +168,9 @@ func (f *feedbackState) apply(e *feedbackEvent) {
 		case ActionPrivate:
 			m := mark(id)
 			m.Private = true
+			if e.ActorID == "" {
+				break // anonymous: private for nobody
+			}
 			if i, found := slices.BinarySearch(m.PrivateFor, e.ActorID); !found {
 				m.PrivateFor = slices.Insert(m.PrivateFor, i, e.ActorID)
 			}
@@ -350,7 +353,9 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	if err := checkID("workspace_id", in.Workspace, true); err != nil {
 		return FeedbackResult{}, err
 	}
-	if err := checkID("actor_id", in.ActorID, true); err != nil {
+	// The contract does not require actor_id: feedback without one is
+	// anonymous (private then hides the span from every actor).
+	if err := checkID("actor_id", in.ActorID, false); err != nil {
 		return FeedbackResult{}, err
 	}
 	if !slices.Contains(FeedbackActions, in.Action) {

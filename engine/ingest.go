@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -78,8 +80,11 @@ type inflightIngest struct{ done chan struct{} }
 func (db *DB) Ingest(tenant string, in IngestInput) (IngestResult, error) {
 	res, err := db.IngestBatch(tenant, []IngestInput{in})
 	if err != nil {
-		if ie, ok := err.(*InvalidError); ok {
-			ie.Field = trimIndex(ie.Field)
+		switch e := err.(type) {
+		case *InvalidError:
+			e.Field = trimIndex(e.Field)
+		case *IdempotencyConflictError:
+			e.Field = trimIndex(e.Field)
 		}
 		return IngestResult{}, err
 	}
@@ -261,13 +266,10 @@ func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*h
 				continue
 			}
 			k := idemKey{wsKey{tenant, ins[i].Workspace}, ins[i].IdempotencyKey}
-			if j, ok := firstInBatch[k]; ok {
-				prepared[i] = nil
-				results[i] = resultOf(prepared[j].a, prepared[j].spans, true)
-				continue
-			}
-			a, spans, ok, err := db.findIdempotent(k)
-			if err != nil {
+			// A key reused with another artifact is refused (nothing of
+			// the batch is stored): returning the stored artifact would
+			// silently drop the new one.
+			fail := func(err error) ([]idemKey, error) {
 				for _, r := range reserved {
 					close(db.inflight[r].done)
 					delete(db.inflight, r)
@@ -275,7 +277,24 @@ func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*h
 				db.idemMu.Unlock()
 				return nil, err
 			}
+			if j, ok := firstInBatch[k]; ok {
+				if diff := IdempotencyDiff(prepared[j].a, &ins[i]); diff != nil {
+					return fail(&InvalidError{fmt.Sprintf("artifacts[%d].idempotency_key", i),
+						fmt.Sprintf("%q is also the key of artifacts[%d], which differs from this item in %s; one key names one artifact", k.key, j, strings.Join(diff, ", "))})
+				}
+				prepared[i] = nil
+				results[i] = resultOf(prepared[j].a, prepared[j].spans, true)
+				continue
+			}
+			a, spans, ok, err := db.findIdempotent(k)
+			if err != nil {
+				return fail(err)
+			}
 			if ok {
+				if diff := IdempotencyDiff(a, &ins[i]); diff != nil {
+					return fail(&IdempotencyConflictError{Field: fmt.Sprintf("artifacts[%d].idempotency_key", i),
+						Key: k.key, Workspace: ins[i].Workspace, ArtifactID: a.ID, Differs: diff})
+				}
 				prepared[i] = nil
 				results[i] = resultOf(a, spans, true)
 				continue
@@ -287,6 +306,66 @@ func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*h
 		db.idemMu.Unlock()
 		return reserved, nil
 	}
+}
+
+// IdempotencyConflictError is an ingest whose idempotency key is already
+// the key of a stored artifact that differs from it (IdempotencyDiff): the
+// API answers 409, and nothing of the request is stored.
+type IdempotencyConflictError struct {
+	Field      string // the request's field: idempotency_key, or artifacts[i].idempotency_key
+	Key        string
+	Workspace  string
+	ArtifactID uuid.UUID // the artifact stored under Key
+	Differs    []string  // the fields that differ, as IdempotencyDiff names them
+}
+
+func (e *IdempotencyConflictError) Error() string {
+	return fmt.Sprintf("%s: %q is already the key of artifact %s in workspace %q, which differs from this request in %s; "+
+		"resend the original artifact to get it back, or use a new key for a new artifact",
+		e.Field, e.Key, e.ArtifactID, e.Workspace, strings.Join(e.Differs, ", "))
+}
+
+// IdempotencyDiff names the fields in which in differs from a, the artifact
+// stored under the same idempotency key; nil means in is a retry of a. The
+// fields compared are those that make the artifact what it is: its type,
+// its raw_payload by content hash (the exact bytes sent; a JSON string by
+// its decoded text), its actor, session, thread and permissions. The
+// timestamp is not compared: it defaults to the time of ingest, so a retry
+// without one always differs from the original.
+func IdempotencyDiff(a *artifact.Artifact, in *IngestInput) []string {
+	var diff []string
+	if a.Type != in.Type {
+		diff = append(diff, "artifact_type")
+	}
+	if a.ContentHash != artifact.ContentHash(in.Payload) {
+		diff = append(diff, "raw_payload")
+	}
+	if a.ActorID != in.ActorID {
+		diff = append(diff, "actor_id")
+	}
+	if a.SessionID != in.SessionID {
+		diff = append(diff, "session_id")
+	}
+	if a.ThreadID != in.ThreadID {
+		diff = append(diff, "thread_id")
+	}
+	if !samePermissions(a.Permissions, in.Permissions) {
+		diff = append(diff, "permissions")
+	}
+	return diff
+}
+
+// samePermissions compares permissions as stored: an empty visibility is
+// public and an empty list is absent.
+func samePermissions(p, q artifact.Permissions) bool {
+	vis := func(v string) string {
+		if v == "" {
+			return "public"
+		}
+		return v
+	}
+	return vis(p.Visibility) == vis(q.Visibility) && slices.Equal(p.AllowedActors, q.AllowedActors) &&
+		slices.Equal(p.DeniedActors, q.DeniedActors) && slices.Equal(p.RBACTags, q.RBACTags)
 }
 
 func (db *DB) release(keys []idemKey) {
@@ -503,6 +582,22 @@ func CheckWorkspaceID(v string) *InvalidError {
 		}
 	}
 	return nil
+}
+
+// CheckWorkspace is CheckWorkspaceID for the routes that read or erase a
+// workspace (context packs, feedback, receipts, erasure). An id outside the
+// rule is refused like at ingest, unless tenant already holds data under it,
+// written before the rule: such a workspace stays readable and erasable, so
+// no data is stranded, but nothing new can be ingested into it.
+func (db *DB) CheckWorkspace(tenant, ws string) error {
+	err := CheckWorkspaceID(ws)
+	if err == nil {
+		return nil
+	}
+	if checkID("workspace_id", ws, true) == nil && db.DataVersion(tenant, ws) != 0 {
+		return nil
+	}
+	return err
 }
 
 func checkID(field, v string, required bool) *InvalidError {

@@ -130,6 +130,11 @@ var (
 )
 
 func randomInput(ws string, seed uint64, key int) IngestInput {
+	if key >= 0 {
+		// One idempotency key names one artifact (another one under the
+		// same key is refused): a keyed input is a function of its key.
+		seed = uint64(key) * 0x9e3779b97f4a7c15
+	}
 	r := rand.New(rand.NewPCG(seed, 7))
 	vocab := []string{"deploy", "budget", "Friday", "approved", "rejected", "cluster", "refund", "meeting", "4000", "3.5", "café", "東京", "🙂"}
 	var content string

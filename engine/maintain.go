@@ -316,7 +316,9 @@ func (db *DB) compactLocked(minRun int) error {
 			_, err := db.commitManifest(&m, nil)
 			return err
 		}
-		if err := db.compactRun(segs, lo, hi); err != nil {
+		err := db.compactRun(segs, lo, hi)
+		db.countCompaction(err) // engine/observe.go
+		if err != nil {
 			return fmt.Errorf("engine: compaction: %w", err)
 		}
 	}

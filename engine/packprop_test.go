@@ -101,7 +101,27 @@ func ppText(seed uint64, n int, marker string) string {
 	return strings.TrimSpace(b.String())
 }
 
+// keyed returns d, or for a document with an idempotency key the one
+// document of that key: a key names one artifact (another artifact under a
+// used key is refused), so reusing a key is a retry, which replays.
+func (d ppDoc) keyed() ppDoc {
+	if d.Key < 0 {
+		return d
+	}
+	return ppDoc{Seed: uint64(d.Key) + 1, Words: 20 + 90*d.Key, Actor: d.Key % 3, Vis: d.Key * 3 % 10, Type: d.Key % 3, Key: d.Key}
+}
+
 func (d ppDoc) input(ws, marker string) IngestInput {
+	if d.Key >= 0 {
+		marker = "" // see keyed: the artifact of a key is the same in every workspace
+	}
+	if d.Key >= 0 {
+		// One idempotency key names one artifact (another one under the
+		// same key is refused), so a keyed document is a function of its
+		// key: reusing the key is a retry, and replays.
+		d = ppDoc{Seed: uint64(d.Key) + 1, Words: 20 + 90*d.Key, Actor: d.Key % 3, Vis: d.Key * 3 % 10, Type: d.Key % 3, Key: d.Key}
+		marker = ""
+	}
 	content, _ := json.Marshal(ppText(d.Seed, d.Words, marker))
 	in := IngestInput{Workspace: ws, ActorID: ppActors[d.Actor], Type: ppTypes[d.Type],
 		Payload:     []byte(fmt.Sprintf(`{"role":"user","title":"t","content":%s}`, content)),
@@ -123,7 +143,7 @@ func genDoc() gopter.Gen {
 		"Vis":   gen.IntRange(0, 9),
 		"Type":  gen.IntRange(0, 2),
 		"Key":   gen.IntRange(-8, 3), // mostly none
-	})
+	}).Map(ppDoc.keyed)
 }
 
 // ppQuery returns a random query of 1-4 vocabulary words.

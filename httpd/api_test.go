@@ -24,7 +24,7 @@ func TestIngestV1(t *testing.T) {
 	// The payload's exact bytes (odd spacing, key order) are kept and hashed.
 	raw := `{"content":  "The quarterly budget for project Atlas is 42000 dollars.",  "role":"user"}`
 	body := `{"workspace_id":"ws-1","actor_id":"agent-1","artifact_type":"chat_turn","raw_payload":` + raw +
-		`,"timestamp":"2024-05-01T10:00:00Z","session_id":"s1","future_field":{"x":1}}`
+		`,"timestamp":"2024-05-01T10:00:00Z","session_id":"s1"}`
 	m := h.do("POST", "/v1/ingest", "", body).must(t, 201)
 	id := str(m, "artifact_id")
 	if want := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(raw))); str(m, "content_hash") != want {
@@ -76,7 +76,7 @@ func TestIngestV1(t *testing.T) {
 		{"bad type", `{"workspace_id":"w","actor_id":"a","artifact_type":"tweet"}`, "chat_turn"},
 		{"wrong field type", `{"workspace_id":7,"actor_id":"a","artifact_type":"note"}`, "workspace_id"},
 		{"bad timestamp", `{"workspace_id":"w","actor_id":"a","artifact_type":"note","timestamp":"yesterday"}`, "timestamp"},
-		{"unknown permission", `{"workspace_id":"w","actor_id":"a","artifact_type":"note","permissions":{"visibilty":"private"}}`, "permissions: unknown field \"visibilty\""},
+		{"unknown permission", `{"workspace_id":"w","actor_id":"a","artifact_type":"note","permissions":{"visibilty":"private"}}`, "permissions.visibilty: unknown field"},
 		{"bad visibility", `{"workspace_id":"w","actor_id":"a","artifact_type":"note","permissions":{"visibility":"secret"}}`, "permissions.visibility"},
 		{"number payload", `{"workspace_id":"w","actor_id":"a","artifact_type":"note","raw_payload":12}`, "raw_payload"},
 	} {
@@ -177,7 +177,7 @@ func TestContextPackV1AndReceipts(t *testing.T) {
 		{"budget 0", map[string]any{"workspace_id": "ws", "query": "x", "max_tokens": 0}, "max_tokens"},
 		{"budget too big", map[string]any{"workspace_id": "ws", "query": "x", "max_tokens": 128001}, "max_tokens"},
 		{"no workspace", map[string]any{"query": "x"}, "workspace_id"},
-		{"unknown policy field", map[string]any{"workspace_id": "ws", "query": "x", "policy": map[string]any{"rbac_requird": []string{"a"}}}, "policy: unknown field"},
+		{"unknown policy field", map[string]any{"workspace_id": "ws", "query": "x", "policy": map[string]any{"rbac_requird": []string{"a"}}}, "policy.rbac_requird: unknown field"},
 		{"bad privacy", map[string]any{"workspace_id": "ws", "query": "x", "policy": map[string]any{"privacy_level": "paranoid"}}, "privacy_level"},
 		{"bad mode", map[string]any{"workspace_id": "ws", "query": "x", "mode": "fast"}, "mode"},
 		{"bad tuning", map[string]any{"workspace_id": "ws", "query": "x", "diversity_decay": 3}, "diversity_decay"},
@@ -246,7 +246,7 @@ func TestFeedbackOverHTTP(t *testing.T) {
 		{"unknown artifact", map[string]any{"workspace_id": "ws", "actor_id": "u", "action": "pin", "artifact_id": "0b6f3c1e-0000-4000-8000-000000000000"}, 404, "not found"},
 		{"other workspace", map[string]any{"workspace_id": "other", "actor_id": "u", "action": "pin", "artifact_id": ids[1]}, 404, "not found"},
 		{"unknown conflict", map[string]any{"workspace_id": "ws", "actor_id": "u", "action": "resolve_conflict", "conflict_id": "0b6f3c1e-0000-4000-8000-000000000000"}, 404, "conflict"},
-		{"no actor", map[string]any{"workspace_id": "ws", "action": "pin", "artifact_id": ids[1]}, 400, "actor_id"},
+		{"no workspace", map[string]any{"actor_id": "u", "action": "pin", "artifact_id": ids[1]}, 400, "workspace_id"},
 	} {
 		t.Run(c.name, func(t *testing.T) { h.do("POST", "/v1/feedback", "", c.body).fails(t, c.status, c.want) })
 	}
@@ -389,10 +389,12 @@ func TestAsyncJobsResumeAfterRestart(t *testing.T) {
 	if r := h.do("GET", "/v1/artifacts/"+id, "", nil); r.status != 200 || !bytes.Contains(r.body, []byte(raw)) {
 		t.Fatalf("pending artifact: %d %s", r.status, r.body)
 	}
-	// A key pending in a job replays that job's artifact, even with another payload.
+	// A key pending in a job replays that job's artifact; with another
+	// payload it is a conflict.
 	keyed := `{"workspace_id":"ws","actor_id":"a","artifact_type":"note","idempotency_key":"k1","raw_payload":`
 	k1 := h.do("POST", "/v1/ingest", "", keyed+`{"content":"first"}}`).must(t, 201)
-	k1again := h.do("POST", "/v1/ingest", "", keyed+`{"content":"second"}}`)
+	h.do("POST", "/v1/ingest", "", keyed+`{"content":"second"}}`).fails(t, 409, str(k1, "artifact_id"))
+	k1again := h.do("POST", "/v1/ingest", "", keyed+`{"content":"first"}}`)
 	if m := k1again.must(t, 200); str(m, "artifact_id") != str(k1, "artifact_id") || str(m, "content_hash") != str(k1, "content_hash") ||
 		k1again.header.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("pending key replay %s, first %v", k1again.body, k1)
@@ -415,7 +417,8 @@ func TestAsyncJobsResumeAfterRestart(t *testing.T) {
 	}
 	// Once stored, the key replays the stored, indexed artifact.
 	waitIndexed(t, h, str(k1, "artifact_id"))
-	m = h.do("POST", "/v1/ingest", "", keyed+`{"content":"third"}}`).must(t, 200)
+	h.do("POST", "/v1/ingest", "", keyed+`{"content":"third"}}`).fails(t, 409, str(k1, "artifact_id"))
+	m = h.do("POST", "/v1/ingest", "", keyed+`{"content":"first"}}`).must(t, 200)
 	if str(m, "artifact_id") != str(k1, "artifact_id") || m["indexed"] != true || len(m["span_ids"].([]any)) == 0 {
 		t.Fatalf("stored key replay %v", m)
 	}

@@ -40,7 +40,11 @@ func (s *Server) feedback(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	in := engine.FeedbackInput{Workspace: r.WorkspaceID, ActorID: r.ActorID, Action: r.Action, Reason: r.Reason, ConflictID: r.ConflictID}
-	var err error
+	err := s.db.CheckWorkspace(c.who.tenant, r.WorkspaceID)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
 	if r.ArtifactID == "" && r.Action != engine.ActionResolveConflict {
 		badRequest(ctx, errors.New("artifact_id: is required"))
 		return
@@ -79,6 +83,10 @@ func (s *Server) listReceipts(ctx *fasthttp.RequestCtx, c *call) {
 	ws := string(args.Peek("workspace_id"))
 	if ws == "" {
 		badRequest(ctx, errors.New("workspace_id: query parameter is required"))
+		return
+	}
+	if err := s.db.CheckWorkspace(c.who.tenant, ws); err != nil {
+		s.fail(ctx, err)
 		return
 	}
 	limit, offset := 50, 0
@@ -142,6 +150,10 @@ func (s *Server) getReceipt(ctx *fasthttp.RequestCtx, c *call) {
 
 func (s *Server) eraseWorkspace(ctx *fasthttp.RequestCtx, c *call) {
 	ws := c.params["workspace_id"]
+	if err := s.db.CheckWorkspace(c.who.tenant, ws); err != nil {
+		s.fail(ctx, err)
+		return
+	}
 	res, err := s.db.EraseWorkspace(c.who.tenant, ws)
 	if err != nil {
 		s.fail(ctx, err)

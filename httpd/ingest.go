@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -168,6 +169,11 @@ func (s *Server) ingestAsyncV1(ctx *fasthttp.RequestCtx, c *call, in engine.Inge
 				s.fail(ctx, err)
 				return
 			}
+			if diff := engine.IdempotencyDiff(a, &in); diff != nil {
+				s.fail(ctx, &engine.IdempotencyConflictError{Field: "idempotency_key", Key: in.IdempotencyKey,
+					Workspace: in.Workspace, ArtifactID: a.ID, Differs: diff})
+				return
+			}
 			spans, err := s.db.ArtifactSpans(c.who.tenant, id)
 			if err != nil {
 				s.fail(ctx, err)
@@ -183,7 +189,7 @@ func (s *Server) ingestAsyncV1(ctx *fasthttp.RequestCtx, c *call, in engine.Inge
 			return
 		}
 	}
-	jobs, replay, err := s.accept(c.who.tenant, in.Workspace, []engine.IngestInput{in}, now)
+	jobs, replay, err := s.accept(c.who.tenant, in.Workspace, []engine.IngestInput{in}, now, false)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -208,8 +214,20 @@ func (s *Server) ingestAsyncV1(ctx *fasthttp.RequestCtx, c *call, in engine.Inge
 // for the batch, raw artifacts included, then the workers are woken. An item
 // whose idempotency key is already stored or pending gets that artifact's
 // job (replay true): a pending one is returned as is; for a stored one a job
-// is created that completes at once with the existing artifact.
-func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Time) ([]control.Job, []bool, error) {
+// is created that completes at once with the existing artifact. A key whose
+// artifact (stored, pending or earlier in the batch) differs from the item
+// fails the whole call and queues nothing (engine.IdempotencyDiff). batch
+// says whether errors name items as artifacts[i].
+func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Time, batch bool) ([]control.Job, []bool, error) {
+	field := func(i int) string {
+		if batch {
+			return fmt.Sprintf("artifacts[%d].idempotency_key", i)
+		}
+		return "idempotency_key"
+	}
+	conflict := func(i int, a *artifact.Artifact, diff []string) error {
+		return &engine.IdempotencyConflictError{Field: field(i), Key: ins[i].IdempotencyKey, Workspace: ws, ArtifactID: a.ID, Differs: diff}
+	}
 	out := make([]control.Job, len(ins))
 	replay := make([]bool, len(ins))
 	dupOf := make([]int, len(ins))     // index of an earlier item with the same key, or -1
@@ -221,11 +239,20 @@ func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Ti
 		id := uuid.New()
 		if k := in.IdempotencyKey; k != "" {
 			if j, ok := first[k]; ok {
+				if diff := engine.IdempotencyDiff(pendingArtifact(uuid.Nil, ins[j]), &ins[i]); diff != nil {
+					return nil, nil, &engine.InvalidError{Field: field(i), Reason: fmt.Sprintf(
+						"%q is also the key of artifacts[%d], which differs from this item in %s; one key names one artifact", k, j, strings.Join(diff, ", "))}
+				}
 				dupOf[i], replay[i] = j, true
 				continue
 			}
 			first[k] = i
 			if j, ok := s.ctl.JobByIdempotencyKey(tenant, ws, k); ok && j.Status != control.StatusFailed {
+				if stored, _, err := decodeJobInput(j.Input); err == nil {
+					if diff := engine.IdempotencyDiff(pendingArtifact(j.ArtifactID, stored), &ins[i]); diff != nil {
+						return nil, nil, conflict(i, pendingArtifact(j.ArtifactID, stored), diff)
+					}
+				}
 				out[i], replay[i] = j, true
 				continue
 			}
@@ -234,6 +261,13 @@ func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Ti
 				return nil, nil, err
 			}
 			if ok {
+				a, err := s.db.Artifact(tenant, existing)
+				if err != nil {
+					return nil, nil, err
+				}
+				if diff := engine.IdempotencyDiff(a, &ins[i]); diff != nil {
+					return nil, nil, conflict(i, a, diff)
+				}
 				id, replay[i] = existing, true
 			}
 		}
@@ -258,6 +292,13 @@ func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Ti
 		}
 	}
 	return out, replay, nil
+}
+
+// pendingArtifact is the artifact an accepted ingest will store, as far
+// as engine.IdempotencyDiff compares it.
+func pendingArtifact(id uuid.UUID, in engine.IngestInput) *artifact.Artifact {
+	return &artifact.Artifact{ID: id, Type: in.Type, ActorID: in.ActorID, SessionID: in.SessionID, ThreadID: in.ThreadID,
+		Permissions: in.Permissions, ContentHash: artifact.ContentHash(in.Payload)}
 }
 
 type v2IngestRequest struct {
@@ -320,11 +361,18 @@ func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
 	var rawBytes uint64
 	for i, raw := range req.Artifacts {
 		var it ingestItem
-		if err := decodeBody(raw, &it); err != nil {
-			badRequest(ctx, fmt.Errorf("artifacts[%d]: %v", i, err))
+		if err := decodeAt(raw, fmt.Sprintf("artifacts[%d]", i), &it); err != nil {
+			badRequest(ctx, err)
 			return
 		}
-		// workspace_id and actor_id are given once, at the top level.
+		// workspace_id and actor_id are given once, at the top level; an
+		// item (shaped like a v1 artifact) may repeat them, but not differ.
+		for _, f := range []struct{ name, item, top string }{{"workspace_id", it.WorkspaceID, req.WorkspaceID}, {"actor_id", it.ActorID, req.ActorID}} {
+			if f.item != "" && f.item != f.top {
+				badRequest(ctx, fmt.Errorf("artifacts[%d].%s: %q differs from the top-level %s %q; give it once, at the top level", i, f.name, f.item, f.name, f.top))
+				return
+			}
+		}
 		it.WorkspaceID, it.ActorID = req.WorkspaceID, req.ActorID
 		in, err := it.input(now)
 		if err != nil {
@@ -348,7 +396,7 @@ func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	if req.AsyncIndex {
-		jobs, replay, err := s.accept(c.who.tenant, req.WorkspaceID, ins, now)
+		jobs, replay, err := s.accept(c.who.tenant, req.WorkspaceID, ins, now, true)
 		if err != nil {
 			s.fail(ctx, err)
 			return

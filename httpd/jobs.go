@@ -149,6 +149,7 @@ func (r *jobRunner) run(j control.Job) {
 	}
 	res, err := s.db.Ingest(j.TenantID, in)
 	var inv *engine.InvalidError
+	var conflict *engine.IdempotencyConflictError
 	switch {
 	case errors.Is(err, engine.ErrClosed):
 		return
@@ -157,6 +158,11 @@ func (r *jobRunner) run(j control.Job) {
 		return
 	case errors.As(err, &inv):
 		r.finish(j, control.StatusFailed, inv.Error())
+		return
+	case errors.As(err, &conflict):
+		// Another request stored a different artifact under the job's key
+		// while the job waited.
+		r.finish(j, control.StatusFailed, conflict.Error())
 		return
 	case err != nil:
 		s.log.Error("httpd: indexing job failed", "job", j.ID, "err", err)

@@ -2,10 +2,12 @@ package httpd
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -35,6 +37,9 @@ type guardedListener struct {
 	net.Listener
 	log   *slog.Logger
 	perIP int // 0: no cap
+	// refused, when set, is called for each connection refused over the
+	// per-address cap (the rate-limit metric).
+	refused func()
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -81,12 +86,15 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 // and is closed (ok false).
 func (l *guardedListener) track(c net.Conn) (net.Conn, bool) {
 	if l.perIP <= 0 {
-		return c, true
+		return &trackedConn{Conn: c, release: func() {}}, true // no cap; wrapped for lingerOnClose
 	}
 	ip := clientIP(c.RemoteAddr())
 	l.mu.Lock()
 	if l.open[ip] >= l.perIP {
 		l.mu.Unlock()
+		if l.refused != nil {
+			l.refused()
+		}
 		l.logf("httpd: connection refused: too many connections from one address", "client", ip, "limit", l.perIP)
 		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		c.Write(tooManyConnsResponse)
@@ -158,11 +166,46 @@ type trackedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	linger  atomic.Bool // see lingerOnClose
 }
 
 func (c *trackedConn) Close() error {
+	if c.linger.CompareAndSwap(true, false) {
+		if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+			go c.lingerClose(cw)
+			return nil
+		}
+	}
 	c.once.Do(c.release)
 	return c.Conn.Close()
+}
+
+// Bounds of a lingering close: how long, and how many bytes, the rest of a
+// refused request is read before the connection is closed anyway.
+const (
+	lingerTime  = 5 * time.Second
+	lingerBytes = 256 << 20
+)
+
+// lingerOnClose makes the server's close of c lingering: after the answer,
+// the write side is shut (the client reads the answer, then end of stream)
+// and what the client still sends is read and discarded, within lingerTime
+// and lingerBytes, before the socket is closed. Closing a socket with unread
+// input sends a reset, which discards the answer at the client before it is
+// read; clients that send the whole body before reading (Python's requests
+// and httpx, Node's fetch) then saw "connection reset" instead of a 413.
+func lingerOnClose(c net.Conn) {
+	if tc, ok := c.(*trackedConn); ok {
+		tc.linger.Store(true)
+	}
+}
+
+func (c *trackedConn) lingerClose(cw interface{ CloseWrite() error }) {
+	cw.CloseWrite()
+	c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, c.Conn, lingerBytes)
+	c.once.Do(c.release)
+	c.Conn.Close()
 }
 
 // SyscallConn exposes the socket, so that a waiting request can check

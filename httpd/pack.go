@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// packRequest is a context pack request as sent (v1 fields, and v2's profile).
+// packRequest is a v1 context pack request as sent.
 type packRequest struct {
 	Query                 *string         `json:"query"`
 	MaxTokens             *int            `json:"max_tokens"`
@@ -31,7 +31,12 @@ type packRequest struct {
 	DiversityDecay        *float64        `json:"diversity_decay"`
 	RedundancyJaccard     *float64        `json:"redundancy_jaccard_threshold"`
 	TemporalHalfLifeHours *float64        `json:"temporal_half_life_hours"`
-	Profile               *string         `json:"profile"`
+}
+
+// packV2Request is a v2 context pack request: v1's fields and profile.
+type packV2Request struct {
+	packRequest
+	Profile *string `json:"profile"`
 }
 
 type policyJSON struct {
@@ -43,8 +48,8 @@ type policyJSON struct {
 }
 
 // engineRequest validates a pack request and converts it. v2 requires
-// max_tokens and accepts profile.
-func (r *packRequest) engineRequest(v2 bool) (engine.PackRequest, error) {
+// max_tokens and takes profile.
+func (r *packRequest) engineRequest(v2 bool, profile *string) (engine.PackRequest, error) {
 	req := engine.PackRequest{Workspace: r.WorkspaceID, ActorID: r.ActorID, SessionID: r.SessionID, Mode: r.Mode,
 		MaxLatencyMs: r.MaxLatencyMs, MaxCostUSD: r.MaxCostUSD}
 	if r.Query == nil {
@@ -112,11 +117,10 @@ func (r *packRequest) engineRequest(v2 bool) (engine.PackRequest, error) {
 		t.TemporalHalfLifeHours = *v
 	}
 	req.Tuning = t
-	// v1 ignores profile like any other field it does not know.
 	if v2 {
 		req.Profile = pack.ProfileBalanced
-		if r.Profile != nil {
-			req.Profile = *r.Profile
+		if profile != nil {
+			req.Profile = *profile
 		}
 	}
 	return req, nil
@@ -126,14 +130,23 @@ func (r *packRequest) engineRequest(v2 bool) (engine.PackRequest, error) {
 const packTimeout = 30 * time.Second
 
 func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*engine.PackResponse, bool) {
-	var r packRequest
-	if err := decodeBody(ctx.PostBody(), &r); err != nil {
+	// v1 decodes into packRequest alone, so that profile is unknown there.
+	var r packV2Request
+	var into any = &r.packRequest
+	if v2 {
+		into = &r
+	}
+	if err := decodeBody(ctx.PostBody(), into); err != nil {
 		badRequest(ctx, err)
 		return nil, false
 	}
-	req, err := r.engineRequest(v2)
+	req, err := r.engineRequest(v2, r.Profile)
 	if err != nil {
 		badRequest(ctx, err)
+		return nil, false
+	}
+	if err := s.db.CheckWorkspace(c.who.tenant, req.Workspace); err != nil {
+		s.fail(ctx, err)
 		return nil, false
 	}
 	// The pack ends early when its client goes away or the server stops,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 )
 
@@ -20,6 +21,7 @@ type route struct {
 	public   bool // no authentication, no metering (/health, /openapi.json)
 	register bool // open to anyone when OpenRegistration is on
 	v2       bool // needs a plan with the v2 API
+	metrics  *telemetry.Route
 }
 
 type router struct{ routes []*route }

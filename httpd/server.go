@@ -23,6 +23,7 @@ import (
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/ratelimit"
+	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 )
 
@@ -66,6 +67,11 @@ type Config struct {
 	// Registrations with the admin key are not limited.
 	RegisterLimit  int
 	RegisterWindow time.Duration
+	// Metrics receives the request, pack, ingest and rate-limit series, and
+	// reads the engine's state at scrape time (default: metrics of this
+	// server alone, served by nobody). Serve them on an admin listener with
+	// telemetry.AdminHandler, never on the public one.
+	Metrics *telemetry.Metrics
 }
 
 // Connection defaults: below the file limits of a server (`loci serve`
@@ -89,6 +95,11 @@ type Server struct {
 	// regLimiter limits open registrations per client address.
 	regLimiter *ratelimit.Limiter
 	jobs       *jobRunner
+	metrics    *telemetry.Metrics
+	// unmatched holds the series of requests that matched no route, by
+	// method (unknown methods share "OTHER"), so that neither raw paths nor
+	// invented methods create series.
+	unmatched map[string]*telemetry.Route
 
 	// base is the parent of every request's context; Shutdown cancels it,
 	// so that requests waiting for work (a pack's admission) give up.
@@ -156,6 +167,17 @@ func NewStarting(cfg Config) *Server {
 		limiter: ratelimit.New(cfg.RateWindow, cfg.Now), regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now),
 		stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
 	s.router = s.routes()
+	if cfg.Metrics == nil {
+		cfg.Metrics = telemetry.New(cfg.Version)
+	}
+	s.metrics = cfg.Metrics
+	for _, rt := range s.router.routes {
+		rt.metrics = s.metrics.Route(rt.method, rt.pattern)
+	}
+	s.unmatched = map[string]*telemetry.Route{}
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"} {
+		s.unmatched[m] = s.metrics.Route(m, telemetry.UnmatchedRoute)
+	}
 	s.base, s.stopBase = context.WithCancel(context.Background())
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
@@ -185,6 +207,8 @@ func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 		ctl.RunUsageWriter(s.stopUsage)
 	}()
 	s.jobs = newJobRunner(s, s.cfg.IndexWorkers)
+	s.metrics.WatchJobs(s.jobs.depth)
+	s.metrics.WatchEngine(db)
 	s.ready.Store(true) // publishes the fields above to the handlers
 }
 
@@ -196,7 +220,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	if perIP < 0 {
 		perIP = 0
 	}
-	return s.srv.Serve(newGuardedListener(ln, perIP, s.log))
+	gl := newGuardedListener(ln, perIP, s.log)
+	gl.refused = func() { s.metrics.RateLimited(telemetry.RateConnections) }
+	return s.srv.Serve(gl)
 }
 
 // Shutdown stops accepting connections, cancels requests waiting for work
@@ -242,7 +268,78 @@ type call struct {
 	usage  control.UsageDelta
 }
 
+// served is what observing a request needs to know of how it was served.
+type served struct {
+	route       *route // nil: no route matched
+	call        *call  // nil: refused before a handler ran
+	tenant      string
+	planLimited bool // refused by the tenant's rate limit
+}
+
+// handle serves one request, then counts it in the metrics and writes its
+// access log line.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	var sv served
+	s.dispatch(ctx, &sv)
+	s.observe(ctx, &sv, time.Since(start))
+}
+
+// observe counts a served request and logs it: one access log line (request
+// id, tenant, method, route pattern, status, duration, bytes in and out; never
+// a key or a body) and a handful of atomic adds.
+func (s *Server) observe(ctx *fasthttp.RequestCtx, sv *served, d time.Duration) {
+	status := ctx.Response.StatusCode()
+	method := string(ctx.Method())
+	var rm *telemetry.Route
+	pattern := telemetry.UnmatchedRoute
+	if sv.route != nil {
+		rm, pattern = sv.route.metrics, sv.route.pattern
+	}
+	if rm == nil { // no route, or one added after NewStarting (tests)
+		if rm = s.unmatched[method]; rm == nil {
+			rm = s.unmatched["OTHER"]
+		}
+	}
+	rm.Observe(status, d)
+	if sv.call != nil {
+		if u := &sv.call.usage; u.Artifacts > 0 {
+			s.metrics.Ingested(u.Artifacts, u.RawBytes)
+		}
+		if u := &sv.call.usage; u.Packs > 0 && status == fasthttp.StatusOK {
+			s.metrics.PackServed(d, u.Tokens)
+		}
+	}
+	if status == fasthttp.StatusTooManyRequests && !sv.planLimited && sv.route != nil && sv.route.register {
+		s.metrics.RateLimited(telemetry.RateRegistration)
+	}
+	s.accessLog(ctx, method, pattern, sv.tenant, status, d)
+}
+
+// accessLog writes a request's access log line: Info, or Warn for a 5xx.
+// One slog call with typed attributes; disabled levels cost a check.
+func (s *Server) accessLog(ctx *fasthttp.RequestCtx, method, route, tenant string, status int, d time.Duration) {
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
+	s.log.LogAttrs(context.Background(), level, "http request",
+		slog.String("request_id", requestID(ctx)),
+		slog.String("tenant", tenant),
+		slog.String("method", method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+		slog.Int("bytes_in", len(ctx.Request.Body())),
+		slog.Int("bytes_out", len(ctx.Response.Body())))
+}
+
+// dispatch routes, authenticates, rate-limits and runs the handler, noting
+// in sv what observe needs.
+func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
 	defer func() {
 		if p := recover(); p != nil {
@@ -261,6 +358,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	rt, params, allowed := s.router.match(string(ctx.Method()), segs)
+	sv.route = rt
 	if rt == nil {
 		if allowed != "" {
 			ctx.Response.Header.Set("Allow", allowed)
@@ -281,6 +379,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c := &call{params: params}
+	sv.call = c
 	if rt.public {
 		rt.h(ctx, c)
 		return
@@ -291,6 +390,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c.who = who
+	sv.tenant = who.tenant
 	metered := who.tenant != ""
 	if metered && !who.open && !who.admin {
 		ok, remaining, retry := s.limiter.Allow(who.tenant, who.plan.RPM)
@@ -298,6 +398,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		if !ok {
 			secs := ratelimit.RetryAfterSeconds(retry)
+			sv.planLimited = true
+			s.metrics.RateLimited(telemetry.RatePlan)
 			ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
 			s.ctl.Count(who.tenant, s.cfg.Now(), control.UsageDelta{Endpoint: rt.name, RateLimited: true})
 			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("rate limit of %d requests per minute exceeded for plan %s; retry after %d s", who.plan.RPM, who.plan.Name, secs))
@@ -348,7 +450,12 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, rt *route) (principal, i
 // body is 413, anything else 400, both as JSON.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
+	defer func() { s.observe(ctx, &served{}, time.Since(ctx.Time())) }()
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		// fasthttp refuses by Content-Length before reading the body and
+		// then closes the connection: drain what the client still sends,
+		// so that it reads this answer instead of a reset (lingerOnClose).
+		lingerOnClose(ctx.Conn())
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds the limit of %d bytes (MAX_REQUEST_SIZE_BYTES)", s.cfg.MaxRequestBytes))
 		return
 	}
@@ -444,4 +551,12 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
+}
+
+// depth is the number of jobs queued or being indexed, for the metrics
+// (read at scrape time; the queue's lock is never taken by a request).
+func (r *jobRunner) depth() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queued)
 }

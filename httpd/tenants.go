@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -141,6 +142,15 @@ func keyOf(k control.KeyInfo) keyJSON {
 }
 
 func (s *Server) createKey(ctx *fasthttp.RequestCtx, c *call) {
+	// The request has no fields; a body that names some is refused rather
+	// than ignored.
+	if body := ctx.PostBody(); len(bytes.TrimSpace(body)) > 0 {
+		var none struct{}
+		if err := decodeBody(body, &none); err != nil {
+			badRequest(ctx, err)
+			return
+		}
+	}
 	tenant, ok := s.keysTenant(ctx, c)
 	if !ok {
 		return

@@ -58,6 +58,7 @@ type Log struct {
 	index atomic.Int64 // index of the current file
 
 	batches, records, bytes, syncs atomic.Uint64
+	obs                            syncObserving // see SetSyncObserver
 
 	// Owned by the writer goroutine (and by Open before it starts it).
 	f        vfs.File
@@ -610,6 +611,7 @@ func (l *Log) process(b *batch) writtenBatch {
 	}
 	if err == nil && len(b.buf) > 0 {
 		err = l.write(b.buf)
+		l.obs.written(b.records, err)
 	}
 	if err == nil && l.dirty && l.needSync(b) {
 		err = l.sync(l.f)
@@ -720,7 +722,10 @@ func (l *Log) write(buf []byte) error {
 // it off before the file is fsynced again.
 func (l *Log) sync(f vfs.File) error {
 	l.syncs.Add(1)
-	if err := l.syncFile(f); err != nil {
+	start := time.Now()
+	err := l.syncFile(f)
+	l.synced(f, start, err)
+	if err != nil {
 		if f == l.f {
 			l.broken = true
 		}

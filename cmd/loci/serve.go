@@ -4,17 +4,21 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/telemetry"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/wal"
 )
@@ -54,6 +58,9 @@ func runServe(args []string) error {
 	jobRetention := fs.String("job-retention", envOr("LOCI_JOB_RETENTION", control.DefaultJobRetentionAge.String()), "finished asynchronous jobs are removed after this long (env LOCI_JOB_RETENTION)")
 	maxFinishedJobs := fs.String("max-finished-jobs", envOr("LOCI_MAX_FINISHED_JOBS", strconv.Itoa(control.DefaultMaxFinishedJobs)), "finished jobs kept per tenant, newest first (env LOCI_MAX_FINISHED_JOBS)")
 	maxUnfinishedJobs := fs.String("max-unfinished-jobs", envOr("LOCI_MAX_UNFINISHED_JOBS", strconv.Itoa(control.DefaultMaxUnfinishedJobs)), "unfinished jobs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOBS)")
+	adminAddr := fs.String("admin-addr", envOr("LOCI_ADMIN_ADDR", ""), "admin listener HOST:PORT serving /metrics and /debug/pprof/; empty: none. Keep it on loopback or a private network: it has no authentication (env LOCI_ADMIN_ADDR)")
+	logFormat := fs.String("log-format", envOr("LOG_FORMAT", "text"), "log format: text | json (env LOG_FORMAT)")
+	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "info"), "lowest level logged: debug | info | warn | error; info includes one access log line per request (env LOG_LEVEL)")
 	maxUnfinishedJobBytes := fs.String("max-unfinished-job-bytes", envOr("LOCI_MAX_UNFINISHED_JOB_BYTES", strconv.FormatInt(control.DefaultMaxUnfinishedJobBytes, 10)), "bytes of unfinished job inputs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOB_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loci serve [flags]\n\nFlags (each also read from the environment variable named in its text):\n")
@@ -137,13 +144,22 @@ Environment only:
 	if err := embedderOptions(*embedderName, &engineOpts); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log, err := newLogger(os.Stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
 	if apiKeySet && *apiKey != "" {
 		// The command line is visible to every user of the machine (ps,
 		// /proc/PID/cmdline); the key itself is never logged.
 		log.Warn("loci: --api-key on the command line is visible to other users of this machine (ps); set API_KEY in the environment instead")
 	}
 	raiseFileLimit(log)
+	metrics := telemetry.New(version)
+	admin, err := startAdmin(*adminAddr, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer admin.stop()
 	// Listen first: while the engine recovers, /health answers 503 "starting".
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -152,7 +168,7 @@ Environment only:
 	srv := httpd.NewStarting(httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
 		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
 		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
-		RegisterLimit: regLimit, RegisterWindow: timeouts[3]})
+		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctl := control.New(time.Now)
@@ -241,4 +257,59 @@ func raiseFileLimit(log *slog.Logger) {
 		}
 	}
 	log.Info("loci: open file limit", "soft_before", soft, "soft", lim.Cur, "hard", lim.Max)
+}
+
+// newLogger returns the server's logger: text or JSON lines on w, from
+// level up (LOG_FORMAT, LOG_LEVEL).
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("LOG_FORMAT: %q is not text or json", format)
+}
+
+// adminServer is the admin listener: /metrics and /debug/pprof/ on a
+// net/http server of its own, apart from the public API.
+type adminServer struct{ srv *http.Server }
+
+// startAdmin serves the admin handler on addr; with addr empty it serves
+// nothing. It listens before returning, so a bad address fails the start.
+func startAdmin(addr string, m *telemetry.Metrics, log *slog.Logger) (*adminServer, error) {
+	if addr == "" {
+		return &adminServer{}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-addr: %w", err)
+	}
+	a := &adminServer{srv: &http.Server{Handler: telemetry.AdminHandler(m), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("loci: admin listener stopped", "err", err)
+		}
+	}()
+	log.Info("loci: admin listener (metrics, pprof)", "addr", ln.Addr().String())
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			log.Warn("loci: the admin listener is not on loopback: /metrics and /debug/pprof/ have no authentication; keep it on a private network", "addr", ln.Addr().String())
+		}
+	}
+	return a, nil
+}
+
+// stop closes the admin listener and its connections (a CPU profile being
+// taken is cut short).
+func (a *adminServer) stop() {
+	if a.srv != nil {
+		a.srv.Close()
+	}
 }
