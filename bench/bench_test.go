@@ -154,3 +154,32 @@ func TestPackHTTPDistinctRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestPackHTTPReusesDir checks that a second `loci bench pack --dir` run
+// reuses the workspace the first built, and that its requests are still
+// distinct from the first run's (every pack stores a new receipt).
+func TestPackHTTPReusesDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := PackHTTPConfig{Spans: 300, Requests: 50, Concurrency: []int{1}, MaxTokens: 256, Seed: 3, Sync: wal.SyncOff, Dir: dir}
+	first, err := PackHTTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := PackHTTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Reused || !second.Reused {
+		t.Errorf("reused: first run %v, second %v; want false, true", first.Reused, second.Reused)
+	}
+	if second.Spans != first.Spans || second.Artifacts != first.Artifacts {
+		t.Errorf("second run saw %d spans of %d artifacts, the first built %d of %d", second.Spans, second.Artifacts, first.Spans, first.Artifacts)
+	}
+	if sent := 200 + 50; first.Receipts != sent || second.Receipts != 2*sent {
+		t.Errorf("receipts %d then %d, want %d then %d (every request distinct)", first.Receipts, second.Receipts, sent, 2*sent)
+	}
+	cfg.Spans = 10_000
+	if _, err := PackHTTP(cfg); err == nil {
+		t.Error("a directory holding fewer spans than asked for was accepted")
+	}
+}

@@ -24,6 +24,7 @@ import (
 // listening on a loopback port.
 type server struct {
 	dir  string
+	keep bool // dir was given: not removed at close
 	db   *engine.DB
 	srv  *httpd.Server
 	addr string
@@ -59,11 +60,25 @@ func startServer(prefix string, sync wal.SyncPolicy) (*server, error) {
 }
 
 // startServerWith starts a server whose semantic channel is emb's (nil: the
-// engine's default).
+// engine's default), in a fresh temporary directory.
 func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		return nil, err
+	return startServerIn("", prefix, sync, emb)
+}
+
+// startServerIn is startServerWith in dir, which is kept at close (""
+// means a temporary directory named by prefix, removed at close).
+func startServerIn(dir, prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {
+	keep := dir != ""
+	if !keep {
+		var err error
+		if dir, err = os.MkdirTemp("", prefix); err != nil {
+			return nil, err
+		}
+	}
+	removeDir := func() {
+		if !keep {
+			os.RemoveAll(dir)
+		}
 	}
 	ctl := control.New(time.Now)
 	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()}
@@ -72,17 +87,17 @@ func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*serve
 	}
 	db, err := engine.Open(dir, opts)
 	if err != nil {
-		os.RemoveAll(dir)
+		removeDir()
 		return nil, err
 	}
 	ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		db.Close()
-		os.RemoveAll(dir)
+		removeDir()
 		return nil, err
 	}
-	s := &server{dir: dir, db: db, addr: ln.Addr().String(),
+	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(),
 		srv: httpd.New(db, ctl, httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: quietLogger()})}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -91,7 +106,9 @@ func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*serve
 func (s *server) close() {
 	s.srv.Shutdown()
 	s.db.Close()
-	os.RemoveAll(s.dir)
+	if !s.keep {
+		os.RemoveAll(s.dir)
+	}
 }
 
 // quietLogger keeps the engine's and server's routine messages out of a
@@ -181,6 +198,12 @@ type PackHTTPConfig struct {
 	// Embedding is the server's semantic channel; the workspace is fully
 	// embedded before timing starts.
 	Embedding Embedding
+	// Dir, when set, is the data directory, kept after the run. A
+	// workspace an earlier run built there (of at least Spans spans, with
+	// the same embedder: the engine refuses another) is reused as it is,
+	// which saves the build (minutes with the encoder); the requests stay
+	// distinct from the earlier runs'.
+	Dir string
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -205,6 +228,8 @@ type PackHTTPResult struct {
 	Receipts int `json:"receipts"`
 	// Embedder is the semantic channel's model ("none": lexical only).
 	Embedder string `json:"embedder"`
+	// Reused is true when the workspace was an earlier run's (Dir).
+	Reused bool `json:"reused_workspace"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -226,7 +251,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		cfg.MaxTokens = 2048
 	}
 	start := time.Now()
-	s, err := startServerWith("loci-bench-pack-", cfg.Sync, &cfg.Embedding)
+	s, err := startServerIn(cfg.Dir, "loci-bench-pack-", cfg.Sync, &cfg.Embedding)
 	if err != nil {
 		return nil, err
 	}
@@ -236,16 +261,33 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		return nil, err
 	}
 	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats}
-	if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
+	arts, spans, err := s.db.WorkspaceContent(httpd.DefaultTenant, "bench")
+	if err != nil {
 		return nil, err
 	}
-	if err := s.db.Flush(); err != nil { // waits for the embedder
-		return nil, err
+	if len(spans) >= cfg.Spans {
+		res.Spans, res.Artifacts, res.Reused = len(spans), len(arts), true
+	} else {
+		if len(spans) > 0 {
+			return nil, fmt.Errorf("%s holds a workspace of %d spans, fewer than the %d asked for: use another directory", cfg.Dir, len(spans), cfg.Spans)
+		}
+		if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
+			return nil, err
+		}
+		if err := s.db.Flush(); err != nil { // waits for the embedder
+			return nil, err
+		}
+		if err := s.db.Compact(); err != nil {
+			return nil, err
+		}
 	}
-	if err := s.db.Compact(); err != nil {
-		return nil, err
-	}
+	arts, spans = nil, nil
 	res.BuildSeconds = time.Since(start).Seconds()
+	// Requests differ from those of earlier runs in the same directory.
+	before, err := s.db.ListReceipts(httpd.DefaultTenant, "bench", "", 0, 1)
+	if err != nil {
+		return nil, err
+	}
 	res.Embedder = cfg.Embedding.Name()
 
 	const warmup = 200
@@ -261,7 +303,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		for ; n > 0 && len(queries) > 0; n-- {
 			req := map[string]any{"workspace_id": "bench", "query": queries[0], "max_tokens": cfg.MaxTokens}
 			if !cfg.Repeats {
-				req["actor_id"] = fmt.Sprintf("bench-%d", sent)
+				req["actor_id"] = fmt.Sprintf("bench-%d", before.Total+sent)
 			}
 			b, _ := json.Marshal(req)
 			out = append(out, b)

@@ -120,12 +120,12 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	default:
 		return nil, &InvalidError{"profile", fmt.Sprintf("unknown value %q; allowed: low_latency, balanced, high_recall", profile)}
 	}
-	// Embed the query outside any lock: a remote embedder may be slow.
-	var q8 []int8
-	var qscale float32
-	var assumption string
+	// The query's embedding starts now; an in-process embedder runs while
+	// the lexical channel searches (see gatherLocked), a remote one is
+	// waited for here, outside any lock, as it may be slow.
+	var qv *queryVector
 	if profile != pack.ProfileLowLatency {
-		q8, qscale, assumption = db.embedQuery(ctx, req.Query)
+		qv = db.startQueryEmbedding(ctx, req.Query)
 	}
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -149,7 +149,6 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 	case pack.ProfileHighRecall:
 		first = packPass{profile, pack.BudgetFor(profile, req.MaxTokens, false), poolHighRecall}
 	}
-	useSemantic := profile != pack.ProfileLowLatency
 	// Candidates are gathered under the read lock; the packer, which only
 	// reads the gathered copies, runs without it, so that writers (a
 	// receipt, an ingest) wait for less. Both passes must see one data
@@ -173,12 +172,12 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 		spans := db.workspaceSpansLocked(k)
 		p := first
 		p.pool = poolOf(p.pool, req.MaxTokens, spans)
-		g, err := db.gatherLocked(k, req, p, useSemantic, q8, qscale, version)
+		g, err := db.gatherLocked(k, req, p, qv, version)
 		db.mu.RUnlock()
 		if err != nil {
 			return nil, err
 		}
-		res, served = g.decide(db.opts.TokenCounter, assumption), first.profile
+		res, served = g.decide(db.opts.TokenCounter, qv.note()), first.profile
 		if second == nil || !pack.Sparse(res) {
 			break
 		}
@@ -189,12 +188,12 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 		}
 		p = *second
 		p.pool = poolOf(p.pool, req.MaxTokens, spans)
-		g, err = db.gatherLocked(k, req, p, useSemantic, q8, qscale, version)
+		g, err = db.gatherLocked(k, req, p, qv, version)
 		db.mu.RUnlock()
 		if err != nil {
 			return nil, err
 		}
-		res, served = g.decide(db.opts.TokenCounter, assumption), second.profile
+		res, served = g.decide(db.opts.TokenCounter, qv.note()), second.profile
 		break
 	}
 
@@ -269,7 +268,46 @@ func (db *DB) embedQuery(ctx context.Context, query string) ([]int8, float32, st
 	return q, vecindex.Quantize(vecs[0], q), ""
 }
 
-// packLocked gathers candidates and packs. Callers hold mu (shared).
+// queryVector is a query's embedding, possibly still being computed.
+type queryVector struct {
+	done       chan struct{} // closed once the fields are set
+	q8         []int8        // nil: no semantic channel (see assumption)
+	scale      float32
+	assumption string
+}
+
+// startQueryEmbedding embeds the query: on its own goroutine when the
+// embedder computes in this process (vecindex.InProcess), so that it
+// overlaps with the lexical search; otherwise before returning.
+func (db *DB) startQueryEmbedding(ctx context.Context, query string) *queryVector {
+	qv := &queryVector{done: make(chan struct{})}
+	run := func() {
+		qv.q8, qv.scale, qv.assumption = db.embedQuery(ctx, query)
+		close(qv.done)
+	}
+	if _, local := db.opts.Embedder.(vecindex.InProcess); local {
+		go run()
+	} else {
+		run()
+	}
+	return qv
+}
+
+// wait returns the embedding once it is computed.
+func (qv *queryVector) wait() ([]int8, float32) {
+	<-qv.done
+	return qv.q8, qv.scale
+}
+
+// note is the degradation note of the embedding (nil qv: none asked for).
+func (qv *queryVector) note() string {
+	if qv == nil {
+		return ""
+	}
+	<-qv.done
+	return qv.assumption
+}
+
 // packPass is one packing pass of a profile: the profile that runs, its
 // budget and its candidate pool depth.
 type packPass struct {
@@ -299,21 +337,25 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 	return res
 }
 
-// gatherLocked retrieves a pass's candidates and pinned spans. Callers hold mu.
-func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic bool, q8 []int8, qscale float32, version wsVersion) (*gathered, error) {
+// gatherLocked retrieves a pass's candidates and pinned spans. Callers hold
+// mu. qv is the query's embedding (nil: no semantic channel).
+func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, qv *queryVector, version wsVersion) (*gathered, error) {
 	budget, pool := p.budget, p.pool
 	srcs := db.workspaceSources(k)
 	r := newResolver(srcs, db)
 
-	// Semantic channel: its scan runs on another core while the lexical
-	// channel searches and resolves; its hits are resolved after the
-	// lexical ones, so the candidate order stays the same. The caller's
-	// read lock covers both goroutines (it is released after wait).
-	semantic := useSemantic && q8 != nil && qscale > 0
-	var semHits []vecindex.Hit
+	// Semantic channel: once the query's embedding is ready, its exact scan
+	// runs on another goroutine while the lexical channel searches and
+	// resolves, and the lexical goroutine joins the scan when it is done
+	// (a vecindex.Scan is shared chunk by chunk, with the same answer
+	// whoever scores what). Its hits are resolved after the lexical ones,
+	// so the candidate order stays the same. The caller's read lock covers
+	// both goroutines (it is released after the wait below).
+	useSemantic := qv != nil
+	var scan *vecindex.Scan
 	var at []int
-	var semDone chan struct{}
-	if semantic {
+	var scanReady, semDone chan struct{}
+	if useSemantic {
 		model, dim := db.embedModel()
 		var parts []vecindex.Part
 		for i, src := range srcs {
@@ -327,10 +369,17 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic boo
 				parts, at = append(parts, p), append(at, i)
 			}
 		}
-		semDone = make(chan struct{})
+		scanReady, semDone = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(semDone)
-			semHits = vecindex.Search(parts, q8, qscale, pool)
+			q8, qscale := qv.wait()
+			if q8 != nil && qscale > 0 {
+				scan = vecindex.NewScan(parts, q8, qscale, pool)
+			}
+			close(scanReady)
+			if scan != nil {
+				scan.Work()
+			}
 		}()
 	}
 	// Lexical channel.
@@ -353,14 +402,22 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, useSemantic boo
 		// Hits carry their tie key: the packer need not checksum the text.
 		c.Lexical, c.InLexical, c.TieKey = h.Score, true, h.Key
 	}
-	if semantic {
+	semantic := false
+	if useSemantic {
+		<-scanReady
+		if scan != nil {
+			scan.Work()
+		}
 		<-semDone
-		for _, h := range semHits {
-			c, err := r.candidate(at[h.Part], h.Doc)
-			if err != nil {
-				return nil, err
+		semantic = scan != nil
+		if semantic {
+			for _, h := range scan.Hits() {
+				c, err := r.candidate(at[h.Part], h.Doc)
+				if err != nil {
+					return nil, err
+				}
+				c.Semantic, c.InSemantic, c.TieKey = h.Score, true, h.Key
 			}
-			c.Semantic, c.InSemantic, c.TieKey = h.Score, true, h.Key
 		}
 	}
 	// Pinned spans, whatever the query.

@@ -23,6 +23,14 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// InProcess marks an Embedder that computes in this process, in CPU time
+// bounded by its input (no network, no queue): a caller may wait for it
+// while holding a lock that others wait for.
+type InProcess interface {
+	Embedder
+	InProcess()
+}
+
 // ErrUnavailable marks an embedder that cannot answer now (down, timing
 // out, rate limited past its retries, misconfigured).
 var ErrUnavailable = errors.New("vecindex: embedder unavailable")

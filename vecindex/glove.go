@@ -38,6 +38,11 @@ func (*GloVe) Model() string { return GloVeModel }
 // Dim implements Embedder.
 func (*GloVe) Dim() int { return GloVeDim }
 
+// InProcess marks the embedder as computing in this process (vecindex.InProcess).
+func (*GloVe) InProcess() {}
+
+var _ InProcess = (*GloVe)(nil)
+
 // Embed implements Embedder: one unit-length (or zero) vector per text. It
 // fails only if the embedded table is damaged (an error wrapping
 // ErrUnavailable, from the first call on) or ctx is done.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -44,7 +45,7 @@ func benchPart(b *testing.B, n, dim, nq int) (Part, [][]int8, []float32) {
 func BenchmarkSearch(b *testing.B) {
 	const n = 100_000
 	b.Logf("kernel: %s", KernelName())
-	for _, dim := range []int{100, 1536} {
+	for _, dim := range []int{100, 384, 1536} {
 		part, qs, qscales := benchPart(b, n, dim, 64)
 		parts := []Part{part}
 		for _, k := range []int{10, 100} {
@@ -61,6 +62,35 @@ func BenchmarkSearch(b *testing.B) {
 				reportPercentiles(b, lat)
 			})
 		}
+	}
+}
+
+// BenchmarkScan runs the same top-100 queries over 100k vectors of 384
+// dimensions (the encoder's) as one Scan shared by 1 or 2 goroutines.
+func BenchmarkScan(b *testing.B) {
+	const n, dim, k = 100_000, 384, 100
+	part, qs, qscales := benchPart(b, n, dim, 64)
+	parts := []Part{part}
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			b.SetBytes(int64(n * Stride(dim)))
+			var lat []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				s := NewScan(parts, qs[i%len(qs)], qscales[i%len(qs)], k)
+				var wg sync.WaitGroup
+				for range workers - 1 {
+					wg.Go(s.Work)
+				}
+				s.Work()
+				wg.Wait()
+				s.Hits()
+				lat = append(lat, time.Since(start))
+				i++
+			}
+			reportPercentiles(b, lat)
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/leanovate/gopter"
@@ -105,16 +106,20 @@ func TestSearchLayoutIndependence(t *testing.T) {
 				firsts []int
 			}{{flat, []int{0}}, {parts, firsts}} {
 				got := Search(ps.parts, q, qs, k)
-				if len(got) != len(want) {
-					t.Logf("%d hits, want %d", len(got), len(want))
+				if !sameHits(t, got, want, ps.firsts) {
 					return false
 				}
-				for i := range got {
-					g, w := got[i], want[i]
-					if g.Score != w.Score || g.Key != w.Key || ps.firsts[g.Part]+int(g.Doc) != int(w.Doc) {
-						t.Logf("hit %d: got %+v, want %+v", i, g, w)
-						return false
-					}
+				// A Scan shared by 1-4 goroutines, in chunks of 1-64 documents.
+				scan := newScan(ps.parts, q, qs, k, 1+r.IntN(64))
+				var wg sync.WaitGroup
+				for range 1 + r.IntN(4) {
+					wg.Go(scan.Work)
+				}
+				wg.Wait()
+				got = scan.Hits()
+				if !sameHits(t, got, want, ps.firsts) {
+					t.Logf("(a shared Scan)")
+					return false
 				}
 			}
 			return true
@@ -122,6 +127,24 @@ func TestSearchLayoutIndependence(t *testing.T) {
 		gen.UInt64(), gen.IntRange(1, 70), gen.IntRange(0, 300), gen.IntRange(1, 40), gen.IntRange(1, 6), gen.Bool(),
 	))
 	props.TestingRun(t)
+}
+
+// sameHits reports whether got, whose parts start at firsts in the flat
+// list, equals want hit for hit and bit for bit (logging the first
+// difference).
+func sameHits(t *testing.T, got, want []Hit, firsts []int) bool {
+	if len(got) != len(want) {
+		t.Logf("%d hits, want %d", len(got), len(want))
+		return false
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Score != w.Score || g.Key != w.Key || firsts[g.Part]+int(g.Doc) != int(w.Doc) {
+			t.Logf("hit %d: got %+v, want %+v", i, g, w)
+			return false
+		}
+	}
+	return true
 }
 
 func TestSearchEdges(t *testing.T) {

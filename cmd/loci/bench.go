@@ -33,7 +33,7 @@ func runBench(args []string) error {
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "data generator seed")
-	dir := fs.String("dir", "", "data directory (default: a temporary one, removed afterwards)")
+	dir := fs.String("dir", "", "data directory, kept (default: a temporary one, removed afterwards); bench pack reuses the workspace an earlier run built there")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	var run func() (any, error)
 	switch name {
@@ -95,7 +95,7 @@ func runBench(args []string) error {
 				return nil, err
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
-				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb})
+				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")

@@ -20,6 +20,10 @@ const (
 	embedderNone   = "none"   // lexical retrieval only
 )
 
+// The encoder computes in process: packs embed the query while the lexical
+// channel searches (engine.DB.ContextPack).
+var _ vecindex.InProcess = (*minilm.Embedder)(nil)
+
 const embedderNames = "minilm | glove | openai | none"
 
 // defaultEmbedderName is LOCI_EMBEDDER, else openai when EMBEDDINGS_URL is

@@ -82,6 +82,9 @@ func (e *Embedder) EmbedOne(text string, dst []float32) error {
 	return e.enc.EncodeIDs(ids, dst)
 }
 
+// InProcess marks the embedder as computing in this process (vecindex.InProcess).
+func (*Embedder) InProcess() {}
+
 // Embed returns one unit-length vector per text, in order, encoding texts
 // in parallel on up to GOMAXPROCS goroutines. It stops early when ctx is
 // done.
