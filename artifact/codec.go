@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/loci-memory/loci/internal/varint"
 )
 
 // The binary encoding of artifacts and spans, shared by WAL records and segment
@@ -11,7 +13,8 @@ import (
 //
 // An encoding starts with a version byte, then every field in a fixed order:
 //
-//	uint    uvarint (minimal: a final 0x00 byte after the first is an error)
+//	uint    uvarint (minimal: a final 0x00 byte after the first is an error;
+//	        see package internal/varint)
 //	int64   zigzag varint (binary.AppendVarint), minimal as above
 //	string  uvarint byte length, then the bytes
 //	[]byte  same as string
@@ -229,16 +232,9 @@ func (d *decoder) uvarint(field string) uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	switch {
-	case n == 0:
-		d.fail(field, d.off, "truncated varint")
-		return 0
-	case n < 0:
-		d.fail(field, d.off, "varint overflows 64 bits")
-		return 0
-	case n > 1 && d.b[d.off+n-1] == 0:
-		d.fail(field, d.off, "non-minimal varint")
+	v, n, err := varint.Uvarint(d.b[d.off:])
+	if err != nil {
+		d.fail(field, d.off, "%s", err)
 		return 0
 	}
 	d.off += n
@@ -246,11 +242,15 @@ func (d *decoder) uvarint(field string) uint64 {
 }
 
 func (d *decoder) varint(field string) int64 {
-	u := d.uvarint(field)
-	v := int64(u >> 1)
-	if u&1 != 0 {
-		v = ^v
+	if d.err != nil {
+		return 0
 	}
+	v, n, err := varint.Varint(d.b[d.off:])
+	if err != nil {
+		d.fail(field, d.off, "%s", err)
+		return 0
+	}
+	d.off += n
 	return v
 }
 

@@ -24,6 +24,9 @@ type BEIRConfig struct {
 	// EmbedderMiniLM (the default), EmbedderGloVe or EmbedderNone (those
 	// modes are then left out).
 	Embedder string
+	// Progress, if set, receives a line at most every few seconds while a
+	// long phase runs (loci bench and loci eval print it to stderr).
+	Progress func(string)
 }
 
 // BEIRModeResult is the quality and speed of one retrieval mode. Quality
@@ -125,7 +128,9 @@ func EvalBEIR(cfg BEIRConfig) (*BEIRResult, error) {
 	// Batches small enough that a sentence encoder embeds one well within
 	// the engine's time limit for an Embed call.
 	const batch = 32
+	p := newProgress(cfg.Progress)
 	for i := 0; i < len(data.Corpus); i += batch {
+		p.tick("ingesting and embedding: %d of %d documents", i, len(data.Corpus))
 		var ins []engine.IngestInput
 		for _, d := range data.Corpus[i:min(i+batch, len(data.Corpus))] {
 			payload, _ := json.Marshal(map[string]string{"title": d.Title, "content": d.Text})
@@ -143,7 +148,10 @@ func EvalBEIR(cfg BEIRConfig) (*BEIRResult, error) {
 			res.Spans += len(r.SpanIDs)
 		}
 	}
-	if err := db.Compact(); err != nil {
+	stop := p.during("compacting")
+	err = db.Compact()
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	res.IngestSeconds = time.Since(start).Seconds()
@@ -176,6 +184,8 @@ func EvalBEIR(cfg BEIRConfig) (*BEIRResult, error) {
 	}
 	lexical := func(q string) docScores { return group(lexSearch(q, cfg.SpanDepth)) }
 	semantic := func(q string) docScores { return group(semSearch(q, cfg.SpanDepth)) }
+	stop = p.during("evaluating the lexical, semantic and hybrid modes")
+	defer stop()
 	res.Modes["lexical"] = evaluate(data, func(q string) []string { return lexical(q).ranked() },
 		func(q string, k int) { lexSearch(q, k) }, cfg.MinTime)
 	if emb != nil {

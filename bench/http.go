@@ -204,6 +204,9 @@ type PackHTTPConfig struct {
 	// which saves the build (minutes with the encoder); the requests stay
 	// distinct from the earlier runs'.
 	Dir string
+	// Progress, if set, receives a line at most every few seconds while a
+	// long phase runs (loci bench and loci eval print it to stderr).
+	Progress func(string)
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -251,6 +254,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		cfg.MaxTokens = 2048
 	}
 	start := time.Now()
+	p := newProgress(cfg.Progress)
 	s, err := startServerIn(cfg.Dir, "loci-bench-pack-", cfg.Sync, &cfg.Embedding)
 	if err != nil {
 		return nil, err
@@ -271,13 +275,19 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		if len(spans) > 0 {
 			return nil, fmt.Errorf("%s holds a workspace of %d spans, fewer than the %d asked for: use another directory", cfg.Dir, len(spans), cfg.Spans)
 		}
-		if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans); err != nil {
+		if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans, p); err != nil {
 			return nil, err
 		}
-		if err := s.db.Flush(); err != nil { // waits for the embedder
+		stop := p.during("embedding and flushing the workspace")
+		err = s.db.Flush() // waits for the embedder
+		stop()
+		if err != nil {
 			return nil, err
 		}
-		if err := s.db.Compact(); err != nil {
+		stop = p.during("compacting the workspace")
+		err = s.db.Compact()
+		stop()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -317,7 +327,9 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		return nil, err
 	}
 	for _, c := range cfg.Concurrency {
+		stop := p.during(fmt.Sprintf("timing %d requests at concurrency %d", cfg.Requests, c))
 		lv, err := load(s.addr, "/v1/context-pack", bodies(cfg.Requests), c, 200)
+		stop()
 		if err != nil {
 			return nil, err
 		}
@@ -343,6 +355,9 @@ type IngestHTTPConfig struct {
 	// Embedding is the server's semantic channel (embedded in the
 	// background: acknowledgements do not wait for it).
 	Embedding Embedding
+	// Progress, if set, receives a line at most every few seconds while a
+	// long phase runs (loci bench and loci eval print it to stderr).
+	Progress func(string)
 }
 
 // IngestHTTPResult is what `loci bench ingest --http --json` prints.
@@ -389,7 +404,9 @@ func IngestHTTP(cfg IngestHTTPConfig) (*IngestHTTPResult, error) {
 		bodies = append(bodies, b)
 	}
 	start := time.Now()
+	stop := newProgress(cfg.Progress).during(fmt.Sprintf("ingesting %d artifacts", cfg.Artifacts))
 	lv, err := load(s.addr, "/v2/ingest", bodies, cfg.Writers, 201)
+	stop()
 	if err != nil {
 		return nil, err
 	}

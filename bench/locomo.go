@@ -34,6 +34,9 @@ type LoCoMoConfig struct {
 	// default; EmbedderGloVe; EmbedderNone): the engine's in IngestViaEngine,
 	// the server's in IngestViaHTTP.
 	Embedder string
+	// Progress, if set, receives a line at most every few seconds while a
+	// long phase runs (loci eval prints it to stderr).
+	Progress func(string)
 }
 
 // Ingest modes and timestamp styles of LoCoMoConfig.
@@ -288,7 +291,7 @@ type engineStore struct {
 // IngestBatch per session (each turn a chat_turn, actor its speaker,
 // idempotency key its dialogue id), and compacts. turnOf[ci] maps an
 // artifact to its dialogue id.
-func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder) (*engineStore, []map[uuid.UUID]string, error) {
+func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder, p *progress) (*engineStore, []map[uuid.UUID]string, error) {
 	db, cleanup, err := evalEngine("loci-eval-locomo-", emb)
 	if err != nil {
 		return nil, nil, err
@@ -297,6 +300,7 @@ func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder) (*eng
 	for ci, conv := range convs {
 		turnOf[ci] = map[uuid.UUID]string{}
 		for i := 0; i < len(conv.turns); {
+			p.tick("ingesting and embedding: conversation %d of %d", ci+1, len(convs))
 			j := i
 			var ins []engine.IngestInput
 			for ; j < len(conv.turns) && conv.turns[j].Session == conv.turns[i].Session; j++ {
@@ -319,7 +323,10 @@ func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder) (*eng
 			i = j
 		}
 	}
-	if err := db.Compact(); err != nil {
+	stop := p.during("compacting")
+	err = db.Compact()
+	stop()
+	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
@@ -379,7 +386,7 @@ func (h *httpStore) do(method, path string, body any, want int, out any) error {
 // ingestHTTP starts a server and ingests each conversation with POST
 // /v2/ingest in batches of locomoHTTPBatch turns, in conversation order
 // (a batch may span sessions; session_id says which turn is in which).
-func ingestHTTP(convs []locomoConv, style string, emb vecindex.Embedder) (*httpStore, []map[uuid.UUID]string, error) {
+func ingestHTTP(convs []locomoConv, style string, emb vecindex.Embedder, p *progress) (*httpStore, []map[uuid.UUID]string, error) {
 	// The server embeds in the background, as loci serve does; each batch
 	// asks to be answered once embedded (wait_for_embedding), as a client
 	// that packs right after ingesting would.
@@ -392,6 +399,7 @@ func ingestHTTP(convs []locomoConv, style string, emb vecindex.Embedder) (*httpS
 	for ci, conv := range convs {
 		turnOf[ci] = map[uuid.UUID]string{}
 		for i := 0; i < len(conv.turns); i += locomoHTTPBatch {
+			p.tick("ingesting and embedding: conversation %d of %d", ci+1, len(convs))
 			batch := conv.turns[i:min(i+locomoHTTPBatch, len(conv.turns))]
 			items := make([]map[string]any, len(batch))
 			for k := range batch {
@@ -515,11 +523,12 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	}
 	var store locomoStore
 	var turnOf []map[uuid.UUID]string
+	p := newProgress(cfg.Progress)
 	switch cfg.Ingest {
 	case IngestViaEngine:
-		store, turnOf, err = ingestEngine(convs, cfg.Timestamps, emb)
+		store, turnOf, err = ingestEngine(convs, cfg.Timestamps, emb, p)
 	case IngestViaHTTP:
-		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps, emb)
+		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps, emb, p)
 	default:
 		return nil, fmt.Errorf("ingest %q: want engine or http", cfg.Ingest)
 	}
@@ -541,6 +550,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 		var lat []time.Duration
 		var tokens float64
 		for ci, conv := range convs {
+			p.tick("packing at budget %d: conversation %d of %d", budget, ci+1, len(convs))
 			for _, qa := range conv.qa {
 				o, took, err := store.pack(ci, qa.Question, budget)
 				if err != nil {

@@ -18,6 +18,9 @@ type RestartConfig struct {
 	Artifacts int
 	Seed      uint64
 	Restarts  int // how many times to reopen; the median and max are reported
+	// Progress, if set, receives a line at most every few seconds while a
+	// long phase runs (loci bench and loci eval print it to stderr).
+	Progress func(string)
 }
 
 // RestartResult is what `loci bench restart --json` prints.
@@ -59,7 +62,9 @@ func Restart(cfg RestartConfig) (*RestartResult, error) {
 		}
 		res.BuildSeconds = time.Since(t).Seconds()
 	}
+	p := newProgress(cfg.Progress)
 	for i := 0; i < cfg.Restarts; i++ {
+		p.tick("reopening: %d of %d done", i, cfg.Restarts)
 		runtime.GC()
 		t := time.Now()
 		db, err := engine.Open(dir, engine.Options{DisableBackground: true})
@@ -116,7 +121,9 @@ func build(dir string, cfg RestartConfig) error {
 			}
 		}()
 	}
+	p := newProgress(cfg.Progress)
 	for i := 0; i < cfg.Artifacts; i += batch {
+		p.tick("building the data directory: %d of %d artifacts", i, cfg.Artifacts)
 		n := min(batch, cfg.Artifacts-i)
 		b := make([]engine.IngestInput, n)
 		for j := range b {

@@ -19,6 +19,9 @@ type SearchConfig struct {
 	Queries int    // timed queries per figure
 	Seed    uint64 // data order and synthetic queries
 	Data    string // shared data directory: real texts and questions; "" = synthetic corpus
+	// Progress, if set, receives a line at most every few seconds while a
+	// long phase runs (loci bench prints it to stderr).
+	Progress func(string)
 }
 
 // Latency is a latency distribution in milliseconds.
@@ -64,10 +67,14 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		return nil, err
 	}
 	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries}
-	if res.Spans, res.Artifacts, err = fillWorkspace(db, "bench", next, cfg.Spans); err != nil {
+	p := newProgress(cfg.Progress)
+	if res.Spans, res.Artifacts, err = fillWorkspace(db, "bench", next, cfg.Spans, p); err != nil {
 		return nil, err
 	}
-	if err := db.Compact(); err != nil {
+	stop := p.during("compacting the workspace")
+	err = db.Compact()
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	res.Segments = db.Stats().Segments
@@ -93,25 +100,29 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		return Latency{P50ms: ms(0.5), P99ms: ms(0.99), MaxMs: ms(1)}, nil
 	}
 	for _, f := range []struct {
-		dst *Latency
-		fn  func(q string) error
+		dst  *Latency
+		fn   func(q string) error
+		name string
 	}{
-		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 100); return err }},
-		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 10); return err }},
+		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 100); return err }, "lexical top 100"},
+		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 10); return err }, "lexical top 10"},
 		{&res.SemanticTop100, func(q string) error {
 			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 100)
 			return err
-		}},
+		}, "semantic top 100"},
 		{&res.SemanticTop10, func(q string) error {
 			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 10)
 			return err
-		}},
+		}, "semantic top 10"},
 		{&res.Pack2048, func(q string) error {
 			_, err := db.ContextPack(context.Background(), "bench", engine.PackRequest{Workspace: "bench", Query: q, MaxTokens: 2048})
 			return err
-		}},
+		}, "context packs"},
 	} {
-		if *f.dst, err = measure(f.fn); err != nil {
+		stop := p.during("timing " + f.name)
+		*f.dst, err = measure(f.fn)
+		stop()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -121,8 +132,9 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 
 // fillWorkspace ingests artifacts from next into workspace "bench" of
 // tenant, in batches of 256, until it holds at least spans spans.
-func fillWorkspace(db *engine.DB, tenant string, next func(ws string) engine.IngestInput, spans int) (nSpans, nArtifacts int, err error) {
+func fillWorkspace(db *engine.DB, tenant string, next func(ws string) engine.IngestInput, spans int, p *progress) (nSpans, nArtifacts int, err error) {
 	for nSpans < spans {
+		p.tick("building the workspace: %d of %d spans", nSpans, spans)
 		batch := make([]engine.IngestInput, 256)
 		for i := range batch {
 			batch[i] = next("bench")

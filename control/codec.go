@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/internal/varint"
 )
 
 // formatVersion is the leading byte of every record payload and of the
@@ -77,9 +78,9 @@ func (d *decoder) uvarint(field string) uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.fail(field, d.off, "bad varint")
+	v, n, err := varint.Uvarint(d.b[d.off:])
+	if err != nil {
+		d.fail(field, d.off, "%s", err)
 		return 0
 	}
 	d.off += n
@@ -88,11 +89,15 @@ func (d *decoder) uvarint(field string) uint64 {
 
 // varint reads a zig-zag signed varint, as binary.AppendVarint writes it.
 func (d *decoder) varint(field string) int64 {
-	u := d.uvarint(field)
-	v := int64(u >> 1)
-	if u&1 != 0 {
-		v = ^v
+	if d.err != nil {
+		return 0
 	}
+	v, n, err := varint.Varint(d.b[d.off:])
+	if err != nil {
+		d.fail(field, d.off, "%s", err)
+		return 0
+	}
+	d.off += n
 	return v
 }
 

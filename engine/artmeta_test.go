@@ -124,7 +124,7 @@ func TestArtifactMetaFromOlderSegments(t *testing.T) {
 	if _, err := segment.Write(filepath.Join(dir, segmentDir), 999, data); err != nil {
 		t.Fatal(err)
 	}
-	old, err := openLiveSegment(filepath.Join(dir, segmentDir, segment.FileName(999)), segmentEntry{ID: 999})
+	old, err := openLiveSegment(filepath.Join(dir, segmentDir, segment.FileName(999)), segmentEntry{ID: 999}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

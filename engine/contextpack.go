@@ -182,7 +182,7 @@ func (db *DB) ContextPack(ctx context.Context, tenant string, req PackRequest) (
 			break
 		}
 		db.mu.RLock()
-		if db.versions[k] != version {
+		if v := db.versions[k]; v.Seq != version.Seq || v.Newest != version.Newest {
 			db.mu.RUnlock()
 			continue
 		}
@@ -359,12 +359,7 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, qv *queryVector
 		model, dim := db.embedModel()
 		var parts []vecindex.Part
 		for i, src := range srcs {
-			var p vecindex.Part
-			if src.hw != nil && src.hw.vec != nil {
-				p = src.hw.vec
-			} else if src.hw == nil && src.seg.parts[src.ws].vec != nil {
-				p = src.seg.parts[src.ws].vec
-			}
+			p := src.vecPart()
 			if p != nil && p.Model() == model && p.Dim() == dim {
 				parts, at = append(parts, p), append(at, i)
 			}
@@ -385,11 +380,7 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, qv *queryVector
 	// Lexical channel.
 	lexParts := make([]invindex.Part, len(srcs))
 	for i, src := range srcs {
-		if src.hw != nil {
-			lexParts[i] = src.hw.lex
-		} else {
-			lexParts[i] = src.seg.parts[src.ws].lex
-		}
+		lexParts[i] = src.lexPart()
 	}
 	for _, h := range invindex.Search(lexParts, invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), pool, db.opts.BM25) {
 		c, err := r.candidate(h.Part, h.Doc)
@@ -478,7 +469,7 @@ func (r *resolver) candidate(part int, doc uint32) (*pack.Candidate, error) {
 		sp, a = ref.ha.spans[ref.i], ref.ha.a
 	} else {
 		var err error
-		if sp, err = src.seg.Span(src.ws, int(doc)); err != nil {
+		if sp, err = src.seg.Span(src.ws, src.segDoc(doc)); err != nil {
 			return nil, fmt.Errorf("engine: pack: %w", err)
 		}
 	}

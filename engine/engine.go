@@ -41,7 +41,8 @@ type Options struct {
 	// CompactionMinSegments merges a run of at least this many small segments (default 4).
 	CompactionMinSegments int
 	// CompactionMaxBytes: segments at least this large are not merged further,
-	// unless they hold erased data (default 512 MiB).
+	// unless they hold erased data, and a merged run's inputs total at most
+	// this much (default 512 MiB).
 	CompactionMaxBytes int64
 	// DisableBackground turns off automatic flushes and compactions (tests and
 	// tools call Flush and Compact themselves).
@@ -146,6 +147,11 @@ const (
 
 // DB is an open data directory. All methods are safe for concurrent use.
 type DB struct {
+	// Maintenance counts (MaintenanceCounts) and the compaction runs that
+	// failed and wait before they are planned again (compactplan.go).
+	maint       maintenanceCounters
+	compactFail compactionFailures
+
 	dir  string
 	opts Options
 	log  *slog.Logger
@@ -159,6 +165,7 @@ type DB struct {
 	frozen     []*head        // flushing heads, oldest first
 	segments   []*liveSegment // ascending Seq order
 	tombstones map[wsKey]uint64
+	erased     *erasedIndex             // erased artifacts a segment may still hold (erase_artifact.go)
 	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
 	versions   map[wsKey]wsVersion      // data version and newest artifact time per workspace
 	receipts   *receiptStore
@@ -209,6 +216,12 @@ type liveSegment struct {
 	entry segmentEntry
 	parts []segParts // per workspace of the segment
 
+	// erased is the owning DB's index of erased artifacts (nil outside a
+	// DB); views caches this segment's search parts without them.
+	erased *erasedIndex
+	viewMu sync.Mutex
+	views  map[int]*partView
+
 	// meta caches artifact metadata (payload dropped) read at pack time:
 	// segments are immutable, so entries never go stale. Capped, not evicted.
 	metaMu sync.Mutex
@@ -252,8 +265,9 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 	return a, nil
 }
 
-// openLiveSegment opens a segment file and its index parts.
-func openLiveSegment(path string, e segmentEntry) (*liveSegment, error) {
+// openLiveSegment opens a segment file and its index parts; erased is the
+// DB's index of erased artifacts (nil outside a DB).
+func openLiveSegment(path string, e segmentEntry, erased *erasedIndex) (*liveSegment, error) {
 	s, err := segment.Open(path)
 	if err != nil {
 		return nil, err
@@ -263,7 +277,7 @@ func openLiveSegment(path string, e segmentEntry) (*liveSegment, error) {
 		s.Close()
 		return nil, err
 	}
-	return &liveSegment{Segment: s, entry: e, parts: parts}, nil
+	return &liveSegment{Segment: s, entry: e, parts: parts, erased: erased}, nil
 }
 
 // embedModel returns the model name and dimension of the engine's embedder
@@ -294,7 +308,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
-		head: newHead(), tombstones: map[wsKey]uint64{}, inflight: map[idemKey]*inflightIngest{},
+		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
 		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -341,7 +355,11 @@ func (db *DB) recover() error {
 		db.tombstones[wsKey{t.Tenant, t.Workspace}] = t.Seq
 	}
 	for _, v := range m.Versions {
-		db.versions[wsKey{v.Tenant, v.Workspace}] = v
+		k := wsKey{v.Tenant, v.Workspace}
+		db.versions[k] = v
+		for _, e := range v.Erased {
+			db.erased.add(k, e)
+		}
 	}
 	if err := db.removeOrphans(m); err != nil {
 		return err
@@ -355,7 +373,7 @@ func (db *DB) recover() error {
 		if st.Size() != e.Size {
 			return fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
 		}
-		ls, err := openLiveSegment(path, e)
+		ls, err := openLiveSegment(path, e, db.erased)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
@@ -382,6 +400,9 @@ func (db *DB) recover() error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
+	db.mu.Lock()
+	db.pruneErased()
+	db.mu.Unlock()
 	db.log.Info("engine: recovered", "dir", db.dir, "segments", len(db.segments),
 		"wal_records", replayed, "wal_replay", time.Since(start).Round(time.Microsecond))
 	return nil
@@ -496,12 +517,22 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		}
 		db.mu.Lock()
 		db.tombstones[k] = seq
+		db.erased.dropWorkspace(k) // the tombstone hides them all now
 		db.head.erase(k, seq)
 		delete(db.feedback, k)
 		db.receipts.erase(k)
 		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
 		db.embedding.signal() // its pending artifacts are dropped
+	case recEraseArtifact:
+		r, ok := decoded.(*eraseArtifactRecord)
+		if !ok {
+			var err error
+			if r, err = decodeEraseArtifactRecord(payload); err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+		}
+		db.applyEraseArtifact(r, seq)
 	case recVectors:
 		r, ok := decoded.(*vectorsRecord)
 		if !ok {

@@ -148,6 +148,9 @@ func (db *DB) Compact() error {
 	if err := db.flushLocked(); err != nil {
 		return err
 	}
+	// An explicit compaction retries failed runs at once: its caller wants
+	// erased bytes gone now, or the error.
+	db.compactFail.forgetAll()
 	return db.compactLocked(2)
 }
 
@@ -259,7 +262,7 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 		return nil, err
 	}
 	path := filepath.Join(dir, segment.FileName(id))
-	ls, err := openLiveSegment(path, segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq})
+	ls, err := openLiveSegment(path, segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}, db.erased)
 	if err != nil {
 		db.opts.FS.Remove(path) // no manifest names it: garbage
 	}
@@ -301,30 +304,43 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, e
 
 // compactLocked merges runs of at least minRun small contiguous segments and
 // rewrites segments holding erased data, one run at a time. Merging only
-// neighbours keeps segments in Seq order. Callers hold maintMu.
+// neighbours keeps segments in Seq order. A run that fails is remembered and
+// its segments left alone for a while (compactionRetry), so the runs after
+// it still compact and it is not retried at every maintenance tick; the
+// error reports the runs that failed in this call. Callers hold maintMu.
 func (db *DB) compactLocked(minRun int) error {
+	var errs []error
 	for {
 		db.mu.RLock()
 		segs := append([]*liveSegment(nil), db.segments...)
 		lo, hi := db.planCompaction(segs, minRun)
 		db.mu.RUnlock()
 		if lo < 0 {
-			if !db.dropSpentTombstones() {
-				return nil
+			if db.dropSpentTombstones() {
+				m := db.manifest // persist the shorter tombstone list
+				if _, err := db.commitManifest(&m, nil); err != nil {
+					errs = append(errs, err)
+				}
 			}
-			m := db.manifest // persist the shorter tombstone list
-			_, err := db.commitManifest(&m, nil)
-			return err
+			return errors.Join(errs...)
 		}
 		err := db.compactRun(segs, lo, hi)
 		db.countCompaction(err) // engine/observe.go
 		if err != nil {
-			return fmt.Errorf("engine: compaction: %w", err)
+			ids := make([]uint64, 0, hi-lo)
+			for _, s := range segs[lo:hi] {
+				ids = append(ids, s.entry.ID)
+			}
+			wait := db.compactFail.failed(ids, time.Now())
+			db.log.Warn("engine: compaction failed; its segments are left alone for a while", "segments", ids, "retry_in", wait, "err", err)
+			errs = append(errs, fmt.Errorf("engine: compaction: %w", err))
 		}
 	}
 }
 
-// planCompaction returns the first run segs[lo:hi] worth rewriting, or -1.
+// planCompaction returns the first run segs[lo:hi] worth rewriting, or -1:
+// planRun (engine/compactplan.go) over the segments' sizes and erased data,
+// leaving out the segments of runs whose compaction failed recently.
 // Callers hold mu.
 func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 	erased := func(s *liveSegment) bool {
@@ -335,25 +351,16 @@ func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 		}
 		return db.receiptsExpired(s)
 	}
-	for i := 0; i < len(segs); {
-		if segs[i].entry.Size >= db.opts.CompactionMaxBytes {
-			if erased(segs[i]) {
-				return i, i + 1
-			}
-			i++
-			continue
-		}
-		j, hasErased := i, false
-		for j < len(segs) && segs[j].entry.Size < db.opts.CompactionMaxBytes {
-			hasErased = hasErased || erased(segs[j])
-			j++
-		}
-		if j-i >= minRun || hasErased {
-			return i, j
-		}
-		i = j
+	plan := make([]planSegment, len(segs))
+	for i, s := range segs {
+		plan[i] = planSegment{ID: s.entry.ID, Size: s.entry.Size, Erased: erased(s)}
 	}
-	return -1, -1
+	failed := db.compactFail.blocked(plan, time.Now())
+	return planRun(plan, failed, compactionBounds{
+		MinRun:      minRun,
+		MaxSegment:  db.opts.CompactionMaxBytes,
+		MaxRunBytes: db.opts.CompactionMaxBytes,
+	})
 }
 
 // compactRun merges segs[lo:hi] into one segment (none if everything in them
@@ -440,10 +447,11 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 	// segments, and holding mu for the whole read would stall the WAL writer.
 	db.mu.RLock()
 	tombstones := maps.Clone(db.tombstones)
+	erased := db.erased.clone() // single erased artifacts (erase_artifact.go)
 	db.mu.RUnlock()
 	hidden := func(k wsKey, seq uint64) bool {
 		t, ok := tombstones[k]
-		return ok && seq < t
+		return ok && seq < t || erased.has(k, seq)
 	}
 	model, dim := db.embedModel()
 	for _, s := range run {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/loci-memory/loci/internal/varint"
 	"github.com/loci-memory/loci/vfs"
 )
 
@@ -20,8 +21,8 @@ const manifestName = "MANIFEST"
 var manifestMagic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
 // manifestVersion is the version written. Version 1 (still read) has no
-// embedder field.
-const manifestVersion = 2
+// embedder field; version 2 (still read) has no erased artifacts.
+const manifestVersion = 3
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -48,6 +49,17 @@ type wsVersion struct {
 	Tenant, Workspace string
 	Seq               uint64
 	Newest            int64 // newest visible artifact time (Unix µs), the default as_of of packs
+	// Erased lists the workspace's erased artifacts that a segment may still
+	// hold, in seq order (see erase_artifact.go). Never modified in place:
+	// a change replaces the slice, as wsVersion values are copied.
+	Erased []erasedArtifact
+}
+
+// erasedArtifact names an erased artifact by the seq of the record that
+// stored it and its id.
+type erasedArtifact struct {
+	Seq uint64
+	ID  [16]byte
 }
 
 // segmentEntry names a live segment; Segments are kept in ascending sequence order.
@@ -93,6 +105,26 @@ func (m *manifest) encode() []byte {
 	}
 	body = appendString(body, m.Embedder)
 	body = binary.AppendUvarint(body, uint64(m.EmbedderDim))
+	// Version 3: erased artifacts per workspace, workspaces in the order above.
+	n := 0
+	for _, v := range vs {
+		if len(v.Erased) > 0 {
+			n++
+		}
+	}
+	body = binary.AppendUvarint(body, uint64(n))
+	for _, v := range vs {
+		if len(v.Erased) == 0 {
+			continue
+		}
+		body = appendString(body, v.Tenant)
+		body = appendString(body, v.Workspace)
+		body = binary.AppendUvarint(body, uint64(len(v.Erased)))
+		for _, e := range v.Erased {
+			body = binary.AppendUvarint(body, e.Seq)
+			body = append(body, e.ID[:]...)
+		}
+	}
 	out := make([]byte, 0, 20+len(body))
 	out = append(out, manifestMagic[:]...)
 	out = binary.LittleEndian.AppendUint32(out, manifestVersion)
@@ -132,7 +164,7 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 		return nil, bad(0, "bad magic")
 	}
 	version := binary.LittleEndian.Uint32(b[8:])
-	if version != 1 && version != manifestVersion {
+	if version < 1 || version > manifestVersion {
 		return nil, bad(8, fmt.Sprintf("unsupported version %d", version))
 	}
 	n := int(binary.LittleEndian.Uint32(b[12:]))
@@ -165,6 +197,37 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 			d.fail(fmt.Sprintf("embedder dimension %d exceeds %d", dim, maxVectorDim))
 		} else {
 			m.EmbedderDim = int(dim)
+		}
+	}
+	if version >= 3 {
+		nw := d.count(4)
+		for i := 0; i < nw && d.err == nil; i++ {
+			tenant, ws := d.string(), d.string()
+			ne := d.count(17)
+			erased := make([]erasedArtifact, 0, ne)
+			for j := 0; j < ne && d.err == nil; j++ {
+				e := erasedArtifact{Seq: d.uvarint()}
+				e.ID = d.uuid()
+				if d.err == nil && (e.Seq == 0 || len(erased) > 0 && e.Seq <= erased[len(erased)-1].Seq) {
+					d.fail(fmt.Sprintf("erased artifacts of workspace %q are not in ascending seq order", ws))
+				}
+				erased = append(erased, e)
+			}
+			at := -1
+			for vi := range m.Versions {
+				if m.Versions[vi].Tenant == tenant && m.Versions[vi].Workspace == ws {
+					at = vi
+				}
+			}
+			switch {
+			case d.err != nil:
+			case at < 0:
+				d.fail(fmt.Sprintf("erased artifacts of workspace %q, which has no version", ws))
+			case len(m.Versions[at].Erased) > 0 || ne == 0:
+				d.fail(fmt.Sprintf("erased artifacts of workspace %q listed twice or empty", ws))
+			default:
+				m.Versions[at].Erased = erased
+			}
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -260,9 +323,9 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
+	v, n, err := varint.Uvarint(d.b)
+	if err != nil {
+		d.fail(err.Error())
 		return 0
 	}
 	d.b = d.b[n:]
@@ -309,9 +372,9 @@ func (d *decoder) varint() int64 {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
+	v, n, err := varint.Varint(d.b)
+	if err != nil {
+		d.fail(err.Error())
 		return 0
 	}
 	d.b = d.b[n:]

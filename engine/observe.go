@@ -1,10 +1,7 @@
 package engine
 
 import (
-	"runtime"
-	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/loci-memory/loci/wal"
 )
@@ -16,30 +13,14 @@ type MaintenanceCounts struct {
 	CompactionFailures uint64
 }
 
-// maintenanceCounters are a DB's MaintenanceCounts. They live beside the DB
-// rather than in it, keyed by a weak pointer and dropped when the DB is
-// collected, so that counting needs no change to the DB's own state.
+// maintenanceCounters are a DB's MaintenanceCounts.
 type maintenanceCounters struct {
 	compactions, failures atomic.Uint64
 }
 
-var maintCounters sync.Map // weak.Pointer[DB] -> *maintenanceCounters
-
-func (db *DB) maintCounters() *maintenanceCounters {
-	key := weak.Make(db)
-	if c, ok := maintCounters.Load(key); ok {
-		return c.(*maintenanceCounters)
-	}
-	c, loaded := maintCounters.LoadOrStore(key, new(maintenanceCounters))
-	if !loaded {
-		runtime.AddCleanup(db, func(k weak.Pointer[DB]) { maintCounters.Delete(k) }, key)
-	}
-	return c.(*maintenanceCounters)
-}
-
 // countCompaction counts one compaction run and whether it failed.
 func (db *DB) countCompaction(err error) {
-	c := db.maintCounters()
+	c := &db.maint
 	if err != nil {
 		c.failures.Add(1)
 		return
@@ -49,7 +30,7 @@ func (db *DB) countCompaction(err error) {
 
 // MaintenanceCounts returns the compaction counters since Open.
 func (db *DB) MaintenanceCounts() MaintenanceCounts {
-	c := db.maintCounters()
+	c := &db.maint
 	return MaintenanceCounts{Compactions: c.compactions.Load(), CompactionFailures: c.failures.Load()}
 }
 

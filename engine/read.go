@@ -10,8 +10,14 @@ import (
 )
 
 // hidden reports whether an artifact of workspace k with sequence number seq
-// was erased. Callers hold mu.
+// was erased: with its workspace, or on its own. Callers hold mu.
 func (db *DB) hidden(k wsKey, seq uint64) bool {
+	return db.tombstoned(k, seq) || db.erased.has(k, seq)
+}
+
+// tombstoned reports whether the erasure of workspace k hides what was
+// stored at seq. Callers hold mu.
+func (db *DB) tombstoned(k wsKey, seq uint64) bool {
 	t, ok := db.tombstones[k]
 	return ok && seq < t
 }
@@ -270,9 +276,24 @@ func (db *DB) countVisible(k wsKey) EraseResult {
 			continue
 		}
 		info := s.Workspaces()[w]
-		if !db.hidden(k, info.MinSeq) {
+		if db.tombstoned(k, info.MaxSeq) {
+			continue // wholly erased with its workspace
+		}
+		if !db.tombstoned(k, info.MinSeq) {
+			// Only single artifacts may be erased here: take them off.
 			r.Artifacts += info.Artifacts
 			r.Spans += info.Spans
+			for seq, id := range db.erased.byWS[k] {
+				if seq < info.MinSeq || seq > info.MaxSeq {
+					continue
+				}
+				if ref, ok := s.FindArtifact(id); ok && ref.WS == w && ref.Seq == seq {
+					r.Artifacts--
+					if sp, err := s.ArtifactSpans(ref); err == nil {
+						r.Spans -= len(sp)
+					}
+				}
+			}
 			continue
 		}
 		// Part of this segment's data was erased before: count the rest one by one.

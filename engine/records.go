@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/varint"
 )
 
 // recordType is the type byte of a WAL record. Every durable change of the
@@ -26,9 +27,11 @@ const (
 	recIndexed recordType = 3 // spans of an artifact stored raw earlier (async indexing)
 	// recVectors: the embeddings of an artifact's spans, computed by the
 	// background embedder after the artifact was acknowledged.
-	recVectors  recordType = 4
-	recFeedback recordType = 16 // feedback event
-	recReceipt  recordType = 17 // decision receipt of a context pack
+	recVectors recordType = 4
+	// recEraseArtifact: hides one artifact (and its spans) of a workspace.
+	recEraseArtifact recordType = 5
+	recFeedback      recordType = 16 // feedback event
+	recReceipt       recordType = 17 // decision receipt of a context pack
 	// 32-47 are control records (ControlState): kind = type - 32.
 	recTenant     recordType = 32 // tenant created or changed (plan)
 	recAPIKey     recordType = 33 // API key created or revoked (hash only)
@@ -48,6 +51,8 @@ func (t recordType) String() string {
 		return "indexed"
 	case recVectors:
 		return "vectors"
+	case recEraseArtifact:
+		return "erase_artifact"
 	case recFeedback:
 		return "feedback"
 	case recReceipt:
@@ -177,8 +182,8 @@ func decodeFencedArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, 
 	case len(b) > 0 && b[0] == recordVersion:
 		b = b[1:]
 	case len(b) > 0 && b[0] == fencedArtifactVersion:
-		f, n := binary.Uvarint(b[1:])
-		if n <= 0 || f == 0 {
+		f, n, err := varint.Uvarint(b[1:])
+		if err != nil || f == 0 {
 			return nil, nil, nil, 0, fmt.Errorf("artifact record: bad erasure fence")
 		}
 		fence, b = f, b[1+n:]
@@ -197,8 +202,8 @@ func decodeArtifactBody(b []byte) (*artifact.Artifact, []artifact.Span, *spanVec
 		return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
 	}
 	b = b[n:]
-	cnt, n := binary.Uvarint(b)
-	if n <= 0 || cnt > uint64(len(b)) {
+	cnt, n, err := varint.Uvarint(b)
+	if err != nil || cnt > uint64(len(b)) {
 		return nil, nil, nil, fmt.Errorf("artifact record: bad span count")
 	}
 	b = b[n:]
@@ -310,6 +315,45 @@ func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 		r.Vecs = v
 	default:
 		return nil, fmt.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.b[0], len(d.b)-1)
+	}
+	return r, nil
+}
+
+// eraseArtifactRecord is a decoded recEraseArtifact record: the artifact
+// and the seq of the record that stored it, so that applying it needs no
+// lookup to know what it hides.
+type eraseArtifactRecord struct {
+	Tenant, Workspace string
+	ArtifactID        uuid.UUID
+	ArtifactSeq       uint64
+}
+
+// encodeEraseArtifactRecord: version | string tenant | string workspace |
+// 16-byte artifact id | uvarint artifact seq.
+func encodeEraseArtifactRecord(r *eraseArtifactRecord) []byte {
+	b := []byte{recordVersion}
+	b = appendString(b, r.Tenant)
+	b = appendString(b, r.Workspace)
+	b = append(b, r.ArtifactID[:]...)
+	return binary.AppendUvarint(b, r.ArtifactSeq)
+}
+
+func decodeEraseArtifactRecord(b []byte) (*eraseArtifactRecord, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return nil, fmt.Errorf("erase artifact record: unsupported version")
+	}
+	d := decoder{b: b[1:]}
+	r := &eraseArtifactRecord{Tenant: d.string(), Workspace: d.string()}
+	r.ArtifactID = d.uuid()
+	r.ArtifactSeq = d.uvarint()
+	if d.err == nil && r.ArtifactSeq == 0 {
+		d.fail("artifact seq 0")
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("erase artifact record: %w", d.err)
 	}
 	return r, nil
 }

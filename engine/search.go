@@ -23,6 +23,56 @@ type partSource struct {
 	seg *liveSegment // segment part: workspace ws of seg
 	ws  int
 	hw  *headWorkspace // head part
+	// view replaces a segment part's indexes while it holds erased
+	// artifacts; its doc i is the segment's doc view.docs[i].
+	view *partView
+}
+
+// lexPart returns the part's lexical index.
+func (p partSource) lexPart() invindex.Part {
+	switch {
+	case p.hw != nil:
+		return p.hw.lex
+	case p.view != nil:
+		return p.view.lex
+	}
+	return p.seg.parts[p.ws].lex
+}
+
+// vecPart returns the part's vectors, or nil when it has none.
+func (p partSource) vecPart() vecindex.Part {
+	switch {
+	case p.hw != nil:
+		if p.hw.vec != nil {
+			return p.hw.vec
+		}
+	case p.view != nil:
+		if p.view.vec != nil {
+			return p.view.vec
+		}
+	case p.seg.parts[p.ws].vec != nil:
+		return p.seg.parts[p.ws].vec
+	}
+	return nil
+}
+
+// numDocs returns the number of the part's documents.
+func (p partSource) numDocs() int {
+	switch {
+	case p.hw != nil:
+		return len(p.hw.refs)
+	case p.view != nil:
+		return len(p.view.docs)
+	}
+	return p.seg.Workspaces()[p.ws].Spans
+}
+
+// segDoc returns the segment's span number of a segment part's document.
+func (p partSource) segDoc(doc uint32) int {
+	if p.view != nil {
+		return int(p.view.docs[doc])
+	}
+	return int(doc)
 }
 
 // ids returns the span and artifact ids of a document, without its text.
@@ -31,7 +81,7 @@ func (p partSource) ids(doc uint32) (span, art uuid.UUID, err error) {
 		ref := p.hw.refs[doc]
 		return ref.ha.spans[ref.i].ID, ref.ha.a.ID, nil
 	}
-	span, art, ok := p.seg.SpanIDs(p.ws, int(doc))
+	span, art, ok := p.seg.SpanIDs(p.ws, p.segDoc(doc))
 	if !ok {
 		return span, art, fmt.Errorf("segment %s: workspace %d has no span %d", p.seg.Path(), p.ws, doc)
 	}
@@ -40,21 +90,35 @@ func (p partSource) ids(doc uint32) (span, art uuid.UUID, err error) {
 
 // workspaceSources returns the parts holding visible data of workspace k:
 // segments in Seq order, then frozen heads, then the active head. An erase
-// hides a workspace's older data in a part all at once, so a part is either
-// wholly visible or wholly hidden. Callers hold mu.
+// of the workspace hides its older data in a part all at once, so a part is
+// either wholly visible or wholly hidden; a segment part holding erased
+// artifacts is searched through its view without them (heads drop them when
+// the erasure is applied). Callers hold mu.
 func (db *DB) workspaceSources(k wsKey) []partSource {
 	var out []partSource
 	for _, s := range db.segments {
 		wi, ok := s.FindWorkspace(k.Tenant, k.Workspace)
-		if !ok || db.hidden(k, s.Workspaces()[wi].MaxSeq) {
+		if !ok || db.tombstoned(k, s.Workspaces()[wi].MaxSeq) {
 			continue
 		}
-		out = append(out, partSource{seg: s, ws: wi})
+		src := partSource{seg: s, ws: wi}
+		if db.erased.holds(s, wi) {
+			v, err := s.view(wi)
+			if err != nil {
+				db.log.Error("engine: search view without erased artifacts; part left out", "err", err)
+				continue
+			}
+			if len(v.docs) == 0 {
+				continue
+			}
+			src.view = v
+		}
+		out = append(out, src)
 	}
 	hs := db.headsNewestFirst()
 	for i := len(hs) - 1; i >= 0; i-- {
 		w := hs[i].workspaces[k]
-		if w == nil || len(w.refs) == 0 || db.hidden(k, w.artifacts[len(w.artifacts)-1].a.Seq) {
+		if w == nil || len(w.refs) == 0 || db.tombstoned(k, w.artifacts[len(w.artifacts)-1].a.Seq) {
 			continue
 		}
 		out = append(out, partSource{hw: w})
@@ -67,11 +131,7 @@ func (db *DB) workspaceSources(k wsKey) []partSource {
 func (db *DB) workspaceSpansLocked(k wsKey) int {
 	n := 0
 	for _, src := range db.workspaceSources(k) {
-		if src.hw != nil {
-			n += len(src.hw.refs)
-		} else {
-			n += src.seg.Workspaces()[src.ws].Spans
-		}
+		n += src.numDocs()
 	}
 	return n
 }
@@ -97,11 +157,7 @@ func (db *DB) SearchLexicalTerms(tenant, ws string, terms []invindex.Term, k int
 	srcs := db.workspaceSources(wsKey{tenant, ws})
 	parts := make([]invindex.Part, len(srcs))
 	for i, src := range srcs {
-		if src.hw != nil {
-			parts[i] = src.hw.lex
-		} else {
-			parts[i] = src.seg.parts[src.ws].lex
-		}
+		parts[i] = src.lexPart()
 	}
 	return resolveHits(srcs, invindex.Search(parts, terms, k, db.opts.BM25), func(h invindex.Hit) (int, uint32, float64) {
 		return h.Part, h.Doc, h.Score
@@ -136,14 +192,7 @@ func (db *DB) SearchSemantic(ctx context.Context, tenant, ws, query string, k in
 	var srcs []partSource
 	var parts []vecindex.Part
 	for _, src := range db.workspaceSources(wsKey{tenant, ws}) {
-		var p vecindex.Part
-		if src.hw != nil {
-			if src.hw.vec != nil {
-				p = src.hw.vec
-			}
-		} else if v := src.seg.parts[src.ws].vec; v != nil {
-			p = v
-		}
+		p := src.vecPart()
 		if p == nil || p.Model() != model || p.Dim() != dim {
 			continue
 		}

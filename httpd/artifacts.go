@@ -89,7 +89,8 @@ func (s *Server) findArtifact(ctx *fasthttp.RequestCtx, c *call) (found, bool) {
 	}
 	a, err := s.db.Artifact(c.who.tenant, id)
 	if errors.Is(err, engine.ErrNotFound) {
-		if j, ok := s.ctl.JobByArtifact(c.who.tenant, id); ok {
+		// A job done whose artifact is not found: the artifact was erased.
+		if j, ok := s.ctl.JobByArtifact(c.who.tenant, id); ok && j.Status != control.StatusDone {
 			return found{id: id, job: j}, true
 		}
 		writeError(ctx, fasthttp.StatusNotFound, "artifact not found")

@@ -21,7 +21,10 @@ const benchUsage = `usage: loci bench <name> [flags]
   pack      context pack latency and throughput over HTTP on loopback at N spans
   soak      N distinct packs and N async ingest jobs over HTTP: memory and disk over time, checked against their bounds
   embed     the built-in sentence encoder vs the reference (sentence-transformers, --python) on the same sentences:
-            query latency on one core, batch throughput on --threads cores, and the ratio (a table; --json for JSON)
+            query latency on one core, batch throughput on --threads cores, and the ratio
+
+Each prints a table of its results, or one JSON object with --json; progress goes to stderr.
+loci bench <name> --help lists the flags of one.
 `
 
 func runBench(args []string) error {
@@ -29,13 +32,18 @@ func runBench(args []string) error {
 		fmt.Fprint(os.Stderr, benchUsage)
 		return exitCode(2)
 	}
+	if isHelp(args[0]) {
+		fmt.Fprint(os.Stdout, benchUsage)
+		return nil
+	}
 	name, args := args[0], args[1:]
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	seed := fs.Uint64("seed", 1, "data generator seed")
 	dir := fs.String("dir", "", "data directory, kept (default: a temporary one, removed afterwards); bench pack reuses the workspace an earlier run built there")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	var run func() (any, error)
+	progress := func(s string) { fmt.Fprintf(os.Stderr, "loci bench %s: %s\n", name, s) }
 	switch name {
 	case "ingest":
 		writers := fs.Int("writers", 64, "concurrent writers (HTTP clients with --http)")
@@ -66,11 +74,12 @@ func runBench(args []string) error {
 				if *rate > 0 {
 					return nil, fmt.Errorf("--rate is not supported with --http")
 				}
-				return bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: *n, Batch: *batch, Writers: *writers, Seed: *seed, Sync: p, Embedding: emb})
+				return bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: *n, Batch: *batch, Writers: *writers, Seed: *seed, Sync: p, Embedding: emb,
+					Progress: progress})
 			}
 			return bench.Ingest(bench.IngestConfig{Dir: *dir, Writers: *writers, Artifacts: *n, Sync: p, Seed: *seed,
 				Embedding: emb, Drain: *drain, DrainTimeout: *drainTimeout, Rate: *rate, Duration: *duration,
-				Progress: func(s string) { fmt.Fprintln(os.Stderr, "bench ingest:", s) }})
+				Progress: progress})
 		}
 	case "pack":
 		n := fs.Int("spans", 100000, "spans in the workspace")
@@ -95,20 +104,20 @@ func runBench(args []string) error {
 				return nil, err
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
-				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir})
+				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, Progress: progress})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")
 		q := fs.Int("queries", 2000, "timed queries per figure")
 		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
 		run = func() (any, error) {
-			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data})
+			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data, Progress: progress})
 		}
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
 		restarts := fs.Int("restarts", 5, "reopen this many times")
 		run = func() (any, error) {
-			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts})
+			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts, Progress: progress})
 		}
 	case "soak":
 		packs := fs.Int("packs", 100000, "distinct context pack requests")
@@ -134,7 +143,7 @@ func runBench(args []string) error {
 						s.Seconds, s.Packs, s.JobsAccepted, s.JobsFinished, s.JobsPending, s.RSSMiB, s.AnonMiB, s.DataMiB, s.ControlKiB)
 				}})
 			if err == nil && !res.WithinLimits {
-				printResult(res, *asJSON)
+				writeResult("loci bench soak", res, *asJSON)
 				return nil, fmt.Errorf("soak ended outside its bounds: %v", res.Exceeded)
 			}
 			return res, err
@@ -143,7 +152,7 @@ func runBench(args []string) error {
 		cfg := bench.EmbedFlags(fs)
 		run = func() (any, error) {
 			cfg.Seed = *seed
-			cfg.Progress = func(s string) { fmt.Fprintln(os.Stderr, "bench embed:", s) }
+			cfg.Progress = progress
 			return bench.Embed(*cfg)
 		}
 	default:
@@ -162,24 +171,33 @@ func runBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	if t, ok := res.(tableWriter); ok && !*asJSON {
-		return t.WriteTable(os.Stdout)
-	}
-	return printResult(res, *asJSON)
+	return writeResult("loci bench "+name, res, *asJSON)
 }
 
 // tableWriter is a result that prints itself as a table for people when
 // --json is not given (`loci bench embed`).
 type tableWriter interface{ WriteTable(w io.Writer) error }
 
-// printResult writes a benchmark or evaluation result to stdout: one JSON
-// line with --json, indented JSON otherwise.
-func printResult(v any, oneLine bool) error {
-	enc := json.NewEncoder(os.Stdout)
-	if !oneLine {
-		enc.SetIndent("", "  ")
+// writeResult writes a benchmark or evaluation result to stdout: one JSON
+// line with --json, for scripts; otherwise a table for people, the
+// result's own (tableWriter) or bench.WriteTable's, headed by title.
+func writeResult(title string, v any, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(v)
 	}
-	return enc.Encode(v)
+	if t, ok := v.(tableWriter); ok {
+		return t.WriteTable(os.Stdout)
+	}
+	return bench.WriteTable(os.Stdout, title, v)
+}
+
+// isHelp reports whether arg asks for help instead of naming a subcommand.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // startCPUProfile profiles the process into path until the returned stop is

@@ -13,9 +13,16 @@ const evalUsage = `usage: loci eval <name> [flags]
 
   beir     nDCG@10, Recall@100 and queries/s on a BEIR data set (lexical, semantic, hybrid)
   locomo   evidence recall of context packs on LoCoMo, per budget and category
+
+Each prints a table of its results, or one JSON object with --json; progress goes to stderr.
+loci eval <name> --help lists the flags of one.
 `
 
 func runEval(args []string) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(os.Stdout, evalUsage)
+		return nil
+	}
 	if len(args) > 0 && args[0] == "locomo" {
 		return runEvalLoCoMo(args[1:])
 	}
@@ -26,7 +33,7 @@ func runEval(args []string) error {
 	fs := flag.NewFlagSet("eval beir", flag.ContinueOnError)
 	data := fs.String("data", "../shared/data/scifact", "BEIR data set directory")
 	split := fs.String("split", "test", "qrels split")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	minTime := fs.Duration("min-time", 2*time.Second, "repeat queries this long per throughput figure")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the engine's embedder for the semantic and hybrid modes: minilm, glove or none")
@@ -41,11 +48,12 @@ func runEval(args []string) error {
 		return err
 	}
 	defer stop()
-	res, err := bench.EvalBEIR(bench.BEIRConfig{Data: *data, Split: *split, MinTime: *minTime, Embedder: *embedder})
+	res, err := bench.EvalBEIR(bench.BEIRConfig{Data: *data, Split: *split, MinTime: *minTime, Embedder: *embedder,
+		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval beir:", s) }})
 	if err != nil {
 		return err
 	}
-	return printResult(res, *asJSON)
+	return writeResult("loci eval beir", res, *asJSON)
 }
 
 func runEvalLoCoMo(args []string) error {
@@ -54,7 +62,7 @@ func runEvalLoCoMo(args []string) error {
 	ingest := fs.String("ingest", bench.IngestViaHTTP, "how turns are ingested: engine (in process) or http (POST /v2/ingest to a real server on loopback, packs over HTTP)")
 	stamps := fs.String("timestamps", bench.TimestampsSession, "turn timestamps: session (the session's date-time), spread (plus one second per turn) or none")
 	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the store's embedder: minilm, glove or none (the engine's with --ingest engine, the server's with --ingest http)")
 	if done, err := parseFlags(fs, args); done {
 		return err
@@ -76,11 +84,12 @@ func runEvalLoCoMo(args []string) error {
 	default:
 		return fmt.Errorf("-timestamps %q: want session, spread or none", *stamps)
 	}
-	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder})
+	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder,
+		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }})
 	if err != nil {
 		return err
 	}
-	return printResult(res, *asJSON)
+	return writeResult("loci eval locomo", res, *asJSON)
 }
 
 // checkEmbedder checks an --embedder flag's value.

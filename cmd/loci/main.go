@@ -3,12 +3,16 @@
 //	loci serve   [flags]          run the HTTP service
 //	loci verify  --data DIR       check every checksum and cross-reference of a data directory
 //	loci reindex --data DIR --embedder NAME   rebuild every vector with another embedder
+//	loci backup  --data DIR --out PATH        copy a running server's data, crash-consistent
+//	loci restore --from PATH --data DIR       bring a backup back
+//	loci export|import                        a workspace as JSON Lines
 //	loci bench   ingest|restart|search|pack   measure the engine and the service
 //	loci eval    beir|locomo      measure retrieval and packing quality
 //	loci version
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +33,10 @@ commands:
   bench    run a benchmark: loci bench ingest|restart|search|pack [flags] (--help for flags)
   eval     measure quality: loci eval beir|locomo [flags] [--json]
   torture  kill -9 a loaded server again and again, check nothing acknowledged is lost: loci torture [--rounds N] [--seed S]
+  backup   copy a running server's data directory, crash-consistently: loci backup --data DIR --out PATH
+  restore  bring a backup back into an empty directory: loci restore --from PATH --data DIR
+  export   write a workspace as JSON Lines (server stopped): loci export --data DIR --workspace W --out FILE.jsonl
+  import   read an export into a stopped data directory: loci import --data DIR --in FILE.jsonl
   version  print the version
 `
 
@@ -51,6 +59,14 @@ func main() {
 		err = runEval(args)
 	case "torture":
 		err = runTorture(args)
+	case "backup":
+		err = runBackup(args)
+	case "restore":
+		err = runRestore(args)
+	case "export":
+		err = runExport(args)
+	case "import":
+		err = runImport(args)
 	case "version", "--version", "-v":
 		fmt.Println("loci", version)
 	case "help", "--help", "-h":
@@ -74,12 +90,20 @@ type exitCode int
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // parseFlags parses args into fs. done says the command must stop: after
-// --help (err nil), or on a bad flag (err exitCode(2); fs printed why).
+// --help (err nil; the usage went to stdout, as asked for), or on a bad
+// flag (err exitCode(2); why and the usage went to fs's output, stderr).
 func parseFlags(fs *flag.FlagSet, args []string) (done bool, err error) {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err = fs.Parse(args)
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			os.Stdout.Write(msg.Bytes())
 			return true, nil
 		}
+		out.Write(msg.Bytes())
 		return true, exitCode(2)
 	}
 	return false, nil

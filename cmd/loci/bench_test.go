@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestHelpExitsZero checks that asking for help prints usage to stdout and
+// exits 0, and that a missing or unknown name still exits 2.
+func TestHelpExitsZero(t *testing.T) {
+	bin := buildLoci(t)
+	cases := []struct {
+		args []string
+		code int
+		want string // in stdout (code 0) or stderr
+	}{
+		{[]string{"bench", "--help"}, 0, "usage: loci bench"},
+		{[]string{"bench", "-h"}, 0, "usage: loci bench"},
+		{[]string{"bench", "help"}, 0, "usage: loci bench"},
+		{[]string{"eval", "--help"}, 0, "usage: loci eval"},
+		{[]string{"eval", "-h"}, 0, "usage: loci eval"},
+		{[]string{"bench", "pack", "--help"}, 0, "-concurrency"},
+		{[]string{"bench", "restart", "-h"}, 0, "-restarts"},
+		{[]string{"eval", "beir", "--help"}, 0, "-split"},
+		{[]string{"eval", "locomo", "--help"}, 0, "-budgets"},
+		{[]string{"verify", "--help"}, 0, "-data"},
+		{[]string{"bench"}, 2, "usage: loci bench"},
+		{[]string{"bench", "nosuch"}, 2, "unknown benchmark"},
+		{[]string{"bench", "pack", "--nosuch"}, 2, "flag provided but not defined"},
+		{[]string{"eval"}, 2, "usage: loci eval"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			out := stdout.String()
+			if tc.code != 0 {
+				out = stderr.String()
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", tc.want, stdout.String(), stderr.String())
+			}
+			if tc.code == 0 && stderr.Len() > 0 {
+				t.Errorf("help wrote to stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// TestBenchPrintsTable runs a small `loci bench restart`: a table by
+// default, one JSON object with --json.
+func TestBenchPrintsTable(t *testing.T) {
+	bin := buildLoci(t)
+	args := []string{"bench", "restart", "--artifacts", "200", "--restarts", "1", "--dir", t.TempDir()}
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if lines[0] != "loci bench restart" {
+		t.Fatalf("first line %q, want the title; output:\n%s", lines[0], out)
+	}
+	want := map[string]string{"artifacts": "200", "head_artifacts_replayed": "200"}
+	col := -1
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		at := strings.Index(l, f[1])
+		if col >= 0 && at != col {
+			t.Errorf("value column of %q at %d, not %d: not aligned\n%s", f[0], at, col, out)
+		}
+		col = at
+		if v, ok := want[f[0]]; ok && f[1] != v {
+			t.Errorf("%s = %s, want %s", f[0], f[1], v)
+		}
+		delete(want, f[0])
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v\n%s", want, out)
+	}
+
+	dir := t.TempDir()
+	out, err = exec.Command(bin, "bench", "restart", "--artifacts", "200", "--restarts", "1", "--dir", dir, "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Artifacts int `json:"artifacts"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.Artifacts != 200 || bytes.Count(out, []byte("\n")) != 1 {
+		t.Errorf("--json: %v, %+v, output:\n%s", err, res, out)
+	}
+}

@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Backups taken while writers ingest and flushes and compactions run as
+// fast as they can hold every artifact acknowledged before each backup
+// began, verify clean, and open; Restore brings them back the same.
+func TestBackupRacesMaintenance(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	db, err := Open(src, Options{FlushThreshold: 32 << 10, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mu sync.Mutex
+	var acked []uuid.UUID
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
+					Payload: []byte(fmt.Sprintf(`{"content":"writer %d note %d about the %s deploy window"}`, w, i, strings.Repeat("quarterly ", 20)))})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, res.ArtifactID)
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Add(1)
+	go func() { // maintenance as often as it can run
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := db.Flush(); err != nil {
+				t.Error(err)
+			}
+			if err := db.Compact(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+
+	raced := 0
+	for round := 0; round < 6; round++ {
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		before := slices.Clone(acked)
+		mu.Unlock()
+		dst := filepath.Join(t.TempDir(), "backup")
+		info, err := Backup(src, dst, BackupOptions{Link: round%2 == 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raced += info.Attempts - 1
+		restored := filepath.Join(t.TempDir(), "restored")
+		r, err := Restore(dst, restored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Faults) > 0 {
+			t.Fatalf("round %d: verify of the restored backup: %v", round, r.Faults)
+		}
+		got, err := Open(restored, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+		if err != nil {
+			t.Fatalf("round %d: open restored: %v", round, err)
+		}
+		for _, id := range before {
+			if _, err := got.Artifact("t", id); err != nil {
+				t.Fatalf("round %d: artifact %s acknowledged before the backup: %v (%d acknowledged, backup %+v)", round, id, err, len(before), info)
+			}
+		}
+		got.Close()
+		t.Logf("round %d: %d acknowledged before, %d segments, %d wal files, %d attempts", round, len(before), info.Segments, info.WALFiles, info.Attempts)
+	}
+	st := db.Stats()
+	t.Logf("source: %d segments; attempts lost to maintenance: %d", st.Segments, raced)
+}
+
+// Backup and Restore refuse what they cannot do, saying why.
+func TestBackupRestoreRefusals(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	db, err := Open(src, Options{NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"x"`)}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	good := filepath.Join(t.TempDir(), "good")
+	if _, err := Backup(src, good, BackupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nonEmpty := t.TempDir()
+	os.WriteFile(filepath.Join(nonEmpty, "keep"), []byte("x"), 0o644)
+	incomplete := filepath.Join(t.TempDir(), "incomplete")
+	os.MkdirAll(incomplete, 0o755)
+	notData := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"backup of a missing directory", func() error {
+			_, err := Backup(filepath.Join(src, "nope"), filepath.Join(t.TempDir(), "b"), BackupOptions{})
+			return err
+		}, "no such file"},
+		{"backup of a directory without a manifest", func() error { _, err := Backup(notData, filepath.Join(t.TempDir(), "b"), BackupOptions{}); return err }, "not a Loci data directory"},
+		{"backup into a non-empty directory", func() error { _, err := Backup(src, nonEmpty, BackupOptions{}); return err }, "is not empty"},
+		{"restore into a non-empty directory", func() error { _, err := Restore(good, nonEmpty); return err }, "is not empty"},
+		{"restore from a missing directory", func() error {
+			_, err := Restore(filepath.Join(src, "nope"), filepath.Join(t.TempDir(), "r"))
+			return err
+		}, "no such file"},
+		{"restore of an incomplete backup", func() error { _, err := Restore(incomplete, filepath.Join(t.TempDir(), "r")); return err }, "not a complete Loci backup"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	// A damaged file in the backup is found by Restore.
+	seg, _ := filepath.Glob(filepath.Join(good, walDir, "*.wal"))
+	b, _ := os.ReadFile(seg[0])
+	b[len(b)-1] ^= 0xff
+	os.WriteFile(seg[0], b, 0o644)
+	if _, err := Restore(good, filepath.Join(t.TempDir(), "r")); err == nil || !strings.Contains(err.Error(), "the backup is damaged") {
+		t.Fatalf("restore of a damaged backup: %v", err)
+	}
+}
+
+// A compaction and a flush between reading the manifest and opening its
+// files (the segments it names deleted, the WAL checkpoint moved) make the
+// attempt start over, and the backup taken then is complete.
+func TestBackupRetriesAfterCompaction(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	db, err := Open(src, Options{DisableBackground: true, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ids []uuid.UUID
+	ingest := func(n int) {
+		for i := 0; i < n; i++ {
+			res, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
+				Payload: []byte(fmt.Sprintf(`{"content":"note %d"}`, len(ids)))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, res.ArtifactID)
+		}
+	}
+	for range 3 {
+		ingest(10)
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest(5) // in the WAL only
+	calls := 0
+	backupManifestRead = func() {
+		if calls++; calls == 1 {
+			ingest(5)
+			if err := db.Compact(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { backupManifestRead = nil }()
+	dst := filepath.Join(t.TempDir(), "backup")
+	info, err := Backup(src, dst, BackupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Attempts != 2 {
+		t.Fatalf("attempts %d, want 2 (the first raced the compaction)", info.Attempts)
+	}
+	got, err := Open(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	for _, id := range ids {
+		if _, err := got.Artifact("t", id); err != nil {
+			t.Fatalf("artifact %s: %v", id, err)
+		}
+	}
+}
+
+// A record still being written at the end of the last WAL file is cut from
+// the copy, as replay would cut it, so the backup verifies without warnings.
+func TestBackupCutsTornTail(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	db, err := Open(src, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"kept"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	files, _ := filepath.Glob(filepath.Join(src, walDir, "*.wal"))
+	f, err := os.OpenFile(files[len(files)-1], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, 1, 9}) // a frame header cut short
+	f.Close()
+	dst := filepath.Join(t.TempDir(), "backup")
+	info, err := Backup(src, dst, BackupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.WALCut != 10 {
+		t.Fatalf("cut %d bytes, want 10", info.WALCut)
+	}
+	r, err := Verify(dst)
+	if err != nil || len(r.Faults)+len(r.Warnings) > 0 || r.Artifacts != 1 {
+		t.Fatalf("verify: %v %+v", err, r)
+	}
+	got, err := Open(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	if _, err := got.Artifact("t", res.ArtifactID); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,371 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/vfs"
+	"github.com/loci-memory/loci/wal"
+)
+
+// ExportedFeedback is a feedback event as export writes it and import reads
+// it: the event exactly as stored, without its tenant and workspace.
+type ExportedFeedback struct {
+	ID         uuid.UUID
+	ActorID    string
+	Action     string
+	ArtifactID uuid.UUID
+	Spans      []uuid.UUID // the spans the action applies to, sorted
+	Reason     string
+	ConflictID string
+	Preferred  uuid.UUID
+	CreatedAt  int64 // Unix µs
+}
+
+// ExportItem is one record of a workspace export: an artifact with the ids
+// of its spans in order, or a feedback event.
+type ExportItem struct {
+	Artifact *artifact.Artifact // must not be modified
+	SpanIDs  []uuid.UUID
+	Feedback *ExportedFeedback
+}
+
+// WorkspaceExport summarizes an exported workspace.
+type WorkspaceExport struct {
+	DataVersion uint64
+	Newest      int64 // newest artifact time, Unix µs (math.MinInt64: none)
+	Embedder    string
+	EmbedderDim int
+	Artifacts   int
+	Feedback    int
+}
+
+// ExportWorkspace calls begin with the workspace's data version and
+// embedder, then emit with every visible artifact and feedback event of the
+// workspace, in sequence order (the order they were written), so that
+// importing them in that order rebuilds the same workspace. It holds the
+// read lock throughout: writes wait, so the export is of one data version.
+func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) error, emit func(ExportItem) error) (WorkspaceExport, error) {
+	if err := db.enter(); err != nil {
+		return WorkspaceExport{}, err
+	}
+	defer db.leave()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	k := wsKey{tenant, ws}
+	v := db.versions[k]
+	sum := WorkspaceExport{DataVersion: v.Seq, Newest: v.Newest, Embedder: db.manifest.Embedder, EmbedderDim: db.manifest.EmbedderDim}
+	if err := begin(sum); err != nil {
+		return sum, err
+	}
+	// emitPart merges a part's artifacts and events by seq.
+	var events []*feedbackEvent
+	flushEvents := func(before uint64) error {
+		for len(events) > 0 && events[0].Seq < before {
+			e := events[0]
+			events = events[1:]
+			sum.Feedback++
+			if err := emit(ExportItem{Feedback: &ExportedFeedback{ID: e.ID, ActorID: e.ActorID, Action: e.Action,
+				ArtifactID: e.ArtifactID, Spans: slices.Clone(e.Spans), Reason: e.Reason, ConflictID: e.ConflictID,
+				Preferred: e.Preferred, CreatedAt: e.CreatedAt}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	emitArtifact := func(a *artifact.Artifact, spans []uuid.UUID) error {
+		if err := flushEvents(a.Seq); err != nil {
+			return err
+		}
+		sum.Artifacts++
+		return emit(ExportItem{Artifact: a, SpanIDs: spans})
+	}
+	visible := func(evs []*feedbackEvent) []*feedbackEvent {
+		var out []*feedbackEvent
+		for _, e := range evs {
+			if e.Tenant != tenant || e.Workspace != ws || db.hidden(k, e.Seq) {
+				continue
+			}
+			// Events on an artifact erased on its own go with it.
+			if _, _, _, ok := db.locate(tenant, e.ArtifactID); ok {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for _, s := range db.segments {
+		w, ok := s.FindWorkspace(tenant, ws)
+		if !ok {
+			continue
+		}
+		evs, err := readFeedbackSection(s, w)
+		if err != nil {
+			return sum, fmt.Errorf("engine: export: %w", err)
+		}
+		events = visible(evs)
+		spans := map[uuid.UUID][]uuid.UUID{}
+		if err := s.Spans(w, func(sp artifact.Span) error {
+			spans[sp.ArtifactID] = append(spans[sp.ArtifactID], sp.ID)
+			return nil
+		}); err != nil {
+			return sum, fmt.Errorf("engine: export: segment %s: %w", s.Path(), err)
+		}
+		if err := s.Artifacts(w, func(a *artifact.Artifact) error {
+			if db.hidden(k, a.Seq) {
+				return nil
+			}
+			return emitArtifact(a, spans[a.ID])
+		}); err != nil {
+			return sum, fmt.Errorf("engine: export: segment %s: %w", s.Path(), err)
+		}
+		if err := flushEvents(^uint64(0)); err != nil {
+			return sum, err
+		}
+	}
+	hs := db.headsNewestFirst()
+	for i := len(hs) - 1; i >= 0; i-- {
+		events = visible(hs[i].feedback)
+		if hw := hs[i].workspaces[k]; hw != nil {
+			for _, ha := range hw.artifacts {
+				if db.hidden(k, ha.a.Seq) {
+					continue
+				}
+				ids := make([]uuid.UUID, len(ha.spans))
+				for j, sp := range ha.spans {
+					ids[j] = sp.ID
+				}
+				if err := emitArtifact(ha.a, ids); err != nil {
+					return sum, err
+				}
+			}
+		}
+		if err := flushEvents(^uint64(0)); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// ImportItem is one record to import: an artifact (its Tenant, Workspace
+// and Seq are ignored) with the ids its spans get, or a feedback event.
+type ImportItem struct {
+	Artifact *artifact.Artifact
+	SpanIDs  []uuid.UUID
+	Feedback *ExportedFeedback
+}
+
+// Import stores exported records in workspace ws of tenant, in order, as one
+// WAL group, keeping every id and timestamp: artifacts are prepared again
+// from their payloads (text extraction, chunking, token counts and, with
+// inline embedding, vectors), which must give as many spans as the export
+// names and the exported content hash; feedback events must name artifacts
+// of the workspace and their spans. Nothing is stored if any record is
+// refused. It is meant for `loci import` on a stopped data directory.
+func (db *DB) Import(tenant, ws string, items []ImportItem) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	if err := checkID("tenant", tenant, true); err != nil {
+		return err
+	}
+	if err := CheckWorkspaceID(ws); err != nil {
+		return err
+	}
+	prepared := make([]*headArtifact, len(items))
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(items); i += workers {
+				if items[i].Artifact != nil {
+					prepared[i], errs[i] = db.prepareImport(tenant, ws, &items[i])
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	batch := map[uuid.UUID]*headArtifact{}
+	db.mu.RLock()
+	for i, ha := range prepared {
+		if ha == nil {
+			continue
+		}
+		if _, _, _, ok := db.locate(tenant, ha.a.ID); ok || batch[ha.a.ID] != nil {
+			db.mu.RUnlock()
+			return fmt.Errorf("engine: import: record %d: artifact %s already exists", i, ha.a.ID)
+		}
+		batch[ha.a.ID] = ha
+	}
+	db.mu.RUnlock()
+	events := make([]*feedbackEvent, len(items))
+	var toEmbed []*headArtifact
+	for i, it := range items {
+		if ha := prepared[i]; ha != nil {
+			toEmbed = append(toEmbed, ha)
+			continue
+		}
+		if it.Feedback == nil {
+			return fmt.Errorf("engine: import: record %d is neither an artifact nor a feedback event", i)
+		}
+		var err error
+		if events[i], err = db.importEvent(tenant, ws, it.Feedback, batch); err != nil {
+			return fmt.Errorf("engine: import: record %d: %w", i, err)
+		}
+	}
+	if !db.opts.EmbedInBackground {
+		db.embed(toEmbed)
+	}
+	var entries []wal.Entry
+	for i := range items {
+		if ha := prepared[i]; ha != nil {
+			entries = append(entries, wal.Entry{
+				Type:    uint8(recArtifact),
+				Payload: encodeFencedArtifactRecord(nil, 0, ha.a, ha.spans, ha.vecs),
+				Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
+			})
+			continue
+		}
+		e := events[i]
+		entries = append(entries, wal.Entry{Type: uint8(recFeedback), Payload: encodeFeedbackRecord(e),
+			Apply: func(seq uint64) { db.apply(recFeedback, seq, nil, e) }})
+	}
+	if len(entries) > 0 {
+		if _, err := db.wal.Append(entries...); err != nil {
+			return fmt.Errorf("engine: import: %w", err)
+		}
+	}
+	return nil
+}
+
+// prepareImport rebuilds an exported artifact as ingest would have, with
+// its id, timestamps and span ids.
+func (db *DB) prepareImport(tenant, ws string, it *ImportItem) (*headArtifact, error) {
+	a := it.Artifact
+	if a.ID == uuid.Nil {
+		return nil, &InvalidError{"artifact_id", "is required"}
+	}
+	in := IngestInput{Workspace: ws, ActorID: a.ActorID, Type: a.Type, Payload: a.Payload,
+		Timestamp: time.UnixMicro(a.Timestamp).UTC(), Permissions: a.Permissions, IdempotencyKey: a.IdempotencyKey,
+		SessionID: a.SessionID, ThreadID: a.ThreadID, ArtifactID: a.ID}
+	if err := validateFields(&in, true); err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
+	}
+	ha, err := db.prepare(tenant, &in, time.UnixMicro(a.IngestedAt).UTC())
+	if err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
+	}
+	if a.ContentHash != ([32]byte{}) && a.ContentHash != ha.a.ContentHash {
+		return nil, fmt.Errorf("artifact %s: its raw payload does not match its content hash", a.ID)
+	}
+	if len(it.SpanIDs) != len(ha.spans) {
+		return nil, fmt.Errorf("artifact %s: chunking gives %d spans, the export names %d (exported with another tokenizer or chunker?)",
+			a.ID, len(ha.spans), len(it.SpanIDs))
+	}
+	for i := range ha.spans {
+		if it.SpanIDs[i] == uuid.Nil {
+			return nil, fmt.Errorf("artifact %s: span %d has no id", a.ID, i)
+		}
+		ha.spans[i].ID = it.SpanIDs[i]
+	}
+	return ha, nil
+}
+
+// importEvent checks an exported feedback event against the workspace (and
+// the artifacts of the same import batch) and returns its durable form.
+func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid.UUID]*headArtifact) (*feedbackEvent, error) {
+	if f.ID == uuid.Nil {
+		return nil, &InvalidError{"feedback_id", "is required"}
+	}
+	if !slices.Contains(FeedbackActions, f.Action) {
+		return nil, &InvalidError{"action", fmt.Sprintf("unknown value %q; allowed: %v", f.Action, FeedbackActions)}
+	}
+	var spans []artifact.Span
+	if ha := batch[f.ArtifactID]; ha != nil {
+		spans = ha.spans
+	} else {
+		a, sp, err := db.artifactAndSpans(tenant, f.ArtifactID)
+		if err != nil || a.Workspace != ws {
+			return nil, fmt.Errorf("feedback %s: artifact %s is not in the workspace", f.ID, f.ArtifactID)
+		}
+		spans = sp
+	}
+	for _, id := range f.Spans {
+		if !slices.ContainsFunc(spans, func(s artifact.Span) bool { return s.ID == id }) {
+			return nil, fmt.Errorf("feedback %s: span %s is not a span of artifact %s", f.ID, id, f.ArtifactID)
+		}
+	}
+	return &feedbackEvent{ID: f.ID, Tenant: tenant, Workspace: ws, ActorID: f.ActorID, Action: f.Action,
+		ArtifactID: f.ArtifactID, Spans: slices.Clone(f.Spans), Reason: f.Reason, ConflictID: f.ConflictID,
+		Preferred: f.Preferred, CreatedAt: f.CreatedAt}, nil
+}
+
+// RecordedEmbedder returns the embedder model and dimension a closed data
+// directory's manifest records ("" when none is recorded yet).
+func RecordedEmbedder(dir string) (string, int, error) {
+	m, err := readManifest(dir)
+	if err != nil || m == nil {
+		return "", 0, err
+	}
+	return m.Embedder, m.EmbedderDim, nil
+}
+
+// SetImportedVersion sets the data version of a workspace that `loci
+// import` has just written into the closed data directory dir, to the
+// version it had where it was exported, so that receipt ids (derived from
+// the data version) match the exported directory's for identical packs. The
+// WAL from the checkpoint must be empty (the import flushed), so that no
+// replayed record moves the version again; the manifest's last seq is
+// raised to at least version, so every later write gets a higher seq and
+// the version keeps moving forwards.
+func SetImportedVersion(dir, tenant, ws string, version uint64) error {
+	lock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	m, err := readManifest(dir)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	if m == nil {
+		return fmt.Errorf("engine: %s has no %s", dir, manifestName)
+	}
+	files, err := wal.Files(filepath.Join(dir, walDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, f := range files {
+		if f < m.Checkpoint {
+			continue
+		}
+		n := 0
+		if err := wal.ScanFile(filepath.Join(dir, walDir, wal.FileName(f)), func(int64, wal.Record) error { n++; return nil }); err != nil {
+			return fmt.Errorf("engine: set data version: %w", err)
+		}
+		if n > 0 {
+			return fmt.Errorf("engine: set data version: %s holds %d records past the checkpoint; flush first", wal.FileName(f), n)
+		}
+	}
+	i := slices.IndexFunc(m.Versions, func(v wsVersion) bool { return v.Tenant == tenant && v.Workspace == ws })
+	if i < 0 {
+		return fmt.Errorf("engine: set data version: workspace %q of tenant %q has no data in %s", ws, tenant, dir)
+	}
+	m.Versions[i].Seq = version
+	m.LastSeq = max(m.LastSeq, version)
+	return writeManifest(vfs.Default, dir, m)
+}

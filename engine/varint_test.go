@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/loci-memory/loci/internal/varint"
+)
+
+// TestDecoderVarintRule checks that the engine's decoder (manifest, WAL
+// records, feedback, receipts) follows the one varint rule of
+// internal/varint: minimal, at most 64 bits, not truncated.
+func TestDecoderVarintRule(t *testing.T) {
+	cases := []struct {
+		name string
+		in   []byte
+		err  error
+	}{
+		{"minimal", []byte{0x80, 0x01}, nil},
+		{"non-minimal", []byte{0x80, 0x00}, varint.ErrNonMinimal},
+		{"truncated", []byte{0x80}, varint.ErrTruncated},
+		{"overflow", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}, varint.ErrOverflow},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, signed := range []bool{false, true} {
+				d := decoder{b: tc.in}
+				if signed {
+					d.varint()
+				} else {
+					d.uvarint()
+				}
+				if tc.err == nil && d.err != nil || tc.err != nil && (d.err == nil || d.err.Error() != tc.err.Error()) {
+					t.Errorf("signed %v: err = %v, want %v", signed, d.err, tc.err)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordRejectsNonMinimalVarint checks the varints the artifact record
+// decodes itself: the erasure fence and the span count.
+func TestRecordRejectsNonMinimalVarint(t *testing.T) {
+	tenant := appendString([]byte{recordVersion}, "t")
+	if _, _, err := decodeEraseRecord(append(tenant, 0x81, 0x00, 'w')); err == nil {
+		t.Error("erase record with a non-minimal string length decoded")
+	}
+	_, _, _, _, err := decodeFencedArtifactRecord([]byte{fencedArtifactVersion, 0x81, 0x00})
+	if err == nil || !strings.Contains(err.Error(), "fence") {
+		t.Errorf("fenced artifact record with a non-minimal fence: err = %v, want a bad fence", err)
+	}
+}
