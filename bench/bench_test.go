@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +183,35 @@ func TestPackHTTPReusesDir(t *testing.T) {
 	cfg.Spans = 10_000
 	if _, err := PackHTTP(cfg); err == nil {
 		t.Error("a directory holding fewer spans than asked for was accepted")
+	}
+}
+
+// TestPackHTTPAccessLog checks that `loci bench pack --access-log` makes the
+// server write one access line per pack, as loci serve does at level info.
+func TestPackHTTPAccessLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "access.jsonl")
+	res, err := PackHTTP(PackHTTPConfig{Spans: 200, Requests: 30, Concurrency: []int{1}, MaxTokens: 256, Seed: 5, Sync: wal.SyncOff, AccessLog: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.AccessLog {
+		t.Error("result does not say the access log was on")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packs := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct{ Msg, Route string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec.Msg == "http request" && rec.Route == "/v1/context-pack" {
+			packs++
+		}
+	}
+	if want := 200 + 30; packs != want { // warm-up and timed
+		t.Errorf("%d access lines for context packs, want %d", packs, want)
 	}
 }

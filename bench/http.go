@@ -68,6 +68,16 @@ func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*serve
 // startServerIn is startServerWith in dir, which is kept at close (""
 // means a temporary directory named by prefix, removed at close).
 func startServerIn(dir, prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {
+	return startServerLogging(dir, prefix, sync, emb, nil)
+}
+
+// startServerLogging is startServerIn whose HTTP server logs to log (nil:
+// warnings and errors only, so no access log), as loci serve does with
+// LOG_LEVEL=info.
+func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding, log *slog.Logger) (*server, error) {
+	if log == nil {
+		log = quietLogger()
+	}
 	keep := dir != ""
 	if !keep {
 		var err error
@@ -98,7 +108,7 @@ func startServerIn(dir, prefix string, sync wal.SyncPolicy, emb *Embedding) (*se
 		return nil, err
 	}
 	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(),
-		srv: httpd.New(db, ctl, httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: quietLogger()})}
+		srv: httpd.New(db, ctl, httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -198,6 +208,10 @@ type PackHTTPConfig struct {
 	// Embedding is the server's semantic channel; the workspace is fully
 	// embedded before timing starts.
 	Embedding Embedding
+	// AccessLog, when set, is a file the server writes its log to at level
+	// info in JSON, as loci serve with LOG_FORMAT=json: one access line
+	// per request (the Prometheus metrics are always kept).
+	AccessLog string
 	// Dir, when set, is the data directory, kept after the run. A
 	// workspace an earlier run built there (of at least Spans spans, with
 	// the same embedder: the engine refuses another) is reused as it is,
@@ -233,6 +247,9 @@ type PackHTTPResult struct {
 	Embedder string `json:"embedder"`
 	// Reused is true when the workspace was an earlier run's (Dir).
 	Reused bool `json:"reused_workspace"`
+	// AccessLog is true when the server wrote an access log line per
+	// request (PackHTTPConfig.AccessLog).
+	AccessLog bool `json:"access_log"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -255,7 +272,16 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	}
 	start := time.Now()
 	p := newProgress(cfg.Progress)
-	s, err := startServerIn(cfg.Dir, "loci-bench-pack-", cfg.Sync, &cfg.Embedding)
+	var log *slog.Logger
+	if cfg.AccessLog != "" {
+		f, err := os.Create(cfg.AccessLog)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		log = slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	s, err := startServerLogging(cfg.Dir, "loci-bench-pack-", cfg.Sync, &cfg.Embedding, log)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +290,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats}
+	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats, AccessLog: cfg.AccessLog != ""}
 	arts, spans, err := s.db.WorkspaceContent(httpd.DefaultTenant, "bench")
 	if err != nil {
 		return nil, err
