@@ -1,12 +1,13 @@
-// Package httpd is Loci's HTTP API (v1 and v2) on fasthttp: routing,
-// authentication, per-tenant rate limits, usage metering, and the handlers
-// that turn JSON requests into engine calls. Every response carries
-// X-Request-ID and every error is {"detail": ...}.
+// Package httpd is Loci's HTTP API (v1 and v2) on fasthttp: routing, JSON
+// decoding and encoding, and the handlers that turn requests into service
+// and engine calls. Authentication, plans, rate limits and usage are the
+// service package's decisions; httpd maps its typed errors to status codes
+// (serviceFail). Every response carries X-Request-ID and every error is
+// {"detail": ...}.
 package httpd
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/ratelimit"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 )
@@ -84,18 +85,18 @@ const (
 
 // Server serves one engine and its control state.
 type Server struct {
-	db      *engine.DB
-	ctl     *control.Store
+	db  *engine.DB
+	ctl *control.Store
+	// svc decides who a caller is and whether it may be served, and owns
+	// tenants, keys, plans and usage.
+	svc     *service.Service
 	cfg     Config
 	log     *slog.Logger
 	start   time.Time
 	srv     *fasthttp.Server
 	router  router
-	limiter *ratelimit.Limiter
-	// regLimiter limits open registrations per client address.
-	regLimiter *ratelimit.Limiter
-	jobs       *jobRunner
-	metrics    *telemetry.Metrics
+	jobs    *jobRunner
+	metrics *telemetry.Metrics
 	// unmatched holds the series of requests that matched no route, by
 	// method (unknown methods share "OTHER"), so that neither raw paths nor
 	// invented methods create series.
@@ -114,7 +115,7 @@ type Server struct {
 
 // DefaultTenant is the tenant every request acts as when authentication is
 // off, and the tenant of requests made with the admin key.
-const DefaultTenant = "default"
+const DefaultTenant = service.DefaultTenant
 
 // New returns a server for db and ctl, ready to serve: NewStarting, then Start.
 func New(db *engine.DB, ctl *control.Store, cfg Config) *Server {
@@ -136,9 +137,6 @@ func NewStarting(cfg Config) *Server {
 	if cfg.IndexWorkers == 0 {
 		cfg.IndexWorkers = 2
 	}
-	if cfg.RateWindow <= 0 {
-		cfg.RateWindow = time.Minute
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -157,14 +155,7 @@ func NewStarting(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 60 * time.Second
 	}
-	if cfg.RegisterLimit == 0 {
-		cfg.RegisterLimit = 5
-	}
-	if cfg.RegisterWindow <= 0 {
-		cfg.RegisterWindow = time.Hour
-	}
 	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(),
-		limiter: ratelimit.New(cfg.RateWindow, cfg.Now), regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now),
 		stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
 	s.router = s.routes()
 	if cfg.Metrics == nil {
@@ -202,6 +193,8 @@ func NewStarting(cfg Config) *Server {
 // stops them.
 func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 	s.db, s.ctl = db, ctl
+	s.svc = service.New(ctl, service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
+		RateWindow: s.cfg.RateWindow, RegisterLimit: s.cfg.RegisterLimit, RegisterWindow: s.cfg.RegisterWindow, Now: s.cfg.Now})
 	go func() {
 		defer close(s.usageDone)
 		ctl.RunUsageWriter(s.stopUsage)
@@ -252,20 +245,22 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 	l.log.Warn("httpd: " + fmt.Sprintf(format, args...))
 }
 
-// principal is who a request acts for.
+// principal is who a request acts for: the service's Principal, with its
+// tenant id also as tenant, the name the handlers not yet moved to the
+// service use. Build it with principalOf only, so the two never differ.
 type principal struct {
+	service.Principal
 	tenant string
-	plan   control.Plan
-	admin  bool // the operator's admin key
-	open   bool // authentication is off
 }
+
+func principalOf(p service.Principal) principal { return principal{Principal: p, tenant: p.TenantID} }
 
 // call is one request being served: its principal, path parameters and the
 // usage it adds beyond the request count.
 type call struct {
 	who    principal
 	params map[string]string
-	usage  control.UsageDelta
+	usage  service.UsageDelta
 }
 
 // served is what observing a request needs to know of how it was served.
@@ -384,66 +379,56 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		rt.h(ctx, c)
 		return
 	}
-	who, status, detail := s.authenticate(ctx, rt)
-	if status != 0 {
-		writeError(ctx, status, detail)
+	p, err := s.svc.Authenticate(service.Credentials{APIKey: string(ctx.Request.Header.Peek("X-API-Key")), Registering: rt.register})
+	if err != nil {
+		s.serviceFail(ctx, err)
 		return
 	}
-	c.who = who
-	sv.tenant = who.tenant
-	metered := who.tenant != ""
-	if metered && !who.open && !who.admin {
-		ok, remaining, retry := s.limiter.Allow(who.tenant, who.plan.RPM)
-		ctx.Response.Header.Set("X-RateLimit-Limit", strconv.Itoa(who.plan.RPM))
-		ctx.Response.Header.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-		if !ok {
-			secs := ratelimit.RetryAfterSeconds(retry)
+	c.who = principalOf(p)
+	sv.tenant = p.TenantID
+	q, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: rt.name, V2: rt.v2})
+	if q.Limit > 0 {
+		ctx.Response.Header.Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
+		ctx.Response.Header.Set("X-RateLimit-Remaining", strconv.Itoa(q.Remaining))
+	}
+	if err != nil {
+		var rl *service.RateLimitedError
+		if errors.As(err, &rl) {
 			sv.planLimited = true
 			s.metrics.RateLimited(telemetry.RatePlan)
-			ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
-			s.ctl.Count(who.tenant, s.cfg.Now(), control.UsageDelta{Endpoint: rt.name, RateLimited: true})
-			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("rate limit of %d requests per minute exceeded for plan %s; retry after %d s", who.plan.RPM, who.plan.Name, secs))
-			return
 		}
-	}
-	if rt.v2 && !who.plan.V2 {
-		writeError(ctx, fasthttp.StatusForbidden, fmt.Sprintf("plan %s does not include the v2 API; upgrade to pro, team or enterprise (PUT /v1/billing/plan)", who.plan.Name))
+		s.serviceFail(ctx, err)
 		return
 	}
 	rt.h(ctx, c)
-	if metered {
-		c.usage.Endpoint = rt.name
-		s.ctl.Count(who.tenant, s.cfg.Now(), c.usage)
-	}
+	s.svc.Meter(p, rt.name, c.usage)
 }
 
-// authenticate resolves the caller. It returns a status and detail when the
-// request must be refused.
-func (s *Server) authenticate(ctx *fasthttp.RequestCtx, rt *route) (principal, int, string) {
-	if s.cfg.APIKey == "" {
-		p, _ := control.PlanByName("enterprise")
-		return principal{tenant: DefaultTenant, plan: p, open: true}, 0, ""
+// serviceFail answers a request the service refused or failed: the one
+// place where the service's typed errors become status codes. Anything
+// else (an engine or storage error) goes to fail.
+func (s *Server) serviceFail(ctx *fasthttp.RequestCtx, err error) {
+	var rl *service.RateLimitedError
+	var plan *service.PlanError
+	switch {
+	case errors.Is(err, service.ErrNoKey):
+		writeError(ctx, fasthttp.StatusUnauthorized, "missing X-API-Key header")
+	case errors.As(err, &rl):
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(rl.RetryAfterSeconds()))
+		writeError(ctx, fasthttp.StatusTooManyRequests, rl.Error())
+	case errors.As(err, &plan):
+		writeError(ctx, fasthttp.StatusForbidden, plan.Error()+" (PUT /v1/billing/plan)")
+	case errors.Is(err, service.ErrUnauthorized):
+		writeError(ctx, fasthttp.StatusUnauthorized, err.Error())
+	case errors.Is(err, service.ErrForbidden):
+		writeError(ctx, fasthttp.StatusForbidden, err.Error())
+	case errors.Is(err, service.ErrNotFound):
+		writeError(ctx, fasthttp.StatusNotFound, err.Error())
+	case errors.Is(err, service.ErrConflict):
+		writeError(ctx, fasthttp.StatusConflict, err.Error())
+	default: // *service.InvalidError, engine and storage errors
+		s.fail(ctx, err)
 	}
-	key := string(ctx.Request.Header.Peek("X-API-Key"))
-	if key == "" {
-		if rt.register && s.cfg.OpenRegistration {
-			return principal{}, 0, ""
-		}
-		return principal{}, fasthttp.StatusUnauthorized, "missing X-API-Key header"
-	}
-	if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1 {
-		p, _ := control.PlanByName("enterprise")
-		return principal{tenant: DefaultTenant, plan: p, admin: true}, 0, ""
-	}
-	t, _, ok := s.ctl.Authenticate(key)
-	if !ok {
-		return principal{}, fasthttp.StatusUnauthorized, "invalid API key"
-	}
-	p, ok := control.PlanByName(t.Plan)
-	if !ok {
-		return principal{}, fasthttp.StatusInternalServerError, "tenant has an unknown plan"
-	}
-	return principal{tenant: t.ID, plan: p}, 0, ""
 }
 
 // transportError answers requests fasthttp could not read: an oversized
@@ -498,18 +483,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 // mayReadHealth reports whether the /health caller may see the engine's
 // counters: authentication is off, or the request carries a valid key.
 func (s *Server) mayReadHealth(ctx *fasthttp.RequestCtx) bool {
-	if s.cfg.APIKey == "" {
-		return true
-	}
-	key := ctx.Request.Header.Peek("X-API-Key")
-	if len(key) == 0 {
-		return false
-	}
-	if subtle.ConstantTimeCompare(key, []byte(s.cfg.APIKey)) == 1 {
-		return true
-	}
-	_, _, ok := s.ctl.Authenticate(string(key))
-	return ok
+	return s.svc.KeyValid(string(ctx.Request.Header.Peek("X-API-Key")))
 }
 
 // requestID returns the client's X-Request-ID if it is sane, else a new UUID,

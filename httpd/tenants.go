@@ -2,17 +2,10 @@ package httpd
 
 import (
 	"bytes"
-	"crypto/rand"
-	"errors"
-	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/loci-memory/loci/apidoc"
-	"github.com/loci-memory/loci/control"
-	"github.com/loci-memory/loci/ratelimit"
+	"github.com/loci-memory/loci/service"
 	"github.com/valyala/fasthttp"
 )
 
@@ -23,104 +16,28 @@ type registerRequest struct {
 	Plan  string `json:"plan"`
 }
 
+// Response bodies whose fields were once map keys keep them in sorted order,
+// as encoding/json wrote the maps, so the wire bytes stay the same.
+
+type registeredJSON struct {
+	APIKey   string `json:"api_key"`
+	Message  string `json:"message"`
+	Plan     string `json:"plan"`
+	TenantID string `json:"tenant_id"`
+}
+
 func (s *Server) register(ctx *fasthttp.RequestCtx, c *call) {
 	var r registerRequest
 	if err := decodeBody(ctx.PostBody(), &r); err != nil {
 		badRequest(ctx, err)
 		return
 	}
-	if r.Plan == "" {
-		r.Plan = "free"
-	}
-	// The admin key registers any plan; open registration only free tenants.
-	if !c.who.admin && !c.who.open {
-		if !s.cfg.OpenRegistration {
-			writeError(ctx, fasthttp.StatusForbidden, "registering a tenant needs the admin key (or OPEN_REGISTRATION=true)")
-			return
-		}
-		if r.Plan != "free" {
-			writeError(ctx, fasthttp.StatusForbidden, fmt.Sprintf("open registration creates free tenants only; plan %q needs the admin key", r.Plan))
-			return
-		}
-	}
-	if !c.who.admin && !c.who.open {
-		s.registerOpen(ctx, r.Email)
-		return
-	}
-	t, key, err := s.ctl.Register(r.Email, r.Plan)
-	if errors.Is(err, control.ErrDuplicateEmail) {
-		writeError(ctx, fasthttp.StatusConflict, fmt.Sprintf("a tenant with email %q is already registered", r.Email))
-		return
-	}
+	out, err := s.svc.Register(c.who.Principal, service.RegisterRequest{Email: r.Email, Plan: r.Plan, ClientAddr: clientIP(ctx.RemoteAddr())})
 	if err != nil {
-		s.fail(ctx, err)
+		s.serviceFail(ctx, err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusCreated, map[string]any{"tenant_id": t.ID, "api_key": key, "plan": t.Plan,
-		"message": "Store this API key now: it is shown only once and kept only as a hash."})
-}
-
-// registerOpen is open registration (no admin key). It must not reveal
-// which emails are registered, so a taken email is answered exactly like a
-// new one: 201 with a new free tenant and its key. An email given to open
-// registration is an unverified contact address, not an identity: when it
-// is taken, the new tenant's contact becomes a plus-tagged subaddress of it
-// (local+tag@domain, which mail delivers to the same mailbox), so the
-// existing tenant is untouched and the reply, and its timing, are the same.
-// The caller's address is rate limited (RegisterLimit per RegisterWindow)
-// before anything else, so the endpoint cannot be used to probe in bulk.
-func (s *Server) registerOpen(ctx *fasthttp.RequestCtx, email string) {
-	if s.cfg.RegisterLimit > 0 {
-		ok, _, retry := s.regLimiter.Allow(clientIP(ctx.RemoteAddr()), s.cfg.RegisterLimit)
-		if !ok {
-			secs := ratelimit.RetryAfterSeconds(retry)
-			ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
-			writeError(ctx, fasthttp.StatusTooManyRequests, fmt.Sprintf("open registration is limited to %d per %s per client address; retry after %d s",
-				s.cfg.RegisterLimit, s.cfg.RegisterWindow, secs))
-			return
-		}
-	}
-	// Room for the tag, whether or not the email is taken, so that the
-	// length limit cannot tell the two apart either.
-	if len(email) > maxOpenEmailLength {
-		badRequest(ctx, fmt.Errorf("email: is %d bytes, longer than the open registration limit of %d", len(email), maxOpenEmailLength))
-		return
-	}
-	t, key, err := s.ctl.Register(email, "free")
-	for try := 0; errors.Is(err, control.ErrDuplicateEmail) && try < 4; try++ {
-		t, key, err = s.ctl.Register(subaddress(email), "free")
-	}
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	writeJSON(ctx, fasthttp.StatusCreated, map[string]any{"tenant_id": t.ID, "api_key": key, "plan": t.Plan,
-		"message": "Store this API key now: it is shown only once and kept only as a hash."})
-}
-
-// maxOpenEmailLength leaves room under the control store's 254 bytes for
-// subaddress's tag ("+" and 8 hex digits).
-const maxOpenEmailLength = 254 - 9
-
-// subaddress tags email's local part with a random suffix: local+tag@domain.
-func subaddress(email string) string {
-	at := strings.LastIndexByte(email, '@')
-	if at < 0 {
-		return email
-	}
-	var tag [4]byte
-	rand.Read(tag[:])
-	return fmt.Sprintf("%s+%x%s", email[:at], tag, email[at:])
-}
-
-// keysTenant is the tenant whose keys a request manages: a tenant key's own
-// tenant; the built-in tenant has no keys.
-func (s *Server) keysTenant(ctx *fasthttp.RequestCtx, c *call) (string, bool) {
-	if c.who.admin || c.who.open {
-		writeError(ctx, fasthttp.StatusForbidden, "API keys belong to registered tenants; call with a tenant key")
-		return "", false
-	}
-	return c.who.tenant, true
+	writeJSON(ctx, fasthttp.StatusCreated, registeredJSON{TenantID: out.TenantID, APIKey: out.APIKey, Plan: out.Plan, Message: out.Message})
 }
 
 type keyJSON struct {
@@ -132,7 +49,7 @@ type keyJSON struct {
 	APIKey     string  `json:"api_key,omitempty"`
 }
 
-func keyOf(k control.KeyInfo) keyJSON {
+func keyOf(k service.KeyInfo) keyJSON {
 	out := keyJSON{ID: k.ID, Prefix: k.Prefix, CreatedAt: formatTime(k.CreatedAt), Revoked: k.Revoked}
 	if k.LastUsedAt != nil {
 		t := formatTime(*k.LastUsedAt)
@@ -151,26 +68,22 @@ func (s *Server) createKey(ctx *fasthttp.RequestCtx, c *call) {
 			return
 		}
 	}
-	tenant, ok := s.keysTenant(ctx, c)
-	if !ok {
-		return
-	}
-	k, secret, err := s.ctl.CreateKey(tenant)
+	k, err := s.svc.CreateKey(c.who.Principal)
 	if err != nil {
-		s.fail(ctx, err)
+		s.serviceFail(ctx, err)
 		return
 	}
-	out := keyOf(k)
-	out.APIKey = secret
+	out := keyOf(k.KeyInfo)
+	out.APIKey = k.Secret
 	writeJSON(ctx, fasthttp.StatusCreated, out)
 }
 
 func (s *Server) listKeys(ctx *fasthttp.RequestCtx, c *call) {
-	tenant, ok := s.keysTenant(ctx, c)
-	if !ok {
+	keys, err := s.svc.Keys(c.who.Principal)
+	if err != nil {
+		s.serviceFail(ctx, err)
 		return
 	}
-	keys := s.ctl.Keys(tenant)
 	out := make([]keyJSON, len(keys))
 	for i, k := range keys {
 		out[i] = keyOf(k)
@@ -179,21 +92,12 @@ func (s *Server) listKeys(ctx *fasthttp.RequestCtx, c *call) {
 }
 
 func (s *Server) revokeKey(ctx *fasthttp.RequestCtx, c *call) {
-	tenant, ok := s.keysTenant(ctx, c)
-	if !ok {
+	k, err := s.svc.RevokeKey(c.who.Principal, c.params["key_id"])
+	if err != nil {
+		s.serviceFail(ctx, err)
 		return
 	}
-	k, err := s.ctl.RevokeKey(tenant, c.params["key_id"])
-	switch {
-	case errors.Is(err, control.ErrNotFound):
-		writeError(ctx, fasthttp.StatusNotFound, "key not found")
-	case errors.Is(err, control.ErrLastKey):
-		writeError(ctx, fasthttp.StatusConflict, "cannot revoke the tenant's last active key; create another key first")
-	case err != nil:
-		s.fail(ctx, err)
-	default:
-		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"id": k.ID, "revoked": true})
-	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"id": k.ID, "revoked": true})
 }
 
 type planJSON struct {
@@ -203,7 +107,7 @@ type planJSON struct {
 	Workspaces *int   `json:"workspaces"` // null: unlimited
 }
 
-func planOf(p control.Plan) planJSON {
+func planOf(p service.Plan) planJSON {
 	out := planJSON{Name: p.Name, RPM: p.RPM, V2: p.V2}
 	if p.Workspaces > 0 {
 		n := p.Workspaces
@@ -214,49 +118,39 @@ func planOf(p control.Plan) planJSON {
 
 func (s *Server) plans(ctx *fasthttp.RequestCtx, _ *call) {
 	var out []planJSON
-	for _, p := range control.Plans() {
+	for _, p := range s.svc.Plans() {
 		out = append(out, planOf(p))
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"plans": out})
 }
 
-// subject is the tenant a billing request is about: the caller's, or for
-// the admin key any tenant named by tenant_id.
-func (s *Server) subject(ctx *fasthttp.RequestCtx, c *call, named string) (control.Tenant, bool) {
-	id := c.who.tenant
-	if named != "" && named != id {
-		if !c.who.admin {
-			writeError(ctx, fasthttp.StatusForbidden, "tenant_id of another tenant needs the admin key")
-			return control.Tenant{}, false
-		}
-		id = named
-	}
-	t, ok := s.ctl.Tenant(id)
-	if !ok {
-		writeError(ctx, fasthttp.StatusNotFound, "tenant not found")
-		return control.Tenant{}, false
-	}
-	return t, true
+type planStatusJSON struct {
+	Plan           string `json:"plan"`
+	RPM            int    `json:"rpm"`
+	TenantID       string `json:"tenant_id"`
+	V2             bool   `json:"v2"`
+	Workspaces     *int   `json:"workspaces"` // null: unlimited
+	WorkspacesUsed int    `json:"workspaces_used"`
 }
 
-func (s *Server) planBody(t control.Tenant) map[string]any {
-	p, _ := control.PlanByName(t.Plan)
-	pj := planOf(p)
-	return map[string]any{"tenant_id": t.ID, "plan": p.Name, "rpm": p.RPM, "v2": p.V2, "workspaces": pj.Workspaces,
-		"workspaces_used": len(s.ctl.Workspaces(t.ID))}
+func planStatusOf(st service.PlanStatus) planStatusJSON {
+	return planStatusJSON{TenantID: st.TenantID, Plan: st.Plan.Name, RPM: st.Plan.RPM, V2: st.Plan.V2,
+		Workspaces: planOf(st.Plan).Workspaces, WorkspacesUsed: st.WorkspacesUsed}
 }
 
 func (s *Server) getPlan(ctx *fasthttp.RequestCtx, c *call) {
-	t, ok := s.subject(ctx, c, string(ctx.QueryArgs().Peek("tenant_id")))
-	if !ok {
+	st, err := s.svc.Plan(c.who.Principal, service.PlanRequest{TenantID: string(ctx.QueryArgs().Peek("tenant_id"))})
+	if err != nil {
+		s.serviceFail(ctx, err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, s.planBody(t))
+	writeJSON(ctx, fasthttp.StatusOK, planStatusOf(st))
 }
 
 func (s *Server) setPlan(ctx *fasthttp.RequestCtx, c *call) {
-	if !c.who.admin {
-		writeError(ctx, fasthttp.StatusForbidden, "changing a plan needs the admin key")
+	// A caller who may not change plans is refused before its body is read.
+	if err := service.MayChangePlans(c.who.Principal); err != nil {
+		s.serviceFail(ctx, err)
 		return
 	}
 	var r struct {
@@ -267,45 +161,35 @@ func (s *Server) setPlan(ctx *fasthttp.RequestCtx, c *call) {
 		badRequest(ctx, err)
 		return
 	}
-	if r.TenantID == "" {
-		badRequest(ctx, errors.New("tenant_id: is required with the admin key"))
-		return
-	}
-	t, err := s.ctl.SetPlan(r.TenantID, r.Plan)
-	if errors.Is(err, control.ErrBuiltinTenant) {
-		badRequest(ctx, fmt.Errorf("tenant_id: %q is the built-in tenant, whose plan is fixed", r.TenantID))
-		return
-	}
+	st, err := s.svc.SetPlan(c.who.Principal, service.SetPlanRequest{TenantID: r.TenantID, Plan: r.Plan})
 	if err != nil {
-		s.fail(ctx, err)
+		s.serviceFail(ctx, err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, s.planBody(t))
+	writeJSON(ctx, fasthttp.StatusOK, planStatusOf(st))
 }
 
-var periodPattern = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
+type usageJSON struct {
+	ArtifactsIngested uint64            `json:"artifacts_ingested"`
+	ContextPacks      uint64            `json:"context_packs"`
+	Period            string            `json:"period"`
+	RateLimited       uint64            `json:"rate_limited"`
+	RawBytesStored    uint64            `json:"raw_bytes_stored"`
+	Requests          map[string]uint64 `json:"requests"`
+	TenantID          string            `json:"tenant_id"`
+	TokensPacked      uint64            `json:"tokens_packed"`
+}
 
 func (s *Server) usage(ctx *fasthttp.RequestCtx, c *call) {
 	args := ctx.QueryArgs()
-	period := string(args.Peek("period"))
-	if period == "" {
-		period = s.cfg.Now().UTC().Format("2006-01")
-	} else if !periodPattern.MatchString(period) {
-		badRequest(ctx, fmt.Errorf("period: %q is not a month as YYYY-MM", period))
+	u, err := s.svc.Usage(c.who.Principal, service.UsageRequest{TenantID: string(args.Peek("tenant_id")), Period: string(args.Peek("period"))})
+	if err != nil {
+		s.serviceFail(ctx, err)
 		return
 	}
-	t, ok := s.subject(ctx, c, string(args.Peek("tenant_id")))
-	if !ok {
-		return
-	}
-	u := s.ctl.Usage(t.ID, period)
-	requests := u.Requests
-	if requests == nil {
-		requests = map[string]uint64{}
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"tenant_id": t.ID, "period": period, "requests": requests,
-		"artifacts_ingested": u.ArtifactsIngested, "raw_bytes_stored": u.RawBytesStored, "context_packs": u.ContextPacks,
-		"tokens_packed": u.TokensPacked, "rate_limited": u.RateLimited})
+	writeJSON(ctx, fasthttp.StatusOK, usageJSON{TenantID: u.TenantID, Period: u.Period, Requests: u.Requests,
+		ArtifactsIngested: u.ArtifactsIngested, RawBytesStored: u.RawBytesStored, ContextPacks: u.ContextPacks,
+		TokensPacked: u.TokensPacked, RateLimited: u.RateLimited})
 }
 
 func (s *Server) openapi(ctx *fasthttp.RequestCtx, _ *call) {

@@ -1,0 +1,154 @@
+// Package service is Loci's transport-neutral service layer for the control
+// plane: who a caller is (API keys, the admin key), tenant registration, key
+// management, plans, rate limits and usage metering. Transports (httpd, later
+// MCP and the UI) decode a request, call a Service method with a typed
+// request, and encode its typed response; they map its typed errors to their
+// own status codes in one place.
+//
+// The durable state lives in control; rate-limit windows in ratelimit. API
+// keys reach the service only to be checked: control keeps their SHA-256,
+// and nothing here logs or stores a secret.
+package service
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/ratelimit"
+)
+
+// DefaultTenant is the tenant every request acts as when authentication is
+// off, and the tenant of requests made with the admin key.
+const DefaultTenant = control.DefaultTenant
+
+// Types of the control plane that the service's API carries unchanged, so
+// that transports need not import control.
+type (
+	// Plan is a service plan: rate limit, v2 API, workspace limit.
+	Plan = control.Plan
+	// KeyInfo describes an API key; it never holds the secret.
+	KeyInfo = control.KeyInfo
+	// UsageDelta is what one request used, counted by Meter.
+	UsageDelta = control.UsageDelta
+	// Usage is a tenant's usage in one month.
+	Usage = control.Usage
+	// InvalidError reports a bad argument, naming the field; it is the
+	// engine's and control's type, so one mapping covers all three layers.
+	InvalidError = control.InvalidError
+)
+
+// Config configures a Service. The zero value has authentication off.
+type Config struct {
+	// AdminKey is the operator's admin key. Empty: authentication is off and
+	// every caller acts as DefaultTenant (plan enterprise, no rate limit).
+	AdminKey string
+	// OpenRegistration lets anyone register a free tenant without the admin key.
+	OpenRegistration bool
+	// RateWindow is the plan rate limit's sliding window (default 60 s).
+	RateWindow time.Duration
+	// RegisterLimit is how many open registrations one client address may
+	// make per RegisterWindow (default 5 per hour; negative: no limit).
+	// Registrations with the admin key are not limited.
+	RegisterLimit  int
+	RegisterWindow time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Service serves the control plane over one control.Store. It is safe for
+// concurrent use.
+type Service struct {
+	ctl        *control.Store
+	cfg        Config
+	limiter    *ratelimit.Limiter // per tenant: the plan's requests per minute
+	regLimiter *ratelimit.Limiter // per client address: open registrations
+}
+
+// New returns a service over ctl, with cfg's zero fields set to their defaults.
+func New(ctl *control.Store, cfg Config) *Service {
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = time.Minute
+	}
+	if cfg.RegisterLimit == 0 {
+		cfg.RegisterLimit = 5
+	}
+	if cfg.RegisterWindow <= 0 {
+		cfg.RegisterWindow = time.Hour
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{ctl: ctl, cfg: cfg,
+		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),
+		regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now)}
+}
+
+// Error kinds. Every refusal the service makes unwraps to one of them (or is
+// an *InvalidError, or a *RateLimitedError); anything else is an internal
+// failure.
+var (
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrNotFound     = errors.New("not found")
+	ErrConflict     = errors.New("conflict")
+)
+
+// ErrNoKey is the refusal of a request that carries no API key while
+// authentication is on. It has no caller-facing message of its own: the
+// transport names its own credential (a header, a connection parameter).
+var ErrNoKey = &Error{Kind: ErrUnauthorized, Detail: "no API key"}
+
+// Error is a refusal of one kind with a message for the caller.
+type Error struct {
+	Kind   error // ErrUnauthorized, ErrForbidden, ErrNotFound or ErrConflict
+	Detail string
+}
+
+func (e *Error) Error() string { return e.Detail }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func refuse(kind error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Detail: fmt.Sprintf(format, args...)}
+}
+
+// RateLimitedError refuses a request over a rate limit: a plan's requests
+// per minute, or open registrations per client address.
+type RateLimitedError struct {
+	RetryAfter time.Duration // until the window admits the next request
+	detail     string
+}
+
+func (e *RateLimitedError) Error() string { return e.detail }
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up, at least 1.
+func (e *RateLimitedError) RetryAfterSeconds() int { return ratelimit.RetryAfterSeconds(e.RetryAfter) }
+
+// PlanError refuses a request whose tenant's plan lacks a feature. It
+// unwraps to ErrForbidden.
+type PlanError struct {
+	Plan    string // the tenant's plan
+	Feature string // such as "the v2 API"
+	Upgrade []string
+}
+
+func (e *PlanError) Error() string {
+	msg := fmt.Sprintf("plan %s does not include %s", e.Plan, e.Feature)
+	switch n := len(e.Upgrade); {
+	case n == 1:
+		msg += "; upgrade to " + e.Upgrade[0]
+	case n > 1:
+		msg += "; upgrade to "
+		for i, p := range e.Upgrade[:n-1] {
+			if i > 0 {
+				msg += ", "
+			}
+			msg += p
+		}
+		msg += " or " + e.Upgrade[n-1]
+	}
+	return msg
+}
+
+func (e *PlanError) Unwrap() error { return ErrForbidden }
