@@ -52,6 +52,9 @@ type Artifact struct {
 	ContentHash    [32]byte // see ContentHash
 	Indexed        bool     // spans exist (text extraction and chunking done)
 	Payload        []byte   // the raw_payload JSON value exactly as received
+	// Metadata is the client's string key-value pairs (nil when none). It
+	// is not part of ContentHash.
+	Metadata map[string]string
 }
 
 // Span is a chunk of an artifact's extracted text: the unit of retrieval.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/loci-memory/loci/internal/varint"
 )
@@ -24,10 +25,21 @@ import (
 //	bool    one byte, 0 or 1; any other value is an error
 //
 // Empty and nil slices encode the same way and decode as nil.
+//
+// An artifact with metadata is written with version byte 2: the fields of
+// version 1, then the metadata as a uvarint count (at least 1) and that many
+// key and value strings, keys in strictly ascending byte order. An artifact
+// without metadata is written with version byte 1 exactly as before, so
+// every encoding stays canonical and data written before metadata existed
+// decodes (and re-encodes) unchanged.
 
 const (
-	// ArtifactEncodingVersion is the first byte of an encoded Artifact.
+	// ArtifactEncodingVersion is the first byte of an encoded Artifact
+	// without metadata.
 	ArtifactEncodingVersion = 1
+	// ArtifactMetadataEncodingVersion is the first byte of an encoded
+	// Artifact with metadata.
+	ArtifactMetadataEncodingVersion = 2
 	// SpanEncodingVersion is the first byte of an encoded Span.
 	SpanEncodingVersion = 1
 )
@@ -47,7 +59,11 @@ func (e *DecodeError) Error() string {
 // AppendArtifact appends the encoding of a (every field, Tenant, Workspace, Seq
 // and Payload included) to dst and returns the extended slice.
 func AppendArtifact(dst []byte, a *Artifact) []byte {
-	dst = append(dst, ArtifactEncodingVersion)
+	if len(a.Metadata) > 0 {
+		dst = append(dst, ArtifactMetadataEncodingVersion)
+	} else {
+		dst = append(dst, ArtifactEncodingVersion)
+	}
 	dst = append(dst, a.ID[:]...)
 	dst = appendString(dst, a.Tenant)
 	dst = appendString(dst, a.Workspace)
@@ -66,7 +82,26 @@ func AppendArtifact(dst []byte, a *Artifact) []byte {
 	dst = append(dst, a.ContentHash[:]...)
 	dst = appendBool(dst, a.Indexed)
 	dst = binary.AppendUvarint(dst, uint64(len(a.Payload)))
-	return append(dst, a.Payload...)
+	dst = append(dst, a.Payload...)
+	if len(a.Metadata) > 0 {
+		keys := MetadataKeys(a.Metadata)
+		dst = binary.AppendUvarint(dst, uint64(len(keys)))
+		for _, k := range keys {
+			dst = appendString(dst, k)
+			dst = appendString(dst, a.Metadata[k])
+		}
+	}
+	return dst
+}
+
+// MetadataKeys returns the keys of m in ascending byte order.
+func MetadataKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // DecodeArtifact decodes one artifact at the start of b and returns it with the
@@ -75,7 +110,7 @@ func AppendArtifact(dst []byte, a *Artifact) []byte {
 func DecodeArtifact(b []byte) (Artifact, int, error) {
 	d := decoder{b: b}
 	var a Artifact
-	d.version("artifact version", ArtifactEncodingVersion)
+	v := d.version("artifact version", ArtifactEncodingVersion, ArtifactMetadataEncodingVersion)
 	d.uuid("artifact id", a.ID[:])
 	a.Tenant = d.str("tenant")
 	a.Workspace = d.str("workspace")
@@ -95,6 +130,9 @@ func DecodeArtifact(b []byte) (Artifact, int, error) {
 	a.Indexed = d.bool("indexed")
 	if p := d.bytes("payload"); len(p) > 0 {
 		a.Payload = append([]byte(nil), p...)
+	}
+	if v == ArtifactMetadataEncodingVersion {
+		a.Metadata = d.metadata("metadata")
 	}
 	if d.err != nil {
 		return Artifact{}, 0, d.err
@@ -120,7 +158,7 @@ func AppendSpan(dst []byte, s *Span) []byte {
 func DecodeSpan(b []byte) (Span, int, error) {
 	d := decoder{b: b}
 	var s Span
-	d.version("span version", SpanEncodingVersion)
+	d.version("span version", SpanEncodingVersion, SpanEncodingVersion)
 	d.uuid("span id", s.ID[:])
 	d.uuid("span artifact id", s.ArtifactID[:])
 	s.Ordinal = d.uint32("span ordinal")
@@ -143,7 +181,10 @@ func MaxArtifactSize(a *Artifact) int {
 		stringSize(a.SessionID) + stringSize(a.ThreadID) + stringSize(a.IdempotencyKey) +
 		stringSize(a.Permissions.Visibility) + stringsSize(a.Permissions.AllowedActors) +
 		stringsSize(a.Permissions.DeniedActors) + stringsSize(a.Permissions.RBACTags) +
-		binary.MaxVarintLen64 + len(a.Payload)
+		binary.MaxVarintLen64 + len(a.Payload) + binary.MaxVarintLen64
+	for k, v := range a.Metadata {
+		n += stringSize(k) + stringSize(v)
+	}
 	return n
 }
 
@@ -198,19 +239,62 @@ func (d *decoder) fail(field string, at int, format string, args ...any) {
 
 func (d *decoder) remaining() int { return len(d.b) - d.off }
 
-func (d *decoder) version(field string, want byte) {
+// version reads a version byte between lo and hi (inclusive) and returns it.
+func (d *decoder) version(field string, lo, hi byte) byte {
 	if d.err != nil {
-		return
+		return 0
 	}
 	if d.remaining() < 1 {
 		d.fail(field, d.off, "truncated")
-		return
+		return 0
 	}
-	if v := d.b[d.off]; v != want {
-		d.fail(field, d.off, "unsupported version %d (want %d)", v, want)
-		return
+	v := d.b[d.off]
+	if v < lo || v > hi {
+		if lo == hi {
+			d.fail(field, d.off, "unsupported version %d (want %d)", v, lo)
+		} else {
+			d.fail(field, d.off, "unsupported version %d (want %d to %d)", v, lo, hi)
+		}
+		return 0
 	}
 	d.off++
+	return v
+}
+
+// metadata reads a version 2 artifact's metadata: a count of at least 1
+// (no metadata is written as version 1), then key and value strings with
+// keys in strictly ascending byte order, so the encoding stays canonical.
+func (d *decoder) metadata(field string) map[string]string {
+	at := d.off
+	n := d.uvarint(field)
+	if d.err != nil {
+		return nil
+	}
+	if n == 0 {
+		d.fail(field, at, "count 0 (an artifact without metadata is encoded as version 1)")
+		return nil
+	}
+	// Every pair takes at least its two one-byte lengths.
+	if n > uint64(d.remaining())/2 {
+		d.fail(field, at, "count %d exceeds what the %d bytes remaining can hold", n, d.remaining())
+		return nil
+	}
+	m := make(map[string]string, n)
+	prev := ""
+	for i := uint64(0); i < n; i++ {
+		kat := d.off
+		k := d.str(field + " key")
+		v := d.str(field + " value")
+		if d.err != nil {
+			return nil
+		}
+		if i > 0 && k <= prev {
+			d.fail(field+" key", kat, "key %q does not follow %q in ascending order", k, prev)
+			return nil
+		}
+		m[k], prev = v, k
+	}
+	return m
 }
 
 // fixed copies len(dst) bytes into dst.

@@ -175,7 +175,7 @@ func TestDecodeRejects(t *testing.T) {
 		field string
 	}{
 		{"empty", nil, false, "artifact version"},
-		{"bad version", with(0, 2), false, "artifact version"},
+		{"bad version", with(0, 3), false, "artifact version"},
 		{"bad bool", with(indexedAt, 2), false, "indexed"},
 		{"non-minimal varint", with(17, 0x84, 0x00), false, "tenant"},
 		{"length beyond input", with(17, 0xff, 0x7f), false, "tenant"},

@@ -94,6 +94,10 @@ type PackRequest struct {
 	MaxCostUSD   *float64
 	// Profile is the v2 serving profile ("" for v1).
 	Profile string
+	// Metadata, when not empty, restricts the pack to spans of artifacts
+	// whose metadata holds every pair with exactly its value (pinned spans
+	// included).
+	Metadata map[string]string
 }
 
 // PackResponse is a packed context with its receipt's id.
@@ -248,6 +252,10 @@ func validatePackRequest(req *PackRequest) error {
 	if req.Tuning == (pack.Tuning{}) {
 		req.Tuning = pack.DefaultTuning()
 	}
+	if err := CheckMetadata("metadata", req.Metadata); err != nil {
+		return err
+	}
+	req.Metadata = cloneMetadata(req.Metadata)
 	return nil
 }
 
@@ -343,6 +351,7 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, qv *queryVector
 	budget, pool := p.budget, p.pool
 	srcs := db.workspaceSources(k)
 	r := newResolver(srcs, db)
+	r.filter = req.Metadata
 
 	// Semantic channel: once the query's embedding is ready, its exact scan
 	// runs on another goroutine while the lexical channel searches and
@@ -390,6 +399,9 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, qv *queryVector
 			}
 			return nil, err
 		}
+		if c == nil {
+			continue
+		}
 		// Hits carry their tie key: the packer need not checksum the text.
 		c.Lexical, c.InLexical, c.TieKey = h.Score, true, h.Key
 	}
@@ -406,6 +418,9 @@ func (db *DB) gatherLocked(k wsKey, req PackRequest, p packPass, qv *queryVector
 				c, err := r.candidate(at[h.Part], h.Doc)
 				if err != nil {
 					return nil, err
+				}
+				if c == nil {
+					continue
 				}
 				c.Semantic, c.InSemantic, c.TieKey = h.Score, true, h.Key
 			}
@@ -447,13 +462,16 @@ func packMarks(m SpanMarks) pack.Marks {
 }
 
 // resolver turns (part, doc) hits into packer candidates, one per span,
-// reading each artifact's metadata once. Callers hold mu.
+// reading each artifact's metadata once. Spans of artifacts that do not
+// match filter (metadataMatches) are no candidates: candidate and byID
+// return nil for them. Callers hold mu.
 type resolver struct {
-	db    *DB
-	srcs  []partSource
-	cands map[uuid.UUID]*pack.Candidate
-	order []uuid.UUID
-	arts  map[uuid.UUID]*artifact.Artifact
+	db     *DB
+	srcs   []partSource
+	cands  map[uuid.UUID]*pack.Candidate
+	order  []uuid.UUID
+	arts   map[uuid.UUID]*artifact.Artifact
+	filter map[string]string
 }
 
 func newResolver(srcs []partSource, db *DB) *resolver {
@@ -482,6 +500,9 @@ func (r *resolver) candidate(part int, doc uint32) (*pack.Candidate, error) {
 			return nil, err
 		}
 	}
+	if !metadataMatches(a.Metadata, r.filter) {
+		return nil, nil
+	}
 	c := newCandidate(sp, a)
 	r.cands[sp.ID] = c
 	r.order = append(r.order, sp.ID)
@@ -496,6 +517,9 @@ func (r *resolver) byID(artID, spanID uuid.UUID) (*pack.Candidate, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !metadataMatches(a.Metadata, r.filter) {
+		return nil, nil
 	}
 	ha, s, ref, ok := r.db.locate(a.Tenant, artID)
 	if !ok {
@@ -575,7 +599,12 @@ func canonicalRequest(req PackRequest) any {
 		AsOf                                 int64
 		Tuning                               pack.Tuning
 		MaxLatencyMs, MaxCostUSD             *float64
-	}{req.Query, req.ActorID, req.SessionID, req.Mode, req.Profile, req.MaxTokens, p, req.AsOf, req.Tuning, req.MaxLatencyMs, req.MaxCostUSD}
+		// Metadata is left out when empty, so that requests without a
+		// filter keep the receipt ids they had before filters existed.
+		// encoding/json writes map keys sorted: the order sent is irrelevant.
+		Metadata map[string]string `json:",omitempty"`
+	}{req.Query, req.ActorID, req.SessionID, req.Mode, req.Profile, req.MaxTokens, p, req.AsOf, req.Tuning, req.MaxLatencyMs, req.MaxCostUSD,
+		req.Metadata}
 }
 
 // receiptBody is the full receipt as the receipts endpoint serves it.
@@ -607,9 +636,10 @@ func receiptBody(id uuid.UUID, tenant string, req PackRequest, res *pack.Result,
 		MaxLatencyMs         *float64                   `json:"max_latency_ms"`
 		MaxCostUSD           *float64                   `json:"max_cost_usd"`
 		DataVersion          uint64                     `json:"data_version"`
+		Metadata             map[string]string          `json:"metadata_filter,omitempty"`
 	}{id, req.Query, now.Format(time.RFC3339Nano), req.Workspace, req.ActorID, res.Citations, res.ChannelContributions,
 		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
-		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version})
+		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata})
 }
 
 // packCounters counts packs at admission (see PackCounts).

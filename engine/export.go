@@ -261,7 +261,7 @@ func (db *DB) prepareImport(tenant, ws string, it *ImportItem) (*headArtifact, e
 	}
 	in := IngestInput{Workspace: ws, ActorID: a.ActorID, Type: a.Type, Payload: a.Payload,
 		Timestamp: time.UnixMicro(a.Timestamp).UTC(), Permissions: a.Permissions, IdempotencyKey: a.IdempotencyKey,
-		SessionID: a.SessionID, ThreadID: a.ThreadID, ArtifactID: a.ID}
+		SessionID: a.SessionID, ThreadID: a.ThreadID, ArtifactID: a.ID, Metadata: a.Metadata}
 	if err := validateFields(&in, true); err != nil {
 		return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
 	}

@@ -43,6 +43,8 @@ type IngestInput struct {
 	IdempotencyKey string
 	SessionID      string
 	ThreadID       string
+	// Metadata is the artifact's string key-value pairs (CheckMetadata).
+	Metadata map[string]string
 	// ArtifactID, when set, is the id the artifact gets (an asynchronous
 	// indexing job assigns it when it accepts the artifact). If the tenant
 	// already has an artifact with this id, ingest returns it (Replayed), so
@@ -329,7 +331,7 @@ func (e *IdempotencyConflictError) Error() string {
 // stored under the same idempotency key; nil means in is a retry of a. The
 // fields compared are those that make the artifact what it is: its type,
 // its raw_payload by content hash (the exact bytes sent; a JSON string by
-// its decoded text), its actor, session, thread and permissions. The
+// its decoded text), its actor, session, thread, permissions and metadata. The
 // timestamp is not compared: it defaults to the time of ingest, so a retry
 // without one always differs from the original.
 func IdempotencyDiff(a *artifact.Artifact, in *IngestInput) []string {
@@ -351,6 +353,9 @@ func IdempotencyDiff(a *artifact.Artifact, in *IngestInput) []string {
 	}
 	if !samePermissions(a.Permissions, in.Permissions) {
 		diff = append(diff, "permissions")
+	}
+	if !sameMetadata(a.Metadata, in.Metadata) {
+		diff = append(diff, "metadata")
 	}
 	return diff
 }
@@ -460,6 +465,7 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 		SessionID: in.SessionID, ThreadID: in.ThreadID, IdempotencyKey: in.IdempotencyKey,
 		Timestamp: ts.UnixMicro(), IngestedAt: now.UnixMicro(),
 		Permissions: clonePermissions(in.Permissions), Payload: bytes.Clone(in.Payload), Indexed: true,
+		Metadata: cloneMetadata(in.Metadata),
 	}
 	a.ContentHash = artifact.ContentHash(a.Payload)
 	var spans []artifact.Span
@@ -551,6 +557,9 @@ func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
 				return after(err)
 			}
 		}
+	}
+	if err := CheckMetadata("metadata", in.Metadata); err != nil {
+		return after(err)
 	}
 	return nil
 }

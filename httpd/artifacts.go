@@ -31,20 +31,29 @@ type spanJSON struct {
 // raw_payload, which writeArtifact puts in byte for byte (encoding/json would
 // re-indent it).
 type artifactJSON struct {
-	ArtifactID     uuid.UUID       `json:"artifact_id"`
-	WorkspaceID    string          `json:"workspace_id"`
-	ActorID        string          `json:"actor_id"`
-	ArtifactType   string          `json:"artifact_type"`
-	RawPayload     json.RawMessage `json:"-"`
-	ContentHash    string          `json:"content_hash"`
-	Timestamp      string          `json:"timestamp"`
-	Created        string          `json:"created"`
-	Permissions    permissionsJSON `json:"permissions"`
-	IdempotencyKey *string         `json:"idempotency_key"`
-	SessionID      *string         `json:"session_id"`
-	ThreadID       *string         `json:"thread_id"`
-	Status         string          `json:"status"`
-	Spans          []spanJSON      `json:"spans"`
+	ArtifactID     uuid.UUID         `json:"artifact_id"`
+	WorkspaceID    string            `json:"workspace_id"`
+	ActorID        string            `json:"actor_id"`
+	ArtifactType   string            `json:"artifact_type"`
+	RawPayload     json.RawMessage   `json:"-"`
+	ContentHash    string            `json:"content_hash"`
+	Timestamp      string            `json:"timestamp"`
+	Created        string            `json:"created"`
+	Permissions    permissionsJSON   `json:"permissions"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	SessionID      *string           `json:"session_id"`
+	ThreadID       *string           `json:"thread_id"`
+	Metadata       map[string]string `json:"metadata"`
+	Status         string            `json:"status"`
+	Spans          []spanJSON        `json:"spans"`
+}
+
+// metadataOf is metadata as responses show it: an object, {} when none.
+func metadataOf(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func optional(s string) *string {
@@ -125,7 +134,7 @@ func (s *Server) getArtifact(ctx *fasthttp.RequestCtx, c *call) {
 			ArtifactType: in.Type, RawPayload: rawOrNull(in.Payload), ContentHash: hashString(artifact.ContentHash(in.Payload)),
 			Timestamp: formatTime(in.Timestamp), Created: formatTime(time.UnixMicro(ji.AcceptedAt)), Permissions: permissionsOf(in.Permissions),
 			IdempotencyKey: optional(in.IdempotencyKey), SessionID: optional(in.SessionID), ThreadID: optional(in.ThreadID),
-			Status: jobArtifactStatus(f.job), Spans: []spanJSON{}})
+			Metadata: metadataOf(in.Metadata), Status: jobArtifactStatus(f.job), Spans: []spanJSON{}})
 		return
 	}
 	a := f.a
@@ -133,7 +142,7 @@ func (s *Server) getArtifact(ctx *fasthttp.RequestCtx, c *call) {
 		RawPayload: rawOrNull(a.Payload), ContentHash: hashString(a.ContentHash), Timestamp: formatTime(time.UnixMicro(a.Timestamp)),
 		Created: formatTime(time.UnixMicro(a.IngestedAt)), Permissions: permissionsOf(a.Permissions),
 		IdempotencyKey: optional(a.IdempotencyKey), SessionID: optional(a.SessionID), ThreadID: optional(a.ThreadID),
-		Status: statusIndexed, Spans: make([]spanJSON, len(f.spans))}
+		Metadata: metadataOf(a.Metadata), Status: statusIndexed, Spans: make([]spanJSON, len(f.spans))}
 	for i, sp := range f.spans {
 		out.Spans[i] = spanJSON{sp.ID, sp.Start, sp.End, sp.Tokens}
 	}

@@ -29,6 +29,7 @@ type ingestItem struct {
 	IdempotencyKey string          `json:"idempotency_key"`
 	SessionID      string          `json:"session_id"`
 	ThreadID       string          `json:"thread_id"`
+	Metadata       json.RawMessage `json:"metadata"`
 }
 
 type permissionsJSON struct {
@@ -61,6 +62,11 @@ func (it *ingestItem) input(now time.Time) (engine.IngestInput, error) {
 		return in, err
 	}
 	in.Permissions = artifact.Permissions{Visibility: p.Visibility, AllowedActors: p.AllowedActors, DeniedActors: p.DeniedActors, RBACTags: p.RBACTags}
+	md, err := decodeMetadata(it.Metadata, "metadata")
+	if err != nil {
+		return in, err
+	}
+	in.Metadata = md
 	return in, nil
 }
 
@@ -77,6 +83,7 @@ type jobInput struct {
 	SessionID      string               `json:"session_id,omitempty"`
 	ThreadID       string               `json:"thread_id,omitempty"`
 	AcceptedAt     int64                `json:"accepted_us"`
+	Metadata       map[string]string    `json:"metadata,omitempty"`
 }
 
 // encodeJobInput encodes in with raw_payload spliced in byte for byte:
@@ -84,7 +91,7 @@ type jobInput struct {
 // stored exactly as sent.
 func encodeJobInput(in engine.IngestInput, accepted time.Time) []byte {
 	b, _ := json.Marshal(jobInput{in.Workspace, in.ActorID, in.Type, nil, in.Timestamp.UnixMicro(), in.Permissions,
-		in.IdempotencyKey, in.SessionID, in.ThreadID, accepted.UnixMicro()})
+		in.IdempotencyKey, in.SessionID, in.ThreadID, accepted.UnixMicro(), in.Metadata})
 	if len(in.Payload) == 0 {
 		return b
 	}
@@ -102,7 +109,7 @@ func decodeJobInput(b []byte) (engine.IngestInput, jobInput, error) {
 	}
 	return engine.IngestInput{Workspace: j.Workspace, ActorID: j.ActorID, Type: j.Type, Payload: j.Payload,
 		Timestamp: time.UnixMicro(j.Timestamp).UTC(), Permissions: j.Permissions, IdempotencyKey: j.IdempotencyKey,
-		SessionID: j.SessionID, ThreadID: j.ThreadID}, j, nil
+		SessionID: j.SessionID, ThreadID: j.ThreadID, Metadata: j.Metadata}, j, nil
 }
 
 type ingestResponse struct {
@@ -298,7 +305,7 @@ func (s *Server) accept(tenant, ws string, ins []engine.IngestInput, now time.Ti
 // as engine.IdempotencyDiff compares it.
 func pendingArtifact(id uuid.UUID, in engine.IngestInput) *artifact.Artifact {
 	return &artifact.Artifact{ID: id, Type: in.Type, ActorID: in.ActorID, SessionID: in.SessionID, ThreadID: in.ThreadID,
-		Permissions: in.Permissions, ContentHash: artifact.ContentHash(in.Payload)}
+		Permissions: in.Permissions, ContentHash: artifact.ContentHash(in.Payload), Metadata: in.Metadata}
 }
 
 type v2IngestRequest struct {

@@ -84,16 +84,17 @@ func (s *Server) listWorkspaces(ctx *fasthttp.RequestCtx, c *call) {
 // artifactSummaryJSON is an artifact as a listing shows it: its metadata,
 // without the payload (GET /v1/artifacts/{id} has it).
 type artifactSummaryJSON struct {
-	ArtifactID     uuid.UUID `json:"artifact_id"`
-	WorkspaceID    string    `json:"workspace_id"`
-	ActorID        string    `json:"actor_id"`
-	ArtifactType   string    `json:"artifact_type"`
-	ContentHash    string    `json:"content_hash"`
-	Timestamp      string    `json:"timestamp"`
-	Created        string    `json:"created"`
-	IdempotencyKey *string   `json:"idempotency_key"`
-	SessionID      *string   `json:"session_id"`
-	ThreadID       *string   `json:"thread_id"`
+	ArtifactID     uuid.UUID         `json:"artifact_id"`
+	WorkspaceID    string            `json:"workspace_id"`
+	ActorID        string            `json:"actor_id"`
+	ArtifactType   string            `json:"artifact_type"`
+	ContentHash    string            `json:"content_hash"`
+	Timestamp      string            `json:"timestamp"`
+	Created        string            `json:"created"`
+	IdempotencyKey *string           `json:"idempotency_key"`
+	SessionID      *string           `json:"session_id"`
+	ThreadID       *string           `json:"thread_id"`
+	Metadata       map[string]string `json:"metadata"`
 }
 
 // cursorVersion leads every cursor, so its encoding can change.
@@ -188,7 +189,7 @@ func (s *Server) listArtifacts(ctx *fasthttp.RequestCtx, c *call) {
 		out[i] = artifactSummaryJSON{ArtifactID: a.ID, WorkspaceID: a.Workspace, ActorID: a.ActorID, ArtifactType: a.Type,
 			ContentHash: hashString(a.ContentHash), Timestamp: formatTime(time.UnixMicro(a.Timestamp)),
 			Created: formatTime(time.UnixMicro(a.IngestedAt)), IdempotencyKey: optional(a.IdempotencyKey),
-			SessionID: optional(a.SessionID), ThreadID: optional(a.ThreadID)}
+			SessionID: optional(a.SessionID), ThreadID: optional(a.ThreadID), Metadata: metadataOf(a.Metadata)}
 	}
 	var next *string
 	if page.More {

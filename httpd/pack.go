@@ -31,6 +31,9 @@ type packRequest struct {
 	DiversityDecay        *float64        `json:"diversity_decay"`
 	RedundancyJaccard     *float64        `json:"redundancy_jaccard_threshold"`
 	TemporalHalfLifeHours *float64        `json:"temporal_half_life_hours"`
+	// Metadata restricts the pack to artifacts whose metadata holds
+	// every given pair exactly.
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 // packV2Request is a v2 context pack request: v1's fields and profile.
@@ -72,6 +75,11 @@ func (r *packRequest) engineRequest(v2 bool, profile *string) (engine.PackReques
 	}
 	req.Policy = pack.Policy{AllowedSources: p.AllowedSources, DeniedSources: p.DeniedSources, AllowedActors: p.AllowedActors,
 		RBACRequired: p.RBACRequired, PrivacyLevel: p.PrivacyLevel}
+	md, err := decodeMetadata(r.Metadata, "metadata")
+	if err != nil {
+		return req, err
+	}
+	req.Metadata = md
 	if r.AsOf != nil {
 		t, err := parseTime("as_of", *r.AsOf)
 		if err != nil {

@@ -57,7 +57,7 @@ func TestUnknownFieldsAreRefused(t *testing.T) {
 		want                    string
 	}{
 		{"ingest top level", "POST", "/v1/ingest", key, note(map[string]any{"future_field": map[string]any{"x": 1}}), "future_field: unknown field; allowed fields here: workspace_id, actor_id, artifact_type"},
-		{"ingest metadata", "POST", "/v1/ingest", key, note(map[string]any{"metadata": map[string]any{}}), "metadata: unknown field"},
+		{"ingest meta", "POST", "/v1/ingest", key, note(map[string]any{"meta": map[string]any{}}), "meta: unknown field"},
 		{"ingest permissions", "POST", "/v1/ingest", key, note(map[string]any{"permissions": map[string]any{"visibilty": "private"}}), "permissions.visibilty: unknown field; allowed fields here: visibility, allowed_actors"},
 		{"v2 top level", "POST", "/v2/ingest", key, batch(map[string]any{"asyncindex": true}, item(nil)), "asyncindex: unknown field"},
 		{"v2 item", "POST", "/v2/ingest", key, batch(nil, item(nil), item(nil), item(nil), item(map[string]any{"metdata": 1})), "artifacts[3].metdata: unknown field"},
@@ -70,7 +70,7 @@ func TestUnknownFieldsAreRefused(t *testing.T) {
 		{"pack policy", "POST", "/v1/context-pack", key, pack(map[string]any{"policy": map[string]any{"rbac_requird": []string{"a"}}}), "policy.rbac_requird: unknown field"},
 		{"pack v2 policy", "POST", "/v2/context-pack", key, pack(map[string]any{"policy": map[string]any{"privacy": "strict"}}), "policy.privacy: unknown field"},
 		{"pack v1 profile", "POST", "/v1/context-pack", key, pack(map[string]any{"profile": "high_recall"}), "profile: unknown field; allowed fields here: query, max_tokens"},
-		{"pack v2 lists profile", "POST", "/v2/context-pack", key, pack(map[string]any{"profiles": "x"}), "temporal_half_life_hours, profile"},
+		{"pack v2 lists profile", "POST", "/v2/context-pack", key, pack(map[string]any{"profiles": "x"}), "temporal_half_life_hours, metadata, profile"},
 		{"feedback", "POST", "/v1/feedback", key, map[string]any{"workspace_id": "ws", "action": "pin", "artifactid": "x"}, "artifactid: unknown field"},
 		{"register", "POST", "/v1/register", adminKey, map[string]any{"email": "n@example.com", "plna": "pro"}, "plna: unknown field; allowed fields here: email, plan"},
 		{"set plan", "PUT", "/v1/billing/plan", adminKey, map[string]any{"tenant_id": "t", "plan": "pro", "force": true}, "force: unknown field"},

@@ -46,18 +46,19 @@ type exportLine struct {
 	LociVersion string `json:"loci_version,omitempty"`
 
 	// artifact
-	ArtifactID     string       `json:"artifact_id,omitempty"`
-	ArtifactType   string       `json:"artifact_type,omitempty"`
-	ActorID        string       `json:"actor_id,omitempty"`
-	SessionID      string       `json:"session_id,omitempty"`
-	ThreadID       string       `json:"thread_id,omitempty"`
-	IdempotencyKey string       `json:"idempotency_key,omitempty"`
-	TimestampUS    *int64       `json:"timestamp_us,omitempty"`
-	IngestedAtUS   *int64       `json:"ingested_at_us,omitempty"`
-	Permissions    *exportPerms `json:"permissions,omitempty"`
-	ContentHash    string       `json:"content_hash,omitempty"`
-	RawPayloadJSON *string      `json:"raw_payload_json,omitempty"`
-	SpanIDs        []string     `json:"span_ids,omitempty"`
+	ArtifactID     string            `json:"artifact_id,omitempty"`
+	ArtifactType   string            `json:"artifact_type,omitempty"`
+	ActorID        string            `json:"actor_id,omitempty"`
+	SessionID      string            `json:"session_id,omitempty"`
+	ThreadID       string            `json:"thread_id,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	TimestampUS    *int64            `json:"timestamp_us,omitempty"`
+	IngestedAtUS   *int64            `json:"ingested_at_us,omitempty"`
+	Permissions    *exportPerms      `json:"permissions,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	ContentHash    string            `json:"content_hash,omitempty"`
+	RawPayloadJSON *string           `json:"raw_payload_json,omitempty"`
+	SpanIDs        []string          `json:"span_ids,omitempty"`
 
 	// feedback (artifact_id, actor_id and span_ids as above)
 	FeedbackID      string `json:"feedback_id,omitempty"`
@@ -219,6 +220,7 @@ func artifactLine(a *artifact.Artifact, spanIDs []uuid.UUID) exportLine {
 		s := string(a.Payload)
 		l.RawPayloadJSON = &s
 	}
+	l.Metadata = a.Metadata
 	l.SpanIDs = uuidStrings(spanIDs)
 	return l
 }
@@ -421,7 +423,7 @@ func importItem(l *exportLine) (engine.ImportItem, int, error) {
 			return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: timestamp_us and ingested_at_us are required", l.ArtifactID)
 		}
 		a := &artifact.Artifact{ID: id, Type: l.ArtifactType, ActorID: l.ActorID, SessionID: l.SessionID, ThreadID: l.ThreadID,
-			IdempotencyKey: l.IdempotencyKey, Timestamp: *l.TimestampUS, IngestedAt: *l.IngestedAtUS}
+			IdempotencyKey: l.IdempotencyKey, Timestamp: *l.TimestampUS, IngestedAt: *l.IngestedAtUS, Metadata: l.Metadata}
 		if p := l.Permissions; p != nil {
 			a.Permissions = artifact.Permissions{Visibility: p.Visibility, AllowedActors: p.AllowedActors, DeniedActors: p.DeniedActors, RBACTags: p.RBACTags}
 		}

@@ -29,7 +29,7 @@ func TestExportImportIdenticalPacks(t *testing.T) {
 		extra := ""
 		switch i % 4 {
 		case 1:
-			extra = fmt.Sprintf(`,"session_id":"s%d","thread_id":"t%d"`, i%3, i%5)
+			extra = fmt.Sprintf(`,"session_id":"s%d","thread_id":"t%d","metadata":{"team":"t%d","src":"x"}`, i%3, i%5, i%2)
 		case 2:
 			extra = fmt.Sprintf(`,"idempotency_key":"k%d","permissions":{"visibility":"restricted","allowed_actors":["a","b"],"rbac_tags":["eng"]}`, i)
 		case 3:
@@ -70,6 +70,7 @@ func TestExportImportIdenticalPacks(t *testing.T) {
 		`{"workspace_id":"w","query":"budget","max_tokens":1000,"actor_id":"eve"}`,
 		`{"workspace_id":"w","query":"maintenance window for the migration","max_tokens":300,"actor_id":"a"}`,
 		`{"workspace_id":"w","query":"tea or coffee","max_tokens":150}`,
+		`{"workspace_id":"w","query":"when is the deploy window?","max_tokens":400,"metadata":{"team":"t1"}}`,
 	}
 	packs := func(addr string) []string {
 		var out []string
