@@ -194,6 +194,8 @@ var wantRoutes = []string{
 	"GET /v1/workspaces",
 	"DELETE /v1/workspaces/{workspace_id}",
 	"GET /v1/workspaces/{workspace_id}/artifacts",
+	"GET /v1/workspaces/{workspace_id}/settings",
+	"PUT /v1/workspaces/{workspace_id}/settings",
 	"GET /v1/billing/plans",
 	"GET /v1/billing/plan",
 	"PUT /v1/billing/plan",

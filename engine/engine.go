@@ -168,6 +168,7 @@ type DB struct {
 	erased     *erasedIndex             // erased artifacts a segment may still hold (erase_artifact.go)
 	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
 	versions   map[wsKey]wsVersion      // data version and newest artifact time per workspace
+	retention  map[wsKey]retention      // retention days and cutoff per workspace (retention.go)
 	receipts   *receiptStore
 	manifest   manifest // last written
 
@@ -309,7 +310,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
-		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, retention: map[wsKey]retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.packSlots = make(chan struct{}, 4*runtime.GOMAXPROCS(0))
@@ -360,6 +361,9 @@ func (db *DB) recover() error {
 		for _, e := range v.Erased {
 			db.erased.add(k, e)
 		}
+	}
+	for _, r := range m.Retention {
+		db.retention[wsKey{r.Tenant, r.Workspace}] = r
 	}
 	if err := db.removeOrphans(m); err != nil {
 		return err
@@ -499,6 +503,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 			db.queueEmbedding(ha, db.head, decoded != nil)
 		}
 		db.touch(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha.a.Timestamp)
+		db.retainLocked(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha)
 		over := db.head.bytes >= db.opts.FlushThreshold
 		db.mu.Unlock()
 		if over && decoded != nil {
@@ -520,6 +525,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.erased.dropWorkspace(k) // the tombstone hides them all now
 		db.head.erase(k, seq)
 		delete(db.feedback, k)
+		delete(db.retention, k)
 		db.receipts.erase(k)
 		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
@@ -533,6 +539,15 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 			}
 		}
 		db.applyEraseArtifact(r, seq)
+	case recRetention:
+		r, ok := decoded.(*retentionRecord)
+		if !ok {
+			var err error
+			if r, err = decodeRetentionRecord(payload); err != nil {
+				return fmt.Errorf("seq %d: %w", seq, err)
+			}
+		}
+		db.applyRetention(r, seq)
 	case recVectors:
 		r, ok := decoded.(*vectorsRecord)
 		if !ok {

@@ -285,6 +285,10 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, e
 	for _, v := range db.versions {
 		m.Versions = append(m.Versions, v)
 	}
+	m.Retention = m.Retention[:0:0]
+	for _, r := range db.retention {
+		m.Retention = append(m.Retention, r)
+	}
 	db.mu.RUnlock()
 	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, errRenamedNotSynced) {
 		if added != nil {

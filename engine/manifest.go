@@ -21,8 +21,9 @@ const manifestName = "MANIFEST"
 var manifestMagic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
 // manifestVersion is the version written. Version 1 (still read) has no
-// embedder field; version 2 (still read) has no erased artifacts.
-const manifestVersion = 3
+// embedder field; version 2 (still read) has no erased artifacts; version 3
+// (still read) has no retention.
+const manifestVersion = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -40,6 +41,8 @@ type manifest struct {
 	// version 1 manifest or a new directory (not recorded yet).
 	Embedder    string
 	EmbedderDim int
+	// Retention lists the workspaces whose retention is set (retention.go).
+	Retention []retention
 }
 
 // wsVersion is a workspace's data version: the sequence number of its latest
@@ -124,6 +127,16 @@ func (m *manifest) encode() []byte {
 			body = binary.AppendUvarint(body, e.Seq)
 			body = append(body, e.ID[:]...)
 		}
+	}
+	// Version 4: retention per workspace, by (tenant, workspace).
+	rs := append([]retention(nil), m.Retention...)
+	sort.Slice(rs, func(i, j int) bool { return wsLess(rs[i].Tenant, rs[i].Workspace, rs[j].Tenant, rs[j].Workspace) })
+	body = binary.AppendUvarint(body, uint64(len(rs)))
+	for _, r := range rs {
+		body = appendString(body, r.Tenant)
+		body = appendString(body, r.Workspace)
+		body = binary.AppendUvarint(body, r.Days)
+		body = binary.AppendVarint(body, r.Cutoff)
 	}
 	out := make([]byte, 0, 20+len(body))
 	out = append(out, manifestMagic[:]...)
@@ -227,6 +240,21 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 				d.fail(fmt.Sprintf("erased artifacts of workspace %q listed twice or empty", ws))
 			default:
 				m.Versions[at].Erased = erased
+			}
+		}
+	}
+	if version >= 4 {
+		nr := d.count(4)
+		for i := 0; i < nr && d.err == nil; i++ {
+			r := retention{Tenant: d.string(), Workspace: d.string(), Days: d.uvarint(), Cutoff: d.varint()}
+			switch {
+			case d.err != nil:
+			case r.Days == 0 || r.Days > MaxRetentionDays:
+				d.fail(fmt.Sprintf("retention of workspace %q is %d days, not 1 to %d", r.Workspace, r.Days, MaxRetentionDays))
+			case i > 0 && !wsLess(m.Retention[i-1].Tenant, m.Retention[i-1].Workspace, r.Tenant, r.Workspace):
+				d.fail(fmt.Sprintf("retention of workspace %q out of order or listed twice", r.Workspace))
+			default:
+				m.Retention = append(m.Retention, r)
 			}
 		}
 	}

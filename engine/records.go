@@ -30,8 +30,10 @@ const (
 	recVectors recordType = 4
 	// recEraseArtifact: hides one artifact (and its spans) of a workspace.
 	recEraseArtifact recordType = 5
-	recFeedback      recordType = 16 // feedback event
-	recReceipt       recordType = 17 // decision receipt of a context pack
+	// recRetention: sets or clears a workspace's retention (retention.go).
+	recRetention recordType = 6
+	recFeedback  recordType = 16 // feedback event
+	recReceipt   recordType = 17 // decision receipt of a context pack
 	// 32-47 are control records (ControlState): kind = type - 32.
 	recTenant     recordType = 32 // tenant created or changed (plan)
 	recAPIKey     recordType = 33 // API key created or revoked (hash only)
@@ -53,6 +55,8 @@ func (t recordType) String() string {
 		return "vectors"
 	case recEraseArtifact:
 		return "erase_artifact"
+	case recRetention:
+		return "workspace_retention"
 	case recFeedback:
 		return "feedback"
 	case recReceipt:

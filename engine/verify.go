@@ -233,6 +233,14 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				if _, _, err := decodeEraseRecord(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
+			case recEraseArtifact:
+				if _, err := decodeEraseArtifactRecord(rec.Payload); err != nil {
+					fault("wal: %s at offset %d: %v", path, off, err)
+				}
+			case recRetention:
+				if _, err := decodeRetentionRecord(rec.Payload); err != nil {
+					fault("wal: %s at offset %d: %v", path, off, err)
+				}
 			case recVectors:
 				if _, err := decodeVectorsRecord(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)

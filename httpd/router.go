@@ -135,6 +135,8 @@ func (s *Server) routes() router {
 	r.add("GET", "/v1/workspaces", s.listWorkspaces)
 	r.add("DELETE", "/v1/workspaces/{workspace_id}", s.eraseWorkspace)
 	r.add("GET", "/v1/workspaces/{workspace_id}/artifacts", s.listArtifacts)
+	r.add("GET", "/v1/workspaces/{workspace_id}/settings", s.getSettings)
+	r.add("PUT", "/v1/workspaces/{workspace_id}/settings", s.putSettings)
 	r.add("GET", "/v1/billing/plans", s.plans)
 	r.add("GET", "/v1/billing/plan", s.getPlan)
 	r.add("PUT", "/v1/billing/plan", s.setPlan)

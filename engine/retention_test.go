@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+const retentionNeedle = "quokkaferry5519"
+
+// retentionDay is day n of the fixture's artifact times: far before the
+// wall clock, so a cutoff taken from the wall clock would erase everything.
+func retentionDay(n int) time.Time {
+	return time.Date(2020, 1, 1, 9, 0, 0, 0, time.UTC).AddDate(0, 0, n)
+}
+
+func ingestAt(t *testing.T, db *DB, tenant string, day int, text string) uuid.UUID {
+	t.Helper()
+	in := chat("w", text)
+	in.Timestamp = retentionDay(day)
+	return mustIngest(t, db, tenant, in).ArtifactID
+}
+
+// retentionFixture ingests t1/w artifacts on days 0 (the needle), 5, 8 and
+// 10, and one of t2/w on day 0; it returns t1's ids in that order.
+func retentionFixture(t *testing.T, db *DB) []uuid.UUID {
+	t.Helper()
+	ids := []uuid.UUID{
+		ingestAt(t, db, "t1", 0, "The old launch word is "+retentionNeedle+" for the deploy."),
+		ingestAt(t, db, "t1", 5, "The deploy window moved to Tuesday for payments."),
+		ingestAt(t, db, "t1", 8, "Alice owns the deploy checklist and the payments runbook."),
+		ingestAt(t, db, "t1", 10, "The deploy of the search service is on Thursday."),
+	}
+	ingestAt(t, db, "t2", 0, "Tenant two keeps its deploy notes "+retentionNeedle+" forever.")
+	return ids
+}
+
+// checkVisible checks that exactly want of t1/w is readable, listed and
+// packable.
+func checkVisible(t *testing.T, db *DB, all, want []uuid.UUID) {
+	t.Helper()
+	for _, id := range all {
+		_, err := db.Artifact("t1", id)
+		if got := err == nil; got != slices.Contains(want, id) {
+			t.Fatalf("Artifact(%s): %v, want visible %v", id, err, !got)
+		}
+	}
+	listed := listIDs(t, db, "t1", ListQuery{})
+	slices.SortFunc(listed, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	sorted := slices.Clone(want)
+	slices.SortFunc(sorted, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	if !slices.Equal(listed, sorted) {
+		t.Fatalf("listing %v, want %v", listed, sorted)
+	}
+	pr := mustPack(t, db, "t1", PackRequest{Workspace: "w", Query: "deploy launch word payments", MaxTokens: 2000})
+	for _, c := range pr.Result.Citations {
+		if !slices.Contains(want, c.ArtifactID) {
+			t.Fatalf("pack cites hidden artifact %s", c.ArtifactID)
+		}
+	}
+	for _, ex := range pr.Result.Exclusions {
+		if !slices.Contains(want, ex.ArtifactID) {
+			t.Fatalf("pack excludes (so saw) hidden artifact %s", ex.ArtifactID)
+		}
+	}
+}
+
+// TestRetention: the cutoff is taken from the newest artifact time, not the
+// wall clock; what it leaves behind is hidden everywhere at once, the pack
+// is byte-identical in every layout, and compaction removes the bytes.
+func TestRetention(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		flushFirst bool // the artifacts are in a segment when retention is set
+		restart    bool // reopen after setting it (replay of the record)
+	}{
+		{"head", false, false},
+		{"head+restart", false, true},
+		{"segment", true, false},
+		{"segment+restart", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := openTest(t, dir, Options{DisableBackground: true})
+			defer func() { db.Close() }()
+			ids := retentionFixture(t, db)
+			if c.flushFirst {
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := db.DataVersion("t1", "w")
+			if err := db.SetRetention("t1", "w", 3); err != nil {
+				t.Fatal(err)
+			}
+			if c.restart {
+				db.Close()
+				db = openTest(t, dir, Options{DisableBackground: true})
+			}
+			if d, err := db.Retention("t1", "w"); d != 3 || err != nil {
+				t.Fatalf("Retention: %d %v", d, err)
+			}
+			if d, _ := db.Retention("t2", "w"); d != 0 {
+				t.Fatalf("another tenant's workspace has retention %d", d)
+			}
+			if v := db.DataVersion("t1", "w"); v <= before {
+				t.Fatalf("data version %d -> %d: did not move", before, v)
+			}
+			// Newest is day 10: the cutoff is day 7 at midnight.
+			checkVisible(t, db, ids, ids[2:])
+			if hits, _ := db.SearchLexical("t1", "w", retentionNeedle, 10); len(hits) != 0 {
+				t.Fatalf("needle still searchable: %v", hits)
+			}
+			if hits, _ := db.SearchLexical("t2", "w", retentionNeedle, 10); len(hits) != 1 {
+				t.Fatalf("tenant t2 lost its artifact: %v", hits)
+			}
+
+			want := packJSON(t, db, "deploy checklist payments")
+			for _, step := range []struct {
+				name string
+				do   func() error
+			}{
+				{"flush", db.Flush},
+				{"compaction", db.Compact},
+			} {
+				if err := step.do(); err != nil {
+					t.Fatal(err)
+				}
+				if got := packJSON(t, db, "deploy checklist payments"); got != want {
+					t.Fatalf("pack changed with %s:\n%s\n%s", step.name, want, got)
+				}
+			}
+			db.Close()
+			db = openTest(t, dir, Options{DisableBackground: true})
+			if got := packJSON(t, db, "deploy checklist payments"); got != want {
+				t.Fatalf("pack changed with restart:\n%s\n%s", want, got)
+			}
+			checkVisible(t, db, ids, ids[2:])
+			if _, err := db.EraseWorkspace("t2", "w"); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Compact(); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			assertNotOnDisk(t, dir, retentionNeedle)
+			db = openTest(t, dir, Options{DisableBackground: true})
+			checkVisible(t, db, ids, ids[2:])
+			if d, _ := db.Retention("t1", "w"); d != 3 { // from the manifest: the WAL was checkpointed
+				t.Fatalf("Retention after checkpoint and restart: %d", d)
+			}
+		})
+	}
+}
+
+// TestRetentionCutoffMovesForward: an artifact older than the cutoff
+// arriving later is hidden; erasing the newest artifact does not move the
+// cutoff back; a newer artifact moves it on; clearing stops further
+// exclusion without bringing back what was erased.
+func TestRetentionCutoffMovesForward(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, Options{DisableBackground: true})
+	defer func() { db.Close() }()
+	ids := retentionFixture(t, db)
+	if err := db.SetRetention("t1", "w", 3); err != nil {
+		t.Fatal(err)
+	}
+	visible := slices.Clone(ids[2:])
+	all := slices.Clone(ids)
+
+	late := ingestAt(t, db, "t1", 6, "A late note about the old deploy.") // before day 7
+	all = append(all, late)
+	checkVisible(t, db, all, visible)
+
+	if _, err := db.EraseArtifact("t1", ids[3]); err != nil { // the newest: day 8 is now
+		t.Fatal(err)
+	}
+	visible = slices.DeleteFunc(visible, func(id uuid.UUID) bool { return id == ids[3] })
+	back := ingestAt(t, db, "t1", 6, "Another late note about the old deploy.")
+	all = append(all, back)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkVisible(t, db, all, visible) // the cutoff stayed at day 7
+
+	v := db.DataVersion("t1", "w")
+	next := ingestAt(t, db, "t1", 12, "The deploy freeze starts on day twelve.") // cutoff: day 9
+	all = append(all, next)
+	visible = []uuid.UUID{next}
+	if got := db.DataVersion("t1", "w"); got <= v {
+		t.Fatalf("data version %d -> %d", v, got)
+	}
+	checkVisible(t, db, all, visible)
+
+	if err := db.SetRetention("t1", "w", 0); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := db.Retention("t1", "w"); d != 0 {
+		t.Fatalf("cleared retention reads %d", d)
+	}
+	old := ingestAt(t, db, "t1", 1, "An old note kept now that retention is off.")
+	all = append(all, old)
+	visible = append(visible, old)
+	checkVisible(t, db, all, visible)
+	db.Close()
+	db = openTest(t, dir, Options{DisableBackground: true})
+	checkVisible(t, db, all, visible)
+
+	// Setting it again takes the cutoff from the newest time afresh.
+	if err := db.SetRetention("t1", "w", 3); err != nil {
+		t.Fatal(err)
+	}
+	checkVisible(t, db, all, []uuid.UUID{next})
+
+	// Erasing the workspace drops its retention.
+	if _, err := db.EraseWorkspace("t1", "w"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := db.Retention("t1", "w"); d != 0 {
+		t.Fatalf("retention %d after the workspace's erasure", d)
+	}
+	db.Close()
+	if rep, err := Verify(dir); err != nil || len(rep.Faults) > 0 {
+		t.Fatalf("verify: %v %v", err, rep)
+	}
+}
+
+func TestSetRetentionInvalid(t *testing.T) {
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
+	defer db.Close()
+	for _, c := range []struct {
+		ws   string
+		days int
+	}{{"w", -1}, {"w", MaxRetentionDays + 1}, {"", 3}, {"bad\x01", 3}} {
+		var inv *InvalidError
+		if err := db.SetRetention("t1", c.ws, c.days); !errors.As(err, &inv) {
+			t.Errorf("SetRetention(%q, %d): %v, want InvalidError", c.ws, c.days, err)
+		}
+	}
+	if v := db.DataVersion("t1", "w"); v != 0 {
+		t.Fatalf("refused settings moved the data version to %d", v)
+	}
+}
+
+func TestRetentionCutoff(t *testing.T) {
+	for _, c := range []struct {
+		newest int64
+		days   uint64
+		want   int64
+	}{
+		{math.MinInt64, 3, math.MinInt64},
+		{10*dayMicros + 5, 3, 7 * dayMicros},
+		{10 * dayMicros, 3, 7 * dayMicros},
+		{-1, 1, -2 * dayMicros},
+	} {
+		if got := retentionCutoff(c.newest, c.days); got != c.want {
+			t.Errorf("retentionCutoff(%d, %d) = %d, want %d", c.newest, c.days, got, c.want)
+		}
+	}
+}
+
+// TestManifestRetention: version 4 round-trips the retention entries, sorted;
+// a version 3 manifest (no retention section) still reads.
+func TestManifestRetention(t *testing.T) {
+	m := sampleManifest()
+	m.Retention = []retention{
+		{Tenant: "t", Workspace: "w", Days: 30, Cutoff: -7},
+		{Tenant: "a", Workspace: "b", Days: 1, Cutoff: math.MinInt64},
+	}
+	got, err := decodeManifest("m", m.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []retention{m.Retention[1], m.Retention[0]}
+	if !reflect.DeepEqual(got.Retention, want) {
+		t.Fatalf("retention %+v, want %+v", got.Retention, want)
+	}
+
+	// A version 3 file: drop the empty retention section, patch the frame.
+	m.Retention = nil
+	b := m.encode()
+	if b[len(b)-5] != 0 {
+		t.Fatalf("empty retention section is % x", b[len(b)-5:len(b)-4])
+	}
+	v3 := slices.Clone(b[:len(b)-5])
+	binary.LittleEndian.PutUint32(v3[8:], 3)
+	binary.LittleEndian.PutUint32(v3[12:], uint32(len(v3)-16))
+	v3 = binary.LittleEndian.AppendUint32(v3, crc32.Checksum(v3[8:], castagnoli))
+	if got, err := decodeManifest("m", v3); err != nil || got.Retention != nil || len(got.Versions) != 2 {
+		t.Fatalf("version 3: %+v %v", got, err)
+	}
+
+	for _, bad := range [][]retention{
+		{{Tenant: "t", Workspace: "w", Days: 0}},
+		{{Tenant: "t", Workspace: "w", Days: MaxRetentionDays + 1}},
+	} {
+		m.Retention = bad
+		if _, err := decodeManifest("m", m.encode()); err == nil {
+			t.Errorf("retention %+v accepted", bad)
+		}
+	}
+}
