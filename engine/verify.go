@@ -17,7 +17,10 @@ import (
 // VerifyReport is the outcome of Verify. Faults are damage; Warnings are
 // states recovery handles by itself (a torn WAL tail, an orphan file).
 type VerifyReport struct {
-	Segments   int `json:"segments"`
+	Segments int `json:"segments"`
+	// Artifacts counts the artifacts whose bytes are stored (segments and
+	// WAL), outside erased workspaces; artifacts erased one by one (or by
+	// retention) count until compaction removes their bytes.
 	Artifacts  int `json:"artifacts"`
 	Spans      int `json:"spans"`
 	WALFiles   int `json:"wal_files"`
