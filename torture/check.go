@@ -18,6 +18,14 @@ type Checked struct {
 	Jobs             int `json:"jobs"`
 	Packs            int `json:"packs"`
 	Verifies         int `json:"verifies"`
+	// ErasedArtifacts counts reads of artifacts whose erase was sent;
+	// Retention the checks of the retention workspace and RetainedArtifacts
+	// the reads of its artifacts, present or erased by retention.
+	ErasedArtifacts   int `json:"erased_artifacts"`
+	ErasedPacks       int `json:"erased_artifact_packs"` // packs that must not cite an erased artifact
+	Retention         int `json:"retention_checks"`
+	RetainedArtifacts int `json:"retained_artifacts"`
+	RetainedGone      int `json:"retained_gone"` // of which erased by retention
 }
 
 // checker runs the checks after one restart.
@@ -73,7 +81,10 @@ func (k *checker) artifacts(ctx context.Context, as []*ackArtifact) {
 // idempotency checks that every key in as still replays its one artifact.
 func (k *checker) idempotency(ctx context.Context, as []*ackArtifact) {
 	parallel(as, 4, func(a *ackArtifact) {
-		if a.idem == "" {
+		k.led.mu.Lock()
+		skip := a.idem == "" || a.erased || a.erasing // an erased artifact's key is free again
+		k.led.mu.Unlock()
+		if skip {
 			return
 		}
 		r, err := k.c.do(ctx, "POST", "/v1/ingest", k.admin, a.retry)

@@ -67,6 +67,13 @@ type ackArtifact struct {
 	payload []byte // raw_payload exactly as sent
 	idem    string // idempotency key, "" for none
 	retry   []byte // a v1 ingest body that must replay this artifact (idem set)
+
+	// Single-artifact erasure (erase.go); guarded by ledger.mu.
+	inUse   int    // load clients using it now (feedback, retry): not erased meanwhile
+	erasing bool   // DELETE sent, no answer yet: either outcome is correct
+	erased  bool   // DELETE acknowledged (200)
+	ts      string // its timestamp as GET returned it before the erase, for listings
+	tsMicro int64  // the retention workspace's artifacts: the timestamp sent
 }
 
 // ackJob is an asynchronous ingest job acknowledged with 202.
@@ -99,6 +106,8 @@ type ledger struct {
 	artifacts []*ackArtifact // in live workspaces, in acknowledgement order
 	byIdem    map[string]*ackArtifact
 	erasables []*erasable
+	erasedArt []*ackArtifact // artifacts whose erase was sent, in order
+	retained  retainedWS     // the retention workspace (erase.go)
 	jobs      []*ackJob
 	keys      []*tenantKey
 	frozen    []frozenPack
@@ -118,6 +127,9 @@ type Counts struct {
 	KeysCreated       int `json:"keys_created"`
 	KeysRevoked       int `json:"keys_revoked"`
 	Erasures          int `json:"erasures"`
+	ArtifactErasures  int `json:"artifact_erasures"`
+	RetainedArtifacts int `json:"retention_artifacts"`
+	RetentionChanges  int `json:"retention_settings"`
 }
 
 func newLedger() *ledger { return &ledger{byIdem: map[string]*ackArtifact{}} }
@@ -202,6 +214,7 @@ type worker struct {
 	killed func() bool
 	pause  time.Duration
 	seq    int
+	erase  bool // Config.ArtifactErasure
 }
 
 // nonce is unique per worker, round and operation.
@@ -233,16 +246,24 @@ func (w *worker) run(ctx context.Context) {
 			time.Sleep(time.Duration(w.rng.Int63n(int64(w.pause))))
 		}
 		switch n := w.rng.Intn(100); {
-		case n < 30:
+		case n < 28:
 			w.ingestV1(ctx)
-		case n < 42:
+		case n < 40:
 			w.ingestV2(ctx)
-		case n < 52:
+		case n < 50:
 			w.retry(ctx)
-		case n < 62:
+		case n < 60:
 			w.feedback(ctx)
-		case n < 76:
+		case n < 71:
 			w.pack(ctx)
+		case n < 76 && !w.erase:
+			w.pack(ctx)
+		case n < 76:
+			if w.id == 0 && w.rng.Intn(2) == 0 {
+				w.retention(ctx) // one client only: its operations are ordered
+			} else {
+				w.eraseArtifact(ctx)
+			}
 		case n < 82:
 			w.ingestAsync(ctx)
 		case n < 86:
@@ -342,6 +363,7 @@ func (w *worker) retry(ctx context.Context) {
 		w.ingestV1(ctx)
 		return
 	}
+	defer w.led.release(a)
 	r, ok := w.call(ctx, "idempotent retry", "POST", "/v1/ingest", w.admin, a.retry)
 	if !ok {
 		return
@@ -375,6 +397,7 @@ func (w *worker) feedback(ctx context.Context) {
 		w.ingestV1(ctx)
 		return
 	}
+	defer w.led.release(a)
 	body := fmt.Sprintf(`{"workspace_id":%q,"actor_id":"torture","action":%q,"artifact_id":%q,"reason":"torture"}`,
 		a.ws, feedbackActions[w.rng.Intn(len(feedbackActions))], a.id)
 	r, ok := w.call(ctx, "feedback", "POST", "/v1/feedback", w.admin, []byte(body))
@@ -576,25 +599,38 @@ func (l *ledger) addArtifact(a *ackArtifact) {
 	}
 }
 
+// randomArtifact picks an acknowledged artifact not erased nor being
+// erased, and marks it in use until release.
 func (l *ledger) randomArtifact(rng *rand.Rand) *ackArtifact {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.artifacts) == 0 {
-		return nil
-	}
-	return l.artifacts[rng.Intn(len(l.artifacts))]
-}
-
-// randomIdem picks a recent artifact with an idempotency key.
-func (l *ledger) randomIdem(rng *rand.Rand) *ackArtifact {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for tries := 0; tries < 8 && len(l.artifacts) > 0; tries++ {
-		if a := l.artifacts[rng.Intn(len(l.artifacts))]; a.idem != "" {
+		if a := l.artifacts[rng.Intn(len(l.artifacts))]; !a.erased && !a.erasing {
+			a.inUse++
 			return a
 		}
 	}
 	return nil
+}
+
+// randomIdem picks an artifact with an idempotency key, not erased nor
+// being erased, and marks it in use until release.
+func (l *ledger) randomIdem(rng *rand.Rand) *ackArtifact {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for tries := 0; tries < 8 && len(l.artifacts) > 0; tries++ {
+		if a := l.artifacts[rng.Intn(len(l.artifacts))]; a.idem != "" && !a.erased && !a.erasing {
+			a.inUse++
+			return a
+		}
+	}
+	return nil
+}
+
+func (l *ledger) release(a *ackArtifact) {
+	l.mu.Lock()
+	a.inUse--
+	l.mu.Unlock()
 }
 
 func truncate(b []byte) string {

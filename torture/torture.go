@@ -54,9 +54,13 @@ type Config struct {
 	// Pause makes each load client wait a random time up to Pause between
 	// requests (default 0: as fast as the server answers). Long runs use it
 	// to bound how much data accumulates over hundreds of rounds.
-	Pause        time.Duration
-	StartTimeout time.Duration // wait for /health 200 (default 2 min)
-	Log          io.Writer     // progress lines (default io.Discard)
+	Pause time.Duration
+	// ArtifactErasure adds single-artifact erasures (DELETE /v1/artifacts/{id})
+	// and the retention workspace (PUT .../settings) to the load and checks.
+	// Off by default until the engine failures it found are fixed.
+	ArtifactErasure bool
+	StartTimeout    time.Duration // wait for /health 200 (default 2 min)
+	Log             io.Writer     // progress lines (default io.Discard)
 
 	// afterKill, when set (tests only), runs between a kill and the checks,
 	// so a test can damage the directory and see the checks fail.
@@ -151,6 +155,7 @@ type run struct {
 
 	checkedArtifacts int // artifacts[:n] were read back at least once
 	checkedErasables int
+	checkedErased    int // erasedArt[:n] were checked at least once
 	sampleAt         int // rotating start of the sample of older artifacts
 }
 
@@ -312,6 +317,29 @@ func (t *run) setup() error {
 			}
 		}
 	}
+	if !t.cfg.ArtifactErasure {
+		return nil
+	}
+	return t.setupRetention(c)
+}
+
+// setupRetention gives the retention workspace artifacts over several days
+// and a retention of 2 days, so some are erased from the start.
+func (t *run) setupRetention(c *client) error {
+	ctx := context.Background()
+	w := &worker{id: 9, rng: rand.New(rand.NewSource(t.cfg.Seed + 1)), c: c, admin: t.admin, led: t.led, fail: t.fail,
+		killed: func() bool { return false }}
+	for i := 0; i < 10; i++ {
+		if i == 6 {
+			w.retentionCall(ctx, &retOp{set: true, days: 2}, "PUT", "/v1/workspaces/"+retentionWorkspace+"/settings", []byte(`{"retention_days":2}`), http.StatusOK)
+		}
+		a, body := retentionIngest(w, t.led.retained.sent)
+		t.led.retained.sent++
+		w.retentionCall(ctx, &retOp{art: a}, "POST", "/v1/ingest", body, http.StatusCreated)
+	}
+	if t.led.retained.pending != nil || t.failed() {
+		return fmt.Errorf("writing the retention workspace failed: %v", t.sum.Failures)
+	}
 	return nil
 }
 
@@ -330,7 +358,7 @@ func (t *run) load(srv *server, w *watcher) (kind, detail string) {
 	var wg sync.WaitGroup
 	for i := 0; i < t.cfg.Workers; i++ {
 		wk := &worker{id: i, round: t.round, rng: rand.New(rand.NewSource(workerSeed + int64(i))), c: c, admin: t.admin, pause: t.cfg.Pause,
-			led: t.led, fail: t.fail, killed: killed.Load}
+			led: t.led, fail: t.fail, killed: killed.Load, erase: t.cfg.ArtifactErasure}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -370,6 +398,7 @@ func (t *run) check(full bool) {
 	t.led.mu.Lock()
 	all := append([]*ackArtifact(nil), t.led.artifacts...)
 	erasables := append([]*erasable(nil), t.led.erasables...)
+	erased := append([]*ackArtifact(nil), t.led.erasedArt...)
 	t.led.mu.Unlock()
 	arts := all
 	es := erasables
@@ -382,9 +411,33 @@ func (t *run) check(full bool) {
 			}
 		}
 	}
-	t.checkedArtifacts, t.checkedErasables = len(all), len(erasables)
-	k.artifacts(ctx, arts)
-	k.idempotency(ctx, arts)
+	// Artifacts erased (or being erased) are checked as such, the new ones
+	// with a pack too, and a rotating sample of the older ones.
+	newErased := erased[t.checkedErased:]
+	oldErased := erased[:t.checkedErased]
+	if !full && len(oldErased) > t.cfg.Sample/10 {
+		var s []*ackArtifact
+		for i := 0; i < t.cfg.Sample/10; i++ {
+			s = append(s, oldErased[(t.round*t.cfg.Sample/10+i)%len(oldErased)])
+		}
+		oldErased = s
+	}
+	t.checkedArtifacts, t.checkedErasables, t.checkedErased = len(all), len(erasables), len(erased)
+	t.led.mu.Lock()
+	live := arts[:0:0]
+	for _, a := range arts {
+		if !a.erased && !a.erasing {
+			live = append(live, a)
+		}
+	}
+	t.led.mu.Unlock()
+	k.erasedArtifacts(ctx, newErased, true)
+	k.erasedArtifacts(ctx, oldErased, full)
+	k.artifacts(ctx, live)
+	k.idempotency(ctx, live)
+	if t.cfg.ArtifactErasure {
+		k.retention(ctx)
+	}
 	k.erasures(ctx, es)
 	k.keys(ctx)
 	k.jobs(ctx)

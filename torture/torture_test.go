@@ -2,11 +2,18 @@ package torture
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,7 +74,8 @@ func TestTorture(t *testing.T) {
 	}{
 		{"artifacts", a.Artifacts}, {"v2 batches", a.Batches}, {"idempotent retries", a.IdempotentRetries},
 		{"feedback", a.Feedback}, {"packs", a.Packs}, {"async jobs", a.AsyncJobs}, {"keys created", a.KeysCreated},
-		{"erasures", a.Erasures}, {"artifact reads", c.Artifacts}, {"idempotency checks", c.IdempotencyKeys},
+		{"erasures", a.Erasures},
+		{"artifact reads", c.Artifacts}, {"idempotency checks", c.IdempotencyKeys},
 		{"key checks", c.Keys}, {"erased workspace checks", c.ErasedWorkspaces}, {"frozen pack checks", c.Packs},
 	} {
 		if got.n == 0 {
@@ -198,5 +206,127 @@ func TestWatcher(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("no %s event", tc.kind)
 		}
+	}
+}
+
+// TestRetentionModel: the expected cutoff moves forward only, clearing
+// brings nothing back, and a late artifact older than the cutoff is gone.
+func TestRetentionModel(t *testing.T) {
+	day := func(d, h int) *ackArtifact {
+		return &ackArtifact{id: fmt.Sprintf("d%dh%d", d, h), tsMicro: retentionBase + int64(d)*dayMicros + int64(h)*dayMicros/24}
+	}
+	a, b, c, late, e := day(0, 5), day(2, 1), day(4, 23), day(1, 0), day(2, 0)
+	ops := []retOp{{art: a}, {art: b}, {set: true, days: 2}, {art: c}, {art: late}, {set: true, days: 3}, {set: true, days: 0}, {art: e}}
+	days, cutoff, present, gone := retentionModel(ops)
+	if days != 0 || cutoff != math.MinInt64 {
+		t.Errorf("days %d cutoff %d, want cleared", days, cutoff)
+	}
+	ids := func(as []*ackArtifact) string {
+		var s []string
+		for _, x := range as {
+			s = append(s, x.id)
+		}
+		return strings.Join(s, ",")
+	}
+	if got, want := ids(gone), "d0h5,d1h0"; got != want {
+		t.Errorf("gone %s, want %s", got, want)
+	}
+	if got, want := ids(present), "d2h1,d4h23,d2h0"; got != want {
+		t.Errorf("present %s, want %s", got, want)
+	}
+	if _, cut, _, _ := retentionModel(ops[:5]); cut != retentionBase+2*dayMicros {
+		t.Errorf("cutoff %s, want day 2", stamp(cut))
+	}
+}
+
+// fakeServer answers the checker's reads from a fixed state: artifacts
+// readable (id to payload), listed, settings and pack bodies.
+func fakeServer(t *testing.T, readable map[string]string, packCites string, days string) *client {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/v1/artifacts/"):
+			id := strings.TrimPrefix(r.URL.Path, "/v1/artifacts/")
+			if p, ok := readable[id]; ok {
+				fmt.Fprintf(w, `{"artifact_id":%q,"raw_payload":%s,"timestamp":"2026-03-01T00:00:00Z"}`, id, p)
+				return
+			}
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"detail":"artifact not found"}`)
+		case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/settings"):
+			fmt.Fprintf(w, `{"workspace_id":"x","retention_days":%s}`, days)
+		case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/artifacts"):
+			var items []string
+			for id := range readable {
+				items = append(items, fmt.Sprintf(`{"artifact_id":%q,"timestamp":"2026-03-01T00:00:00Z"}`, id))
+			}
+			fmt.Fprintf(w, `{"artifacts":[%s],"next_cursor":null}`, strings.Join(items, ","))
+		case r.Method == "POST" && r.URL.Path == "/v1/context-pack":
+			fmt.Fprintf(w, `{"spans":[{"artifact_id":%q}]}`, packCites)
+		default:
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return newClient(strings.TrimPrefix(srv.URL, "http://"))
+}
+
+// TestCheckerErasedArtifacts: an acknowledged erase that reads back, is
+// listed or is cited by a pack is flagged; an unanswered one may go either
+// way but GET and listing must agree.
+func TestCheckerErasedArtifacts(t *testing.T) {
+	ctx := context.Background()
+	run := func(readable map[string]string, cites string, as ...*ackArtifact) []string {
+		var fails []string
+		var mu sync.Mutex
+		k := &checker{c: fakeServer(t, readable, cites, "null"), led: newLedger(), n: &Checked{},
+			fail: func(s string) { mu.Lock(); fails = append(fails, s); mu.Unlock() }}
+		k.erasedArtifacts(ctx, as, true)
+		return fails
+	}
+	gone := &ackArtifact{id: "a1", ws: "live-a", payload: []byte(`"x"`), erased: true, ts: "2026-03-01T00:00:00Z"}
+	if f := run(nil, "zz"); len(f) != 0 {
+		t.Errorf("nothing to check: %v", f)
+	}
+	if f := run(nil, "zz", gone); len(f) != 0 {
+		t.Errorf("an erased artifact that is gone was flagged: %v", f)
+	}
+	if f := run(map[string]string{"a1": `"x"`}, "zz", gone); len(f) == 0 || !strings.Contains(f[0], "ARTIFACT ERASURE UNDONE") {
+		t.Errorf("a resurrected erased artifact was not flagged: %v", f)
+	}
+	if f := run(nil, "a1", gone); len(f) == 0 || !strings.Contains(f[0], "cited in a pack") {
+		t.Errorf("an erased artifact cited in a pack was not flagged: %v", f)
+	}
+	maybe := &ackArtifact{id: "a2", ws: "live-a", payload: []byte(`"y"`), erasing: true, ts: "2026-03-01T00:00:00Z"}
+	if f := run(map[string]string{"a2": `"y"`}, "zz", maybe); len(f) != 0 || maybe.erasing || maybe.erased {
+		t.Errorf("an unanswered erase that did not happen: %v (erasing %v erased %v)", f, maybe.erasing, maybe.erased)
+	}
+}
+
+// TestCheckerRetention: an artifact before the acknowledged cutoff that is
+// still listed, or one after it that is gone, is flagged.
+func TestCheckerRetention(t *testing.T) {
+	old := &ackArtifact{id: "old", ws: retentionWorkspace, payload: []byte(`"o"`), tsMicro: retentionBase}
+	cur := &ackArtifact{id: "new", ws: retentionWorkspace, payload: []byte(`"n"`), tsMicro: retentionBase + 5*dayMicros}
+	run := func(readable map[string]string, days string) []string {
+		led := newLedger()
+		led.retained.ops = []retOp{{art: old}, {art: cur}, {set: true, days: 2}}
+		var fails []string
+		var mu sync.Mutex
+		k := &checker{c: fakeServer(t, readable, "", days), led: led, n: &Checked{},
+			fail: func(s string) { mu.Lock(); fails = append(fails, s); mu.Unlock() }}
+		k.retention(context.Background())
+		return fails
+	}
+	if f := run(map[string]string{"new": `"n"`}, "2"); len(f) != 0 {
+		t.Errorf("the expected state was flagged: %v", f)
+	}
+	if f := strings.Join(run(map[string]string{"new": `"n"`, "old": `"o"`}, "2"), "\n"); !strings.Contains(f, "RETENTION UNDONE") {
+		t.Errorf("an artifact before the cutoff still there was not flagged: %s", f)
+	}
+	if f := strings.Join(run(nil, "2"), "\n"); !strings.Contains(f, "LOST: retained artifact") {
+		t.Errorf("a lost artifact after the cutoff was not flagged: %s", f)
+	}
+	if f := strings.Join(run(map[string]string{"new": `"n"`}, "null"), "\n"); !strings.Contains(f, "RETENTION SETTING") {
+		t.Errorf("a lost setting was not flagged: %s", f)
 	}
 }
