@@ -33,6 +33,9 @@ type jobRunner struct {
 	// beforeIngest, when set (tests only, under mu), runs on the worker just
 	// before a job's artifact is ingested, so a test can hold jobs in flight.
 	beforeIngest func(control.Job)
+	// afterIngest, when set (tests only, under mu), runs on the worker once
+	// a job's artifact is stored, before the job is marked done.
+	afterIngest func(control.Job)
 }
 
 // Job expiry cadence, see jobRunner.
@@ -171,6 +174,12 @@ func (r *jobRunner) run(j control.Job) {
 	}
 	if res.ArtifactID != j.ArtifactID {
 		s.log.Warn("httpd: job's idempotency key was stored meanwhile under another artifact", "job", j.ID, "artifact", res.ArtifactID)
+	}
+	r.mu.Lock()
+	after := r.afterIngest
+	r.mu.Unlock()
+	if after != nil {
+		after(j)
 	}
 	r.finish(j, control.StatusDone, "")
 }

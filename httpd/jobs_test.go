@@ -96,3 +96,44 @@ func TestJobBacklogRefused(t *testing.T) {
 		t.Fatalf("%d unfinished jobs after a refusal, want 2", un)
 	}
 }
+
+// TestEraseArtifactWaitsForItsJob holds an asynchronous job between the
+// ingest of its artifact and its durable "done": the artifact is readable
+// there, but erasing it must be refused (409), since a crash at that point
+// resumes the job, which would store the erased artifact again. Once the
+// job is done the erase goes through and the artifact stays gone across a
+// restart.
+func TestEraseArtifactWaitsForItsJob(t *testing.T) {
+	h := newHarness(t, Config{IndexWorkers: 1})
+	stored := make(chan control.Job, 1)
+	gate := make(chan struct{})
+	h.srv.jobs.mu.Lock()
+	h.srv.jobs.afterIngest = func(j control.Job) {
+		stored <- j
+		<-gate
+	}
+	h.srv.jobs.mu.Unlock()
+
+	m := h.do("POST", "/v2/ingest", "", map[string]any{"workspace_id": "ws", "actor_id": "a", "async_index": true,
+		"artifacts": []map[string]any{{"artifact_type": "note", "raw_payload": map[string]any{"content": "the heron count was 12"}}}}).must(t, 202)
+	jobID := str(m["queued_jobs"].([]any)[0].(map[string]any), "job_id")
+	var j control.Job
+	select {
+	case j = <-stored:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the job's artifact was not stored")
+	}
+	art := "/v1/artifacts/" + j.ArtifactID.String()
+	h.do("GET", art, "", nil).must(t, 200) // readable while the job is not done
+	if r := h.do("DELETE", art, "", nil); r.status != 409 || !strings.Contains(string(r.body), jobID) {
+		t.Fatalf("erase while the job is processing: %d %s, want 409 naming the job", r.status, r.body)
+	}
+	close(gate)
+	if st := str(waitJob(t, h, "", jobID), "status"); st != "done" {
+		t.Fatalf("job status %q, want done", st)
+	}
+	h.do("DELETE", art, "", nil).must(t, 200)
+	h.do("GET", art, "", nil).must(t, 404)
+	h.restart()
+	h.do("GET", art, "", nil).must(t, 404)
+}

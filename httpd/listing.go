@@ -213,12 +213,17 @@ func (s *Server) eraseArtifact(ctx *fasthttp.RequestCtx, c *call) {
 		writeError(ctx, fasthttp.StatusNotFound, "artifact not found")
 		return
 	}
+	// An unfinished job is refused before erasing, not only when its
+	// artifact is not stored yet: between the job's ingest and its durable
+	// "done" the artifact is readable, and a crash there resumes the job,
+	// which would store the erased artifact again. A job's status turns
+	// done in memory only once its record is durable.
+	if j, ok := s.ctl.JobByArtifact(c.who.tenant, id); ok && (j.Status == control.StatusPending || j.Status == control.StatusProcessing) {
+		writeError(ctx, fasthttp.StatusConflict, "artifact is still being indexed by job "+j.ID+"; erase it once the job is done")
+		return
+	}
 	res, err := s.db.EraseArtifact(c.who.tenant, id)
 	if errors.Is(err, engine.ErrNotFound) {
-		if j, ok := s.ctl.JobByArtifact(c.who.tenant, id); ok && (j.Status == control.StatusPending || j.Status == control.StatusProcessing) {
-			writeError(ctx, fasthttp.StatusConflict, "artifact is still being indexed by job "+j.ID+"; erase it once the job is done")
-			return
-		}
 		writeError(ctx, fasthttp.StatusNotFound, "artifact not found")
 		return
 	}
