@@ -87,6 +87,12 @@ type head struct {
 	// unembedded counts the head's artifacts waiting for the background
 	// embedder; a frozen head is written as a segment only at 0.
 	unembedded int
+	// For a frozen head: the versions and retention at its rotation, which
+	// the manifest checkpointing its WAL files records (flushHead). Replay
+	// starts from them, so they must be those of the checkpoint's log
+	// position, not later ones (retention.go).
+	ckptVersions  []wsVersion
+	ckptRetention []retention
 }
 
 func newHead() *head {

@@ -165,6 +165,7 @@ func (db *DB) flushLocked() error {
 			db.mu.Lock()
 			h := db.head
 			h.walIndex = newIndex
+			h.ckptVersions, h.ckptRetention = db.checkpointStateLocked()
 			db.frozen = append(db.frozen, h)
 			db.head = newHead()
 			db.mu.Unlock()
@@ -220,6 +221,12 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 		m.Segments = append(m.Segments, ls.entry)
 	}
 	m.Checkpoint = h.walIndex
+	// The state replay starts from is the one at the rotation, when the WAL
+	// files before h.walIndex held exactly the records applied: records
+	// applied since are replayed on top of it. A later snapshot would have
+	// them applied twice, out of order (an older retention applied to a
+	// newer artifact time erases what the live engine kept).
+	m.Versions, m.Retention = h.ckptVersions, h.ckptRetention
 	if h.maxSeq > m.LastSeq {
 		m.LastSeq = h.maxSeq
 	}
@@ -270,6 +277,9 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 }
 
 // commitManifest writes m with the current tombstones that still hide data.
+// m's versions and retention are the caller's: those of m's checkpoint
+// (flushHead takes them at the WAL rotation; a compaction keeps the last
+// manifest's), never the live ones, which may include records after it.
 // committed says whether m replaced the manifest: if it did not (a full disk,
 // say) the new segment is closed and its file removed, so a retry leaves no
 // garbage. If m replaced it but the directory fsync failed, committed is
@@ -280,14 +290,6 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, e
 	m.Tombstones = m.Tombstones[:0:0]
 	for k, seq := range db.tombstones {
 		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
-	}
-	m.Versions = m.Versions[:0:0]
-	for _, v := range db.versions {
-		m.Versions = append(m.Versions, v)
-	}
-	m.Retention = m.Retention[:0:0]
-	for _, r := range db.retention {
-		m.Retention = append(m.Retention, r)
 	}
 	db.mu.RUnlock()
 	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, errRenamedNotSynced) {

@@ -20,8 +20,14 @@ package engine
 // stay erased when retention is cleared or lengthened.
 //
 // Days and cutoff are kept per workspace and written to the manifest at
-// every flush, so replay from a checkpoint starts from them. Erasing the
-// workspace drops its retention.
+// every flush, so replay from a checkpoint starts from them. They, and the
+// workspace versions whose newest time the cutoff is taken from, are those
+// at the flush's WAL rotation (checkpointStateLocked), the log position of
+// the checkpoint: taken later, replay would apply a retention record logged
+// after the checkpoint to a newest time from a record logged after it (an
+// older, shorter retention against a newer artifact) and erase what the
+// live engine kept.
+// Erasing the workspace drops its retention.
 
 import (
 	"cmp"
@@ -207,4 +213,19 @@ func (db *DB) eraseLocked(k wsKey, es []erasedArtifact) {
 	db.versions[k] = v
 	db.pruneErased()
 	db.embedding.signal() // a queued artifact is dropped
+}
+
+// checkpointStateLocked copies the versions and retention of every
+// workspace, for a manifest whose checkpoint is the current log position
+// (a WAL rotation). Callers hold mu.
+func (db *DB) checkpointStateLocked() ([]wsVersion, []retention) {
+	vs := make([]wsVersion, 0, len(db.versions))
+	for _, v := range db.versions {
+		vs = append(vs, v) // Erased is never modified in place: sharing it is safe
+	}
+	rs := make([]retention, 0, len(db.retention))
+	for _, r := range db.retention {
+		rs = append(rs, r)
+	}
+	return vs, rs
 }

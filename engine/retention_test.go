@@ -4,13 +4,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/vfs"
 )
 
 const retentionNeedle = "quokkaferry5519"
@@ -305,5 +311,93 @@ func TestManifestRetention(t *testing.T) {
 		if _, err := decodeManifest("m", m.encode()); err == nil {
 			t.Errorf("retention %+v accepted", bad)
 		}
+	}
+}
+
+// failSegments is the OS file system, except that it refuses to create
+// segment files once allow (-1: no limit) have been created: a flush then
+// fails at that head, which stays frozen for the next flush.
+type failSegments struct {
+	vfs.FS
+	mu    sync.Mutex
+	allow int
+}
+
+func (f *failSegments) set(allow int) { f.mu.Lock(); f.allow = allow; f.mu.Unlock() }
+
+func (f *failSegments) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&os.O_CREATE != 0 && strings.HasSuffix(name, ".tmp") && strings.Contains(filepath.Base(name), ".seg") {
+		f.mu.Lock()
+		refuse := f.allow == 0
+		if f.allow > 0 {
+			f.allow--
+		}
+		f.mu.Unlock()
+		if refuse {
+			return nil, errors.New("failSegments: no segment now")
+		}
+	}
+	return f.FS.OpenFile(name, flag, perm)
+}
+
+// TestRetentionCheckpointState: a manifest starts replay from its
+// checkpoint, so the retention and newest artifact time it records must be
+// those of the checkpoint's log position. Here a head frozen after the
+// first artifact is flushed only after retention was set to 2 days, then
+// to 4, and a newer artifact came in; the crash comes before the next
+// head's manifest. Replaying "2 days" on top of the later newest time
+// (day 3) would cut at day 1 and erase the day-0 artifact that the live
+// engine kept (4 days before day 3 is day -1).
+func TestRetentionCheckpointState(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &failSegments{FS: vfs.Default, allow: -1}
+	opts := Options{FS: fsys, DisableBackground: true, NoEmbedder: true}
+	db := openTest(t, dir, opts)
+	defer func() { db.Close() }()
+	a := ingestAt(t, db, "t1", 0, "The day zero deploy note stays.")
+	fsys.set(0)
+	if err := db.Flush(); err == nil { // rotation after a: its head stays frozen
+		t.Fatal("flush succeeded without segment files")
+	}
+	for _, d := range []int{2, 4} {
+		if err := db.SetRetention("t1", "w", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := ingestAt(t, db, "t1", 3, "The day three deploy note.")
+	fsys.set(1)
+	if err := db.Flush(); err == nil { // a's head is flushed, the next one is not
+		t.Fatal("flush of the second head succeeded")
+	}
+	ids := []uuid.UUID{a, b}
+	check := func(when string) (retention, uint64) {
+		t.Helper()
+		listed := listIDs(t, db, "t1", ListQuery{})
+		slices.SortFunc(listed, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
+		want := slices.Clone(ids)
+		slices.SortFunc(want, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
+		if !slices.Equal(listed, want) {
+			t.Fatalf("%s: listed %v, want %v", when, listed, want)
+		}
+		if _, err := db.Artifact("t1", a); err != nil {
+			t.Fatalf("%s: day-0 artifact: %v", when, err)
+		}
+		if d, _ := db.Retention("t1", "w"); d != 4 {
+			t.Fatalf("%s: retention %d, want 4", when, d)
+		}
+		db.mu.RLock()
+		r := db.retention[wsKey{"t1", "w"}]
+		db.mu.RUnlock()
+		if wantCut := time.Date(2019, 12, 31, 0, 0, 0, 0, time.UTC).UnixMicro(); r.Cutoff != wantCut {
+			t.Fatalf("%s: cutoff %s, want %s", when, time.UnixMicro(r.Cutoff).UTC(), time.UnixMicro(wantCut).UTC())
+		}
+		return r, db.DataVersion("t1", "w")
+	}
+	liveR, liveV := check("live")
+	db.Close() // Close does not flush: the reopen replays the WAL from the checkpoint as after a crash
+	db = openTest(t, dir, Options{DisableBackground: true, NoEmbedder: true})
+	replayR, replayV := check("after reopen")
+	if liveR != replayR || liveV != replayV {
+		t.Fatalf("replay %+v v%d != live %+v v%d", replayR, replayV, liveR, liveV)
 	}
 }

@@ -56,8 +56,8 @@ type Config struct {
 	// to bound how much data accumulates over hundreds of rounds.
 	Pause time.Duration
 	// ArtifactErasure adds single-artifact erasures (DELETE /v1/artifacts/{id})
-	// and the retention workspace (PUT .../settings) to the load and checks.
-	// Off by default until the engine failures it found are fixed.
+	// and the retention workspace (PUT .../settings) to the load and checks
+	// (loci torture turns it on unless --artifact-erasure=false).
 	ArtifactErasure bool
 	StartTimeout    time.Duration // wait for /health 200 (default 2 min)
 	Log             io.Writer     // progress lines (default io.Discard)

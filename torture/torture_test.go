@@ -51,7 +51,8 @@ func TestTorture(t *testing.T) {
 	}
 	bin := buildLoci(t)
 	var log bytes.Buffer
-	sum, err := Run(Config{Bin: bin, DataDir: t.TempDir(), Rounds: len(AllEvents), Seed: seed(t), MaxLoad: 3 * time.Second, Log: &log})
+	sum, err := Run(Config{Bin: bin, DataDir: t.TempDir(), Rounds: len(AllEvents), Seed: seed(t), MaxLoad: 3 * time.Second,
+		ArtifactErasure: true, Log: &log})
 	t.Logf("progress:\n%s", log.String())
 	if err != nil {
 		if sum != nil {
@@ -74,8 +75,8 @@ func TestTorture(t *testing.T) {
 	}{
 		{"artifacts", a.Artifacts}, {"v2 batches", a.Batches}, {"idempotent retries", a.IdempotentRetries},
 		{"feedback", a.Feedback}, {"packs", a.Packs}, {"async jobs", a.AsyncJobs}, {"keys created", a.KeysCreated},
-		{"erasures", a.Erasures},
-		{"artifact reads", c.Artifacts}, {"idempotency checks", c.IdempotencyKeys},
+		{"erasures", a.Erasures}, {"artifact erasures", a.ArtifactErasures}, {"retention workspace artifacts", a.RetainedArtifacts},
+		{"artifact reads", c.Artifacts}, {"erased artifact checks", c.ErasedArtifacts}, {"retention checks", c.Retention}, {"idempotency checks", c.IdempotencyKeys},
 		{"key checks", c.Keys}, {"erased workspace checks", c.ErasedWorkspaces}, {"frozen pack checks", c.Packs},
 	} {
 		if got.n == 0 {

@@ -26,7 +26,7 @@ func runTorture(args []string) error {
 	maxLoad := fs.Duration("max-load", 4*time.Second, "longest load of one round before its kill")
 	sample := fs.Int("sample", 300, "artifacts from earlier rounds read back after each restart, besides all new ones (the last round reads back all)")
 	pause := fs.Duration("pause", 0, "each load client waits a random time up to this between requests (long runs: bounds the data accumulated)")
-	artErase := fs.Bool("artifact-erasure", false, "also erase single artifacts and run a retention workspace under load, and check them (off until known engine failures are fixed)")
+	artErase := fs.Bool("artifact-erasure", true, "also erase single artifacts and run a retention workspace under load, and check them")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress line per round")
 	fs.Usage = func() {
