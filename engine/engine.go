@@ -222,6 +222,7 @@ type liveSegment struct {
 	erased *erasedIndex
 	viewMu sync.Mutex
 	views  map[int]*partView
+	held   map[int]heldErased // holdsErased's answers per workspace, by generation
 
 	// meta caches artifact metadata (payload dropped) read at pack time:
 	// segments are immutable, so entries never go stale. Capped, not evicted.

@@ -81,6 +81,38 @@ func (x *erasedIndex) clone() *erasedIndex {
 	return c
 }
 
+// heldErased is a cached answer of holdsErased, valid while the erased
+// index's generation of the workspace is gen.
+type heldErased struct {
+	gen  uint64
+	held bool
+}
+
+// holdsErased reports whether workspace wi of s holds an artifact of its
+// DB's erased index. Every pack asks it of every segment, and the answer
+// costs a lookup per erased artifact of the workspace, so it is kept until
+// the workspace's erased set changes (pruning removes only artifacts no
+// segment holds, so it changes no answer). Callers hold the DB's mu.
+func (s *liveSegment) holdsErased(wi int) bool {
+	x := s.erased
+	if x == nil || len(x.byWS) == 0 {
+		return false
+	}
+	info := s.Workspaces()[wi]
+	gen := x.gen[wsKey{info.Tenant, info.Workspace}]
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	if h, ok := s.held[wi]; ok && h.gen == gen {
+		return h.held
+	}
+	held := x.holds(s, wi)
+	if s.held == nil {
+		s.held = map[int]heldErased{}
+	}
+	s.held[wi] = heldErased{gen, held}
+	return held
+}
+
 // holds reports whether workspace wi of s holds an erased artifact.
 func (x *erasedIndex) holds(s *liveSegment, wi int) bool {
 	if x == nil || len(x.byWS) == 0 {

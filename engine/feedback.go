@@ -470,7 +470,7 @@ func (db *DB) DataVersion(tenant, ws string) uint64 {
 func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
 	w := s.Workspaces()[wi]
 	k := wsKey{w.Tenant, w.Workspace}
-	if w.Artifacts > 0 && (hidden(k, w.MinSeq) || s.erased.holds(s, wi)) {
+	if w.Artifacts > 0 && (hidden(k, w.MinSeq) || s.holdsErased(wi)) {
 		return true
 	}
 	// Feedback and receipt sections start with a count and the first (lowest) seq.

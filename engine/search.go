@@ -102,7 +102,7 @@ func (db *DB) workspaceSources(k wsKey) []partSource {
 			continue
 		}
 		src := partSource{seg: s, ws: wi}
-		if db.erased.holds(s, wi) {
+		if s.holdsErased(wi) {
 			v, err := s.view(wi)
 			if err != nil {
 				db.log.Error("engine: search view without erased artifacts; part left out", "err", err)

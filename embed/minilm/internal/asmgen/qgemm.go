@@ -38,29 +38,7 @@ func genQGemm(tb, gb int) {
 	TEXT(name, NOSPLIT, "func(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s multiplies a tile of %d tokens by a panel of %d outputs (see internal/asmgen/qgemm.go).", name, tb, 16*gb))
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	w := Load(Param("w"), GP64())
-	groups := Load(Param("groups"), GP64())
-	tp := Load(Param("tp"), GP64())
-	tps := Load(Param("tps"), GP64())
-	var lda3 GPVirtual
-	if tb > 3 {
-		lda3 = GP64()
-		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
-	}
-	row := func(t, disp int) Mem {
-		switch t {
-		case 0:
-			return Mem{Base: a, Disp: disp}
-		case 1:
-			return Mem{Base: a, Index: lda, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: a, Index: lda, Scale: 2, Disp: disp}
-		default:
-			return Mem{Base: a, Index: lda3, Scale: 1, Disp: disp}
-		}
-	}
+	a, w, groups, tp, tps, row := loadTile(tb)
 	facc := make([][]VecVirtual, tb)
 	iacc := make([][]VecVirtual, tb)
 	for t := range facc {
@@ -128,6 +106,36 @@ func genQGemm(tb, gb int) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// loadTile loads the parameters the tile kernels share and returns the
+// tile's first row, the panel, the group count, the token records and their
+// stride, and the address of byte disp of token row t (t < tb) of the tile.
+func loadTile(tb int) (a, w, groups, tp, tps Register, row func(t, disp int) Mem) {
+	a = Load(Param("a"), GP64())
+	lda := Load(Param("lda"), GP64())
+	w = Load(Param("w"), GP64())
+	groups = Load(Param("groups"), GP64())
+	tp = Load(Param("tp"), GP64())
+	tps = Load(Param("tps"), GP64())
+	var lda3 GPVirtual
+	if tb > 3 {
+		lda3 = GP64()
+		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+	}
+	row = func(t, disp int) Mem {
+		switch t {
+		case 0:
+			return Mem{Base: a, Disp: disp}
+		case 1:
+			return Mem{Base: a, Index: lda, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: a, Index: lda, Scale: 2, Disp: disp}
+		default:
+			return Mem{Base: a, Index: lda3, Scale: 1, Disp: disp}
+		}
+	}
+	return a, w, groups, tp, tps, row
 }
 
 // vpdpbusdBcst emits VPDPBUSD.BCST m32, w, acc (acc += per dword, the sum of

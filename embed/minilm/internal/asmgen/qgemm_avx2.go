@@ -31,29 +31,7 @@ func genQGemmAVX2(tb int) {
 	TEXT(name, NOSPLIT, "func(a *int16, lda int, w *byte, groups int, tp *int32, tps int, bias *float32, out *float32, ldo int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s multiplies a tile of %d tokens by a panel of 8 outputs (see internal/asmgen/qgemm_avx2.go).", name, tb))
-	a := Load(Param("a"), GP64())
-	lda := Load(Param("lda"), GP64())
-	w := Load(Param("w"), GP64())
-	groups := Load(Param("groups"), GP64())
-	tp := Load(Param("tp"), GP64())
-	tps := Load(Param("tps"), GP64())
-	var lda3 GPVirtual
-	if tb > 3 {
-		lda3 = GP64()
-		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
-	}
-	row := func(t, disp int) Mem {
-		switch t {
-		case 0:
-			return Mem{Base: a, Disp: disp}
-		case 1:
-			return Mem{Base: a, Index: lda, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: a, Index: lda, Scale: 2, Disp: disp}
-		default:
-			return Mem{Base: a, Index: lda3, Scale: 1, Disp: disp}
-		}
-	}
+	a, w, groups, tp, tps, row := loadTile(tb)
 	facc := make([]VecVirtual, tb)
 	iacc := make([]VecVirtual, tb)
 	for t := range facc {
