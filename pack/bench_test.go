@@ -96,3 +96,29 @@ func BenchmarkPack(b *testing.B) {
 	b.Run("coverage/estimate", func(b *testing.B) { benchmarkPack(b, ModeCoverage, text.Estimate{}) })
 	b.Run("relevance/cheap", func(b *testing.B) { benchmarkPack(b, ModeRelevance, cheap{}) })
 }
+
+// BenchmarkPackLineCounts: the same packs counted exactly with o200k_base,
+// without and with a LineCounts memo shared across packs (the memo is warm
+// after the first pack, as on a server packing one workspace).
+func BenchmarkPackLineCounts(b *testing.B) {
+	for _, memo := range []bool{false, true} {
+		name := "o200k"
+		if memo {
+			name += "+memo"
+		}
+		b.Run(name, func(b *testing.B) {
+			cs := benchCandidates(200)
+			rq := req("refund window policy for enterprise customers", 4096)
+			if memo {
+				rq.Lines = NewLineCounts(1 << 16)
+			}
+			tok := text.O200kBase()
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := Pack(rq, nil, cs, tok); r.TotalTokens > 4096 || len(r.Citations) == 0 {
+					b.Fatalf("%d tokens, %d citations", r.TotalTokens, len(r.Citations))
+				}
+			}
+		})
+	}
+}

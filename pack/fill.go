@@ -2,6 +2,7 @@ package pack
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,6 +28,11 @@ type filler struct {
 	red       redundancyIndex   // shingles of the included spans
 
 	costPinned, costEvidence, costConflicts, costFooter int
+
+	// lines, when set, memoizes evidence lines' counts without their tag;
+	// tagCost[n] is the count of citeTag(n) (0: not counted yet).
+	lines   *LineCounts
+	tagCost []int
 }
 
 // newFiller returns a filler for a budget; tokens is the sum of the
@@ -91,7 +97,7 @@ func (f *filler) place(c *cand, pin bool) (ok bool, detail string) {
 func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 	cite := len(f.included) + 1
 	c.rendered = flatten(c.Text)
-	cost = f.tok.Count(evidenceLine(cite, c.rendered))
+	cost = f.lineCost(cite, c)
 	if len(f.included) == 0 {
 		cost += f.costFooter
 	}
@@ -143,6 +149,20 @@ func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 	f.taken[c.ArtifactID]++
 	f.conflicts = append(f.conflicts, found...) // in order of CiteB; final sorts them
 	return true, cost
+}
+
+// lineCost returns the token count of c's evidence line when cited as cite.
+func (f *filler) lineCost(cite int, c *cand) int {
+	if f.lines == nil {
+		return f.tok.Count(evidenceLine(cite, c.rendered))
+	}
+	for len(f.tagCost) <= cite {
+		f.tagCost = append(f.tagCost, 0)
+	}
+	if f.tagCost[cite] == 0 {
+		f.tagCost[cite] = f.tok.Count(citeTag(cite))
+	}
+	return f.tagCost[cite] + f.lines.body(c.SpanID, binary.BigEndian.Uint32(c.tieKey()[:4]), c.rendered, f.tok)
 }
 
 // MaxConflictsPerSpan bounds the conflicts recorded when a span is placed:
@@ -280,6 +300,13 @@ func (f *filler) final() (text, prefix, ws string, tokens int) {
 		}
 		return a.CiteB - b.CiteB
 	})
+	if f.lines != nil {
+		// The counter splits after every line as well (its lines end in
+		// "\n" and begin with "=", "[" or "C", see TestContextTextSplits),
+		// so the lines' counts add up to the text's.
+		text, prefix, ws = layout(f.pinned(), f.working(), f.conflicts)
+		return text, prefix, ws, f.used
+	}
 	for {
 		text, prefix, ws = layout(f.pinned(), f.working(), f.conflicts)
 		tokens = f.tok.Count(text)

@@ -57,6 +57,9 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 		tokens += max(c.Tokens, 0)
 	}
 	f := newFiller(tok, budget, tun, tokens)
+	if req.Lines != nil && splitsAfterTag(tok) {
+		f.lines = req.Lines
+	}
 	var pins, rest []*cand
 	for _, c := range cs {
 		if d := policyDenial(&c.Candidate, req.ActorID, req.Policy); d != "" {

@@ -182,4 +182,8 @@ type Request struct {
 	// the pack then notes it among its assumptions and gives the semantic
 	// weight to the other channels.
 	SemanticAvailable bool
+
+	// Lines, when set, memoizes evidence line counts across packs (see
+	// LineCounts); it changes how fast a pack is, never what it is.
+	Lines *LineCounts
 }
