@@ -677,7 +677,8 @@ func stripPreviews(body []byte, cites []pack.Citation) ([]byte, []previewCut) {
 var errPreview = errors.New("content preview cannot be rebuilt")
 
 // restorePreviews puts the previews stripPreviews left out back into a
-// stored body, from the spans of tenant's artifacts. Callers hold mu.
+// stored body, from the spans of tenant's artifacts; the preview of a span
+// whose artifact has been erased stays empty. Callers hold mu.
 func (db *DB) restorePreviews(tenant string, stored []byte, cuts []previewCut) ([]byte, error) {
 	if len(cuts) == 0 {
 		return stored, nil
@@ -701,6 +702,13 @@ func (db *DB) restorePreviews(tenant string, stored []byte, cuts []previewCut) (
 		e := r.Evidence[i]
 		text, err := db.spanTextLocked(tenant, e.ArtifactID, e.SpanID)
 		switch {
+		case errors.Is(err, ErrNotFound):
+			// The artifact was erased (or its workspace, or retention took
+			// it): its text is gone, and so is the preview; it stays "".
+			if c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""` {
+				return nil, fmt.Errorf("%w: citation %d: misplaced preview", errPreview, i)
+			}
+			continue
 		case err != nil:
 			return nil, fmt.Errorf("%w: citation %d: %v", errPreview, i, err)
 		case pack.ContentHash(text) != e.ContentHash || c.n > len(text) || c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""`:
