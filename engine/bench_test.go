@@ -30,3 +30,27 @@ func BenchmarkIngest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRetentionCutoff measures setting a retention that erases half of
+// a workspace held in the head: 4,000 artifacts over 20 days, 10 days kept.
+func BenchmarkRetentionCutoff(b *testing.B) {
+	const n = 4000
+	for b.Loop() {
+		b.StopTimer()
+		db := openTest(&testing.T{}, b.TempDir(), Options{Sync: wal.SyncOff, Logger: quietLogger(), NoEmbedder: true})
+		for i := range n {
+			in := chat("w", fmt.Sprintf("Turn %d: the deploy moved to Friday because the cluster budget was revised.", i))
+			in.Timestamp = retentionDay(i * 20 / n)
+			if _, err := db.Ingest("t", in); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if err := db.SetRetention("t", "w", 10); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
+}

@@ -215,7 +215,7 @@ func (db *DB) applyEraseArtifact(r *eraseArtifactRecord, seq uint64) bool {
 	db.erased.add(k, e)
 	for _, h := range db.headsNewestFirst() {
 		if x := h.byID[r.ArtifactID]; x != nil {
-			h.dropArtifact(x)
+			h.dropArtifacts(k, []*headArtifact{x})
 		}
 	}
 	db.head.erasures++ // flush soon: the WAL holds the artifact's bytes
@@ -293,22 +293,29 @@ func (db *DB) segmentHolds(k wsKey, e erasedArtifact) bool {
 	return false
 }
 
-// dropArtifact removes an artifact from a head (active or frozen) and
-// rebuilds its workspace's indexes without its spans: the lexical index
-// through the section encoding and the merge compaction uses (the index
-// re-indexing the rest would build), vectors copied row by row. The
-// workspace is replaced, not modified, so sections a flush built from it
-// stay valid.
-func (h *head) dropArtifact(ha *headArtifact) {
-	k := wsKey{ha.a.Tenant, ha.a.Workspace}
-	delete(h.byID, ha.a.ID)
-	h.bytes -= artifactFootprint(ha.a, ha.spans)
-	h.settle(ha, embedDropped)
+// dropArtifacts removes artifacts of one workspace from a head (active or
+// frozen) and rebuilds the workspace's indexes once without their spans:
+// the lexical index through the section encoding and the merge compaction
+// uses (the index re-indexing the rest would build), vectors copied row by
+// row. So a retention cutoff that erases many artifacts rebuilds once, not
+// once per artifact. The workspace is replaced, not modified, so sections a
+// flush built from it stay valid.
+func (h *head) dropArtifacts(k wsKey, has []*headArtifact) {
+	if len(has) == 0 {
+		return
+	}
+	drop := make(map[*headArtifact]bool, len(has))
+	for _, ha := range has {
+		delete(h.byID, ha.a.ID)
+		h.bytes -= artifactFootprint(ha.a, ha.spans)
+		h.settle(ha, embedDropped)
+		drop[ha] = true
+	}
 	w := h.workspaces[k]
 	if w == nil {
 		return
 	}
-	if len(w.artifacts) == 1 && w.artifacts[0] == ha {
+	if !slices.ContainsFunc(w.artifacts, func(a *headArtifact) bool { return !drop[a] }) {
 		delete(h.workspaces, k)
 		return
 	}
@@ -318,7 +325,7 @@ func (h *head) dropArtifact(ha *headArtifact) {
 	}
 	keep := make([]bool, len(w.refs))
 	for doc, ref := range w.refs {
-		keep[doc] = ref.ha != ha
+		keep[doc] = !drop[ref.ha]
 	}
 	if err := copyLexical(nw.lex, w.lex, keep); err != nil {
 		// Cannot happen for a valid index; analyze the texts again.
@@ -330,7 +337,7 @@ func (h *head) dropArtifact(ha *headArtifact) {
 		}
 	}
 	for _, a := range w.artifacts {
-		if a == ha {
+		if drop[a] {
 			continue
 		}
 		old := a.firstDoc

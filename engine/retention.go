@@ -193,14 +193,17 @@ func (db *DB) eraseLocked(k wsKey, es []erasedArtifact) {
 	if len(es) == 0 {
 		return
 	}
-	hs := db.headsNewestFirst()
 	for _, e := range es {
 		db.erased.add(k, e)
-		for _, h := range hs {
+	}
+	for _, h := range db.headsNewestFirst() {
+		var drop []*headArtifact
+		for _, e := range es {
 			if x := h.byID[e.ID]; x != nil {
-				h.dropArtifact(x)
+				drop = append(drop, x)
 			}
 		}
+		h.dropArtifacts(k, drop) // one rebuild of the workspace per head
 	}
 	db.head.erasures++ // flush soon: the WAL holds the artifacts' bytes
 	v, exists := db.versions[k]

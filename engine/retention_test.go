@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"math"
@@ -399,5 +400,59 @@ func TestRetentionCheckpointState(t *testing.T) {
 	replayR, replayV := check("after reopen")
 	if liveR != replayR || liveV != replayV {
 		t.Fatalf("replay %+v v%d != live %+v v%d", replayR, replayV, liveR, liveV)
+	}
+}
+
+// TestRetentionDropsOnceEqualsFresh: a cutoff that erases many artifacts of
+// a head workspace at once (one rebuild) leaves the head's lexical index and
+// vectors byte-identical to a head that only ever held the kept artifacts.
+func TestRetentionDropsOnceEqualsFresh(t *testing.T) {
+	const n = 40
+	text := func(i int) string {
+		return fmt.Sprintf("Turn %d: the deploy of service %d moved to day %d; budget %d dollars.", i, i%7, i/2, 1000+i*13)
+	}
+	ingest := func(db *DB, from int) {
+		for i := from; i < n; i++ {
+			in := chat("w", text(i))
+			in.Timestamp = retentionDay(i / 2) // days 0..19, two artifacts a day
+			mustIngest(t, db, "t", in)
+			other := chat("w2", text(i)) // another workspace, untouched
+			other.Timestamp = in.Timestamp
+			mustIngest(t, db, "t", other)
+		}
+	}
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
+	defer db.Close()
+	ingest(db, 0)
+	if err := db.SetRetention("t", "w", 9); err != nil { // newest day 19: keeps days 10..19
+		t.Fatal(err)
+	}
+	fresh := openTest(t, t.TempDir(), Options{DisableBackground: true})
+	defer fresh.Close()
+	ingest(fresh, 20)
+	if w2 := db.head.workspaces[wsKey{"t", "w2"}]; w2 == nil || len(w2.artifacts) != n {
+		t.Fatalf("the other workspace lost artifacts: %v", w2)
+	}
+	got, want := db.head.workspaces[wsKey{"t", "w"}], fresh.head.workspaces[wsKey{"t", "w"}]
+	if got == nil || want == nil || len(got.artifacts) != len(want.artifacts) || len(got.artifacts) != n/2 {
+		t.Fatalf("w: %d artifacts kept, want %d", len(got.artifacts), n/2)
+	}
+	gs, err := got.lex.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws2, err := want.lex.Sections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gs, ws2) {
+		t.Fatal("lexical index after the cutoff differs from a fresh index of the kept artifacts")
+	}
+	if got.vec == nil || !slices.Equal(got.vec.Rows(), want.vec.Rows()) || !slices.Equal(got.vec.Scales(), want.vec.Scales()) ||
+		!slices.Equal(got.vec.Keys(), want.vec.Keys()) {
+		t.Fatal("vectors after the cutoff differ from a fresh head's")
+	}
+	if got.spans != want.spans || len(got.refs) != len(want.refs) {
+		t.Fatalf("spans %d refs %d, want %d and %d", got.spans, len(got.refs), want.spans, len(want.refs))
 	}
 }
