@@ -15,6 +15,7 @@ import (
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
@@ -42,7 +43,7 @@ type LoCoMoConfig struct {
 // Ingest modes and timestamp styles of LoCoMoConfig.
 const (
 	// IngestViaEngine calls the engine in process: IngestBatch per session,
-	// then a compaction; packs through DB.ContextPack.
+	// then a compaction; packs through retrieval.Packer.ContextPack.
 	IngestViaEngine = "engine"
 	// IngestViaHTTP starts the real HTTP server on loopback and ingests each
 	// conversation with POST /v2/ingest in batches of locomoHTTPBatch turns
@@ -284,6 +285,7 @@ func turnPayload(t *locomoTurn) []byte {
 // engineStore is the engine in process (IngestViaEngine).
 type engineStore struct {
 	db      *engine.DB
+	packer  *retrieval.Packer
 	cleanup func()
 }
 
@@ -330,12 +332,12 @@ func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder, p *pr
 		cleanup()
 		return nil, nil, err
 	}
-	return &engineStore{db, cleanup}, turnOf, nil
+	return &engineStore{db, retrieval.New(db), cleanup}, turnOf, nil
 }
 
 func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
 	start := time.Now()
-	pr, err := s.db.ContextPack(context.Background(), "eval", engine.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget})
+	pr, err := s.packer.ContextPack(context.Background(), "eval", retrieval.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget})
 	lat := time.Since(start)
 	if err != nil {
 		return packOutcome{}, 0, err

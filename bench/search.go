@@ -10,6 +10,7 @@ import (
 
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/vecindex"
 )
 
@@ -99,6 +100,7 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1e6 }
 		return Latency{P50ms: ms(0.5), P99ms: ms(0.99), MaxMs: ms(1)}, nil
 	}
+	packer := retrieval.New(db)
 	for _, f := range []struct {
 		dst  *Latency
 		fn   func(q string) error
@@ -115,7 +117,7 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 			return err
 		}, "semantic top 10"},
 		{&res.Pack2048, func(q string) error {
-			_, err := db.ContextPack(context.Background(), "bench", engine.PackRequest{Workspace: "bench", Query: q, MaxTokens: 2048})
+			_, err := packer.ContextPack(context.Background(), "bench", retrieval.PackRequest{Workspace: "bench", Query: q, MaxTokens: 2048})
 			return err
 		}, "context packs"},
 	} {

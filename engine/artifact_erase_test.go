@@ -42,7 +42,7 @@ func eraseFixture(t *testing.T, db *DB) []uuid.UUID {
 // packJSON returns a pack's full result and receipt id as JSON.
 func packJSON(t *testing.T, db *DB, query string) string {
 	t.Helper()
-	pr := mustPack(t, db, "t1", PackRequest{Workspace: "w", Query: query, MaxTokens: 2000})
+	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: query, MaxTokens: 2000})
 	b, err := json.Marshal(struct {
 		R  any
 		ID uuid.UUID
@@ -159,7 +159,7 @@ func checkErased(t *testing.T, db *DB, ids []uuid.UUID, secret uuid.UUID) {
 	if hits, _ := db.SearchLexical("t1", "w", eraseNeedle, 10); len(hits) != 0 {
 		t.Fatalf("needle still searchable: %v", hits)
 	}
-	pr := mustPack(t, db, "t1", PackRequest{Workspace: "w", Query: "secret launch code word", MaxTokens: 2000})
+	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: "secret launch code word", MaxTokens: 2000})
 	for _, cit := range pr.Result.Citations {
 		if cit.ArtifactID == secret {
 			t.Fatal("pack cites the erased artifact")

@@ -117,7 +117,7 @@ func crashChild(dir, round string) {
 						os.Exit(3)
 					}
 					say("pinned %s", r.ArtifactID)
-					pr, err := db.ContextPack(context.Background(), "t", PackRequest{Workspace: ws, Query: fmt.Sprintf("word%d end", i%500), MaxTokens: 256})
+					pr, err := probePack(context.Background(), db, "t", PackProbe{Workspace: ws, Query: fmt.Sprintf("word%d end", i%500), MaxTokens: 256})
 					if err != nil {
 						say("error %v", err)
 						os.Exit(3)

@@ -180,8 +180,8 @@ func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
 	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
 	defer db.Close()
 	waitEmbedded(t, db, "t", ids...)
-	req := PackRequest{Workspace: "ws", Query: "when is the deploy?", MaxTokens: 512}
-	bg, err := db.ContextPack(context.Background(), "t", req)
+	req := PackProbe{Workspace: "ws", Query: "when is the deploy?", MaxTokens: 512}
+	bg, err := probePack(context.Background(), db, "t", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in, err := inline.ContextPack(context.Background(), "t", req)
+	in, err := probePack(context.Background(), inline, "t", req)
 	if err != nil {
 		t.Fatal(err)
 	}

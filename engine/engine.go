@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,9 +171,6 @@ type DB struct {
 	receipts   *receiptStore
 	manifest   manifest // last written
 
-	packSlots chan struct{} // see ContextPack: admission of concurrent packs
-	packCount packCounters  // see ContextPack and PackCounts
-
 	// controlSnap is a control snapshot taken at a WAL rotation and not yet
 	// written; no checkpoint may pass that rotation before it is. Guarded by maintMu.
 	controlSnap []byte
@@ -314,7 +310,6 @@ func Open(dir string, opts Options) (*DB, error) {
 		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, retention: map[wsKey]retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	db.packSlots = make(chan struct{}, 4*runtime.GOMAXPROCS(0))
 	db.flushed = sync.NewCond(&db.stallMu)
 	db.idle = sync.NewCond(&db.gateMu)
 	uuid.EnableRandPool()

@@ -31,6 +31,18 @@ func chat(ws, content string) IngestInput {
 		Timestamp: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 }
 
+func mustIngest(t *testing.T, db *DB, tenant string, in IngestInput) IngestResult {
+	t.Helper()
+	r, err := db.Ingest(tenant, in)
+	if err != nil {
+		t.Fatalf("ingest: %v", err)
+	}
+	if len(r.SpanIDs) == 0 {
+		t.Fatalf("ingest of %s: no spans", in.Payload)
+	}
+	return r
+}
+
 func TestIngestAndRead(t *testing.T) {
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
 	defer db.Close()

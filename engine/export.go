@@ -174,7 +174,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		return err
 	}
 	defer db.leave()
-	if err := checkID("tenant", tenant, true); err != nil {
+	if err := CheckID("tenant", tenant, true); err != nil {
 		return err
 	}
 	if err := CheckWorkspaceID(ws); err != nil {

@@ -350,12 +350,12 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 		return FeedbackResult{}, err
 	}
 	defer db.leave()
-	if err := checkID("workspace_id", in.Workspace, true); err != nil {
+	if err := CheckID("workspace_id", in.Workspace, true); err != nil {
 		return FeedbackResult{}, err
 	}
 	// The contract does not require actor_id: feedback without one is
 	// anonymous (private then hides the span from every actor).
-	if err := checkID("actor_id", in.ActorID, false); err != nil {
+	if err := CheckID("actor_id", in.ActorID, false); err != nil {
 		return FeedbackResult{}, err
 	}
 	if !slices.Contains(FeedbackActions, in.Action) {

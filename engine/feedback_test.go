@@ -203,7 +203,7 @@ func TestCloseDuringFeedbackAndPacks(t *testing.T) {
 				case 0:
 					db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "a", Action: ActionPin, ArtifactID: r.ArtifactID})
 				case 1:
-					db.ContextPack(context.Background(), "t", PackRequest{Workspace: "ws", Query: "deploy", MaxTokens: 100 + i%50})
+					probePack(context.Background(), db, "t", PackProbe{Workspace: "ws", Query: "deploy", MaxTokens: 100 + i%50})
 				default:
 					db.Ingest("t", chat("ws", "more text"))
 				}

@@ -101,7 +101,7 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		return nil, err
 	}
 	defer db.leave()
-	if err := checkID("tenant", tenant, true); err != nil {
+	if err := CheckID("tenant", tenant, true); err != nil {
 		return nil, err
 	}
 	now := db.opts.Now().UTC()
@@ -465,7 +465,7 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 		SessionID: in.SessionID, ThreadID: in.ThreadID, IdempotencyKey: in.IdempotencyKey,
 		Timestamp: ts.UnixMicro(), IngestedAt: now.UnixMicro(),
 		Permissions: clonePermissions(in.Permissions), Payload: bytes.Clone(in.Payload), Indexed: true,
-		Metadata: cloneMetadata(in.Metadata),
+		Metadata: CloneMetadata(in.Metadata),
 	}
 	a.ContentHash = artifact.ContentHash(a.Payload)
 	var spans []artifact.Span
@@ -516,10 +516,10 @@ func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
 		}
 		return err
 	}
-	if err := checkID("workspace_id", in.Workspace, true); err != nil {
+	if err := CheckID("workspace_id", in.Workspace, true); err != nil {
 		return err
 	}
-	if err := checkID("actor_id", in.ActorID, true); err != nil {
+	if err := CheckID("actor_id", in.ActorID, true); err != nil {
 		return err
 	}
 	if in.Type == "" {
@@ -529,7 +529,7 @@ func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
 		return &InvalidError{"artifact_type", fmt.Sprintf("unknown value %q; allowed: %v", in.Type, artifact.Types)}
 	}
 	for _, f := range []struct{ name, v string }{{"idempotency_key", in.IdempotencyKey}, {"session_id", in.SessionID}, {"thread_id", in.ThreadID}} {
-		if err := checkID(f.name, f.v, false); err != nil {
+		if err := CheckID(f.name, f.v, false); err != nil {
 			return err
 		}
 	}
@@ -553,7 +553,7 @@ func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
 		v    []string
 	}{{"permissions.allowed_actors", in.Permissions.AllowedActors}, {"permissions.denied_actors", in.Permissions.DeniedActors}, {"permissions.rbac_tags", in.Permissions.RBACTags}} {
 		for i, s := range l.v {
-			if err := checkID(fmt.Sprintf("%s[%d]", l.name, i), s, true); err != nil {
+			if err := CheckID(fmt.Sprintf("%s[%d]", l.name, i), s, true); err != nil {
 				return after(err)
 			}
 		}
@@ -603,13 +603,16 @@ func (db *DB) CheckWorkspace(tenant, ws string) error {
 	if err == nil {
 		return nil
 	}
-	if checkID("workspace_id", ws, true) == nil && db.DataVersion(tenant, ws) != 0 {
+	if CheckID("workspace_id", ws, true) == nil && db.DataVersion(tenant, ws) != 0 {
 		return nil
 	}
 	return err
 }
 
-func checkID(field, v string, required bool) *InvalidError {
+// CheckID checks an id-like field (workspace, actor, session): at most
+// MaxIDLength bytes of UTF-8 without control characters, and not empty when
+// required. The error names field.
+func CheckID(field, v string, required bool) *InvalidError {
 	switch {
 	case v == "" && required:
 		return &InvalidError{field, "is required"}

@@ -59,8 +59,8 @@ func CheckMetadata(field string, m map[string]string) *InvalidError {
 	return nil
 }
 
-// cloneMetadata copies m; empty gives nil, the stored form of none.
-func cloneMetadata(m map[string]string) map[string]string {
+// CloneMetadata copies m; empty gives nil, the stored form of none.
+func CloneMetadata(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
@@ -72,9 +72,9 @@ func sameMetadata(a, b map[string]string) bool {
 	return len(a) == len(b) && maps.Equal(a, b)
 }
 
-// metadataMatches reports whether an artifact's metadata holds every pair
+// MetadataMatches reports whether an artifact's metadata holds every pair
 // of filter with exactly its value (an empty filter matches everything).
-func metadataMatches(md, filter map[string]string) bool {
+func MetadataMatches(md, filter map[string]string) bool {
 	for k, v := range filter {
 		if got, ok := md[k]; !ok || got != v {
 			return false

@@ -79,7 +79,7 @@ func indexOf(ids []uuid.UUID, id uuid.UUID) int {
 // or excluded (every candidate the packer saw) and the pack as JSON.
 func filteredPack(t *testing.T, db *DB, filter map[string]string) (map[uuid.UUID]bool, string, uuid.UUID) {
 	t.Helper()
-	pr := mustPack(t, db, "t1", PackRequest{Workspace: "w", Query: "when is the deploy window", MaxTokens: 2000, Metadata: filter})
+	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: "when is the deploy window", MaxTokens: 2000, Metadata: filter})
 	seen := map[uuid.UUID]bool{}
 	for _, c := range pr.Result.Citations {
 		seen[c.ArtifactID] = true
@@ -90,7 +90,7 @@ func filteredPack(t *testing.T, db *DB, filter map[string]string) (map[uuid.UUID
 	return seen, packJSONOf(t, pr), pr.ReceiptID
 }
 
-func packJSONOf(t *testing.T, pr *PackResponse) string {
+func packJSONOf(t *testing.T, pr *PackOutcome) string {
 	t.Helper()
 	var b strings.Builder
 	for _, c := range pr.Result.Citations {
@@ -300,7 +300,7 @@ func TestPackMetadataFilter(t *testing.T) {
 	if seen, _, _ := filteredPack(t, db, map[string]string{"team": "payments"}); seen[ids[1]] {
 		t.Fatal("a pinned span outside the filter reached the pack")
 	}
-	if _, err := db.ContextPack(t.Context(), "t1", PackRequest{Workspace: "w", Query: "q", Metadata: map[string]string{"bad key": "x"}}); err == nil {
+	if _, err := probePack(t.Context(), db, "t1", PackProbe{Workspace: "w", Query: "q", Metadata: map[string]string{"bad key": "x"}}); err == nil {
 		t.Fatal("a bad filter key was accepted")
 	}
 }

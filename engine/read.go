@@ -234,7 +234,7 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 		return EraseResult{}, err
 	}
 	defer db.leave()
-	if err := checkID("workspace_id", ws, true); err != nil {
+	if err := CheckID("workspace_id", ws, true); err != nil {
 		return EraseResult{}, err
 	}
 	k := wsKey{tenant, ws}

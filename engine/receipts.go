@@ -34,6 +34,10 @@ type Receipt struct {
 	TotalTokens int
 	Body        []byte
 	Seq         uint64 // set when applied
+	// Citations are the pack's citations (not stored, and empty in
+	// receipts read back), from which StoreReceipt finds the content
+	// previews it can leave out of the stored body.
+	Citations []pack.Citation
 
 	// packed is Body compressed (zstd), as the record stores it; the engine
 	// keeps only this form in memory. Body is stored without the content
@@ -41,9 +45,6 @@ type Receipt struct {
 	// start of span texts the segments hold, rebuilt when the receipt is read.
 	packed []byte
 	cuts   []previewCut
-	// cites are the pack's citations (ContextPack sets them; not stored),
-	// from which StoreReceipt finds the previews it can leave out.
-	cites []pack.Citation
 }
 
 // previewCut is a content preview left out of a stored receipt body: at is
@@ -470,8 +471,8 @@ func (db *DB) storeReceipt(r Receipt) error {
 	}
 	rec := r
 	rec.packed, rec.cuts = nil, nil
-	rec.Body, rec.cuts = stripPreviews(r.Body, r.cites)
-	rec.cites = nil
+	rec.Body, rec.cuts = stripPreviews(r.Body, r.Citations)
+	rec.Citations = nil
 	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
 	_, err := db.wal.Append(wal.Entry{Type: uint8(recReceipt), Payload: encodeReceiptRecord(&rec),
 		Apply: func(seq uint64) { db.apply(recReceipt, seq, nil, &rec) }})

@@ -218,7 +218,7 @@ func TestReceiptPreviewsRebuilt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := db.ContextPack(t.Context(), "t", PackRequest{Workspace: "ws", Query: "quarterly budget review"})
+	res, err := probePack(t.Context(), db, "t", PackProbe{Workspace: "ws", Query: "quarterly budget review"})
 	if err != nil || len(res.Result.Citations) < 2 {
 		t.Fatalf("pack: %v, %d citations", err, len(res.Result.Citations))
 	}

@@ -106,7 +106,7 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 		return err
 	}
 	defer db.leave()
-	if err := checkID("workspace_id", ws, true); err != nil {
+	if err := CheckID("workspace_id", ws, true); err != nil {
 		return err
 	}
 	if days < 0 || days > MaxRetentionDays {

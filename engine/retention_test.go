@@ -66,7 +66,7 @@ func checkVisible(t *testing.T, db *DB, all, want []uuid.UUID) {
 	if !slices.Equal(listed, sorted) {
 		t.Fatalf("listing %v, want %v", listed, sorted)
 	}
-	pr := mustPack(t, db, "t1", PackRequest{Workspace: "w", Query: "deploy launch word payments", MaxTokens: 2000})
+	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: "deploy launch word payments", MaxTokens: 2000})
 	for _, c := range pr.Result.Citations {
 		if !slices.Contains(want, c.ArtifactID) {
 			t.Fatalf("pack cites hidden artifact %s", c.ArtifactID)

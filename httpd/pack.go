@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
 	"github.com/valyala/fasthttp"
 )
 
@@ -52,8 +52,8 @@ type policyJSON struct {
 
 // engineRequest validates a pack request and converts it. v2 requires
 // max_tokens and takes profile.
-func (r *packRequest) engineRequest(v2 bool, profile *string) (engine.PackRequest, error) {
-	req := engine.PackRequest{Workspace: r.WorkspaceID, ActorID: r.ActorID, SessionID: r.SessionID, Mode: r.Mode,
+func (r *packRequest) engineRequest(v2 bool, profile *string) (retrieval.PackRequest, error) {
+	req := retrieval.PackRequest{Workspace: r.WorkspaceID, ActorID: r.ActorID, SessionID: r.SessionID, Mode: r.Mode,
 		MaxLatencyMs: r.MaxLatencyMs, MaxCostUSD: r.MaxCostUSD}
 	if r.Query == nil {
 		return req, errors.New("query: is required")
@@ -61,11 +61,11 @@ func (r *packRequest) engineRequest(v2 bool, profile *string) (engine.PackReques
 	req.Query = *r.Query
 	if r.MaxTokens == nil {
 		if v2 {
-			return req, fmt.Errorf("max_tokens: is required (1 to %d)", engine.MaxPackTokens)
+			return req, fmt.Errorf("max_tokens: is required (1 to %d)", retrieval.MaxPackTokens)
 		}
 	} else {
-		if *r.MaxTokens < 1 || *r.MaxTokens > engine.MaxPackTokens {
-			return req, fmt.Errorf("max_tokens: must be between 1 and %d, got %d", engine.MaxPackTokens, *r.MaxTokens)
+		if *r.MaxTokens < 1 || *r.MaxTokens > retrieval.MaxPackTokens {
+			return req, fmt.Errorf("max_tokens: must be between 1 and %d, got %d", retrieval.MaxPackTokens, *r.MaxTokens)
 		}
 		req.MaxTokens = *r.MaxTokens
 	}
@@ -137,7 +137,7 @@ func (r *packRequest) engineRequest(v2 bool, profile *string) (engine.PackReques
 // packTimeout bounds one pack (a remote query embedder is the slow part).
 const packTimeout = 30 * time.Second
 
-func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*engine.PackResponse, bool) {
+func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*retrieval.PackResponse, bool) {
 	// v1 decodes into packRequest alone, so that profile is unknown there.
 	var r packV2Request
 	var into any = &r.packRequest
@@ -163,7 +163,7 @@ func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*engine.Pa
 	defer cancel()
 	stop := watchClient(ctx, cancel)
 	defer stop()
-	res, err := s.db.ContextPack(pctx, c.who.tenant, req)
+	res, err := s.packer.ContextPack(pctx, c.who.tenant, req)
 	if err != nil {
 		s.fail(ctx, err)
 		return nil, false

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
@@ -87,6 +88,8 @@ const (
 type Server struct {
 	db  *engine.DB
 	ctl *control.Store
+	// packer builds the context packs over db.
+	packer *retrieval.Packer
 	// svc decides who a caller is and whether it may be served, and owns
 	// tenants, keys, plans and usage.
 	svc     *service.Service
@@ -193,6 +196,7 @@ func NewStarting(cfg Config) *Server {
 // stops them.
 func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 	s.db, s.ctl = db, ctl
+	s.packer = retrieval.New(db)
 	s.svc = service.New(ctl, service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
 		RateWindow: s.cfg.RateWindow, RegisterLimit: s.cfg.RegisterLimit, RegisterWindow: s.cfg.RegisterWindow, Now: s.cfg.Now})
 	go func() {
@@ -202,6 +206,7 @@ func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 	s.jobs = newJobRunner(s, s.cfg.IndexWorkers)
 	s.metrics.WatchJobs(s.jobs.depth)
 	s.metrics.WatchEngine(db)
+	s.metrics.WatchPacks(s.packer)
 	s.ready.Store(true) // publishes the fields above to the handlers
 }
 

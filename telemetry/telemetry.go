@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/retrieval"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -64,8 +65,9 @@ type Metrics struct {
 	fsync        prometheus.Histogram
 	batch        prometheus.Histogram
 
-	db   atomic.Pointer[engine.DB]
-	jobs atomic.Pointer[func() int]
+	db     atomic.Pointer[engine.DB]
+	packer atomic.Pointer[retrieval.Packer]
+	jobs   atomic.Pointer[func() int]
 }
 
 // New returns the metrics of a server of the given version, with the Go
@@ -174,6 +176,10 @@ func (m *Metrics) WatchEngine(db *engine.DB) {
 	m.db.Store(db)
 }
 
+// WatchPacks makes scrapes report p's admission counters (packs cancelled
+// while waiting, packs waiting now).
+func (m *Metrics) WatchPacks(p *retrieval.Packer) { m.packer.Store(p) }
+
 // WatchJobs makes scrapes report the asynchronous indexing queue's depth as
 // queued() returns it.
 func (m *Metrics) WatchJobs(queued func() int) { m.jobs.Store(&queued) }
@@ -197,7 +203,8 @@ func AdminHandler(m *Metrics) http.Handler {
 	return mux
 }
 
-// engineCollector reads the engine's gauges and counters at scrape time.
+// engineCollector reads the engine's gauges and counters, and the packer's
+// admission counters, at scrape time.
 type engineCollector struct{ m *Metrics }
 
 func desc(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
@@ -237,6 +244,11 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	if queued := c.m.jobs.Load(); queued != nil {
 		gauge(descJobsQueued, float64((*queued)()))
 	}
+	if p := c.m.packer.Load(); p != nil {
+		pc := p.PackCounts()
+		counter(descPacksCancelled, pc.Cancelled)
+		gauge(descPacksWaiting, float64(pc.Waiting))
+	}
 	db := c.m.db.Load()
 	if db == nil {
 		return
@@ -256,9 +268,6 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	mc := db.MaintenanceCounts()
 	counter(descCompactions, mc.Compactions)
 	counter(descCompactFails, mc.CompactionFailures)
-	pc := db.PackCounts()
-	counter(descPacksCancelled, pc.Cancelled)
-	gauge(descPacksWaiting, float64(pc.Waiting))
 	healthy := 1.0
 	if db.Health() != nil {
 		healthy = 0

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 // TestScrapeLints pipes real scrapes through `promtool check metrics`: before
@@ -27,6 +28,7 @@ func TestScrapeLints(t *testing.T) {
 			}
 			defer db.Close()
 			m.WatchEngine(db)
+			m.WatchPacks(retrieval.New(db))
 			m.WatchJobs(func() int { return 2 })
 			if _, err := db.Ingest("t", engine.IngestInput{Workspace: "w", ActorID: "a", Type: "note", Payload: []byte(`"hello"`)}); err != nil {
 				t.Fatal(err)
@@ -50,7 +52,7 @@ func TestScrapeLints(t *testing.T) {
 		if withEngine {
 			for _, want := range []string{`loci_http_requests_total{method="POST",route="/v1/artifacts/{artifact_id}",status="999"} 1`,
 				"loci_index_jobs_queued 2", "loci_head_artifacts 1", "loci_rate_limited_total{reason=\"connections_per_ip\"} 1",
-				"loci_context_pack_tokens_total 120"} {
+				"loci_context_pack_tokens_total 120", "loci_context_packs_waiting 0", "loci_context_packs_cancelled_total 0"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("no %s in:\n%s", want, text)
 				}

@@ -21,7 +21,7 @@ const (
 )
 
 // The encoder computes in process: packs embed the query while the lexical
-// channel searches (engine.DB.ContextPack).
+// channel searches (retrieval.Packer.ContextPack).
 var _ vecindex.InProcess = (*minilm.Embedder)(nil)
 
 const embedderNames = "minilm | glove | openai | none"

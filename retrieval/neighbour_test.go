@@ -1,7 +1,8 @@
-package engine
+package retrieval
 
 import (
 	"fmt"
+	"github.com/loci-memory/loci/engine"
 	"math"
 	"testing"
 	"time"
@@ -40,13 +41,13 @@ func TestSessionNeighbourContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := base.Add(24 * time.Hour)
 			now := func() time.Time { return clock }
-			db := openTest(t, t.TempDir(), Options{DisableBackground: true, Now: now})
+			db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, Now: now})
 			defer db.Close()
 			// Another session at the same time, ingested first, must not lend context.
 			other := chat("ws", "Jon: my brother is moving to a new city as well")
 			other.SessionID, other.Timestamp = "s0", tc.stamp(hit)
 			mustIngest(t, db, "t", other)
-			var ins []IngestInput
+			var ins []engine.IngestInput
 			for i, text := range turns {
 				in := chat("ws", text)
 				in.SessionID, in.Timestamp, in.IdempotencyKey = "s1", tc.stamp(i), fmt.Sprint(i)

@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 // Property and table tests of context packs through the real engine (files
 // in a temporary directory, the o200k_base counter, no mocks): the token
@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -111,7 +112,7 @@ func (d ppDoc) keyed() ppDoc {
 	return ppDoc{Seed: uint64(d.Key) + 1, Words: 20 + 90*d.Key, Actor: d.Key % 3, Vis: d.Key * 3 % 10, Type: d.Key % 3, Key: d.Key}
 }
 
-func (d ppDoc) input(ws, marker string) IngestInput {
+func (d ppDoc) input(ws, marker string) engine.IngestInput {
 	if d.Key >= 0 {
 		marker = "" // see keyed: the artifact of a key is the same in every workspace
 	}
@@ -123,7 +124,7 @@ func (d ppDoc) input(ws, marker string) IngestInput {
 		marker = ""
 	}
 	content, _ := json.Marshal(ppText(d.Seed, d.Words, marker))
-	in := IngestInput{Workspace: ws, ActorID: ppActors[d.Actor], Type: ppTypes[d.Type],
+	in := engine.IngestInput{Workspace: ws, ActorID: ppActors[d.Actor], Type: ppTypes[d.Type],
 		Payload:     []byte(fmt.Sprintf(`{"role":"user","title":"t","content":%s}`, content)),
 		Timestamp:   time.Unix(1_750_000_000+int64(d.Seed%5_000_000), 0),
 		Permissions: d.perms()}
@@ -156,9 +157,9 @@ func ppQuery(r *rand.Rand) string {
 }
 
 // ppIngest stores docs in one group commit and returns their results.
-func ppIngest(t *testing.T, db *DB, tenant, ws, marker string, docs []ppDoc) []IngestResult {
+func ppIngest(t *testing.T, db *engine.DB, tenant, ws, marker string, docs []ppDoc) []engine.IngestResult {
 	t.Helper()
-	ins := make([]IngestInput, len(docs))
+	ins := make([]engine.IngestInput, len(docs))
 	for i, d := range docs {
 		ins[i] = d.input(ws, marker)
 	}
@@ -196,7 +197,7 @@ type receiptDecisions struct {
 	} `json:"token_accounting"`
 }
 
-func readReceipt(db *DB, tenant string, id uuid.UUID) (receiptDecisions, []byte, error) {
+func readReceipt(db *engine.DB, tenant string, id uuid.UUID) (receiptDecisions, []byte, error) {
 	rec, err := db.GetReceipt(tenant, id)
 	if err != nil {
 		return receiptDecisions{}, nil, err
@@ -218,14 +219,14 @@ func TestPackBudgetProperty(t *testing.T) {
 	full := 0
 	props := gopter.NewProperties(ppParams(40))
 	props.Property("total_tokens <= max_tokens and = count(context_text)", prop.ForAll(func(docs []ppDoc, budgets []int, seed uint64) string {
-		db := openTest(t, t.TempDir(), Options{DisableBackground: true})
+		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true})
 		defer db.Close()
 		res := ppIngest(t, db, "t", "ws", "", docs)
 		r := rand.New(rand.NewPCG(seed, 1))
 		// Pin a few spans, so that prefixes and pinned overflow occur.
 		for _, ir := range res {
 			if r.IntN(4) == 0 && len(ir.SpanIDs) > 0 {
-				if _, err := db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "u1", Action: ActionPin, ArtifactID: ir.ArtifactID}); err != nil {
+				if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: "ws", ActorID: "u1", Action: engine.ActionPin, ArtifactID: ir.ArtifactID}); err != nil {
 					return err.Error()
 				}
 			}
@@ -238,7 +239,7 @@ func TestPackBudgetProperty(t *testing.T) {
 			}
 			check := func(budget int) (*pack.Result, string) {
 				req.MaxTokens = budget
-				pr, err := db.ContextPack(context.Background(), "t", req)
+				pr, err := New(db).ContextPack(context.Background(), "t", req)
 				if err != nil {
 					return nil, fmt.Sprintf("budget %d: %v", budget, err)
 				}
@@ -303,10 +304,10 @@ type ppState struct {
 	Listing  string
 }
 
-func ppRead(t *testing.T, db *DB, reqs []PackRequest) (ppState, error) {
+func ppRead(t *testing.T, db *engine.DB, reqs []PackRequest) (ppState, error) {
 	var s ppState
 	for _, req := range reqs {
-		pr, err := db.ContextPack(context.Background(), "t", req)
+		pr, err := New(db).ContextPack(context.Background(), "t", req)
 		if err != nil {
 			return s, err
 		}
@@ -354,7 +355,7 @@ func TestPackLayoutProperty(t *testing.T) {
 			return ""
 		}
 		dir := t.TempDir()
-		db := openTest(t, dir, Options{DisableBackground: true})
+		db := openTest(t, dir, engine.Options{DisableBackground: true})
 		defer func() { db.Close() }()
 		r := rand.New(rand.NewPCG(seed, 2))
 		half := len(docs) / 2
@@ -369,8 +370,8 @@ func TestPackLayoutProperty(t *testing.T) {
 			if len(ir.SpanIDs) == 0 || r.IntN(3) != 0 {
 				continue
 			}
-			in := FeedbackInput{Workspace: "ws", ActorID: ppActors[r.IntN(3)], ArtifactID: ir.ArtifactID,
-				Action: []string{ActionPin, ActionPrivate, ActionMarkWrong, ActionOutdated}[r.IntN(4)]}
+			in := engine.FeedbackInput{Workspace: "ws", ActorID: ppActors[r.IntN(3)], ArtifactID: ir.ArtifactID,
+				Action: []string{engine.ActionPin, engine.ActionPrivate, engine.ActionMarkWrong, engine.ActionOutdated}[r.IntN(4)]}
 			if r.IntN(2) == 0 {
 				in.SpanID = ir.SpanIDs[r.IntN(len(ir.SpanIDs))]
 			}
@@ -411,7 +412,7 @@ func TestPackLayoutProperty(t *testing.T) {
 			{"restart", func() error {
 				db.Close()
 				var err error
-				db, err = Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+				db, err = engine.Open(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
 				return err
 			}},
 			{"flush and compaction after restart", func() error {
@@ -474,7 +475,7 @@ func TestPackIsolationProperty(t *testing.T) {
 	cited := 0
 	props := gopter.NewProperties(ppParams(30))
 	props.Property("no space sees another", prop.ForAll(func(docs []ppDoc, seed uint64) string {
-		db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: seed%2 == 0})
+		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: seed%2 == 0})
 		defer db.Close()
 		r := rand.New(rand.NewPCG(seed, 3))
 		spaces := []*ppSpace{{tenant: "acme", ws: "ws-a", marker: "zqalpha"}, {tenant: "acme", ws: "ws-b", marker: "zqbravo"},
@@ -503,8 +504,8 @@ func TestPackIsolationProperty(t *testing.T) {
 					sp.spans[id] = true
 				}
 				if len(ir.SpanIDs) > 0 && r.IntN(3) == 0 {
-					action := []string{ActionPin, ActionPin, ActionPrivate, ActionMarkWrong}[r.IntN(4)]
-					if _, err := db.Feedback(sp.tenant, FeedbackInput{Workspace: sp.ws, ActorID: "u1", Action: action, ArtifactID: ir.ArtifactID}); err != nil {
+					action := []string{engine.ActionPin, engine.ActionPin, engine.ActionPrivate, engine.ActionMarkWrong}[r.IntN(4)]
+					if _, err := db.Feedback(sp.tenant, engine.FeedbackInput{Workspace: sp.ws, ActorID: "u1", Action: action, ArtifactID: ir.ArtifactID}); err != nil {
 						return err.Error()
 					}
 				}
@@ -517,8 +518,8 @@ func TestPackIsolationProperty(t *testing.T) {
 					if o == sp {
 						break
 					}
-					_, err := db.Feedback(sp.tenant, FeedbackInput{Workspace: sp.ws, ActorID: "u1", Action: ActionPin, ArtifactID: id})
-					if !errors.Is(err, ErrNotFound) {
+					_, err := db.Feedback(sp.tenant, engine.FeedbackInput{Workspace: sp.ws, ActorID: "u1", Action: engine.ActionPin, ArtifactID: id})
+					if !errors.Is(err, engine.ErrNotFound) {
 						return fmt.Sprintf("%s/%s: feedback on artifact %s of %s/%s: %v", sp.tenant, sp.ws, id, o.tenant, o.ws, err)
 					}
 				}
@@ -539,7 +540,7 @@ func TestPackIsolationProperty(t *testing.T) {
 			for _, sp := range spaces {
 				req := PackRequest{Workspace: sp.ws, Query: ppQuery(r) + " " + strings.Join(markers, " "),
 					MaxTokens: []int{200, 2000, 128000}[r.IntN(3)], ActorID: []string{"", "u1", "u2"}[r.IntN(3)]}
-				pr, err := db.ContextPack(context.Background(), sp.tenant, req)
+				pr, err := New(db).ContextPack(context.Background(), sp.tenant, req)
 				if err != nil {
 					return err.Error()
 				}
@@ -611,7 +612,7 @@ func TestPackIsolationProperty(t *testing.T) {
 					continue
 				}
 				for id := range o.receipts {
-					if _, err := db.GetReceipt(sp.tenant, id); !errors.Is(err, ErrNotFound) {
+					if _, err := db.GetReceipt(sp.tenant, id); !errors.Is(err, engine.ErrNotFound) {
 						return fmt.Sprintf("tenant %s reads receipt %s of tenant %s: %v", sp.tenant, id, o.tenant, err)
 					}
 				}
@@ -626,7 +627,7 @@ func TestPackIsolationProperty(t *testing.T) {
 		victim := spaces[1+r.IntN(2)]
 		more := ppIngest(t, db, victim.tenant, victim.ws, spaces[0].marker, docs) // even with space 0's marker
 		for _, ir := range more {
-			if _, err := db.Feedback(victim.tenant, FeedbackInput{Workspace: victim.ws, ActorID: "u1", Action: ActionPin, ArtifactID: ir.ArtifactID}); err != nil {
+			if _, err := db.Feedback(victim.tenant, engine.FeedbackInput{Workspace: victim.ws, ActorID: "u1", Action: engine.ActionPin, ArtifactID: ir.ArtifactID}); err != nil {
 				return err.Error()
 			}
 		}
@@ -642,7 +643,7 @@ func TestPackIsolationProperty(t *testing.T) {
 			if v := db.DataVersion(a.sp.tenant, a.sp.ws); v != versions[a.sp] {
 				return fmt.Sprintf("%s/%s: writes to %s/%s moved the data version %d -> %d", a.sp.tenant, a.sp.ws, victim.tenant, victim.ws, versions[a.sp], v)
 			}
-			pr, err := db.ContextPack(context.Background(), a.sp.tenant, a.req)
+			pr, err := New(db).ContextPack(context.Background(), a.sp.tenant, a.req)
 			if err != nil {
 				return err.Error()
 			}
@@ -684,7 +685,7 @@ func TestPackAccountingProperty(t *testing.T) {
 	reasons := map[string]int{}
 	props := gopter.NewProperties(ppParams(30))
 	props.Property("every candidate once; feedback and privacy hold", prop.ForAll(func(docs []ppDoc, seed uint64) string {
-		db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 		defer db.Close()
 		res := ppIngest(t, db, "t", "ws", "", docs)
 		r := rand.New(rand.NewPCG(seed, 4))
@@ -698,7 +699,7 @@ func TestPackAccountingProperty(t *testing.T) {
 				}
 			}
 		}
-		var withSpans []IngestResult
+		var withSpans []engine.IngestResult
 		for _, ir := range res {
 			if len(ir.SpanIDs) > 0 {
 				withSpans = append(withSpans, ir)
@@ -707,8 +708,8 @@ func TestPackAccountingProperty(t *testing.T) {
 		if len(withSpans) > 0 {
 			for range r.IntN(3 * len(withSpans)) {
 				ir := withSpans[r.IntN(len(withSpans))]
-				in := FeedbackInput{Workspace: "ws", ActorID: ppActors[r.IntN(3)], ArtifactID: ir.ArtifactID,
-					Action: []string{ActionPin, ActionPin, ActionUnpin, ActionPrivate, ActionPrivate, ActionMarkWrong, ActionOutdated, ActionClear}[r.IntN(8)]}
+				in := engine.FeedbackInput{Workspace: "ws", ActorID: ppActors[r.IntN(3)], ArtifactID: ir.ArtifactID,
+					Action: []string{engine.ActionPin, engine.ActionPin, engine.ActionUnpin, engine.ActionPrivate, engine.ActionPrivate, engine.ActionMarkWrong, engine.ActionOutdated, engine.ActionClear}[r.IntN(8)]}
 				targets := ir.SpanIDs
 				if r.IntN(2) == 0 {
 					in.SpanID = ir.SpanIDs[r.IntN(len(ir.SpanIDs))]
@@ -721,19 +722,19 @@ func TestPackAccountingProperty(t *testing.T) {
 				for _, id := range targets {
 					m := model[id]
 					switch in.Action {
-					case ActionPin:
+					case engine.ActionPin:
 						m.pinned = true
-					case ActionUnpin:
+					case engine.ActionUnpin:
 						m.pinned = false
-					case ActionPrivate:
+					case engine.ActionPrivate:
 						if !slices.Contains(m.privateFor, in.ActorID) {
 							m.privateFor = append(m.privateFor, in.ActorID)
 						}
-					case ActionMarkWrong:
+					case engine.ActionMarkWrong:
 						m.wrong = true
-					case ActionOutdated:
+					case engine.ActionOutdated:
 						m.outdated = true
-					case ActionClear:
+					case engine.ActionClear:
 						*m = ppMarks{}
 					}
 				}
@@ -753,14 +754,15 @@ func TestPackAccountingProperty(t *testing.T) {
 				strictRuns++
 			}
 			where := fmt.Sprintf("query %q actor %q strict %v budget %d", req.Query, req.ActorID, strict, req.MaxTokens)
-			pr, err := db.ContextPack(context.Background(), "t", req)
+			pr, err := New(db).ContextPack(context.Background(), "t", req)
 			if err != nil {
 				return err.Error()
 			}
 			// The candidates: what the lexical channel returns, and the pinned spans.
-			db.mu.RLock()
-			spans := db.workspaceSpansLocked(wsKey{"t", "ws"})
-			db.mu.RUnlock()
+			var spans int
+			if err := db.View("t", "ws", func(v *engine.View) error { spans = v.Spans(); return nil }); err != nil {
+				return err.Error()
+			}
 			hits, err := db.SearchLexicalTerms("t", "ws", invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), poolFor(req.MaxTokens, spans))
 			if err != nil {
 				return err.Error()
@@ -882,7 +884,7 @@ func TestPackAccountingProperty(t *testing.T) {
 
 // ---------------------------------------------------------------------------
 // 5. Rules, policy, permissions, feedback, abstention and pinned overflow,
-// wired through ingest, feedback and the engine's pack. The packer's own
+// wired through ingest, feedback and retrieval's pack. The packer's own
 // tables (pack/conflict_test.go, pack/policy_test.go, pack/layout_test.go,
 // pack/confidence_test.go) check the rules on hand-made candidates; these
 // check that what is ingested and marked reaches them, with the real
@@ -890,14 +892,14 @@ func TestPackAccountingProperty(t *testing.T) {
 
 // ppNote is a note of creator with permissions, at a fixed time plus
 // minutes (so recency orders spans when nothing else does).
-func ppNote(ws, creator, typ, content string, perm artifact.Permissions, minutes int) IngestInput {
+func ppNote(ws, creator, typ, content string, perm artifact.Permissions, minutes int) engine.IngestInput {
 	c, _ := json.Marshal(content)
-	return IngestInput{Workspace: ws, ActorID: creator, Type: typ, Permissions: perm,
+	return engine.IngestInput{Workspace: ws, ActorID: creator, Type: typ, Permissions: perm,
 		Payload:   []byte(fmt.Sprintf(`{"role":"user","title":"","content":%s}`, c)),
 		Timestamp: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(minutes) * time.Minute)}
 }
 
-func mustIngest(t *testing.T, db *DB, tenant string, in IngestInput) IngestResult {
+func mustIngest(t *testing.T, db *engine.DB, tenant string, in engine.IngestInput) engine.IngestResult {
 	t.Helper()
 	r, err := db.Ingest(tenant, in)
 	if err != nil {
@@ -909,9 +911,9 @@ func mustIngest(t *testing.T, db *DB, tenant string, in IngestInput) IngestResul
 	return r
 }
 
-func mustPack(t *testing.T, db *DB, tenant string, req PackRequest) *PackResponse {
+func mustPack(t *testing.T, db *engine.DB, tenant string, req PackRequest) *PackResponse {
 	t.Helper()
-	pr, err := db.ContextPack(context.Background(), tenant, req)
+	pr, err := New(db).ContextPack(context.Background(), tenant, req)
 	if err != nil {
 		t.Fatalf("pack %+v: %v", req, err)
 	}
@@ -942,7 +944,7 @@ func spanOutcome(r *pack.Result, id uuid.UUID) (string, string) {
 // response, the CONFLICTS section and the stored receipt, with the id
 // derived from the two span ids.
 func TestPackConflictRules(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	tests := []struct {
 		name, a, b string
@@ -1011,7 +1013,7 @@ func TestPackConflictRules(t *testing.T) {
 // from a segment.
 func TestPackPolicyAndPermissions(t *testing.T) {
 	dir := t.TempDir()
-	db := openTest(t, dir, Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, dir, engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer func() { db.Close() }()
 	arts := []struct {
 		name, typ, creator, text string
@@ -1085,7 +1087,7 @@ func TestPackPolicyAndPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	db = openTest(t, dir, Options{DisableBackground: true, NoEmbedder: true})
+	db = openTest(t, dir, engine.Options{DisableBackground: true, NoEmbedder: true})
 	run("segment after restart")
 }
 
@@ -1093,7 +1095,7 @@ func TestPackPolicyAndPermissions(t *testing.T) {
 // artifact, changes the next packs of every actor as the contract says; on
 // one span, the artifact's other spans keep their outcome.
 func TestPackFeedbackActions(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	// A note of two or three spans about refunds, each sentence different.
 	var long []string
@@ -1109,33 +1111,33 @@ func TestPackFeedbackActions(t *testing.T) {
 		want      [4]string // per request: u1, u2, anonymous, u1 strict
 		detailHas string    // in the exclusion detail of u2's request
 	}{
-		{"pin", "unrelated", false, []step{{ActionPin, "u1"}}, [4]string{"pinned", "pinned", "pinned", "pinned"}, ""},
-		{"pin", "multi", true, []step{{ActionPin, "u1"}}, [4]string{"pinned", "pinned", "pinned", "pinned"}, ""},
-		{"unpin", "unrelated", false, []step{{ActionPin, "u1"}, {ActionUnpin, "u2"}}, [4]string{"absent", "absent", "absent", "absent"}, ""},
-		{"unpin", "multi", true, []step{{ActionPin, "u1"}, {ActionUnpin, "u1"}}, [4]string{"cite", "cite", "cite", "cite"}, ""},
-		{"private", "multi", false, []step{{ActionPrivate, "u1"}},
+		{"pin", "unrelated", false, []step{{engine.ActionPin, "u1"}}, [4]string{"pinned", "pinned", "pinned", "pinned"}, ""},
+		{"pin", "multi", true, []step{{engine.ActionPin, "u1"}}, [4]string{"pinned", "pinned", "pinned", "pinned"}, ""},
+		{"unpin", "unrelated", false, []step{{engine.ActionPin, "u1"}, {engine.ActionUnpin, "u2"}}, [4]string{"absent", "absent", "absent", "absent"}, ""},
+		{"unpin", "multi", true, []step{{engine.ActionPin, "u1"}, {engine.ActionUnpin, "u1"}}, [4]string{"cite", "cite", "cite", "cite"}, ""},
+		{"private", "multi", false, []step{{engine.ActionPrivate, "u1"}},
 			[4]string{"cite", pack.ReasonPrivate, pack.ReasonPrivate, pack.ReasonPrivate}, "visible only to the actors who marked it"},
-		{"private", "multi", true, []step{{ActionPrivate, "u1"}},
+		{"private", "multi", true, []step{{engine.ActionPrivate, "u1"}},
 			[4]string{"cite", pack.ReasonPrivate, pack.ReasonPrivate, pack.ReasonPrivate}, "visible only to the actors who marked it"},
-		{"private by two actors", "multi", false, []step{{ActionPrivate, "u1"}, {ActionPrivate, "u2"}},
+		{"private by two actors", "multi", false, []step{{engine.ActionPrivate, "u1"}, {engine.ActionPrivate, "u2"}},
 			[4]string{"cite", "cite", pack.ReasonPrivate, pack.ReasonPrivate}, ""},
-		{"private pinned", "unrelated", false, []step{{ActionPin, "u2"}, {ActionPrivate, "u1"}},
+		{"private pinned", "unrelated", false, []step{{engine.ActionPin, "u2"}, {engine.ActionPrivate, "u1"}},
 			[4]string{"pinned", pack.ReasonPrivate, pack.ReasonPrivate, pack.ReasonPrivate}, ""},
-		{"mark_wrong", "multi", false, []step{{ActionMarkWrong, "u2"}},
+		{"mark_wrong", "multi", false, []step{{engine.ActionMarkWrong, "u2"}},
 			[4]string{pack.ReasonMarkedWrong, pack.ReasonMarkedWrong, pack.ReasonMarkedWrong, pack.ReasonMarkedWrong}, "marked wrong by feedback"},
-		{"mark_wrong", "multi", true, []step{{ActionMarkWrong, "u2"}},
+		{"mark_wrong", "multi", true, []step{{engine.ActionMarkWrong, "u2"}},
 			[4]string{pack.ReasonMarkedWrong, pack.ReasonMarkedWrong, pack.ReasonMarkedWrong, pack.ReasonMarkedWrong}, "marked wrong by feedback"},
-		{"mark_wrong pinned", "unrelated", true, []step{{ActionPin, "u1"}, {ActionMarkWrong, "u2"}},
+		{"mark_wrong pinned", "unrelated", true, []step{{engine.ActionPin, "u1"}, {engine.ActionMarkWrong, "u2"}},
 			[4]string{pack.ReasonMarkedWrong, pack.ReasonMarkedWrong, pack.ReasonMarkedWrong, pack.ReasonMarkedWrong}, "marked wrong by feedback"},
-		{"outdated", "multi", false, []step{{ActionOutdated, "u3"}},
+		{"outdated", "multi", false, []step{{engine.ActionOutdated, "u3"}},
 			[4]string{pack.ReasonOutdated, pack.ReasonOutdated, pack.ReasonOutdated, pack.ReasonOutdated}, "marked outdated: replaced in v2"},
-		{"outdated", "multi", true, []step{{ActionOutdated, "u3"}},
+		{"outdated", "multi", true, []step{{engine.ActionOutdated, "u3"}},
 			[4]string{pack.ReasonOutdated, pack.ReasonOutdated, pack.ReasonOutdated, pack.ReasonOutdated}, "marked outdated: replaced in v2"},
-		{"clear", "multi", false, []step{{ActionPrivate, "u2"}, {ActionMarkWrong, "u1"}, {ActionOutdated, "u1"}, {ActionClear, "u3"}},
+		{"clear", "multi", false, []step{{engine.ActionPrivate, "u2"}, {engine.ActionMarkWrong, "u1"}, {engine.ActionOutdated, "u1"}, {engine.ActionClear, "u3"}},
 			[4]string{"cite", "cite", "cite", "cite"}, ""},
-		{"clear", "multi", true, []step{{ActionPin, "u1"}, {ActionPrivate, "u2"}, {ActionMarkWrong, "u1"}, {ActionClear, "u3"}},
+		{"clear", "multi", true, []step{{engine.ActionPin, "u1"}, {engine.ActionPrivate, "u2"}, {engine.ActionMarkWrong, "u1"}, {engine.ActionClear, "u3"}},
 			[4]string{"cite", "cite", "cite", "cite"}, ""},
-		{"clear unpins", "unrelated", false, []step{{ActionPin, "u1"}, {ActionClear, "u1"}}, [4]string{"absent", "absent", "absent", "absent"}, ""},
+		{"clear unpins", "unrelated", false, []step{{engine.ActionPin, "u1"}, {engine.ActionClear, "u1"}}, [4]string{"absent", "absent", "absent", "absent"}, ""},
 	}
 	requests := [4]PackRequest{{ActorID: "u1"}, {ActorID: "u2"}, {}, {ActorID: "u1", Policy: pack.Policy{PrivacyLevel: pack.PrivacyStrict}}}
 	for i, tt := range tests {
@@ -1154,7 +1156,7 @@ func TestPackFeedbackActions(t *testing.T) {
 			if tt.target == "unrelated" {
 				target = unrelated
 			}
-			in := FeedbackInput{Workspace: ws, ArtifactID: target.ArtifactID, Reason: "replaced in v2"}
+			in := engine.FeedbackInput{Workspace: ws, ArtifactID: target.ArtifactID, Reason: "replaced in v2"}
 			targets := target.SpanIDs
 			if !tt.wholeArt {
 				in.SpanID = target.SpanIDs[len(target.SpanIDs)-1]
@@ -1199,7 +1201,7 @@ func TestPackFeedbackActions(t *testing.T) {
 // that span and makes the other OUTDATED in later packs, so the conflict
 // is gone; clear on the outdated span brings it back.
 func TestPackResolveConflict(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	for _, preferSecond := range []bool{false, true} {
 		ws := fmt.Sprintf("resolve-%v", preferSecond)
@@ -1215,7 +1217,7 @@ func TestPackResolveConflict(t *testing.T) {
 		if preferSecond {
 			keep, drop, dropArt = drop, keep, a.ArtifactID
 		}
-		if _, err := db.Feedback("t", FeedbackInput{Workspace: ws, ActorID: "u3", Action: ActionResolveConflict, ArtifactID: a.ArtifactID,
+		if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: ws, ActorID: "u3", Action: engine.ActionResolveConflict, ArtifactID: a.ArtifactID,
 			ConflictID: cf.ID.String(), ConflictSpans: [2]uuid.UUID{cf.ClaimA.SpanID, cf.ClaimB.SpanID}, PreferredSpanID: keep}); err != nil {
 			t.Fatal(err)
 		}
@@ -1230,7 +1232,7 @@ func TestPackResolveConflict(t *testing.T) {
 		if len(res.Conflicts) != 0 || strings.Contains(res.ContextText, "CONFLICTS") {
 			t.Errorf("conflict still listed: %+v", res.Conflicts)
 		}
-		if _, err := db.Feedback("t", FeedbackInput{Workspace: ws, ActorID: "u3", Action: ActionClear, ArtifactID: dropArt, SpanID: drop}); err != nil {
+		if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: ws, ActorID: "u3", Action: engine.ActionClear, ArtifactID: dropArt, SpanID: drop}); err != nil {
 			t.Fatal(err)
 		}
 		if res = mustPack(t, db, "t", req).Result; len(res.Conflicts) != 1 || res.Conflicts[0].ID != cf.ID {
@@ -1243,7 +1245,7 @@ func TestPackResolveConflict(t *testing.T) {
 // tuning overrides that lift them; an abstaining pack still carries its
 // evidence.
 func TestPackAbstention(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	tuning := func(edit func(*pack.Tuning)) pack.Tuning { tn := pack.DefaultTuning(); edit(&tn); return tn }
 
@@ -1277,7 +1279,7 @@ func TestPackAbstention(t *testing.T) {
 		words = append(words, fmt.Sprintf("caretaker%c%c", 'a'+i%26, 'a'+i/26))
 	}
 	r := mustIngest(t, db, "t", ppNote("weak", "u1", "note", "Bicycles behind the east gate: "+strings.Join(words, " ")+".", artifact.Permissions{}, 0))
-	if _, err := db.Feedback("t", FeedbackInput{Workspace: "weak", ActorID: "u1", Action: ActionPin, ArtifactID: r.ArtifactID}); err != nil {
+	if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: "weak", ActorID: "u1", Action: engine.ActionPin, ArtifactID: r.ArtifactID}); err != nil {
 		t.Fatal(err)
 	}
 	req := PackRequest{Workspace: "weak", Query: "quarterly revenue forecast", MaxTokens: 1000}
@@ -1308,7 +1310,7 @@ func TestPackAbstention(t *testing.T) {
 // the unbounded prefix, and the pinned spans left out are BUDGET with a
 // "pinned overflow" detail.
 func TestPackPinnedOverflow(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	o200k := text.O200kBase()
 	var pinned []uuid.UUID
@@ -1318,7 +1320,7 @@ func TestPackPinnedOverflow(t *testing.T) {
 			words = append(words, fmt.Sprintf("lock%c%c%d", 'a'+j%26, 'a'+i, j/26))
 		}
 		r := mustIngest(t, db, "t", ppNote("ov", "u1", "note", fmt.Sprintf("Pinned rule %d: %s.", i, strings.Join(words, " ")), artifact.Permissions{}, 10-i))
-		if _, err := db.Feedback("t", FeedbackInput{Workspace: "ov", ActorID: "u1", Action: ActionPin, ArtifactID: r.ArtifactID}); err != nil {
+		if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: "ov", ActorID: "u1", Action: engine.ActionPin, ArtifactID: r.ArtifactID}); err != nil {
 			t.Fatal(err)
 		}
 		pinned = append(pinned, r.SpanIDs...)

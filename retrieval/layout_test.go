@@ -1,9 +1,10 @@
-package engine
+package retrieval
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/loci-memory/loci/engine"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -20,8 +21,8 @@ import (
 type snapshot map[string]struct {
 	Artifacts []artifact.Artifact
 	Spans     []artifact.Span
-	Lexical   [][]SearchHit
-	Semantic  [][]SearchHit
+	Lexical   [][]engine.SearchHit
+	Semantic  [][]engine.SearchHit
 	Version   uint64
 	Marks     []string // per span in listing order: its feedback marks
 	Pinned    []int    // positions of pinned spans in the listing, in prefix order
@@ -34,7 +35,7 @@ var nonEmptySearches int
 
 var layoutQueries = []string{"deploy budget Friday", "refund meeting approved", "東京 café 🙂", "cluster 4000 rejected deploy"}
 
-func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
+func takeSnapshot(t *testing.T, db *engine.DB, tenants, workspaces []string) snapshot {
 	t.Helper()
 	s := snapshot{}
 	for _, tn := range tenants {
@@ -95,7 +96,7 @@ func takeSnapshot(t *testing.T, db *DB, tenants, workspaces []string) snapshot {
 				if len(lex) > 0 && len(sem) > 0 {
 					nonEmptySearches++
 				}
-				pr, err := db.ContextPack(context.Background(), tn, PackRequest{Workspace: ws, Query: q, MaxTokens: 300, ActorID: "actor-1"})
+				pr, err := New(db).ContextPack(context.Background(), tn, PackRequest{Workspace: ws, Query: q, MaxTokens: 300, ActorID: "actor-1"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +130,7 @@ var (
 	layoutWorkspaces = []string{"ws-a", "ws-b", "ws-c"}
 )
 
-func randomInput(ws string, seed uint64, key int) IngestInput {
+func randomInput(ws string, seed uint64, key int) engine.IngestInput {
 	if key >= 0 {
 		// One idempotency key names one artifact (another one under the
 		// same key is refused): a keyed input is a function of its key.
@@ -147,7 +148,7 @@ func randomInput(ws string, seed uint64, key int) IngestInput {
 		}
 	}
 	types := []string{"chat_turn", "note", "document", "tool_result"}
-	in := IngestInput{Workspace: ws, ActorID: fmt.Sprintf("actor-%d", r.IntN(3)), Type: types[r.IntN(len(types))],
+	in := engine.IngestInput{Workspace: ws, ActorID: fmt.Sprintf("actor-%d", r.IntN(3)), Type: types[r.IntN(len(types))],
 		Payload:   []byte(fmt.Sprintf(`{"role":"user","title":"t%d","content":%q,"tool_name":"x","result":{"n":%d}}`, seed%100, content, seed%1000)),
 		Timestamp: time.Unix(1_700_000_000+int64(seed%1_000_000), 0), SessionID: fmt.Sprintf("s%d", seed%3),
 		Permissions: artifact.Permissions{Visibility: "restricted", AllowedActors: []string{"actor-1"}, RBACTags: []string{"eng"}}}
@@ -167,8 +168,8 @@ func TestLayoutIndependence(t *testing.T) {
 	props := gopter.NewProperties(params)
 	props.Property("reads do not depend on layout", prop.ForAll(func(ops []op) bool {
 		dir := t.TempDir()
-		db := openTest(t, dir, Options{DisableBackground: true})
-		headOnly := openTest(t, t.TempDir(), Options{DisableBackground: true})
+		db := openTest(t, dir, engine.Options{DisableBackground: true})
+		headOnly := openTest(t, t.TempDir(), engine.Options{DisableBackground: true})
 		defer func() { db.Close(); headOnly.Close() }()
 		for _, o := range ops {
 			tn, ws := layoutTenants[o.Tenant], layoutWorkspaces[o.WS]
@@ -223,7 +224,7 @@ func TestLayoutIndependence(t *testing.T) {
 			{"restart", func() error {
 				db.Close()
 				var err error
-				db, err = Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+				db, err = engine.Open(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
 				return err
 			}},
 			{"compact after restart", func() error { return db.Compact() }},
@@ -249,9 +250,9 @@ func TestLayoutIndependence(t *testing.T) {
 
 // sameFeedback gives one random feedback event to both databases: the
 // action, artifact and span are picked by position from seed.
-func sameFeedback(a, b *DB, tn, ws string, seed uint64) error {
+func sameFeedback(a, b *engine.DB, tn, ws string, seed uint64) error {
 	r := rand.New(rand.NewPCG(seed, 11))
-	actions := []string{ActionPin, ActionPin, ActionUnpin, ActionPrivate, ActionMarkWrong, ActionOutdated, ActionClear}
+	actions := []string{engine.ActionPin, engine.ActionPin, engine.ActionUnpin, engine.ActionPrivate, engine.ActionMarkWrong, engine.ActionOutdated, engine.ActionClear}
 	action := actions[r.IntN(len(actions))]
 	artsA, spansA, _ := a.WorkspaceContent(tn, ws)
 	artsB, spansB, _ := b.WorkspaceContent(tn, ws)
@@ -259,8 +260,8 @@ func sameFeedback(a, b *DB, tn, ws string, seed uint64) error {
 		return nil
 	}
 	i := r.IntN(len(artsA))
-	pick := func(arts []*artifact.Artifact, spans []artifact.Span) FeedbackInput {
-		in := FeedbackInput{Workspace: ws, ActorID: "actor-1", Action: action, ArtifactID: arts[i].ID, Reason: "layout"}
+	pick := func(arts []*artifact.Artifact, spans []artifact.Span) engine.FeedbackInput {
+		in := engine.FeedbackInput{Workspace: ws, ActorID: "actor-1", Action: action, ArtifactID: arts[i].ID, Reason: "layout"}
 		var own []artifact.Span
 		for _, sp := range spans {
 			if sp.ArtifactID == arts[i].ID {

@@ -1,10 +1,11 @@
-package engine
+package retrieval
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine"
 	"strings"
 	"testing"
 
@@ -14,14 +15,14 @@ import (
 
 func TestContextPack(t *testing.T) {
 	dir := t.TempDir()
-	db := openTest(t, dir, Options{DisableBackground: true})
+	db := openTest(t, dir, engine.Options{DisableBackground: true})
 	facts := []string{
 		"The production deploy is scheduled for Friday at 10:00.",
 		"The data platform budget for Q3 is 4000 dollars.",
 		"Alice prefers tea over coffee in the morning.",
 		"The incident review meeting happens every Monday.",
 	}
-	var ids []IngestResult
+	var ids []engine.IngestResult
 	for _, f := range facts {
 		r, err := db.Ingest("t", chat("ws", f))
 		if err != nil {
@@ -31,7 +32,7 @@ func TestContextPack(t *testing.T) {
 	}
 	ctx := context.Background()
 	req := PackRequest{Workspace: "ws", Query: "when is the production deploy?", MaxTokens: 512, ActorID: "alice"}
-	res, err := db.ContextPack(ctx, "t", req)
+	res, err := New(db).ContextPack(ctx, "t", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestContextPack(t *testing.T) {
 	if !strings.Contains(r.ContextText, "[cite:1] ") || !strings.Contains(r.ContextText, "=== TOP EVIDENCE (Most Relevant to Query) ===") {
 		t.Fatalf("layout:\n%s", r.ContextText)
 	}
-	if r.TotalTokens > 512 || r.TotalTokens != db.opts.TokenCounter.Count(r.ContextText) {
+	if r.TotalTokens > 512 || r.TotalTokens != db.TokenCounter().Count(r.ContextText) {
 		t.Fatalf("total tokens %d", r.TotalTokens)
 	}
 	// The receipt is stored and says the same.
@@ -55,7 +56,7 @@ func TestContextPack(t *testing.T) {
 		t.Fatalf("receipt body: %s", rec.Body)
 	}
 	// The same request on the same data: the same bytes and receipt id; no second receipt.
-	again, _ := db.ContextPack(ctx, "t", req)
+	again, _ := New(db).ContextPack(ctx, "t", req)
 	b1, _ := json.Marshal(res.Result)
 	b2, _ := json.Marshal(again.Result)
 	if string(b1) != string(b2) || again.ReceiptID != res.ReceiptID {
@@ -65,9 +66,9 @@ func TestContextPack(t *testing.T) {
 		t.Fatalf("%d receipts for two identical requests", page.Total)
 	}
 	// Feedback changes later packs: mark the deploy fact wrong, pin the tea fact.
-	db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "alice", Action: ActionMarkWrong, ArtifactID: ids[0].ArtifactID})
-	db.Feedback("t", FeedbackInput{Workspace: "ws", ActorID: "alice", Action: ActionPin, ArtifactID: ids[2].ArtifactID})
-	after, _ := db.ContextPack(ctx, "t", req)
+	db.Feedback("t", engine.FeedbackInput{Workspace: "ws", ActorID: "alice", Action: engine.ActionMarkWrong, ArtifactID: ids[0].ArtifactID})
+	db.Feedback("t", engine.FeedbackInput{Workspace: "ws", ActorID: "alice", Action: engine.ActionPin, ArtifactID: ids[2].ArtifactID})
+	after, _ := New(db).ContextPack(ctx, "t", req)
 	if after.ReceiptID == res.ReceiptID {
 		t.Fatal("feedback did not change the receipt id")
 	}
@@ -89,20 +90,20 @@ func TestContextPack(t *testing.T) {
 	// Budgets: never over, for small and large budgets alike.
 	for _, budget := range []int{1, 5, 20, 64, 300, 128000} {
 		req.MaxTokens = budget
-		r, err := db.ContextPack(ctx, "t", req)
+		r, err := New(db).ContextPack(ctx, "t", req)
 		if err != nil || r.Result.TotalTokens > budget {
 			t.Fatalf("budget %d: %v %v", budget, r.Result.TotalTokens, err)
 		}
 	}
 	// v2 profiles.
 	for _, p := range []string{pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall} {
-		r, err := db.ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: "budget for the data platform", MaxTokens: 600, Profile: p})
+		r, err := New(db).ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: "budget for the data platform", MaxTokens: 600, Profile: p})
 		if err != nil || r.ServingProfile == "" || r.Result.TotalTokens > 600 {
 			t.Fatalf("profile %s: %+v %v", p, r, err)
 		}
 	}
 	// Errors.
-	var ie *InvalidError
+	var ie *engine.InvalidError
 	for _, bad := range []PackRequest{
 		{Workspace: "ws", Query: ""},
 		{Workspace: "ws", Query: "x", MaxTokens: 128001},
@@ -110,7 +111,7 @@ func TestContextPack(t *testing.T) {
 		{Workspace: "ws", Query: "x", Profile: "turbo"},
 		{Workspace: "ws", Query: "x", Policy: pack.Policy{PrivacyLevel: "paranoid"}},
 	} {
-		if _, err := db.ContextPack(ctx, "t", bad); !errors.As(err, &ie) {
+		if _, err := New(db).ContextPack(ctx, "t", bad); !errors.As(err, &ie) {
 			t.Fatalf("%+v: %v", bad, err)
 		}
 	}
@@ -125,7 +126,7 @@ func TestContextPack(t *testing.T) {
 // at max_tokens 1,500 it returned 3 snippets where balanced (budget
 // max_tokens/1.5) returned 9.
 func TestHighRecallNeverLessThanBalanced(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	fill := strings.Fields("granite harbour ledger violet copper orchard lantern meadow saddle thimble walnut quiver " +
 		"bramble cobalt drizzle ember falcon glacier hazel indigo juniper kettle lilac marble nectar opal pepper quartz")

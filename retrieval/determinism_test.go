@@ -1,4 +1,4 @@
-package engine
+package retrieval
 
 // Determinism across re-ingestion: the same writes, in the same order, into
 // fresh data directories give packs that are equal in everything but the
@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/loci-memory/loci/engine"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -39,7 +40,7 @@ type contentPack struct {
 }
 
 // spanNames maps each stored span id (and artifact id) to its name.
-func spanNames(res []IngestResult) map[string]string {
+func spanNames(res []engine.IngestResult) map[string]string {
 	names := map[string]string{}
 	for i, r := range res {
 		names[r.ArtifactID.String()] = fmt.Sprintf("a%d", i)
@@ -84,12 +85,12 @@ func byContent(r *pack.Result, names map[string]string) contentPack {
 // freshPack ingests ins one by one into a fresh directory, flushing after
 // the inputs listed in flushAfter and compacting at the end when compact is
 // set, and returns the content projection of the pack for each request.
-func freshPack(t *testing.T, ins []IngestInput, reqs []PackRequest, opts Options, flushAfter map[int]bool, compact bool) []contentPack {
+func freshPack(t *testing.T, ins []engine.IngestInput, reqs []PackRequest, opts engine.Options, flushAfter map[int]bool, compact bool) []contentPack {
 	t.Helper()
 	opts.DisableBackground, opts.CompactionMinSegments = true, 2
 	db := openTest(t, t.TempDir(), opts)
 	defer db.Close()
-	res := make([]IngestResult, len(ins))
+	res := make([]engine.IngestResult, len(ins))
 	for i, in := range ins {
 		r, err := db.Ingest("t", in)
 		if err != nil {
@@ -110,7 +111,7 @@ func freshPack(t *testing.T, ins []IngestInput, reqs []PackRequest, opts Options
 	names := spanNames(res)
 	out := make([]contentPack, len(reqs))
 	for i, req := range reqs {
-		pr, err := db.ContextPack(context.Background(), "t", req)
+		pr, err := New(db).ContextPack(context.Background(), "t", req)
 		if err != nil {
 			t.Fatalf("pack %q: %v", req.Query, err)
 		}
@@ -142,13 +143,13 @@ func TestDeterminismAcrossDirectories(t *testing.T) {
 	at := func(minutes int) time.Time {
 		return time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(minutes) * time.Minute)
 	}
-	note := func(typ, actor, content string, minutes int) IngestInput {
+	note := func(typ, actor, content string, minutes int) engine.IngestInput {
 		c, _ := json.Marshal(content)
-		return IngestInput{Workspace: "ws", ActorID: actor, Type: typ, Timestamp: at(minutes),
+		return engine.IngestInput{Workspace: "ws", ActorID: actor, Type: typ, Timestamp: at(minutes),
 			Payload: []byte(fmt.Sprintf(`{"role":"user","title":"","content":%s}`, c))}
 	}
-	many := func(n int, content func(i int) string, typ func(i int) string) []IngestInput {
-		var ins []IngestInput
+	many := func(n int, content func(i int) string, typ func(i int) string) []engine.IngestInput {
+		var ins []engine.IngestInput
 		for i := range n {
 			ins = append(ins, note(typ(i), fmt.Sprintf("u%d", i%3), content(i), 0))
 		}
@@ -157,14 +158,14 @@ func TestDeterminismAcrossDirectories(t *testing.T) {
 	same := func(s string) func(int) string { return func(int) string { return s } }
 	cases := []struct {
 		name string
-		ins  []IngestInput
+		ins  []engine.IngestInput
 		reqs []PackRequest
-		opts Options
+		opts engine.Options
 	}{{
 		// The issue's case: two notes with the same words tie on every
 		// channel; both fit, so the tie decides the citation order.
 		name: "two notes that tie",
-		ins: []IngestInput{
+		ins: []engine.IngestInput{
 			note("note", "u1", "The deploy moved to Friday afternoon.", 0),
 			note("note", "u1", "Friday afternoon the deploy moved to.", 0),
 		},
@@ -173,7 +174,7 @@ func TestDeterminismAcrossDirectories(t *testing.T) {
 		// Exact duplicates from different sources: redundancy keeps one;
 		// which one (its source type is in the citation) must not be luck.
 		name: "exact duplicates from different sources",
-		ins: []IngestInput{
+		ins: []engine.IngestInput{
 			note("note", "u1", "The refund window is 30 days for enterprise customers.", 0),
 			note("document", "u2", "The refund window is 30 days for enterprise customers.", 0),
 			note("email", "u3", "The refund window is 30 days for enterprise customers.", 0),
@@ -181,7 +182,7 @@ func TestDeterminismAcrossDirectories(t *testing.T) {
 		reqs: []PackRequest{{Workspace: "ws", Query: "refund window"}, {Workspace: "ws", Query: "refund window", Mode: "coverage"}},
 	}, {
 		name: "lexical only, ties in the budget",
-		ins: []IngestInput{
+		ins: []engine.IngestInput{
 			note("note", "u1", "Budget approved for the cluster.", 0),
 			note("note", "u2", "The cluster budget approved for.", 0),
 			note("note", "u3", "For the cluster budget approved.", 0),
@@ -189,7 +190,7 @@ func TestDeterminismAcrossDirectories(t *testing.T) {
 		},
 		reqs: []PackRequest{{Workspace: "ws", Query: "cluster budget", MaxTokens: 30},
 			{Workspace: "ws", Query: "cluster budget", Profile: pack.ProfileLowLatency, MaxTokens: 40}},
-		opts: Options{NoEmbedder: true},
+		opts: engine.Options{NoEmbedder: true},
 	}, {
 		// More equal spans than the channels' pools hold (100 at most for
 		// low_latency): the top-k cut itself must break the tie on content.
@@ -241,9 +242,9 @@ var rdTexts = []string{
 	"The old plan was replaced by the enterprise plan.", "Quarterly launch, quarterly budget, quarterly users.",
 }
 
-func (d rdDoc) input() IngestInput {
+func (d rdDoc) input() engine.IngestInput {
 	c, _ := json.Marshal(rdTexts[d.Text])
-	return IngestInput{Workspace: "ws", ActorID: ppActors[d.Actor], Type: ppTypes[d.Type],
+	return engine.IngestInput{Workspace: "ws", ActorID: ppActors[d.Actor], Type: ppTypes[d.Type],
 		Payload:   []byte(fmt.Sprintf(`{"role":"user","title":"","content":%s}`, c)),
 		Timestamp: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(d.Minute) * time.Minute)}
 }
@@ -261,7 +262,7 @@ func TestReingestionProperty(t *testing.T) {
 			return ""
 		}
 		r := rand.New(rand.NewPCG(seed, 7))
-		ins := make([]IngestInput, len(docs))
+		ins := make([]engine.IngestInput, len(docs))
 		for i, d := range docs {
 			ins[i] = d.input()
 		}
@@ -280,8 +281,8 @@ func TestReingestionProperty(t *testing.T) {
 			}
 			return m
 		}
-		a := freshPack(t, ins, reqs, Options{}, flushes(), false)
-		b := freshPack(t, ins, reqs, Options{}, flushes(), true)
+		a := freshPack(t, ins, reqs, engine.Options{}, flushes(), false)
+		b := freshPack(t, ins, reqs, engine.Options{}, flushes(), true)
 		for i := range reqs {
 			if d := diffPacks(a[i], b[i]); d != "" {
 				return fmt.Sprintf("request %d %+v: %s", i, reqs[i], d)

@@ -1,0 +1,21 @@
+package engine_test
+
+import (
+	"context"
+
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/retrieval"
+)
+
+// init makes the engine's tests pack through package retrieval (see
+// packprobe_test.go).
+func init() {
+	engine.SetProbePack(func(ctx context.Context, db *engine.DB, tenant string, req engine.PackProbe) (*engine.PackOutcome, error) {
+		pr, err := retrieval.New(db).ContextPack(ctx, tenant, retrieval.PackRequest{Workspace: req.Workspace, Query: req.Query,
+			MaxTokens: req.MaxTokens, Metadata: req.Metadata})
+		if err != nil {
+			return nil, err
+		}
+		return &engine.PackOutcome{Result: pr.Result, ReceiptID: pr.ReceiptID}, nil
+	})
+}

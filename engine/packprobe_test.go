@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/pack"
+)
+
+// Context packs are built by package retrieval, which imports engine, so
+// engine's own test files cannot import it. Storage tests that check what a
+// pack sees (erasure, retention, metadata, background embedding, crashes,
+// receipts) pack through probePack, which packprobe_ext_test.go (package
+// engine_test, in the same test binary) sets at init to retrieval's packer.
+
+// PackProbe is a context pack request of the engine's tests.
+type PackProbe struct {
+	Workspace string
+	Query     string
+	MaxTokens int
+	Metadata  map[string]string
+}
+
+// PackOutcome is what the engine's tests read of a pack.
+type PackOutcome struct {
+	Result    *pack.Result
+	ReceiptID uuid.UUID
+}
+
+var probePack func(ctx context.Context, db *DB, tenant string, req PackProbe) (*PackOutcome, error)
+
+// SetProbePack sets the packer of the engine's tests.
+func SetProbePack(f func(ctx context.Context, db *DB, tenant string, req PackProbe) (*PackOutcome, error)) {
+	probePack = f
+}
+
+func mustPack(t *testing.T, db *DB, tenant string, req PackProbe) *PackOutcome {
+	t.Helper()
+	pr, err := probePack(context.Background(), db, tenant, req)
+	if err != nil {
+		t.Fatalf("pack %+v: %v", req, err)
+	}
+	return pr
+}

@@ -1,0 +1,262 @@
+package retrieval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/invindex"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/vecindex"
+)
+
+// embedQuery returns the quantized query vector, or a degradation note.
+func (p *Packer) embedQuery(ctx context.Context, query string) ([]int8, float32, string) {
+	emb := p.db.Embedder()
+	if emb == nil {
+		return nil, 0, pack.AssumeNoSemantic
+	}
+	vecs, err := emb.Embed(ctx, []string{query})
+	dim := emb.Dim()
+	if err != nil || len(vecs) != 1 || len(vecs[0]) != dim {
+		if err != nil && !errors.Is(err, vecindex.ErrUnavailable) {
+			p.db.Logger().Warn("retrieval: query embedding failed", "err", err)
+		}
+		return nil, 0, pack.AssumeNoSemantic
+	}
+	q := make([]int8, dim)
+	return q, vecindex.Quantize(vecs[0], q), ""
+}
+
+// queryVector is a query's embedding, possibly still being computed.
+type queryVector struct {
+	done       chan struct{} // closed once the fields are set
+	q8         []int8        // nil: no semantic channel (see assumption)
+	scale      float32
+	assumption string
+}
+
+// startQueryEmbedding embeds the query: on its own goroutine when the
+// embedder computes in this process (vecindex.InProcess), so that it
+// overlaps with the lexical search; otherwise before returning.
+func (p *Packer) startQueryEmbedding(ctx context.Context, query string) *queryVector {
+	qv := &queryVector{done: make(chan struct{})}
+	run := func() {
+		qv.q8, qv.scale, qv.assumption = p.embedQuery(ctx, query)
+		close(qv.done)
+	}
+	if _, local := p.db.Embedder().(vecindex.InProcess); local {
+		go run()
+	} else {
+		run()
+	}
+	return qv
+}
+
+// wait returns the embedding once it is computed.
+func (qv *queryVector) wait() ([]int8, float32) {
+	<-qv.done
+	return qv.q8, qv.scale
+}
+
+// note is the degradation note of the embedding (nil qv: none asked for).
+func (qv *queryVector) note() string {
+	if qv == nil {
+		return ""
+	}
+	<-qv.done
+	return qv.assumption
+}
+
+// packPass is one packing pass of a profile: the profile that runs, its
+// budget and its candidate pool depth.
+type packPass struct {
+	profile string
+	budget  int
+	pool    int
+}
+
+// gathered is what a pass hands the packer: copies, safe to use after the
+// view is gone.
+type gathered struct {
+	preq        pack.Request
+	pinned      []pack.Candidate
+	cands       []pack.Candidate
+	useSemantic bool
+	maxTokens   int
+}
+
+// decide packs the gathered candidates (no lock needed).
+func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result {
+	res := pack.Pack(g.preq, g.pinned, g.cands, tok)
+	if assumption != "" && g.useSemantic && !slices.Contains(res.Assumptions, assumption) {
+		res.Assumptions = append(res.Assumptions, assumption)
+	}
+	res.TokenAccounting.Budget = g.maxTokens
+	res.TokenAccounting.Remaining = g.maxTokens - res.TokenAccounting.TotalUsed
+	return res
+}
+
+// gather retrieves a pass's candidates and pinned spans from v. qv is the
+// query's embedding (nil: no semantic channel).
+func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *queryVector) (*gathered, error) {
+	budget, pool := pass.budget, pass.pool
+	r := newResolver(v, req.Metadata)
+
+	// Semantic channel: once the query's embedding is ready, its exact scan
+	// runs on another goroutine while the lexical channel searches and
+	// resolves, and the lexical goroutine joins the scan when it is done
+	// (a vecindex.Scan is shared chunk by chunk, with the same answer
+	// whoever scores what). Its hits are resolved after the lexical ones,
+	// so the candidate order stays the same. The view's read lock covers
+	// both goroutines (the view ends after the wait below).
+	useSemantic := qv != nil
+	var scan *vecindex.Scan
+	var at []int
+	var scanReady, semDone chan struct{}
+	if useSemantic {
+		var parts []vecindex.Part
+		parts, at = v.VectorParts()
+		scanReady, semDone = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(semDone)
+			q8, qscale := qv.wait()
+			if q8 != nil && qscale > 0 {
+				scan = vecindex.NewScan(parts, q8, qscale, pool)
+			}
+			close(scanReady)
+			if scan != nil {
+				scan.Work()
+			}
+		}()
+	}
+	// Lexical channel.
+	for _, h := range invindex.Search(v.LexicalParts(), invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), pool, p.db.BM25()) {
+		c, err := r.candidate(h.Part, h.Doc)
+		if err != nil {
+			if semDone != nil {
+				<-semDone
+			}
+			return nil, err
+		}
+		if c == nil {
+			continue
+		}
+		// Hits carry their tie key: the packer need not checksum the text.
+		c.Lexical, c.InLexical, c.TieKey = h.Score, true, h.Key
+	}
+	semantic := false
+	if useSemantic {
+		<-scanReady
+		if scan != nil {
+			scan.Work()
+		}
+		<-semDone
+		semantic = scan != nil
+		if semantic {
+			for _, h := range scan.Hits() {
+				c, err := r.candidate(at[h.Part], h.Doc)
+				if err != nil {
+					return nil, err
+				}
+				if c == nil {
+					continue
+				}
+				c.Semantic, c.InSemantic, c.TieKey = h.Score, true, h.Key
+			}
+		}
+	}
+	// Pinned spans, whatever the query.
+	var pinned []pack.Candidate
+	for _, id := range v.Pinned() {
+		c, err := r.byID(v.Marks(id).ArtifactID, id)
+		if err != nil {
+			return nil, err
+		}
+		if c != nil {
+			pinned = append(pinned, *c)
+		}
+	}
+	cands := make([]pack.Candidate, 0, len(r.order))
+	for _, id := range r.order { // first-seen order: deterministic
+		c := r.cands[id]
+		c.Marks = packMarks(v.Marks(c.SpanID))
+		cands = append(cands, *c)
+	}
+	for i := range pinned {
+		pinned[i].Marks = packMarks(v.Marks(pinned[i].SpanID))
+	}
+	asOf := req.AsOf
+	if newest := v.Newest(); asOf == 0 && newest != math.MinInt64 {
+		asOf = newest
+	}
+	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
+		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic}
+	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens}, nil
+}
+
+// packMarks is the packer's view of a span's feedback marks.
+func packMarks(m engine.SpanMarks) pack.Marks {
+	return pack.Marks{Pinned: m.Pinned, Private: m.Private, PrivateFor: m.PrivateFor, MarkedWrong: m.MarkedWrong,
+		Outdated: m.Outdated, OutdatedBy: m.OutdatedBy}
+}
+
+// resolver turns (part, doc) hits into packer candidates, one per span.
+// Spans of artifacts that do not match filter (engine.MetadataMatches) are
+// no candidates: candidate and byID return nil for them.
+type resolver struct {
+	v      *engine.View
+	filter map[string]string
+	cands  map[uuid.UUID]*pack.Candidate
+	order  []uuid.UUID
+}
+
+func newResolver(v *engine.View, filter map[string]string) *resolver {
+	return &resolver{v: v, filter: filter, cands: map[uuid.UUID]*pack.Candidate{}}
+}
+
+func (r *resolver) candidate(part int, doc uint32) (*pack.Candidate, error) {
+	sp, a, ok, err := r.v.Doc(part, doc, r.filter)
+	if err != nil {
+		return nil, fmt.Errorf("retrieval: pack: %w", err)
+	}
+	if c := r.cands[sp.ID]; c != nil {
+		return c, nil
+	}
+	if !ok {
+		return nil, nil
+	}
+	c := newCandidate(sp, a)
+	r.cands[sp.ID] = c
+	r.order = append(r.order, sp.ID)
+	return c, nil
+}
+
+// byID resolves a span by its artifact and id (pinned spans); nil if gone.
+func (r *resolver) byID(artID, spanID uuid.UUID) (*pack.Candidate, error) {
+	sp, a, ok, err := r.v.Span(artID, spanID, r.filter)
+	if err != nil {
+		return nil, fmt.Errorf("retrieval: pack: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return newCandidate(sp, a), nil
+}
+
+// newCandidate is the packer's view of span sp of artifact a. SessionID,
+// Timestamp, Seq (the artifact's WAL sequence number, its ingest order in
+// every layout) and Start are what the packer orders a conversation by
+// when it finds a candidate's neighbours (pack.ContextShare), so turns that
+// share a timestamp, or were stamped at ingest, keep the order they were
+// sent in.
+func newCandidate(sp artifact.Span, a *artifact.Artifact) *pack.Candidate {
+	return &pack.Candidate{SpanID: sp.ID, ArtifactID: a.ID, SourceType: a.Type, CreatorID: a.ActorID, SessionID: a.SessionID,
+		Timestamp: a.Timestamp, Seq: a.Seq, Text: sp.Text, Tokens: int(sp.Tokens), Start: int(sp.Start), End: int(sp.End), Permissions: a.Permissions}
+}
