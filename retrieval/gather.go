@@ -197,7 +197,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		asOf = newest
 	}
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
-		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic}
+		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines}
 	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens}, nil
 }
 

@@ -111,13 +111,18 @@ type PackResponse struct {
 // GOMAXPROCS packs computing at once) is counted per Packer.
 type Packer struct {
 	db    *engine.DB
-	slots chan struct{} // admission of concurrent packs
-	count packCounters  // see PackCounts
+	slots chan struct{}    // admission of concurrent packs
+	count packCounters     // see PackCounts
+	lines *pack.LineCounts // evidence line counts, shared by every pack
 }
+
+// lineMemo is how many spans' evidence line counts a Packer remembers
+// (about 50 bytes each): every span of a 100k-span workspace and then some.
+const lineMemo = 1 << 18
 
 // New returns the Packer of db.
 func New(db *engine.DB) *Packer {
-	return &Packer{db: db, slots: make(chan struct{}, 4*runtime.GOMAXPROCS(0))}
+	return &Packer{db: db, slots: make(chan struct{}, 4*runtime.GOMAXPROCS(0)), lines: pack.NewLineCounts(lineMemo)}
 }
 
 // ContextPack retrieves candidates for the query from the workspace
