@@ -224,6 +224,9 @@ type liveSegment struct {
 	// segments are immutable, so entries never go stale. Capped, not evicted.
 	metaMu sync.Mutex
 	meta   map[uuid.UUID]*artifact.Artifact
+	// metaIdx holds each workspace's metadata index (metaIndex), built on
+	// the first pack that filters by metadata.
+	metaIdx map[int]metaDocs
 }
 
 // metaCacheCap bounds a segment's metadata cache (about 200 bytes each).

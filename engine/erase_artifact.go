@@ -351,6 +351,7 @@ func (h *head) dropArtifacts(k wsKey, has []*headArtifact) {
 			}
 		}
 		nw.artifacts = append(nw.artifacts, a)
+		nw.indexMeta(a)
 		nw.spans += len(a.spans)
 		if a.a.IdempotencyKey != "" {
 			nw.idem[a.a.IdempotencyKey] = a

@@ -62,6 +62,18 @@ type headWorkspace struct {
 	lex       *invindex.MemIndex
 	vec       *vecindex.MemVectors // nil when the engine has no embedder
 	refs      []spanRef
+	meta      metaDocs // by metadata pair; nil until an artifact has metadata
+}
+
+// indexMeta adds ha's docs to the workspace's metadata index.
+func (w *headWorkspace) indexMeta(ha *headArtifact) {
+	if len(ha.a.Metadata) == 0 {
+		return
+	}
+	if w.meta == nil {
+		w.meta = metaDocs{}
+	}
+	w.meta.addArtifact(ha.a.Metadata, ha.firstDoc, len(ha.spans))
 }
 
 // spanRef locates span i of a head artifact.
@@ -147,6 +159,7 @@ func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 		indexBytes += int64(16*int(terms[i].Len) + dim + 48)
 	}
 	w.artifacts = append(w.artifacts, ha)
+	w.indexMeta(ha)
 	w.spans += len(spans)
 	if a.IdempotencyKey != "" {
 		w.idem[a.IdempotencyKey] = ha

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/RoaringBitmap/roaring/v2"
 	"math"
 	"slices"
 
@@ -104,8 +105,10 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 }
 
 // gather retrieves a pass's candidates and pinned spans from v. qv is the
-// query's embedding (nil: no semantic channel).
-func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *queryVector) (*gathered, error) {
+// query's embedding (nil: no semantic channel). docs, when not nil, holds
+// for each part the only documents the channels may return (a metadata
+// filter, View.MetadataDocs).
+func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *queryVector, docs []*roaring.Bitmap) (*gathered, error) {
 	budget, pool := pass.budget, pass.pool
 	r := newResolver(v, req.Metadata)
 
@@ -137,7 +140,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		}()
 	}
 	// Lexical channel.
-	for _, h := range invindex.Search(v.LexicalParts(), invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), pool, p.db.BM25()) {
+	for _, h := range invindex.SearchFiltered(v.LexicalParts(), docs, invindex.QueryTerms(invindex.AnalyzeQuestion(req.Query)), pool, p.db.BM25()) {
 		c, err := r.candidate(h.Part, h.Doc)
 		if err != nil {
 			if semDone != nil {

@@ -195,14 +195,26 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	gatherPass := func(pass packPass, firstPass bool) (*gathered, error) {
 		var g *gathered
 		err := p.db.View(tenant, req.Workspace, func(v *engine.View) error {
-			if firstPass {
-				seen.version, seen.newest, seen.spans = v.DataVersion(), v.Newest(), v.Spans()
-			} else if v.DataVersion() != seen.version || v.Newest() != seen.newest {
+			if !firstPass && (v.DataVersion() != seen.version || v.Newest() != seen.newest) {
 				return nil
 			}
+			// A metadata filter restricts the search to the matching
+			// spans, and the pool depth follows how many there are.
+			docs, err := v.MetadataDocs(req.Metadata)
+			if err != nil {
+				return err
+			}
+			if firstPass {
+				seen.version, seen.newest, seen.spans = v.DataVersion(), v.Newest(), v.Spans()
+				if docs != nil {
+					seen.spans = 0
+					for _, d := range docs {
+						seen.spans += int(d.GetCardinality())
+					}
+				}
+			}
 			pass.pool = poolOf(pass.pool, req.MaxTokens, seen.spans)
-			var err error
-			g, err = p.gather(v, req, pass, qv)
+			g, err = p.gather(v, req, pass, qv, docs)
 			return err
 		})
 		return g, err
