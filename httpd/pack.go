@@ -153,7 +153,7 @@ func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*engine.Pa
 		badRequest(ctx, err)
 		return nil, false
 	}
-	if err := s.db.CheckWorkspace(c.who.tenant, req.Workspace); err != nil {
+	if err := s.db.CheckWorkspace(c.who.TenantID, req.Workspace); err != nil {
 		s.fail(ctx, err)
 		return nil, false
 	}
@@ -163,7 +163,7 @@ func (s *Server) runPack(ctx *fasthttp.RequestCtx, c *call, v2 bool) (*engine.Pa
 	defer cancel()
 	stop := watchClient(ctx, cancel)
 	defer stop()
-	res, err := s.db.ContextPack(pctx, c.who.tenant, req)
+	res, err := s.db.ContextPack(pctx, c.who.TenantID, req)
 	if err != nil {
 		s.fail(ctx, err)
 		return nil, false
