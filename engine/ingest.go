@@ -55,6 +55,10 @@ type IngestInput struct {
 	// and ingest returns ErrWorkspaceErased. The fence travels in the WAL
 	// record, so replay refuses the artifact the same way.
 	Fence uint64
+
+	// extracted is the payload's text from Validate, so that the payload
+	// is parsed once per ingest.
+	extracted *extractedText
 }
 
 // IngestResult says what was stored, or found again by idempotency key.
@@ -470,7 +474,7 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 	a.ContentHash = artifact.ContentHash(a.Payload)
 	var spans []artifact.Span
 	if len(a.Payload) > 0 {
-		extracted, err := text.Extract(a.Type, a.Payload)
+		extracted, err := in.extract()
 		if err != nil {
 			return nil, &InvalidError{Field: "raw_payload", Reason: err.Error()}
 		}
@@ -651,14 +655,37 @@ func trimIndex(field string) string {
 // Validate checks an artifact as Ingest would (fields and text extraction)
 // without storing it: asynchronous ingest rejects bad input before it
 // accepts a job, so a job only fails for reasons the caller could not see.
-func (db *DB) Validate(in IngestInput) error {
-	if err := validateInput(&in); err != nil {
+// It keeps the payload's extracted text in in, so that ingesting in next
+// does not parse the payload again; in.Payload must not change in between
+// (a different payload slice is extracted afresh).
+func (db *DB) Validate(in *IngestInput) error {
+	in.extracted = nil
+	if err := validateInput(in); err != nil {
 		return err
 	}
 	if len(in.Payload) > 0 {
-		if _, err := text.Extract(in.Type, in.Payload); err != nil {
+		s, err := text.Extract(in.Type, in.Payload)
+		if err != nil {
 			return &InvalidError{Field: "raw_payload", Reason: err.Error()}
 		}
+		in.extracted = &extractedText{payload: in.Payload, typ: in.Type, text: s}
 	}
 	return nil
+}
+
+// extractedText is a payload's text as Validate extracted it.
+type extractedText struct {
+	payload []byte // the very slice extracted (compared by identity)
+	typ     string
+	text    string
+}
+
+// extract returns the text of in's payload: Validate's, when it extracted
+// this very payload for this type, else a fresh extraction.
+func (in *IngestInput) extract() (string, error) {
+	if x := in.extracted; x != nil && x.typ == in.Type && len(x.payload) == len(in.Payload) &&
+		len(in.Payload) > 0 && &x.payload[0] == &in.Payload[0] {
+		return x.text, nil
+	}
+	return text.Extract(in.Type, in.Payload)
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/loci-memory/loci/control"
 	"github.com/valyala/fasthttp"
 )
 
@@ -437,27 +435,6 @@ func waitIndexed(t *testing.T, h *harness, id string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// A job that cannot be indexed is recorded as failed, with the reason; it
-// is not an HTTP error of any call.
-func TestAsyncJobFailure(t *testing.T) {
-	h := newHarness(t, Config{})
-	art := uuid.New()
-	jobs, err := h.ctl.CreateJobs(DefaultTenant, "ws", []control.JobInput{{ArtifactID: art, Input: []byte("not a job input")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.srv.jobs.add(jobs)
-	j := waitJob(t, h, "", jobs[0].ID)
-	if str(j, "status") != "failed" || !strings.Contains(str(j, "error_message"), "unreadable") || j["artifact_id"] != nil {
-		t.Fatalf("failed job %v", j)
-	}
-	st := h.do("GET", "/v1/artifacts/"+art.String()+"/status", "", nil).must(t, 200)
-	if str(st, "status") != "failed" || st["indexed"] != false || !strings.Contains(str(st, "error_message"), "unreadable") {
-		t.Fatalf("status of a failed artifact %v", st)
-	}
-	h.do("GET", "/v1/artifacts/"+art.String(), "", nil).fails(t, 404, "failed")
 }
 
 func TestWorkspaceErase(t *testing.T) {

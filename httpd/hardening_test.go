@@ -108,15 +108,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestAbandonedPacksAreNotComputed(t *testing.T) {
 	h := newHarness(t, Config{})
 	seed(t, h, "", "ws")
-	release := h.srv.packer.ReservePackSlots(1 << 20)
+	release := h.srv.svc.Packer().ReservePackSlots(1 << 20)
 	defer release()
-	before := h.srv.packer.PackCounts()
+	before := h.srv.svc.Packer().PackCounts()
 	const abandoned = 48
 	for i := 0; i < abandoned; i++ {
 		abandonPack(t, h, fmt.Sprintf("Atlas budget question %d", i))
 	}
 	waitFor(t, "every abandoned pack to give up", func() bool {
-		pc := h.srv.packer.PackCounts()
+		pc := h.srv.svc.Packer().PackCounts()
 		return pc.Cancelled-before.Cancelled == abandoned && pc.Waiting == 0
 	})
 	release()
@@ -124,7 +124,7 @@ func TestAbandonedPacksAreNotComputed(t *testing.T) {
 	if len(m["citations"].([]any)) == 0 {
 		t.Fatalf("fresh pack: %v", m)
 	}
-	after := h.srv.packer.PackCounts()
+	after := h.srv.svc.Packer().PackCounts()
 	if started := after.Started - before.Started; started != 1 {
 		t.Fatalf("%d packs computed, want only the fresh one (counts %+v)", started, after)
 	}
@@ -140,13 +140,13 @@ func TestAbandonedPacksAreNotComputed(t *testing.T) {
 func TestShutdownCancelsWaitingPacks(t *testing.T) {
 	h := newHarness(t, Config{})
 	seed(t, h, "", "ws")
-	release := h.srv.packer.ReservePackSlots(1 << 20)
+	release := h.srv.svc.Packer().ReservePackSlots(1 << 20)
 	defer release()
 	got := make(chan reply, 1)
 	go func() {
 		got <- h.do("POST", "/v1/context-pack", "", map[string]any{"workspace_id": "ws", "query": "Atlas"})
 	}()
-	waitFor(t, "the pack to queue", func() bool { return h.srv.packer.PackCounts().Waiting == 1 })
+	waitFor(t, "the pack to queue", func() bool { return h.srv.svc.Packer().PackCounts().Waiting == 1 })
 	stopped := make(chan struct{})
 	go func() { h.srv.Shutdown(); close(stopped) }()
 	select {

@@ -1,7 +1,10 @@
 // Package httpd is Loci's HTTP API (v1 and v2) on fasthttp: routing, JSON
-// decoding and encoding, and the handlers that turn requests into service
-// and engine calls. Authentication, plans, rate limits and usage are the
-// service package's decisions; httpd maps its typed errors to status codes
+// decoding and encoding, and the handlers, which decode a request into the
+// service's typed request, call the service with the caller's Principal and
+// encode its typed response (context packs still call the engine, until they
+// move to their own package). Authentication, plans, rate limits, usage,
+// ingest, jobs, artifacts, workspaces, feedback and receipts are the service
+// package's; httpd maps its typed errors to status codes in one place
 // (serviceFail). Every response carries X-Request-ID and every error is
 // {"detail": ...}.
 package httpd
@@ -15,7 +18,6 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,7 +25,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
@@ -86,19 +87,16 @@ const (
 
 // Server serves one engine and its control state.
 type Server struct {
-	db  *engine.DB
-	ctl *control.Store
-	// packer builds the context packs over db.
-	packer *retrieval.Packer
-	// svc decides who a caller is and whether it may be served, and owns
-	// tenants, keys, plans and usage.
+	db *engine.DB
+	// svc decides who a caller is and whether it may be served, and serves
+	// every route: tenants, keys, plans, usage, ingest, jobs (it runs the
+	// indexing workers), artifacts, workspaces, feedback, context packs.
 	svc     *service.Service
 	cfg     Config
 	log     *slog.Logger
 	start   time.Time
 	srv     *fasthttp.Server
 	router  router
-	jobs    *jobRunner
 	metrics *telemetry.Metrics
 	// unmatched holds the series of requests that matched no route, by
 	// method (unknown methods share "OTHER"), so that neither raw paths nor
@@ -110,10 +108,7 @@ type Server struct {
 	base     context.Context
 	stopBase context.CancelFunc
 
-	ready     atomic.Bool // Start ran
-	stopUsage chan struct{}
-	usageDone chan struct{}
-	closeOnce sync.Once
+	ready atomic.Bool // Start ran
 }
 
 // DefaultTenant is the tenant every request acts as when authentication is
@@ -137,9 +132,6 @@ func NewStarting(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.IndexWorkers == 0 {
-		cfg.IndexWorkers = 2
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -158,8 +150,7 @@ func NewStarting(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 60 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now(),
-		stopUsage: make(chan struct{}), usageDone: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now()}
 	s.router = s.routes()
 	if cfg.Metrics == nil {
 		cfg.Metrics = telemetry.New(cfg.Version)
@@ -191,22 +182,18 @@ func NewStarting(cfg Config) *Server {
 }
 
 // Start makes the server serve db and ctl. ctl must be the db's control
-// state (engine.Options.Control), attached to db. It starts the usage
-// writer and the indexing workers, which resume unfinished jobs; Shutdown
-// stops them.
+// state (engine.Options.Control), attached to db. It starts the service's
+// background work (the usage writer and the indexing workers, which resume
+// unfinished jobs); Shutdown stops it.
 func (s *Server) Start(db *engine.DB, ctl *control.Store) {
-	s.db, s.ctl = db, ctl
-	s.packer = retrieval.New(db)
-	s.svc = service.New(ctl, service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
-		RateWindow: s.cfg.RateWindow, RegisterLimit: s.cfg.RegisterLimit, RegisterWindow: s.cfg.RegisterWindow, Now: s.cfg.Now})
-	go func() {
-		defer close(s.usageDone)
-		ctl.RunUsageWriter(s.stopUsage)
-	}()
-	s.jobs = newJobRunner(s, s.cfg.IndexWorkers)
-	s.metrics.WatchJobs(s.jobs.depth)
+	s.db = db
+	s.svc = service.New(db, ctl, service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
+		RateWindow: s.cfg.RateWindow, RegisterLimit: s.cfg.RegisterLimit, RegisterWindow: s.cfg.RegisterWindow, Now: s.cfg.Now,
+		AsyncIndexing: s.cfg.AsyncIndexing, IndexWorkers: s.cfg.IndexWorkers, Logger: s.cfg.Logger})
+	s.svc.Start()
+	s.metrics.WatchJobs(s.svc.JobBacklog)
 	s.metrics.WatchEngine(db)
-	s.metrics.WatchPacks(s.packer)
+	s.metrics.WatchPacks(s.svc.Packer())
 	s.ready.Store(true) // publishes the fields above to the handlers
 }
 
@@ -225,21 +212,16 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections, cancels requests waiting for work
 // (a context pack waiting for a slot answers 503), waits for in-flight
-// requests, stops
-// the indexing workers (a job being indexed finishes; pending jobs resume at
-// the next start) and writes the last usage counts. The caller then closes
-// the engine.
+// requests, then stops the service's background work (a job being indexed
+// finishes; pending jobs resume at the next start; the last usage counts
+// are written). The caller then closes the engine.
 func (s *Server) Shutdown() error {
 	s.stopBase()
 	err := s.srv.Shutdown()
 	if !s.ready.Load() {
 		return err
 	}
-	s.closeOnce.Do(func() {
-		s.jobs.stop()
-		close(s.stopUsage)
-		<-s.usageDone
-	})
+	s.svc.Stop()
 	return err
 }
 
@@ -250,20 +232,10 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 	l.log.Warn("httpd: " + fmt.Sprintf(format, args...))
 }
 
-// principal is who a request acts for: the service's Principal, with its
-// tenant id also as tenant, the name the handlers not yet moved to the
-// service use. Build it with principalOf only, so the two never differ.
-type principal struct {
-	service.Principal
-	tenant string
-}
-
-func principalOf(p service.Principal) principal { return principal{Principal: p, tenant: p.TenantID} }
-
 // call is one request being served: its principal, path parameters and the
 // usage it adds beyond the request count.
 type call struct {
-	who    principal
+	who    service.Principal
 	params map[string]string
 	usage  service.UsageDelta
 }
@@ -389,7 +361,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		s.serviceFail(ctx, err)
 		return
 	}
-	c.who = principalOf(p)
+	c.who = p
 	sv.tenant = p.TenantID
 	q, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: rt.name, V2: rt.v2})
 	if q.Limit > 0 {
@@ -423,6 +395,8 @@ func (s *Server) serviceFail(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusTooManyRequests, rl.Error())
 	case errors.As(err, &plan):
 		writeError(ctx, fasthttp.StatusForbidden, plan.Error()+" (PUT /v1/billing/plan)")
+	case errors.Is(err, service.ErrInvalid):
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, service.ErrUnauthorized):
 		writeError(ctx, fasthttp.StatusUnauthorized, err.Error())
 	case errors.Is(err, service.ErrForbidden):
@@ -431,7 +405,7 @@ func (s *Server) serviceFail(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, service.ErrConflict):
 		writeError(ctx, fasthttp.StatusConflict, err.Error())
-	default: // *service.InvalidError, engine and storage errors
+	default: // *service.InvalidError, engine, control and storage errors
 		s.fail(ctx, err)
 	}
 }
@@ -530,12 +504,4 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
-}
-
-// depth is the number of jobs queued or being indexed, for the metrics
-// (read at scrape time; the queue's lock is never taken by a request).
-func (r *jobRunner) depth() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.queued)
 }

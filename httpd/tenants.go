@@ -2,14 +2,11 @@ package httpd
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/loci-memory/loci/apidoc"
 	"github.com/loci-memory/loci/service"
 	"github.com/valyala/fasthttp"
 )
-
-func microTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 type registerRequest struct {
 	Email string `json:"email"`
@@ -32,7 +29,7 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, c *call) {
 		badRequest(ctx, err)
 		return
 	}
-	out, err := s.svc.Register(c.who.Principal, service.RegisterRequest{Email: r.Email, Plan: r.Plan, ClientAddr: clientIP(ctx.RemoteAddr())})
+	out, err := s.svc.Register(c.who, service.RegisterRequest{Email: r.Email, Plan: r.Plan, ClientAddr: clientIP(ctx.RemoteAddr())})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -50,9 +47,9 @@ type keyJSON struct {
 }
 
 func keyOf(k service.KeyInfo) keyJSON {
-	out := keyJSON{ID: k.ID, Prefix: k.Prefix, CreatedAt: formatTime(k.CreatedAt), Revoked: k.Revoked}
+	out := keyJSON{ID: k.ID, Prefix: k.Prefix, CreatedAt: service.FormatTime(k.CreatedAt), Revoked: k.Revoked}
 	if k.LastUsedAt != nil {
-		t := formatTime(*k.LastUsedAt)
+		t := service.FormatTime(*k.LastUsedAt)
 		out.LastUsedAt = &t
 	}
 	return out
@@ -68,7 +65,7 @@ func (s *Server) createKey(ctx *fasthttp.RequestCtx, c *call) {
 			return
 		}
 	}
-	k, err := s.svc.CreateKey(c.who.Principal)
+	k, err := s.svc.CreateKey(c.who)
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -79,7 +76,7 @@ func (s *Server) createKey(ctx *fasthttp.RequestCtx, c *call) {
 }
 
 func (s *Server) listKeys(ctx *fasthttp.RequestCtx, c *call) {
-	keys, err := s.svc.Keys(c.who.Principal)
+	keys, err := s.svc.Keys(c.who)
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -92,7 +89,7 @@ func (s *Server) listKeys(ctx *fasthttp.RequestCtx, c *call) {
 }
 
 func (s *Server) revokeKey(ctx *fasthttp.RequestCtx, c *call) {
-	k, err := s.svc.RevokeKey(c.who.Principal, c.params["key_id"])
+	k, err := s.svc.RevokeKey(c.who, c.params["key_id"])
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -139,7 +136,7 @@ func planStatusOf(st service.PlanStatus) planStatusJSON {
 }
 
 func (s *Server) getPlan(ctx *fasthttp.RequestCtx, c *call) {
-	st, err := s.svc.Plan(c.who.Principal, service.PlanRequest{TenantID: string(ctx.QueryArgs().Peek("tenant_id"))})
+	st, err := s.svc.Plan(c.who, service.PlanRequest{TenantID: string(ctx.QueryArgs().Peek("tenant_id"))})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -149,7 +146,7 @@ func (s *Server) getPlan(ctx *fasthttp.RequestCtx, c *call) {
 
 func (s *Server) setPlan(ctx *fasthttp.RequestCtx, c *call) {
 	// A caller who may not change plans is refused before its body is read.
-	if err := service.MayChangePlans(c.who.Principal); err != nil {
+	if err := service.MayChangePlans(c.who); err != nil {
 		s.serviceFail(ctx, err)
 		return
 	}
@@ -161,7 +158,7 @@ func (s *Server) setPlan(ctx *fasthttp.RequestCtx, c *call) {
 		badRequest(ctx, err)
 		return
 	}
-	st, err := s.svc.SetPlan(c.who.Principal, service.SetPlanRequest{TenantID: r.TenantID, Plan: r.Plan})
+	st, err := s.svc.SetPlan(c.who, service.SetPlanRequest{TenantID: r.TenantID, Plan: r.Plan})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -182,7 +179,7 @@ type usageJSON struct {
 
 func (s *Server) usage(ctx *fasthttp.RequestCtx, c *call) {
 	args := ctx.QueryArgs()
-	u, err := s.svc.Usage(c.who.Principal, service.UsageRequest{TenantID: string(args.Peek("tenant_id")), Period: string(args.Peek("period"))})
+	u, err := s.svc.Usage(c.who, service.UsageRequest{TenantID: string(args.Peek("tenant_id")), Period: string(args.Peek("period"))})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return

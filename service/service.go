@@ -1,22 +1,30 @@
-// Package service is Loci's transport-neutral service layer for the control
+// Package service is Loci's transport-neutral service layer. The control
 // plane: who a caller is (API keys, the admin key), tenant registration, key
-// management, plans, rate limits and usage metering. Transports (httpd, later
-// MCP and the UI) decode a request, call a Service method with a typed
+// management, plans, rate limits and usage metering. The data plane over the
+// engine: ingest (v1 and batches, idempotency, asynchronous jobs and the
+// runner that indexes them), artifacts (read, status, erase, listings),
+// workspaces (listing, settings, erasure), feedback and receipts, each with
+// its request validation. Transports (httpd, later MCP and the UI) decode a
+// request, call a Service method with the caller's Principal and a typed
 // request, and encode its typed response; they map its typed errors to their
 // own status codes in one place.
 //
-// The durable state lives in control; rate-limit windows in ratelimit. API
-// keys reach the service only to be checked: control keeps their SHA-256,
-// and nothing here logs or stores a secret.
+// The durable state lives in engine and control; rate-limit windows in
+// ratelimit. API keys reach the service only to be checked: control keeps
+// their SHA-256, and nothing here logs or stores a secret.
 package service
 
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/ratelimit"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 // DefaultTenant is the tenant every request acts as when authentication is
@@ -55,19 +63,38 @@ type Config struct {
 	RegisterWindow time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AsyncIndexing makes v1 ingest store the artifact in a job and index
+	// it in the background (Indexed false in the result).
+	AsyncIndexing bool
+	// IndexWorkers is the number of background indexing workers (default 2;
+	// negative: none, so jobs wait for a service that has workers).
+	IndexWorkers int
+	// Logger receives the job runner's failures (default slog.Default()).
+	Logger *slog.Logger
 }
 
-// Service serves the control plane over one control.Store. It is safe for
-// concurrent use.
+// Service serves the control plane over one control.Store and the data
+// plane over one engine. It is safe for concurrent use.
 type Service struct {
+	db         *engine.DB
+	packer     *retrieval.Packer // context packs over db
 	ctl        *control.Store
 	cfg        Config
+	log        *slog.Logger
 	limiter    *ratelimit.Limiter // per tenant: the plan's requests per minute
 	regLimiter *ratelimit.Limiter // per client address: open registrations
+
+	jobs      *jobRunner // nil until Start
+	stopUsage chan struct{}
+	usageDone chan struct{}
+	stopOnce  sync.Once
 }
 
-// New returns a service over ctl, with cfg's zero fields set to their defaults.
-func New(ctl *control.Store, cfg Config) *Service {
+// New returns a service over db and its control state ctl (db's
+// engine.Options.Control, attached to db), with cfg's zero fields set to
+// their defaults. Start runs its background work. A service with a nil db
+// serves the control plane only (its tests).
+func New(db *engine.DB, ctl *control.Store, cfg Config) *Service {
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = time.Minute
 	}
@@ -80,15 +107,55 @@ func New(ctl *control.Store, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{ctl: ctl, cfg: cfg,
+	if cfg.IndexWorkers == 0 {
+		cfg.IndexWorkers = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	var packer *retrieval.Packer
+	if db != nil {
+		packer = retrieval.New(db)
+	}
+	return &Service{db: db, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),
-		regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now)}
+		regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now),
+		stopUsage:  make(chan struct{}), usageDone: make(chan struct{})}
 }
 
-// Error kinds. Every refusal the service makes unwraps to one of them (or is
-// an *InvalidError, or a *RateLimitedError); anything else is an internal
-// failure.
+// Start starts the background work: the usage writer and the indexing
+// workers, which resume the jobs a restart interrupted. Stop ends it. Call
+// it once, before serving the data plane.
+func (s *Service) Start() {
+	go func() {
+		defer close(s.usageDone)
+		s.ctl.RunUsageWriter(s.stopUsage)
+	}()
+	s.jobs = newJobRunner(s, s.cfg.IndexWorkers)
+}
+
+// Stop lets the jobs being indexed finish and stops the workers (pending
+// jobs resume at the next Start), then writes the last usage counts. The
+// caller then closes the engine. It is safe to call more than once.
+func (s *Service) Stop() {
+	s.stopOnce.Do(func() {
+		if s.jobs == nil {
+			return
+		}
+		s.jobs.stop()
+		close(s.stopUsage)
+		<-s.usageDone
+	})
+}
+
+// Error kinds. Every refusal the service makes itself unwraps to one of them
+// (or is an *InvalidError, or a *RateLimitedError). The data plane also
+// returns the engine's and control's errors as they are: an
+// *engine.IdempotencyConflictError, engine.ErrNotFound, engine.ErrClosed,
+// control.ErrWorkspaceQuota, control.ErrJobBacklog, context errors, and
+// storage errors (ENOSPC); a transport maps those too, in the same place.
 var (
+	ErrInvalid      = errors.New("invalid")
 	ErrUnauthorized = errors.New("unauthorized")
 	ErrForbidden    = errors.New("forbidden")
 	ErrNotFound     = errors.New("not found")
@@ -102,7 +169,7 @@ var ErrNoKey = &Error{Kind: ErrUnauthorized, Detail: "no API key"}
 
 // Error is a refusal of one kind with a message for the caller.
 type Error struct {
-	Kind   error // ErrUnauthorized, ErrForbidden, ErrNotFound or ErrConflict
+	Kind   error // ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrConflict
 	Detail string
 }
 
@@ -111,6 +178,16 @@ func (e *Error) Unwrap() error { return e.Kind }
 
 func refuse(kind error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Detail: fmt.Sprintf(format, args...)}
+}
+
+// invalid is bad input: an *InvalidError as it is, any other error (a
+// decoding error that names its field in its text) as an ErrInvalid refusal.
+func invalid(err error) error {
+	var inv *InvalidError
+	if errors.As(err, &inv) {
+		return err
+	}
+	return &Error{Kind: ErrInvalid, Detail: err.Error()}
 }
 
 // RateLimitedError refuses a request over a rate limit: a plan's requests

@@ -25,8 +25,9 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// newService returns a service over a control store whose records are
-// applied at once, as the engine would after making them durable.
+// newService returns a control-plane service (no engine) over a control
+// store whose records are applied at once, as the engine would after
+// making them durable.
 func newService(t *testing.T, cfg Config) (*Service, *clock) {
 	t.Helper()
 	clk := &clock{now: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}
@@ -42,7 +43,7 @@ func newService(t *testing.T, cfg Config) (*Service, *clock) {
 		seq++
 		return ctl.ApplyControl(kind, seq, payload)
 	})
-	return New(ctl, cfg), clk
+	return New(nil, ctl, cfg), clk
 }
 
 var admin = Principal{TenantID: DefaultTenant, Plan: mustPlan("enterprise"), Admin: true}

@@ -1,0 +1,163 @@
+package service
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine"
+)
+
+// FeedbackRequest is one feedback event on a workspace's artifacts or
+// spans (pin, demote, resolve a conflict, ...). Ids are as given and
+// checked here.
+type FeedbackRequest struct {
+	WorkspaceID     string `json:"workspace_id"`
+	ActorID         string `json:"actor_id"`
+	Action          string `json:"action"`
+	ArtifactID      string `json:"artifact_id"`
+	SpanID          string `json:"span_id"`
+	Reason          string `json:"reason"`
+	ConflictID      string `json:"conflict_id"`
+	PreferredSpanID string `json:"preferred_span_id"`
+}
+
+// FeedbackResult is a recorded feedback event.
+type FeedbackResult struct {
+	Action     string    `json:"action"`
+	Applied    int       `json:"applied"`
+	CreatedAt  string    `json:"created_at"`
+	FeedbackID uuid.UUID `json:"feedback_id"`
+}
+
+// optionalID parses an optional UUID field.
+func optionalID(field, v string) (uuid.UUID, error) {
+	if v == "" {
+		return uuid.Nil, nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, &InvalidError{Field: field, Reason: fmt.Sprintf("%q is not a UUID", v)}
+	}
+	return id, nil
+}
+
+// Feedback records a feedback event in one of p's workspaces. An artifact,
+// span or conflict it names that the workspace does not hold is
+// ErrNotFound.
+func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, error) {
+	in := engine.FeedbackInput{Workspace: r.WorkspaceID, ActorID: r.ActorID, Action: r.Action, Reason: r.Reason, ConflictID: r.ConflictID}
+	err := s.db.CheckWorkspace(p.TenantID, r.WorkspaceID)
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	if r.ArtifactID == "" && r.Action != engine.ActionResolveConflict {
+		return FeedbackResult{}, &InvalidError{Field: "artifact_id", Reason: "is required"}
+	}
+	if in.ArtifactID, err = optionalID("artifact_id", r.ArtifactID); err != nil {
+		return FeedbackResult{}, err
+	}
+	if in.SpanID, err = optionalID("span_id", r.SpanID); err != nil {
+		return FeedbackResult{}, err
+	}
+	if in.PreferredSpanID, err = optionalID("preferred_span_id", r.PreferredSpanID); err != nil {
+		return FeedbackResult{}, err
+	}
+	res, err := s.db.Feedback(p.TenantID, in)
+	if errors.Is(err, engine.ErrNotFound) {
+		what := "artifact or span"
+		if in.Action == engine.ActionResolveConflict {
+			what = "conflict"
+		}
+		return FeedbackResult{}, refuse(ErrNotFound, "%s not found in workspace %s", what, strconv.Quote(in.Workspace))
+	}
+	if err != nil {
+		return FeedbackResult{}, err
+	}
+	return FeedbackResult{FeedbackID: res.FeedbackID, Action: res.Action, Applied: res.Applied, CreatedAt: FormatTime(res.CreatedAt)}, nil
+}
+
+// ListReceiptsRequest asks for a page of a workspace's receipts, newest
+// first, optionally those of one pack hash. Limit and Offset are as given
+// (a query string's values); nil is absent.
+type ListReceiptsRequest struct {
+	WorkspaceID string  `json:"workspace_id"`
+	PackHash    string  `json:"pack_hash"`
+	Limit       *string `json:"limit"`  // 1 to 500, default 50
+	Offset      *string `json:"offset"` // default 0
+}
+
+// ReceiptSummary is a receipt as a listing shows it, without its body.
+type ReceiptSummary struct {
+	ID          uuid.UUID `json:"id"`
+	Query       string    `json:"query"`
+	Timestamp   string    `json:"timestamp"`
+	ActorID     string    `json:"actor_id"`
+	Confidence  float64   `json:"confidence"`
+	AbstainFlag bool      `json:"abstain_flag"`
+	PackHash    string    `json:"pack_hash"`
+	TotalTokens int       `json:"total_tokens"`
+}
+
+// ReceiptsPage is one page of receipts; Total counts them all.
+type ReceiptsPage struct {
+	Limit    int              `json:"limit"`
+	Offset   int              `json:"offset"`
+	Receipts []ReceiptSummary `json:"receipts"`
+	Total    int              `json:"total"`
+}
+
+// ListReceipts returns a page of one of p's workspaces' receipts.
+func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage, error) {
+	if r.WorkspaceID == "" {
+		return ReceiptsPage{}, &InvalidError{Field: "workspace_id", Reason: "query parameter is required"}
+	}
+	if err := s.db.CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+		return ReceiptsPage{}, err
+	}
+	limit, offset := 50, 0
+	if r.Limit != nil {
+		n, err := strconv.Atoi(*r.Limit)
+		if err != nil || n < 1 || n > 500 {
+			return ReceiptsPage{}, &InvalidError{Field: "limit", Reason: fmt.Sprintf("must be an integer from 1 to 500, got %q", *r.Limit)}
+		}
+		limit = n
+	}
+	if r.Offset != nil {
+		n, err := strconv.Atoi(*r.Offset)
+		if err != nil || n < 0 {
+			return ReceiptsPage{}, &InvalidError{Field: "offset", Reason: fmt.Sprintf("must be a non-negative integer, got %q", *r.Offset)}
+		}
+		offset = n
+	}
+	page, err := s.db.ListReceipts(p.TenantID, r.WorkspaceID, r.PackHash, offset, limit)
+	if err != nil {
+		return ReceiptsPage{}, err
+	}
+	out := make([]ReceiptSummary, len(page.Receipts))
+	for i, r := range page.Receipts {
+		out[i] = ReceiptSummary{r.ID, r.Query, FormatTime(time.UnixMicro(r.Timestamp)), r.ActorID, r.Confidence, r.Abstain, r.PackHash, r.TotalTokens}
+	}
+	return ReceiptsPage{Receipts: out, Total: page.Total, Limit: limit, Offset: offset}, nil
+}
+
+// Receipt returns one of p's receipts: the JSON body the pack stored, as
+// it was stored.
+func (s *Service) Receipt(p Principal, receiptID string) (json.RawMessage, error) {
+	notFound := refuse(ErrNotFound, "receipt not found")
+	id, err := uuid.Parse(receiptID)
+	if err != nil {
+		return nil, notFound
+	}
+	r, err := s.db.GetReceipt(p.TenantID, id)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Body, nil
+}

@@ -1,0 +1,220 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
+)
+
+// PackRequest is a context pack request with the v1 fields, as every
+// transport sends it; the service validates it.
+type PackRequest struct {
+	Query                 *string         `json:"query"`
+	MaxTokens             *int            `json:"max_tokens"`
+	WorkspaceID           string          `json:"workspace_id"`
+	ActorID               string          `json:"actor_id"`
+	SessionID             string          `json:"session_id"`
+	Policy                json.RawMessage `json:"policy"`
+	Mode                  string          `json:"mode"`
+	MaxLatencyMs          *float64        `json:"max_latency_ms"`
+	MaxCostUSD            *float64        `json:"max_cost_usd"`
+	AsOf                  *string         `json:"as_of"`
+	MinConfidence         *float64        `json:"min_confidence"`
+	MinEvidenceTokens     *int            `json:"min_evidence_tokens"`
+	MaxSpansPerArtifact   *int            `json:"max_spans_per_artifact"`
+	DiversityDecay        *float64        `json:"diversity_decay"`
+	RedundancyJaccard     *float64        `json:"redundancy_jaccard_threshold"`
+	TemporalHalfLifeHours *float64        `json:"temporal_half_life_hours"`
+	// Metadata restricts the pack to artifacts whose metadata holds
+	// every given pair exactly.
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// PackV2Request is a v2 context pack request: v1's fields and profile.
+type PackV2Request struct {
+	PackRequest
+	Profile *string `json:"profile"`
+}
+
+// PolicyJSON is a pack request's policy as the API names it.
+type PolicyJSON struct {
+	AllowedSources []string `json:"allowed_sources"`
+	DeniedSources  []string `json:"denied_sources"`
+	AllowedActors  []string `json:"allowed_actors"`
+	RBACRequired   []string `json:"rbac_required"`
+	PrivacyLevel   string   `json:"privacy_level"`
+}
+
+// retrievalRequest validates a pack request and converts it. v2 requires
+// max_tokens and takes profile.
+func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.PackRequest, error) {
+	req := retrieval.PackRequest{Workspace: r.WorkspaceID, ActorID: r.ActorID, SessionID: r.SessionID, Mode: r.Mode,
+		MaxLatencyMs: r.MaxLatencyMs, MaxCostUSD: r.MaxCostUSD}
+	if r.Query == nil {
+		return req, errors.New("query: is required")
+	}
+	req.Query = *r.Query
+	if r.MaxTokens == nil {
+		if v2 {
+			return req, fmt.Errorf("max_tokens: is required (1 to %d)", retrieval.MaxPackTokens)
+		}
+	} else {
+		if *r.MaxTokens < 1 || *r.MaxTokens > retrieval.MaxPackTokens {
+			return req, fmt.Errorf("max_tokens: must be between 1 and %d, got %d", retrieval.MaxPackTokens, *r.MaxTokens)
+		}
+		req.MaxTokens = *r.MaxTokens
+	}
+	var p PolicyJSON
+	if err := DecodeOptionalJSON(r.Policy, "policy", &p); err != nil {
+		return req, err
+	}
+	req.Policy = pack.Policy{AllowedSources: p.AllowedSources, DeniedSources: p.DeniedSources, AllowedActors: p.AllowedActors,
+		RBACRequired: p.RBACRequired, PrivacyLevel: p.PrivacyLevel}
+	md, err := DecodeMetadata(r.Metadata, "metadata")
+	if err != nil {
+		return req, err
+	}
+	req.Metadata = md
+	if r.AsOf != nil {
+		t, err := ParseTime("as_of", *r.AsOf)
+		if err != nil {
+			return req, err
+		}
+		req.AsOf = t.UnixMicro()
+	}
+	t := pack.DefaultTuning()
+	if v := r.MinConfidence; v != nil {
+		if !(*v >= 0 && *v <= 1) {
+			return req, fmt.Errorf("min_confidence: must be between 0 and 1, got %v", *v)
+		}
+		t.MinConfidence = *v
+	}
+	if v := r.MinEvidenceTokens; v != nil {
+		if *v < 0 {
+			return req, fmt.Errorf("min_evidence_tokens: must not be negative, got %d", *v)
+		}
+		t.MinEvidenceTokens = *v
+	}
+	if v := r.MaxSpansPerArtifact; v != nil {
+		if *v < 1 {
+			return req, fmt.Errorf("max_spans_per_artifact: must be at least 1, got %d", *v)
+		}
+		t.MaxSpansPerArtifact = *v
+	}
+	if v := r.DiversityDecay; v != nil {
+		if !(*v >= 0 && *v <= 1) {
+			return req, fmt.Errorf("diversity_decay: must be between 0 and 1, got %v", *v)
+		}
+		t.DiversityDecay = *v
+	}
+	if v := r.RedundancyJaccard; v != nil {
+		if !(*v > 0 && *v <= 1) {
+			return req, fmt.Errorf("redundancy_jaccard_threshold: must be in (0, 1], got %v", *v)
+		}
+		t.RedundancyJaccard = *v
+	}
+	if v := r.TemporalHalfLifeHours; v != nil {
+		if !(*v > 0) {
+			return req, fmt.Errorf("temporal_half_life_hours: must be positive, got %v", *v)
+		}
+		t.TemporalHalfLifeHours = *v
+	}
+	req.Tuning = t
+	if v2 {
+		req.Profile = pack.ProfileBalanced
+		if profile != nil {
+			req.Profile = *profile
+		}
+	}
+	return req, nil
+}
+
+// PackResult is a context pack with what it adds to the tenant's usage.
+type PackResult struct {
+	*retrieval.PackResponse
+	Usage UsageDelta
+}
+
+// Pack builds a context pack from one of p's workspaces (POST
+// /v1/context-pack, and /v2/context-pack when v2, which requires max_tokens
+// and takes r.Profile; a v1 transport leaves Profile nil). The pack ends
+// early, with ctx's error, when ctx ends (its client has gone).
+func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 bool) (PackResult, error) {
+	req, err := r.retrievalRequest(v2, r.Profile)
+	if err != nil {
+		return PackResult{}, invalid(err)
+	}
+	if err := s.db.CheckWorkspace(p.TenantID, req.Workspace); err != nil {
+		return PackResult{}, err
+	}
+	res, err := s.packer.ContextPack(ctx, p.TenantID, req)
+	if err != nil {
+		return PackResult{}, err
+	}
+	return PackResult{PackResponse: res, Usage: UsageDelta{Packs: 1, Tokens: uint64(res.Result.TotalTokens)}}, nil
+}
+
+// Packer returns the service's packer (its pack counters feed metrics).
+func (s *Service) Packer() *retrieval.Packer { return s.packer }
+
+// PackV1Response is a v1 context pack as the API returns it.
+type PackV1Response struct {
+	ContextText    string          `json:"context_text"`
+	PrefixText     string          `json:"prefix_text"`
+	WorkingSetText string          `json:"working_set_text"`
+	Citations      []pack.Citation `json:"citations"`
+	Confidence     float64         `json:"confidence"`
+	AbstainFlag    bool            `json:"abstain_flag"`
+	AbstainReason  *string         `json:"abstain_reason"`
+	ReceiptID      uuid.UUID       `json:"receipt_id"`
+	TotalTokens    int             `json:"total_tokens"`
+	PackHash       string          `json:"pack_hash"`
+	Conflicts      []pack.Conflict `json:"conflicts"`
+}
+
+// PackV2Response is a v2 context pack as the API returns it.
+type PackV2Response struct {
+	Snippets        []pack.Snippet `json:"snippets"`
+	PackHash        string         `json:"pack_hash"`
+	ServingProfile  string         `json:"serving_profile"`
+	TokenAccounting struct {
+		Budget   int `json:"budget"`
+		Used     int `json:"used"`
+		Snippets int `json:"snippets"`
+	} `json:"token_accounting"`
+	CitationCount int       `json:"citation_count"`
+	ReceiptID     uuid.UUID `json:"receipt_id"`
+	Confidence    float64   `json:"confidence"`
+	AbstainFlag   bool      `json:"abstain_flag"`
+	Assumptions   []string  `json:"assumptions"`
+}
+
+// V1 is the pack as a v1 response.
+func (r PackResult) V1() PackV1Response {
+	res := r.Result
+	return PackV1Response{ContextText: res.ContextText, PrefixText: res.PrefixText, WorkingSetText: res.WorkingSetText,
+		Citations: res.Citations, Confidence: res.Confidence, AbstainFlag: res.Abstain, AbstainReason: optional(res.AbstainReason),
+		ReceiptID: r.ReceiptID, TotalTokens: res.TotalTokens, PackHash: res.PackHash, Conflicts: res.Conflicts}
+}
+
+// V2 is the pack as a v2 response: snippets, and the number of distinct
+// artifacts cited.
+func (r PackResult) V2() PackV2Response {
+	res := r.Result
+	out := PackV2Response{Snippets: pack.Snippets(res), PackHash: res.PackHash, ServingProfile: r.ServingProfile,
+		ReceiptID: r.ReceiptID, Confidence: res.Confidence, AbstainFlag: res.Abstain, Assumptions: res.Assumptions}
+	out.TokenAccounting.Budget = res.TokenAccounting.Budget
+	out.TokenAccounting.Used = res.TotalTokens
+	out.TokenAccounting.Snippets = len(out.Snippets)
+	artifacts := map[uuid.UUID]bool{}
+	for _, cit := range res.Citations {
+		artifacts[cit.ArtifactID] = true
+	}
+	out.CitationCount = len(artifacts)
+	return out
+}

@@ -1,0 +1,321 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine"
+)
+
+func strp(s string) *string { return &s }
+
+// badInput checks that err is bad input (an *InvalidError or an ErrInvalid
+// refusal, which transports answer alike) whose message is want.
+func badInput(t *testing.T, name string, err error, want string) {
+	t.Helper()
+	var inv *InvalidError
+	if err == nil || !errors.As(err, &inv) && !errors.Is(err, ErrInvalid) {
+		t.Fatalf("%s: error %v (%T), want bad input %q", name, err, err, want)
+	}
+	if err.Error() != want {
+		t.Fatalf("%s: error %q, want %q", name, err.Error(), want)
+	}
+}
+
+// TestIngestBatchValidation: every bad batch is refused with a message
+// naming the field (down to artifacts[i]), and nothing is stored or claimed.
+func TestIngestBatchValidation(t *testing.T) {
+	h := newData(t, Config{})
+	item := func(s string) json.RawMessage { return json.RawMessage(s) }
+	ok := item(`{"artifact_type":"note","raw_payload":"fine"}`)
+	many := make([]json.RawMessage, MaxBatch+1)
+	for i := range many {
+		many[i] = ok
+	}
+	for _, c := range []struct {
+		name string
+		req  IngestBatchRequest
+		want string
+	}{
+		{"no artifacts", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a"}, "artifacts: is required (an array of 1 to 1000 artifacts)"},
+		{"empty", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{}}, "artifacts: must hold at least one artifact"},
+		{"too many", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: many}, "artifacts: 1001 artifacts exceed the batch limit of 1000"},
+		{"workspace id", IngestBatchRequest{WorkspaceID: "a/b", ActorID: "a", Artifacts: []json.RawMessage{ok}},
+			`workspace_id: byte 1 ('/') is not allowed; a workspace id is 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -`},
+		{"async and wait", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{ok}, AsyncIndex: true, WaitForEmbedding: true},
+			"wait_for_embedding: cannot be combined with async_index (poll the jobs, then each artifact's status)"},
+		{"unknown item field", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{ok, item(`{"artifact_type":"note","metdata":{}}`)}},
+			"artifacts[1].metdata: unknown field; allowed fields here: workspace_id, actor_id, artifact_type, raw_payload, timestamp, permissions, idempotency_key, session_id, thread_id, metadata"},
+		{"item not an object", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`"x"`)}},
+			"artifacts[0]: expected an object, got JSON string"},
+		{"item workspace differs", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`{"workspace_id":"other","artifact_type":"note"}`)}},
+			`artifacts[0].workspace_id: "other" differs from the top-level workspace_id "ws"; give it once, at the top level`},
+		{"item actor differs", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`{"actor_id":"b","artifact_type":"note"}`)}},
+			`artifacts[0].actor_id: "b" differs from the top-level actor_id "a"; give it once, at the top level`},
+		{"item timestamp", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{ok, item(`{"artifact_type":"note","timestamp":"yesterday"}`)}},
+			`artifacts[1].timestamp: "yesterday" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"item permissions", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`{"artifact_type":"note","permissions":{"visiblity":"private"}}`)}},
+			"artifacts[0].permissions.visiblity: unknown field; allowed fields here: visibility, allowed_actors, denied_actors, rbac_tags"},
+		{"item metadata", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`{"artifact_type":"note","metadata":{"team":7}}`)}},
+			"artifacts[0].metadata.team: expected a string, got JSON number"},
+		{"item type", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{ok, item(`{"artifact_type":"poem"}`)}},
+			`artifacts[1].artifact_type: unknown value "poem"; allowed: ` + fmt.Sprint(artifact.Types)},
+		{"item payload", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`{"artifact_type":"note","raw_payload":42}`)}},
+			"artifacts[0].raw_payload: must be a JSON object, string or array"},
+		{"no actor", IngestBatchRequest{WorkspaceID: "ws", Artifacts: []json.RawMessage{ok}}, "actor_id: is required"},
+	} {
+		_, err := h.svc.IngestBatch(context.Background(), open, c.req)
+		badInput(t, c.name, err, c.want)
+	}
+	if ws, err := h.svc.ListWorkspaces(open); err != nil || len(ws.Workspaces) != 0 {
+		t.Fatalf("refused batches stored something: %+v %v", ws, err)
+	}
+	if n := len(h.ctl.Workspaces(DefaultTenant)); n != 0 {
+		t.Fatalf("refused batches claimed %d workspaces", n)
+	}
+}
+
+// TestIngestValidation: v1 ingest refuses bad input naming the field.
+func TestIngestValidation(t *testing.T) {
+	h := newData(t, Config{})
+	base := func() IngestRequest {
+		return IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(`"x"`)}
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*IngestRequest)
+		want   string
+	}{
+		{"workspace dot segment", func(r *IngestRequest) { r.WorkspaceID = ".." }, `workspace_id: ".." is not allowed (a path dot segment)`},
+		{"no workspace", func(r *IngestRequest) { r.WorkspaceID = "" }, "workspace_id: is required"},
+		{"timestamp", func(r *IngestRequest) { r.Timestamp = strp("12:00") }, `timestamp: "12:00" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"permissions type", func(r *IngestRequest) { r.Permissions = json.RawMessage(`{"allowed_actors":"bob"}`) },
+			"permissions.allowed_actors: expected an array, got JSON string"},
+		{"visibility", func(r *IngestRequest) { r.Permissions = json.RawMessage(`{"visibility":"secret"}`) },
+			`permissions.visibility: unknown value "secret"; allowed: public, private, restricted`},
+		{"metadata not an object", func(r *IngestRequest) { r.Metadata = json.RawMessage(`[1]`) }, "metadata: expected an object, got JSON array"},
+		{"payload not JSON", func(r *IngestRequest) { r.RawPayload = json.RawMessage(`{"a":`) }, "raw_payload: is not valid JSON"},
+		{"no type", func(r *IngestRequest) { r.ArtifactType = "" }, "artifact_type: is required"},
+	} {
+		r := base()
+		c.change(&r)
+		_, err := h.svc.Ingest(context.Background(), open, r)
+		badInput(t, c.name, err, c.want)
+	}
+	if n := len(h.ctl.Workspaces(DefaultTenant)); n != 0 {
+		t.Fatalf("refused ingests claimed %d workspaces", n)
+	}
+	// The same request, valid, is stored, and sent again is a replay.
+	r := base()
+	r.IdempotencyKey = "k"
+	first, err := h.svc.Ingest(context.Background(), open, r)
+	if err != nil || first.Replayed || !first.Indexed || len(first.SpanIDs) == 0 || first.Usage.Artifacts != 1 || first.Usage.RawBytes != 3 {
+		t.Fatalf("ingest: %+v %v", first, err)
+	}
+	again, err := h.svc.Ingest(context.Background(), open, r)
+	if err != nil || !again.Replayed || again.ArtifactID != first.ArtifactID || again.Usage != (UsageDelta{}) {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	r.RawPayload = json.RawMessage(`"y"`)
+	var conflict *engine.IdempotencyConflictError
+	if _, err := h.svc.Ingest(context.Background(), open, r); !errors.As(err, &conflict) || conflict.ArtifactID != first.ArtifactID {
+		t.Fatalf("key reused for another artifact: %v", err)
+	}
+}
+
+// TestListQuery checks a listing request's validation, in the order the
+// fields are checked.
+func TestListQuery(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		req  ListArtifactsRequest
+		want string
+	}{
+		{"empty session", ListArtifactsRequest{SessionID: strp("")}, "session_id: must not be empty (leave the parameter out to list all)"},
+		{"empty actor", ListArtifactsRequest{ActorID: strp("")}, "actor_id: must not be empty (leave the parameter out to list all)"},
+		{"type", ListArtifactsRequest{ArtifactType: strp("poem")}, `artifact_type: "poem" is not one of ` + strings.Join(artifact.Types, ", ")},
+		{"since", ListArtifactsRequest{Since: strp("soon")}, `since: "soon" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"until", ListArtifactsRequest{Until: strp("")}, `until: "" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"limit zero", ListArtifactsRequest{Limit: strp("0")}, `limit: must be an integer from 1 to 500, got "0"`},
+		{"limit high", ListArtifactsRequest{Limit: strp("501")}, `limit: must be an integer from 1 to 500, got "501"`},
+		{"limit text", ListArtifactsRequest{Limit: strp("ten")}, `limit: must be an integer from 1 to 500, got "ten"`},
+		{"cursor", ListArtifactsRequest{Cursor: strp("abc")}, "cursor: not a cursor this API returned (pass next_cursor as is)"},
+		{"cursor of seq 0", ListArtifactsRequest{Cursor: strp(encodeCursor(engine.ListPosition{Timestamp: 5}))}, "cursor: not a cursor this API returned (pass next_cursor as is)"},
+		{"first error wins", ListArtifactsRequest{SessionID: strp(""), Limit: strp("0")}, "session_id: must not be empty (leave the parameter out to list all)"},
+	} {
+		_, err := listQuery(c.req)
+		badInput(t, c.name, err, c.want)
+	}
+	pos := engine.ListPosition{Timestamp: -42, Seq: 7}
+	q, err := listQuery(ListArtifactsRequest{SessionID: strp("s"), ArtifactType: strp("note"), Since: strp("2024-05-01"), Limit: strp("3"), Cursor: strp(encodeCursor(pos))})
+	if err != nil || q.SessionID != "s" || q.Type != "note" || !q.HasSince || q.HasUntil || q.Limit != 3 || !q.HasAfter || q.After != pos {
+		t.Fatalf("valid query: %+v %v", q, err)
+	}
+	if q, err := listQuery(ListArtifactsRequest{}); err != nil || q.Limit != DefaultListLimit || q.HasAfter {
+		t.Fatalf("default query: %+v %v", q, err)
+	}
+}
+
+// TestDataPlaneValidation covers the other requests' validation.
+func TestDataPlaneValidation(t *testing.T) {
+	h := newData(t, Config{})
+	if _, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(`"the heron"`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"receipts without workspace", func() error { _, err := h.svc.ListReceipts(open, ListReceiptsRequest{Limit: strp("x")}); return err },
+			"workspace_id: query parameter is required"},
+		{"receipts limit", func() error {
+			_, err := h.svc.ListReceipts(open, ListReceiptsRequest{WorkspaceID: "ws", Limit: strp("501")})
+			return err
+		}, `limit: must be an integer from 1 to 500, got "501"`},
+		{"receipts offset", func() error {
+			_, err := h.svc.ListReceipts(open, ListReceiptsRequest{WorkspaceID: "ws", Offset: strp("-1")})
+			return err
+		}, `offset: must be a non-negative integer, got "-1"`},
+		{"feedback without artifact", func() error {
+			_, err := h.svc.Feedback(open, FeedbackRequest{WorkspaceID: "ws", Action: "pin"})
+			return err
+		}, "artifact_id: is required"},
+		{"feedback artifact id", func() error {
+			_, err := h.svc.Feedback(open, FeedbackRequest{WorkspaceID: "ws", Action: "pin", ArtifactID: "nope"})
+			return err
+		}, `artifact_id: "nope" is not a UUID`},
+		{"feedback span id", func() error {
+			_, err := h.svc.Feedback(open, FeedbackRequest{WorkspaceID: "ws", Action: "pin", ArtifactID: "00000000-0000-0000-0000-000000000001", SpanID: "x"})
+			return err
+		}, `span_id: "x" is not a UUID`},
+		{"feedback workspace", func() error {
+			_, err := h.svc.Feedback(open, FeedbackRequest{WorkspaceID: "a/b", Action: "pin"})
+			return err
+		},
+			`workspace_id: byte 1 ('/') is not allowed; a workspace id is 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -`},
+		{"retention missing", func() error { _, err := h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws"}); return err },
+			"retention_days: is required (null clears the retention)"},
+		{"retention zero", func() error {
+			_, err := h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws", RetentionDays: json.RawMessage(`0`)})
+			return err
+		}, "retention_days: must be between 1 and 36500, or null to clear"},
+		{"retention text", func() error {
+			_, err := h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws", RetentionDays: json.RawMessage(`"7"`)})
+			return err
+		}, "retention_days: expected an integer, got JSON string"},
+	} {
+		badInput(t, c.name, c.call(), c.want)
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"artifact id", func() error { _, err := h.svc.Artifact(open, "nope"); return err }, "artifact not found"},
+		{"status id", func() error { _, err := h.svc.ArtifactStatus(open, "00000000-0000-0000-0000-000000000001"); return err }, "artifact not found"},
+		{"erase id", func() error { _, err := h.svc.EraseArtifact(open, "nope"); return err }, "artifact not found"},
+		{"receipt", func() error { _, err := h.svc.Receipt(open, "nope"); return err }, "receipt not found"},
+		{"job", func() error { _, err := h.svc.Job(open, "nope"); return err }, "job not found"},
+		{"feedback target", func() error {
+			_, err := h.svc.Feedback(open, FeedbackRequest{WorkspaceID: "ws", Action: "pin", ArtifactID: "00000000-0000-0000-0000-000000000001"})
+			return err
+		}, `artifact or span not found in workspace "ws"`},
+	} {
+		if err := c.call(); !errors.Is(err, ErrNotFound) || err.Error() != c.want {
+			t.Fatalf("%s: %v, want ErrNotFound %q", c.name, err, c.want)
+		}
+	}
+	// Settings round trip: set, read, clear.
+	st, err := h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws", RetentionDays: json.RawMessage(`30`)})
+	if err != nil || st.RetentionDays == nil || *st.RetentionDays != 30 {
+		t.Fatalf("set retention: %+v %v", st, err)
+	}
+	if st, err = h.svc.Settings(open, "ws"); err != nil || st.RetentionDays == nil || *st.RetentionDays != 30 {
+		t.Fatalf("read retention: %+v %v", st, err)
+	}
+	if st, err = h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws", RetentionDays: json.RawMessage(`null`)}); err != nil || st.RetentionDays != nil {
+		t.Fatalf("clear retention: %+v %v", st, err)
+	}
+}
+
+// TestDecodeMetadata checks metadata decoding: strings only, by path, in
+// a deterministic order of keys.
+func TestDecodeMetadata(t *testing.T) {
+	for _, c := range []struct {
+		raw, want string
+	}{
+		{`{"b":1,"a":2}`, "metadata.a: expected a string, got JSON number"},
+		{`{"a":"x","b":null}`, "metadata.b: expected a string, got JSON null"},
+		{`"x"`, "metadata: expected an object, got JSON string"},
+		{`{"a":"x"} {}`, "malformed JSON: trailing data after the top-level value"},
+	} {
+		_, err := DecodeMetadata(json.RawMessage(c.raw), "metadata")
+		if err == nil || err.Error() != c.want {
+			t.Fatalf("%s: %v, want %q", c.raw, err, c.want)
+		}
+	}
+	for _, raw := range []string{``, `null`, `{}`} {
+		if m, err := DecodeMetadata(json.RawMessage(raw), "metadata"); err != nil || m != nil {
+			t.Fatalf("%q: %v %v, want none", raw, m, err)
+		}
+	}
+	if m, err := DecodeMetadata(json.RawMessage(`{"team":"ops","env":"prod"}`), "metadata"); err != nil || len(m) != 2 || m["team"] != "ops" {
+		t.Fatalf("valid metadata: %v %v", m, err)
+	}
+}
+
+// TestPackValidation: bad pack requests are refused naming the field, v2
+// requires max_tokens and takes profile, and another tenant's workspace is
+// not found; a good request packs and is metered.
+func TestPackValidation(t *testing.T) {
+	h := newData(t, Config{})
+	if _, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note",
+		RawPayload: json.RawMessage(`"The deploy window is Tuesday at 10:00."`)}); err != nil {
+		t.Fatal(err)
+	}
+	q := strp("when is the deploy window")
+	n := func(v int) *int { return &v }
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name string
+		req  PackV2Request
+		v2   bool
+		want string
+	}{
+		{"no query", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws"}}, false, "query: is required"},
+		{"v2 without max_tokens", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q}}, true, "max_tokens: is required (1 to 128000)"},
+		{"max_tokens", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(0)}}, false, "max_tokens: must be between 1 and 128000, got 0"},
+		{"policy field", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, Policy: json.RawMessage(`{"rbac_requried":[]}`)}}, false,
+			"policy.rbac_requried: unknown field; allowed fields here: allowed_sources, denied_sources, allowed_actors, rbac_required, privacy_level"},
+		{"min_confidence", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MinConfidence: f(2)}}, false, "min_confidence: must be between 0 and 1, got 2"},
+		{"as_of", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, AsOf: strp("soon")}}, false,
+			`as_of: "soon" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"profile", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100)}, Profile: strp("fast")}, true,
+			`profile: unknown value "fast"; allowed: low_latency, balanced, high_recall`},
+	} {
+		_, err := h.svc.Pack(context.Background(), open, c.req, c.v2)
+		badInput(t, c.name, err, c.want)
+	}
+	res, err := h.svc.Pack(context.Background(), open, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(200)}, Profile: strp("high_recall")}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2 := res.V2(); v2.ServingProfile != "high_recall" || len(v2.Snippets) != 1 || res.Usage.Packs != 1 || res.Usage.Tokens != uint64(res.Result.TotalTokens) {
+		t.Fatalf("pack %+v, usage %+v", v2, res.Usage)
+	}
+	if v1 := res.V1(); v1.ReceiptID != res.ReceiptID || v1.TotalTokens != res.Result.TotalTokens || v1.ContextText == "" {
+		t.Fatalf("v1 view %+v", v1)
+	}
+	// Workspaces are per tenant: another tenant's "ws" is its own, empty one.
+	other := Principal{TenantID: "t2", Plan: mustPlan("enterprise")}
+	if res, err := h.svc.Pack(context.Background(), other, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q}}, false); err != nil ||
+		len(res.Result.Citations) != 0 || !res.Result.Abstain {
+		t.Fatalf("another tenant's pack of ws: %v, %+v", err, res.PackResponse)
+	}
+}
