@@ -178,6 +178,7 @@ func TestDocumentParses(t *testing.T) {
 // against Routes() by the server's own tests.
 var wantRoutes = []string{
 	"GET /health",
+	"POST /mcp",
 	"GET /openapi.json",
 	"POST /v1/register",
 	"POST /v1/keys",

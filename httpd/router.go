@@ -144,5 +144,6 @@ func (s *Server) routes() router {
 	r.add("POST", "/v2/ingest", s.ingestV2, v2)
 	r.add("POST", "/v2/context-pack", s.packV2, v2)
 	r.add("GET", "/v2/jobs/{job_id}", s.getJob, v2)
+	r.add("POST", "/mcp", s.mcp, public)
 	return r
 }

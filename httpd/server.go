@@ -91,13 +91,15 @@ type Server struct {
 	// svc decides who a caller is and whether it may be served, and serves
 	// every route: tenants, keys, plans, usage, ingest, jobs (it runs the
 	// indexing workers), artifacts, workspaces, feedback, context packs.
-	svc     *service.Service
-	cfg     Config
-	log     *slog.Logger
-	start   time.Time
-	srv     *fasthttp.Server
-	router  router
-	metrics *telemetry.Metrics
+	svc *service.Service
+	// mcpHandler serves POST /mcp (see mcp.go).
+	mcpHandler fasthttp.RequestHandler
+	cfg        Config
+	log        *slog.Logger
+	start      time.Time
+	srv        *fasthttp.Server
+	router     router
+	metrics    *telemetry.Metrics
 	// unmatched holds the series of requests that matched no route, by
 	// method (unknown methods share "OTHER"), so that neither raw paths nor
 	// invented methods create series.
@@ -194,6 +196,7 @@ func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 	s.metrics.WatchJobs(s.svc.JobBacklog)
 	s.metrics.WatchEngine(db)
 	s.metrics.WatchPacks(s.svc.Packer())
+	s.mcpHandler = s.newMCPHandler()
 	s.ready.Store(true) // publishes the fields above to the handlers
 }
 

@@ -1,6 +1,7 @@
 // Command loci runs the Loci memory service and its tools.
 //
 //	loci serve   [flags]          run the HTTP service
+//	loci mcp     [flags]          serve the Model Context Protocol over stdio, engine embedded
 //	loci verify  --data DIR       check every checksum and cross-reference of a data directory
 //	loci reindex --data DIR --embedder NAME   rebuild every vector with another embedder
 //	loci backup  --data DIR --out PATH        copy a running server's data, crash-consistent
@@ -28,6 +29,7 @@ const usage = `usage: loci <command> [flags]
 
 commands:
   serve    run the HTTP service (loci serve --help lists its settings)
+  mcp      serve the Model Context Protocol over stdio for one MCP client: loci mcp --data DIR
   verify   check a data directory: loci verify --data DIR [--json]
   reindex  rebuild the vectors with another embedder: loci reindex --data DIR --embedder minilm|glove|openai|none
   bench    run a benchmark: loci bench ingest|restart|search|pack [flags] (--help for flags)
@@ -49,6 +51,8 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "serve":
 		err = runServe(args)
+	case "mcp":
+		err = runMCP(args)
 	case "verify":
 		err = runVerify(args)
 	case "reindex":

@@ -1,0 +1,18 @@
+package httpd
+
+import (
+	"github.com/loci-memory/loci/mcpd"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// mcpHandler serves the Model Context Protocol's streamable HTTP transport
+// at POST /mcp (package mcpd, over the same service). The route is public
+// to the dispatcher: mcpd authenticates every request and admits and meters
+// every tool call itself, under the caller's plan, as the API would.
+func (s *Server) newMCPHandler() fasthttp.RequestHandler {
+	m := mcpd.New(s.svc, mcpd.Options{Version: s.cfg.Version, Logger: s.log})
+	return fasthttpadaptor.NewFastHTTPHandler(m.HTTPHandler())
+}
+
+func (s *Server) mcp(ctx *fasthttp.RequestCtx, _ *call) { s.mcpHandler(ctx) }

@@ -1,0 +1,84 @@
+package mcpd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/loci-memory/loci/service"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Resource addresses. A client lists the workspaces, and reads a workspace's
+// newest artifacts or a receipt by id; each read is the caller's own, like
+// the tools.
+const (
+	workspacesURI       = "loci://workspaces"
+	workspaceTemplate   = "loci://workspaces/{workspace_id}"
+	receiptTemplate     = "loci://receipts/{receipt_id}"
+	workspacePrefix     = "loci://workspaces/"
+	receiptPrefix       = "loci://receipts/"
+	resourceMIME        = "application/json"
+	workspaceReadLimits = "50"
+)
+
+func (s *Server) addResources() {
+	s.mcp.AddResource(&mcp.Resource{URI: workspacesURI, Name: "workspaces", Title: "Workspaces",
+		Description: "The caller's workspaces with their artifact and span counts.", MIMEType: resourceMIME},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			p, err := s.principal(req.Extra, "MCP resources/read")
+			if err != nil {
+				return nil, err
+			}
+			res, err := s.svc.ListWorkspaces(p)
+			return s.resource(req.Params.URI, p, res, err)
+		})
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: workspaceTemplate, Name: "workspace", Title: "Workspace",
+		Description: "A workspace's newest 50 artifacts (metadata, no payloads).", MIMEType: resourceMIME},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			ws, ok := strings.CutPrefix(req.Params.URI, workspacePrefix)
+			if !ok || ws == "" || strings.Contains(ws, "/") {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			p, err := s.principal(req.Extra, "MCP resources/read")
+			if err != nil {
+				return nil, err
+			}
+			limit := workspaceReadLimits
+			res, err := s.svc.ListArtifacts(p, service.ListArtifactsRequest{WorkspaceID: ws, Limit: &limit})
+			return s.resource(req.Params.URI, p, res, err)
+		})
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: receiptTemplate, Name: "receipt", Title: "Decision receipt",
+		Description: "The decision receipt of a context pack: what it included and excluded, and why.", MIMEType: resourceMIME},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			id, ok := strings.CutPrefix(req.Params.URI, receiptPrefix)
+			if !ok || id == "" {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			p, err := s.principal(req.Extra, "MCP resources/read")
+			if err != nil {
+				return nil, err
+			}
+			body, err := s.svc.Receipt(p, id)
+			return s.resource(req.Params.URI, p, body, err)
+		})
+}
+
+// resource is p's read of uri: v as JSON (counted in p's usage), or err
+// (not found stays not found, so ids of other tenants look like ids that
+// never were).
+func (s *Server) resource(uri string, p service.Principal, v any, err error) (*mcp.ReadResourceResult, error) {
+	if err != nil {
+		if errors.Is(err, service.ErrNotFound) || s.toolError(err).Error() == "not found" {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		return nil, s.toolError(err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s.svc.Meter(p, "MCP resources/read", service.UsageDelta{})
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: resourceMIME, Text: string(b)}}}, nil
+}

@@ -1,0 +1,406 @@
+package mcpd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/service"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxRememberItems bounds the memories one remember call stores.
+const MaxRememberItems = 100
+
+// DefaultRecallTokens is recall's budget when the model gives none.
+const DefaultRecallTokens = 2048
+
+// Memory is one thing to remember.
+type Memory struct {
+	Content        string            `json:"content,omitempty" jsonschema:"the text to remember: what was said, decided, found or written"`
+	ArtifactType   string            `json:"artifact_type,omitempty" jsonschema:"what it is: chat_turn, note (default), document, email, tool_call, tool_result, meeting_transcript, calendar_event or attachment"`
+	Role           string            `json:"role,omitempty" jsonschema:"for a chat_turn: who said it (user, assistant, or a name)"`
+	Title          string            `json:"title,omitempty" jsonschema:"for a document or email: its title or subject"`
+	RawPayload     json.RawMessage   `json:"raw_payload,omitempty" jsonschema:"instead of content: the artifact's JSON payload as the HTTP API takes it, e.g. an email object with subject, from, to and body"`
+	SessionID      string            `json:"session_id,omitempty" jsonschema:"the conversation or task this belongs to; recall can be restricted to it"`
+	Timestamp      string            `json:"timestamp,omitempty" jsonschema:"when it happened, ISO 8601 (default: now)"`
+	Metadata       map[string]string `json:"metadata,omitempty" jsonschema:"string key-value pairs (e.g. user_id) that recall can filter on exactly"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty" jsonschema:"a unique key for this memory: storing it again with the same key changes nothing"`
+}
+
+// RememberInput is remember's arguments.
+type RememberInput struct {
+	WorkspaceID string   `json:"workspace_id" jsonschema:"the memory space, e.g. one per user or project (letters, digits and . _ : @ -)"`
+	ActorID     string   `json:"actor_id,omitempty" jsonschema:"who is storing it (default: agent)"`
+	Memories    []Memory `json:"memories" jsonschema:"one or more memories, oldest first (at most 100)"`
+}
+
+// Remembered is one stored memory.
+type Remembered struct {
+	ArtifactID string `json:"artifact_id"`
+	Spans      int    `json:"spans"`
+	Replayed   bool   `json:"replayed" jsonschema:"true when the idempotency key was seen before and nothing new was stored"`
+}
+
+// RememberOutput is remember's result.
+type RememberOutput struct {
+	WorkspaceID string       `json:"workspace_id"`
+	Stored      []Remembered `json:"stored"`
+}
+
+// RecallInput is recall's arguments.
+type RecallInput struct {
+	WorkspaceID string            `json:"workspace_id" jsonschema:"the memory space to search"`
+	Query       string            `json:"query" jsonschema:"the question or task to find evidence for, in natural language"`
+	MaxTokens   int               `json:"max_tokens,omitempty" jsonschema:"token budget of the returned context (default 2048, at most 128000)"`
+	Profile     string            `json:"profile,omitempty" jsonschema:"low_latency, balanced (default) or high_recall"`
+	SessionID   string            `json:"session_id,omitempty" jsonschema:"only evidence from this session"`
+	ActorID     string            `json:"actor_id,omitempty" jsonschema:"who is asking: private memories of others stay out"`
+	Metadata    map[string]string `json:"metadata,omitempty" jsonschema:"only memories whose metadata holds all these pairs exactly"`
+}
+
+// Citation is one piece of evidence in a recalled context.
+type Citation struct {
+	Cite       int     `json:"cite" jsonschema:"N of the [cite:N] marker in context_text"`
+	ArtifactID string  `json:"artifact_id"`
+	SpanID     string  `json:"span_id"`
+	SourceType string  `json:"source_type"`
+	Relevance  float64 `json:"relevance"`
+	Pinned     bool    `json:"pinned"`
+	Text       string  `json:"text"`
+}
+
+// RecallOutput is recall's result.
+type RecallOutput struct {
+	ContextText   string     `json:"context_text" jsonschema:"the evidence, one [cite:N] line per span, within the budget"`
+	Citations     []Citation `json:"citations"`
+	Confidence    float64    `json:"confidence" jsonschema:"0 to 1: how well the evidence covers the query"`
+	Abstain       bool       `json:"abstain" jsonschema:"true when the memory holds too little evidence to answer"`
+	AbstainReason string     `json:"abstain_reason,omitempty"`
+	Conflicts     []string   `json:"conflicts,omitempty" jsonschema:"contradictions found between cited spans"`
+	ReceiptID     string     `json:"receipt_id" jsonschema:"pass to explain to see why each span was included or left out"`
+	PackHash      string     `json:"pack_hash"`
+	TotalTokens   int        `json:"total_tokens"`
+	Profile       string     `json:"profile"`
+}
+
+// FeedbackInput is feedback's arguments.
+type FeedbackInput struct {
+	WorkspaceID     string `json:"workspace_id"`
+	Action          string `json:"action" jsonschema:"pin (always include), unpin, mark_wrong, outdated, private, clear (undo marks), or resolve_conflict"`
+	ArtifactID      string `json:"artifact_id,omitempty" jsonschema:"the artifact the span belongs to (from recall's citations); required except for resolve_conflict"`
+	SpanID          string `json:"span_id,omitempty" jsonschema:"the span (from recall's citations); without it the action applies to every span of the artifact"`
+	Reason          string `json:"reason,omitempty" jsonschema:"why, in a few words (kept with the feedback)"`
+	ConflictID      string `json:"conflict_id,omitempty" jsonschema:"for resolve_conflict: the conflict's id (from explain)"`
+	PreferredSpanID string `json:"preferred_span_id,omitempty" jsonschema:"for resolve_conflict: the span that is right"`
+	ActorID         string `json:"actor_id,omitempty" jsonschema:"who gives the feedback (default: agent); private marks hide a span from others"`
+}
+
+// ExplainInput is explain's arguments.
+type ExplainInput struct {
+	ReceiptID string `json:"receipt_id" jsonschema:"the receipt_id recall returned"`
+}
+
+// ListInput is list's arguments.
+type ListInput struct {
+	WorkspaceID  string `json:"workspace_id,omitempty" jsonschema:"list this workspace's artifacts, newest first; without it, list the workspaces"`
+	SessionID    string `json:"session_id,omitempty"`
+	ActorID      string `json:"actor_id,omitempty"`
+	ArtifactType string `json:"artifact_type,omitempty"`
+	Since        string `json:"since,omitempty" jsonschema:"ISO 8601, inclusive"`
+	Until        string `json:"until,omitempty" jsonschema:"ISO 8601, exclusive"`
+	Limit        int    `json:"limit,omitempty" jsonschema:"artifacts per page (default 50, at most 1000)"`
+	Cursor       string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
+}
+
+// ForgetInput is forget's arguments.
+type ForgetInput struct {
+	ArtifactID string `json:"artifact_id" jsonschema:"the artifact to erase for good (from list or recall)"`
+}
+
+func (s *Server) addTools() {
+	yes, no := true, false
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "remember", Title: "Remember", InputSchema: rememberSchema(),
+		Description: "Store memories in a workspace: chat turns, notes, decisions, tool results, documents. Each is " +
+			"durable when this returns and findable by recall at once.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &no, IdempotentHint: false, OpenWorldHint: &no}}, s.remember)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Title: "Recall",
+		Description: "Find the stored evidence most relevant to a query, packed into a token budget as lines cited " +
+			"[cite:N], with a confidence and an abstain flag. Call it before answering from memory; quote the citations.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}}, s.recall)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "feedback", Title: "Feedback",
+		Description: "Correct memory for later recalls: pin a span so it is always included, mark one wrong, " +
+			"outdated or private, clear marks, or resolve a conflict between two spans.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}}, s.feedback)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "explain", Title: "Explain a recall",
+		Description: "The decision receipt of a recall: every span it included and every one it left out, with the " +
+			"reason (budget, low relevance, redundancy, policy, feedback) and scores.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}}, s.explain)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list", Title: "List memory",
+		Description: "Without workspace_id: the workspaces with their artifact counts. With it: that workspace's " +
+			"artifacts, newest first, filtered by session, actor, type or time, a page at a time.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}}, s.list)
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "forget", Title: "Forget",
+		Description: "Erase one artifact for good: unreadable at once, removed from disk by compaction. It cannot " +
+			"be undone.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no}}, s.forget)
+}
+
+// rememberSchema is remember's input schema, with raw_payload as any JSON
+// value (inferred from json.RawMessage it would be an array of bytes).
+func rememberSchema() *jsonschema.Schema {
+	sch, err := jsonschema.For[RememberInput](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {Types: []string{"object", "string", "array"}},
+	}})
+	if err != nil {
+		panic(err) // a static type: fails the first test run, never in production
+	}
+	return sch
+}
+
+// payload returns a memory's raw_payload: as given, or built from its
+// content the way its type's text extraction reads it.
+func (m *Memory) payload(typ string) (json.RawMessage, error) {
+	if len(m.RawPayload) > 0 {
+		if m.Content != "" {
+			return nil, errors.New("give content or raw_payload, not both")
+		}
+		return m.RawPayload, nil
+	}
+	if strings.TrimSpace(m.Content) == "" {
+		return nil, errors.New("content: is required (or raw_payload)")
+	}
+	body := map[string]string{"content": m.Content}
+	switch typ {
+	case "chat_turn":
+		if m.Role != "" {
+			body["role"] = m.Role
+		}
+	case "document", "email":
+		if m.Title != "" {
+			body["title"] = m.Title
+			if typ == "email" {
+				body = map[string]string{"subject": m.Title, "body": m.Content}
+			}
+		}
+	}
+	return json.Marshal(body)
+}
+
+func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, RememberOutput, error) {
+	out := RememberOutput{WorkspaceID: in.WorkspaceID}
+	p, err := s.principal(req.Extra, "MCP remember")
+	if err != nil {
+		return nil, out, err
+	}
+	switch {
+	case len(in.Memories) == 0:
+		return nil, out, errors.New("memories: give at least one")
+	case len(in.Memories) > MaxRememberItems:
+		return nil, out, fmt.Errorf("memories: %d exceed the limit of %d per call", len(in.Memories), MaxRememberItems)
+	}
+	actor := in.ActorID
+	if actor == "" {
+		actor = "agent"
+	}
+	// One batch: every memory is checked before any is stored (errors name
+	// memories[i]), then all are stored with one commit.
+	items := make([]json.RawMessage, len(in.Memories))
+	for i := range in.Memories {
+		m := &in.Memories[i]
+		typ := m.ArtifactType
+		if typ == "" {
+			typ = "note"
+		}
+		raw, err := m.payload(typ)
+		if err != nil {
+			return nil, out, fmt.Errorf("memories[%d].%w", i, err)
+		}
+		item := batchItem{ArtifactType: typ, RawPayload: raw, SessionID: m.SessionID, IdempotencyKey: m.IdempotencyKey,
+			Timestamp: m.Timestamp, Metadata: m.Metadata}
+		if items[i], err = json.Marshal(item); err != nil {
+			return nil, out, err
+		}
+	}
+	res, err := s.svc.IngestBatch(ctx, p, service.IngestBatchRequest{WorkspaceID: in.WorkspaceID, ActorID: actor, Artifacts: items})
+	if err != nil {
+		return nil, out, errors.New(strings.ReplaceAll(s.toolError(err).Error(), "artifacts[", "memories["))
+	}
+	s.svc.Meter(p, "MCP remember", res.Usage)
+	for _, it := range res.Ingested {
+		out.Stored = append(out.Stored, Remembered{ArtifactID: it.ArtifactID.String(), Spans: len(it.SpanIDs), Replayed: it.IdempotentReplay})
+	}
+	return nil, out, nil
+}
+
+// batchItem is one memory as a batch ingest item.
+type batchItem struct {
+	ArtifactType   string            `json:"artifact_type"`
+	RawPayload     json.RawMessage   `json:"raw_payload"`
+	SessionID      string            `json:"session_id,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	Timestamp      string            `json:"timestamp,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+}
+
+func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
+	var out RecallOutput
+	p, err := s.principal(req.Extra, "MCP recall")
+	if err != nil {
+		return nil, out, err
+	}
+	maxTokens := in.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = DefaultRecallTokens
+	}
+	profile := in.Profile
+	if profile == "" {
+		profile = pack.ProfileBalanced
+	}
+	r := service.PackV2Request{PackRequest: service.PackRequest{Query: &in.Query, MaxTokens: &maxTokens, WorkspaceID: in.WorkspaceID,
+		ActorID: in.ActorID, SessionID: in.SessionID}, Profile: &profile}
+	if len(in.Metadata) > 0 {
+		if r.Metadata, err = json.Marshal(in.Metadata); err != nil {
+			return nil, out, err
+		}
+	}
+	res, err := s.svc.Pack(ctx, p, r, true)
+	if err != nil {
+		return nil, out, s.toolError(err)
+	}
+	s.svc.Meter(p, "MCP recall", res.Usage)
+	pr := res.Result
+	out = RecallOutput{ContextText: pr.ContextText, Confidence: pr.Confidence, Abstain: pr.Abstain, AbstainReason: pr.AbstainReason,
+		ReceiptID: res.ReceiptID.String(), PackHash: pr.PackHash, TotalTokens: pr.TotalTokens, Profile: res.ServingProfile,
+		Citations: make([]Citation, len(pr.Citations))}
+	for i, c := range pr.Citations {
+		out.Citations[i] = Citation{Cite: c.Index, ArtifactID: c.ArtifactID.String(), SpanID: c.SpanID.String(), SourceType: c.SourceType,
+			Relevance: c.RelevanceScore, Pinned: c.Pinned, Text: c.Text}
+	}
+	for _, cf := range pr.Conflicts {
+		out.Conflicts = append(out.Conflicts, fmt.Sprintf("[cite:%d] vs [cite:%d]: %s (conflict_id %s)", cf.CiteA, cf.CiteB, cf.Description, cf.ID))
+	}
+	// The text a model reads first: the evidence, or why there is none.
+	var b strings.Builder
+	if pr.Abstain {
+		fmt.Fprintf(&b, "No sufficient evidence in memory (%s); confidence %.2f.\n", pr.AbstainReason, pr.Confidence)
+	} else {
+		fmt.Fprintf(&b, "Evidence from memory (confidence %.2f, %d citations):\n", pr.Confidence, len(pr.Citations))
+	}
+	b.WriteString(pr.ContextText)
+	fmt.Fprintf(&b, "receipt_id: %s\n", res.ReceiptID)
+	structured, err := json.Marshal(out)
+	if err != nil {
+		return nil, out, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}, StructuredContent: json.RawMessage(structured)}, out, nil
+}
+
+// FeedbackOutput is a recorded feedback event.
+type FeedbackOutput struct {
+	FeedbackID string `json:"feedback_id"`
+	Action     string `json:"action"`
+	Applied    int    `json:"applied" jsonschema:"how many spans it applies to"`
+	CreatedAt  string `json:"created_at"`
+}
+
+func (s *Server) feedback(ctx context.Context, req *mcp.CallToolRequest, in FeedbackInput) (*mcp.CallToolResult, FeedbackOutput, error) {
+	p, err := s.principal(req.Extra, "MCP feedback")
+	if err != nil {
+		return nil, FeedbackOutput{}, err
+	}
+	actor := in.ActorID
+	if actor == "" {
+		actor = "agent"
+	}
+	res, err := s.svc.Feedback(p, service.FeedbackRequest{WorkspaceID: in.WorkspaceID, ActorID: actor, Action: in.Action,
+		ArtifactID: in.ArtifactID, SpanID: in.SpanID, Reason: in.Reason, ConflictID: in.ConflictID, PreferredSpanID: in.PreferredSpanID})
+	if err != nil {
+		return nil, FeedbackOutput{}, s.toolError(err)
+	}
+	s.svc.Meter(p, "MCP feedback", service.UsageDelta{})
+	return nil, FeedbackOutput{FeedbackID: res.FeedbackID.String(), Action: res.Action, Applied: res.Applied, CreatedAt: res.CreatedAt}, nil
+}
+
+func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in ExplainInput) (*mcp.CallToolResult, any, error) {
+	p, err := s.principal(req.Extra, "MCP explain")
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := s.svc.Receipt(p, in.ReceiptID)
+	if err != nil {
+		return nil, nil, s.toolError(err)
+	}
+	s.svc.Meter(p, "MCP explain", service.UsageDelta{})
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil, nil
+}
+
+func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
+	p, err := s.principal(req.Extra, "MCP list")
+	if err != nil {
+		return nil, nil, err
+	}
+	var res any
+	if in.WorkspaceID == "" {
+		res, err = s.svc.ListWorkspaces(p)
+	} else {
+		r := service.ListArtifactsRequest{WorkspaceID: in.WorkspaceID, SessionID: optional(in.SessionID), ActorID: optional(in.ActorID),
+			ArtifactType: optional(in.ArtifactType), Since: optional(in.Since), Until: optional(in.Until), Cursor: optional(in.Cursor)}
+		if in.Limit != 0 {
+			r.Limit = optional(strconv.Itoa(in.Limit))
+		}
+		res, err = s.svc.ListArtifacts(p, r)
+	}
+	if err != nil {
+		return nil, nil, s.toolError(err)
+	}
+	s.svc.Meter(p, "MCP list", service.UsageDelta{})
+	return jsonResult(res)
+}
+
+// ForgetOutput is what forget erased.
+type ForgetOutput struct {
+	ArtifactID  string `json:"artifact_id"`
+	WorkspaceID string `json:"workspace_id"`
+	SpansErased int    `json:"spans_erased"`
+}
+
+func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
+	p, err := s.principal(req.Extra, "MCP forget")
+	if err != nil {
+		return nil, ForgetOutput{}, err
+	}
+	if _, err := uuid.Parse(in.ArtifactID); err != nil {
+		return nil, ForgetOutput{}, fmt.Errorf("artifact_id: %q is not an artifact id (a UUID)", in.ArtifactID)
+	}
+	res, err := s.svc.EraseArtifact(p, in.ArtifactID)
+	if err != nil {
+		return nil, ForgetOutput{}, s.toolError(err)
+	}
+	s.svc.Meter(p, "MCP forget", service.UsageDelta{})
+	return nil, ForgetOutput{ArtifactID: res.ArtifactID.String(), WorkspaceID: res.WorkspaceID, SpansErased: res.SpansErased}, nil
+}
+
+// jsonResult is a tool result holding v as JSON text.
+func jsonResult(v any) (*mcp.CallToolResult, any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+}
+
+// optional is nil for "", else a pointer to s.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
