@@ -548,10 +548,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id echoed in the response's X-Request-ID when it is sane (up to 128 characters of letters, digits and - _ . :); any other value is accepted and replaced by a new UUID. */
+                "X-Request-ID"?: components["parameters"]["RequestID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Model Context Protocol over streamable HTTP
+         * @description The MCP server (stateless, one JSON response per POST; no event streams and no Mcp-Session-Id). Tools: remember, recall, feedback, explain, list, forget; resources loci://workspaces, loci://workspaces/{id} and loci://receipts/{id}. The key goes in X-API-Key or Authorization: Bearer; a request without a valid key is refused with 401 before any MCP processing. Every tool call and resource read is admitted and metered like an API request of the caller's plan (usage endpoints "MCP remember", ...), and a call refused by the rate limit is a tool error, not an HTTP error. Protocol errors are JSON-RPC errors in a 200 answer; a message that is not JSON-RPC gets 400.
+         */
+        post: operations["postMCP"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A JSON-RPC 2.0 request or notification of the Model Context Protocol. */
+        JSONRPCMessage: {
+            /** @enum {string} */
+            jsonrpc: "2.0";
+            id?: string | number;
+            /** @description initialize, tools/list, tools/call, resources/list, resources/read, ... */
+            method: string;
+            params?: Record<string, unknown>;
+        };
         /** @description Every error body. */
         Error: {
             /** @description Human-readable message. */
@@ -2481,6 +2513,76 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    postMCP: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id echoed in the response's X-Request-ID when it is sane (up to 128 characters of letters, digits and - _ . :); any other value is accepted and replaced by a new UUID. */
+                "X-Request-ID"?: components["parameters"]["RequestID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JSONRPCMessage"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description A notification or a response was accepted; there is no body. */
+            202: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a JSON-RPC message the server accepts; detail says why. */
+            400: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description A request that arrived on a loopback address with another host name (DNS rebinding protection). */
+            403: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description The body is not sent as application/json. */
+            415: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
