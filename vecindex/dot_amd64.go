@@ -24,7 +24,27 @@ func dotBatchAVX2(q []int8, data []int8, dim int, out []int32)
 //go:noescape
 func dotBatchAVX512(q []int8, data []int8, dim int, out []int32)
 
+// dotGatherAVX2 sets out[i] = q[:dim]·data[idx[i]*dim:(idx[i]+1)*dim] for every i < len(out); dim must be a positive multiple of 16, len(q) >= dim, len(idx) >= len(out) and every idx[i] >= 0 with (idx[i]+1)*dim <= len(data).
+//
+//go:noescape
+func dotGatherAVX2(q []int8, data []int8, dim int, idx []int32, out []int32)
+
+// dotGatherAVX512 sets out[i] = q[:dim]·data[idx[i]*dim:(idx[i]+1)*dim] for every i < len(out); dim must be a positive multiple of 16, len(q) >= dim, len(idx) >= len(out) and every idx[i] >= 0 with (idx[i]+1)*dim <= len(data).
+//
+//go:noescape
+func dotGatherAVX512(q []int8, data []int8, dim int, idx []int32, out []int32)
+
 // axpyInt8AVX2 sets y[i] += c*float32(x[i]) for i < len(x), rounding the product to float32 before the add; len(x) must be a multiple of 8 and len(y) >= len(x).
 //
 //go:noescape
 func axpyInt8AVX2(c float32, x []int8, y []float32)
+
+// sketchBatchAVX2 sets out[i] to the sum of q[j]*u[j] over the 4-bit codes u of sketch row data[i*rowBytes:(i+1)*rowBytes]; rowBytes must be a positive multiple of 64, len(q) >= 2*rowBytes and len(data) >= len(out)*rowBytes.
+//
+//go:noescape
+func sketchBatchAVX2(q []int8, data []byte, rowBytes int, out []int32)
+
+// sketchBatchAVX512 sets out[i] to the sum of q[j]*u[j] over the 4-bit codes u of sketch row data[i*rowBytes:(i+1)*rowBytes]; rowBytes must be a positive multiple of 64, len(q) >= 2*rowBytes and len(data) >= len(out)*rowBytes.
+//
+//go:noescape
+func sketchBatchAVX512(q []int8, data []byte, rowBytes int, out []int32)

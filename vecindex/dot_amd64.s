@@ -356,6 +356,242 @@ dotBatchAVX512_done:
 	VZEROUPPER
 	RET
 
+// func dotGatherAVX2(q []int8, data []int8, dim int, idx []int32, out []int32)
+// Requires: AVX, AVX2
+TEXT ·dotGatherAVX2(SB), NOSPLIT, $0-104
+	MOVQ q_base+0(FP), AX
+	MOVQ data_base+24(FP), CX
+	MOVQ dim+48(FP), DX
+	MOVQ out_base+80(FP), BX
+	MOVQ out_len+88(FP), SI
+	MOVQ idx_base+56(FP), R8
+	MOVQ DX, R9
+
+dotGatherAVX2_block:
+	CMPQ    SI, $0x00000004
+	JL      dotGatherAVX2_single
+	MOVLQSX (R8), DI
+	IMULQ   DX, DI
+	ADDQ    CX, DI
+	MOVLQSX 4(R8), R10
+	IMULQ   DX, R10
+	ADDQ    CX, R10
+	MOVLQSX 8(R8), R11
+	IMULQ   DX, R11
+	ADDQ    CX, R11
+	MOVLQSX 12(R8), R12
+	IMULQ   DX, R12
+	ADDQ    CX, R12
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	XORQ    R13, R13
+
+dotGatherAVX2_block_inner:
+	CMPQ      R13, R9
+	JGE       dotGatherAVX2_block_tail
+	VPMOVSXBW (AX)(R13*1), Y4
+	VPMOVSXBW (DI)(R13*1), Y5
+	VPMADDWD  Y4, Y5, Y5
+	VPADDD    Y5, Y0, Y0
+	VPMOVSXBW (R10)(R13*1), Y5
+	VPMADDWD  Y4, Y5, Y5
+	VPADDD    Y5, Y1, Y1
+	VPMOVSXBW (R11)(R13*1), Y5
+	VPMADDWD  Y4, Y5, Y5
+	VPADDD    Y5, Y2, Y2
+	VPMOVSXBW (R12)(R13*1), Y5
+	VPMADDWD  Y4, Y5, Y5
+	VPADDD    Y5, Y3, Y3
+	ADDQ      $0x00000010, R13
+	JMP       dotGatherAVX2_block_inner
+
+dotGatherAVX2_block_tail:
+	VPHADDD      Y1, Y0, Y0
+	VPHADDD      Y3, Y2, Y1
+	VPHADDD      Y1, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDD       X0, X1, X1
+	VMOVDQU      X1, (BX)
+	ADDQ         $0x00000010, R8
+	ADDQ         $0x00000010, BX
+	SUBQ         $0x00000004, SI
+	JMP          dotGatherAVX2_block
+
+dotGatherAVX2_single:
+	TESTQ   SI, SI
+	JZ      dotGatherAVX2_done
+	MOVLQSX (R8), DI
+	IMULQ   DX, DI
+	ADDQ    CX, DI
+	VPXOR   Y0, Y0, Y0
+	XORQ    R13, R13
+
+dotGatherAVX2_single_inner:
+	CMPQ      R13, R9
+	JGE       dotGatherAVX2_single_tail
+	VPMOVSXBW (AX)(R13*1), Y1
+	VPMOVSXBW (DI)(R13*1), Y2
+	VPMADDWD  Y2, Y1, Y1
+	VPADDD    Y1, Y0, Y0
+	ADDQ      $0x00000010, R13
+	JMP       dotGatherAVX2_single_inner
+
+dotGatherAVX2_single_tail:
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDD       X0, X1, X1
+	VPSHUFD      $0x4e, X1, X0
+	VPADDD       X0, X1, X1
+	VPSHUFD      $0xb1, X1, X0
+	VPADDD       X0, X1, X1
+	VMOVD        X1, DI
+	MOVL         DI, (BX)
+	ADDQ         $0x00000004, R8
+	ADDQ         $0x00000004, BX
+	DECQ         SI
+	JMP          dotGatherAVX2_single
+
+dotGatherAVX2_done:
+	VZEROUPPER
+	RET
+
+// func dotGatherAVX512(q []int8, data []int8, dim int, idx []int32, out []int32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F
+TEXT ·dotGatherAVX512(SB), NOSPLIT, $0-104
+	MOVQ q_base+0(FP), AX
+	MOVQ data_base+24(FP), CX
+	MOVQ dim+48(FP), DX
+	MOVQ out_base+80(FP), BX
+	MOVQ out_len+88(FP), SI
+	MOVQ idx_base+56(FP), R8
+	MOVQ DX, R9
+	ANDQ $-32, R9
+
+dotGatherAVX512_block:
+	CMPQ    SI, $0x00000004
+	JL      dotGatherAVX512_single
+	MOVLQSX (R8), DI
+	IMULQ   DX, DI
+	ADDQ    CX, DI
+	MOVLQSX 4(R8), R10
+	IMULQ   DX, R10
+	ADDQ    CX, R10
+	MOVLQSX 8(R8), R11
+	IMULQ   DX, R11
+	ADDQ    CX, R11
+	MOVLQSX 12(R8), R12
+	IMULQ   DX, R12
+	ADDQ    CX, R12
+	VPXOR   Y0, Y0, Y0
+	VPXOR   Y1, Y1, Y1
+	VPXOR   Y2, Y2, Y2
+	VPXOR   Y3, Y3, Y3
+	XORQ    R13, R13
+
+dotGatherAVX512_block_inner:
+	CMPQ      R13, R9
+	JGE       dotGatherAVX512_block_tail
+	VPMOVSXBW (AX)(R13*1), Z4
+	VPMOVSXBW (DI)(R13*1), Z5
+	VPMADDWD  Z4, Z5, Z5
+	VPADDD    Z5, Z0, Z0
+	VPMOVSXBW (R10)(R13*1), Z5
+	VPMADDWD  Z4, Z5, Z5
+	VPADDD    Z5, Z1, Z1
+	VPMOVSXBW (R11)(R13*1), Z5
+	VPMADDWD  Z4, Z5, Z5
+	VPADDD    Z5, Z2, Z2
+	VPMOVSXBW (R12)(R13*1), Z5
+	VPMADDWD  Z4, Z5, Z5
+	VPADDD    Z5, Z3, Z3
+	ADDQ      $0x00000020, R13
+	JMP       dotGatherAVX512_block_inner
+
+dotGatherAVX512_block_tail:
+	CMPQ      R13, DX
+	JGE       dotGatherAVX512_block_store
+	VPMOVSXBW (AX)(R13*1), Y4
+	VPMOVSXBW (DI)(R13*1), Y6
+	VPMADDWD  Y4, Y6, Y6
+	VPADDD    Z6, Z0, Z0
+	VPMOVSXBW (R10)(R13*1), Y6
+	VPMADDWD  Y4, Y6, Y6
+	VPADDD    Z6, Z1, Z1
+	VPMOVSXBW (R11)(R13*1), Y6
+	VPMADDWD  Y4, Y6, Y6
+	VPADDD    Z6, Z2, Z2
+	VPMOVSXBW (R12)(R13*1), Y6
+	VPMADDWD  Y4, Y6, Y6
+	VPADDD    Z6, Z3, Z3
+
+dotGatherAVX512_block_store:
+	VEXTRACTI64X4 $0x01, Z0, Y4
+	VPADDD        Y4, Y0, Y0
+	VEXTRACTI64X4 $0x01, Z1, Y4
+	VPADDD        Y4, Y1, Y1
+	VEXTRACTI64X4 $0x01, Z2, Y4
+	VPADDD        Y4, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z3, Y4
+	VPADDD        Y4, Y3, Y3
+	VPHADDD       Y1, Y0, Y0
+	VPHADDD       Y3, Y2, Y1
+	VPHADDD       Y1, Y0, Y0
+	VEXTRACTI128  $0x01, Y0, X1
+	VPADDD        X0, X1, X1
+	VMOVDQU       X1, (BX)
+	ADDQ          $0x00000010, R8
+	ADDQ          $0x00000010, BX
+	SUBQ          $0x00000004, SI
+	JMP           dotGatherAVX512_block
+
+dotGatherAVX512_single:
+	TESTQ   SI, SI
+	JZ      dotGatherAVX512_done
+	MOVLQSX (R8), DI
+	IMULQ   DX, DI
+	ADDQ    CX, DI
+	VPXOR   Y6, Y6, Y6
+	XORQ    R13, R13
+
+dotGatherAVX512_single_inner:
+	CMPQ      R13, R9
+	JGE       dotGatherAVX512_single_tail
+	VPMOVSXBW (AX)(R13*1), Z0
+	VPMOVSXBW (DI)(R13*1), Z1
+	VPMADDWD  Z1, Z0, Z0
+	VPADDD    Z0, Z6, Z6
+	ADDQ      $0x00000020, R13
+	JMP       dotGatherAVX512_single_inner
+
+dotGatherAVX512_single_tail:
+	CMPQ      R13, DX
+	JGE       dotGatherAVX512_single_store
+	VPMOVSXBW (AX)(R13*1), Y7
+	VPMOVSXBW (DI)(R13*1), Y0
+	VPMADDWD  Y0, Y7, Y7
+	VPADDD    Z7, Z6, Z6
+
+dotGatherAVX512_single_store:
+	VEXTRACTI64X4 $0x01, Z6, Y0
+	VPADDD        Y0, Y6, Y6
+	VEXTRACTI128  $0x01, Y6, X0
+	VPADDD        X6, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VMOVD         X0, DI
+	MOVL          DI, (BX)
+	ADDQ          $0x00000004, R8
+	ADDQ          $0x00000004, BX
+	DECQ          SI
+	JMP           dotGatherAVX512_single
+
+dotGatherAVX512_done:
+	VZEROUPPER
+	RET
+
 // func axpyInt8AVX2(c float32, x []int8, y []float32)
 // Requires: AVX, AVX2
 TEXT ·axpyInt8AVX2(SB), NOSPLIT, $0-56
@@ -378,5 +614,314 @@ axpyInt8AVX2_loop:
 	JMP       axpyInt8AVX2_loop
 
 axpyInt8AVX2_done:
+	VZEROUPPER
+	RET
+
+// func sketchBatchAVX2(q []int8, data []byte, rowBytes int, out []int32)
+// Requires: AVX, AVX2
+TEXT ·sketchBatchAVX2(SB), NOSPLIT, $0-80
+	MOVQ         q_base+0(FP), AX
+	MOVQ         data_base+24(FP), CX
+	MOVQ         rowBytes+48(FP), DX
+	MOVQ         out_base+56(FP), BX
+	MOVQ         out_len+64(FP), SI
+	MOVL         $0x0f0f0f0f, DI
+	VMOVD        DI, X0
+	VPBROADCASTD X0, Y0
+	MOVL         $0x00010001, DI
+	VMOVD        DI, X1
+	VPBROADCASTD X1, Y1
+	MOVQ         CX, DI
+	ADDQ         DX, DI
+	MOVQ         DI, R8
+	ADDQ         DX, R8
+	MOVQ         R8, R9
+	ADDQ         DX, R9
+	MOVQ         DX, R10
+	SHLQ         $0x02, R10
+
+sketchBatchAVX2_block:
+	CMPQ  SI, $0x00000004
+	JL    sketchBatchAVX2_single
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	XORQ  R11, R11
+
+sketchBatchAVX2_block_inner:
+	VMOVDQU      (AX)(R11*2), Y6
+	VMOVDQU      64(AX)(R11*2), Y7
+	VMOVDQU      (CX)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VMOVDQU      (DI)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VMOVDQU      (R8)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVDQU      (R9)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	VMOVDQU      32(AX)(R11*2), Y6
+	VMOVDQU      96(AX)(R11*2), Y7
+	VMOVDQU      32(CX)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VMOVDQU      32(DI)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y3, Y3
+	VMOVDQU      32(R8)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y4, Y4
+	VMOVDQU      32(R9)(R11*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   Y6, Y8, Y8
+	VPMADDUBSW   Y7, Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPADDD       Y8, Y5, Y5
+	ADDQ         $0x00000040, R11
+	CMPQ         R11, DX
+	JL           sketchBatchAVX2_block_inner
+	VPHADDD      Y3, Y2, Y2
+	VPHADDD      Y5, Y4, Y3
+	VPHADDD      Y3, Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPADDD       X2, X3, X3
+	VMOVDQU      X3, (BX)
+	ADDQ         R10, CX
+	ADDQ         R10, DI
+	ADDQ         R10, R8
+	ADDQ         R10, R9
+	ADDQ         $0x00000010, BX
+	SUBQ         $0x00000004, SI
+	JMP          sketchBatchAVX2_block
+
+sketchBatchAVX2_single:
+	TESTQ SI, SI
+	JZ    sketchBatchAVX2_done
+	VPXOR Y2, Y2, Y2
+	XORQ  R11, R11
+
+sketchBatchAVX2_single_inner:
+	VMOVDQU      (AX)(R11*2), Y3
+	VMOVDQU      64(AX)(R11*2), Y4
+	VMOVDQU      (CX)(R11*1), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   Y3, Y5, Y5
+	VPMADDUBSW   Y4, Y6, Y6
+	VPADDW       Y6, Y5, Y5
+	VPMADDWD     Y1, Y5, Y5
+	VPADDD       Y5, Y2, Y2
+	VMOVDQU      32(AX)(R11*2), Y3
+	VMOVDQU      96(AX)(R11*2), Y4
+	VMOVDQU      32(CX)(R11*1), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y6, Y6
+	VPMADDUBSW   Y3, Y5, Y5
+	VPMADDUBSW   Y4, Y6, Y6
+	VPADDW       Y6, Y5, Y5
+	VPMADDWD     Y1, Y5, Y5
+	VPADDD       Y5, Y2, Y2
+	ADDQ         $0x00000040, R11
+	CMPQ         R11, DX
+	JL           sketchBatchAVX2_single_inner
+	VEXTRACTI128 $0x01, Y2, X3
+	VPADDD       X2, X3, X3
+	VPSHUFD      $0x4e, X3, X2
+	VPADDD       X2, X3, X3
+	VPSHUFD      $0xb1, X3, X2
+	VPADDD       X2, X3, X3
+	VMOVD        X3, DI
+	MOVL         DI, (BX)
+	ADDQ         DX, CX
+	ADDQ         $0x00000004, BX
+	DECQ         SI
+	JMP          sketchBatchAVX2_single
+
+sketchBatchAVX2_done:
+	VZEROUPPER
+	RET
+
+// func sketchBatchAVX512(q []int8, data []byte, rowBytes int, out []int32)
+// Requires: AVX, AVX2, AVX512BW, AVX512F
+TEXT ·sketchBatchAVX512(SB), NOSPLIT, $0-80
+	MOVQ         q_base+0(FP), AX
+	MOVQ         data_base+24(FP), CX
+	MOVQ         rowBytes+48(FP), DX
+	MOVQ         out_base+56(FP), BX
+	MOVQ         out_len+64(FP), SI
+	MOVL         $0x0f0f0f0f, DI
+	VPBROADCASTD DI, Z0
+	MOVL         $0x00010001, DI
+	VPBROADCASTD DI, Z1
+	MOVQ         CX, DI
+	ADDQ         DX, DI
+	MOVQ         DI, R8
+	ADDQ         DX, R8
+	MOVQ         R8, R9
+	ADDQ         DX, R9
+	MOVQ         DX, R10
+	SHLQ         $0x02, R10
+
+sketchBatchAVX512_block:
+	CMPQ  SI, $0x00000004
+	JL    sketchBatchAVX512_single
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	XORQ  R11, R11
+
+sketchBatchAVX512_block_inner:
+	VMOVDQU64     (AX)(R11*2), Z6
+	VMOVDQU64     64(AX)(R11*2), Z7
+	VMOVDQU64     (CX)(R11*1), Z8
+	VPSRLW        $0x04, Z8, Z9
+	VPANDD        Z0, Z8, Z8
+	VPANDD        Z0, Z9, Z9
+	VPMADDUBSW    Z6, Z8, Z8
+	VPMADDUBSW    Z7, Z9, Z9
+	VPADDW        Z9, Z8, Z8
+	VPMADDWD      Z1, Z8, Z8
+	VPADDD        Z8, Z2, Z2
+	VMOVDQU64     (DI)(R11*1), Z8
+	VPSRLW        $0x04, Z8, Z9
+	VPANDD        Z0, Z8, Z8
+	VPANDD        Z0, Z9, Z9
+	VPMADDUBSW    Z6, Z8, Z8
+	VPMADDUBSW    Z7, Z9, Z9
+	VPADDW        Z9, Z8, Z8
+	VPMADDWD      Z1, Z8, Z8
+	VPADDD        Z8, Z3, Z3
+	VMOVDQU64     (R8)(R11*1), Z8
+	VPSRLW        $0x04, Z8, Z9
+	VPANDD        Z0, Z8, Z8
+	VPANDD        Z0, Z9, Z9
+	VPMADDUBSW    Z6, Z8, Z8
+	VPMADDUBSW    Z7, Z9, Z9
+	VPADDW        Z9, Z8, Z8
+	VPMADDWD      Z1, Z8, Z8
+	VPADDD        Z8, Z4, Z4
+	VMOVDQU64     (R9)(R11*1), Z8
+	VPSRLW        $0x04, Z8, Z9
+	VPANDD        Z0, Z8, Z8
+	VPANDD        Z0, Z9, Z9
+	VPMADDUBSW    Z6, Z8, Z8
+	VPMADDUBSW    Z7, Z9, Z9
+	VPADDW        Z9, Z8, Z8
+	VPMADDWD      Z1, Z8, Z8
+	VPADDD        Z8, Z5, Z5
+	ADDQ          $0x00000040, R11
+	CMPQ          R11, DX
+	JL            sketchBatchAVX512_block_inner
+	VEXTRACTI64X4 $0x01, Z2, Y6
+	VPADDD        Y6, Y2, Y2
+	VEXTRACTI64X4 $0x01, Z3, Y6
+	VPADDD        Y6, Y3, Y3
+	VEXTRACTI64X4 $0x01, Z4, Y6
+	VPADDD        Y6, Y4, Y4
+	VEXTRACTI64X4 $0x01, Z5, Y6
+	VPADDD        Y6, Y5, Y5
+	VPHADDD       Y3, Y2, Y2
+	VPHADDD       Y5, Y4, Y3
+	VPHADDD       Y3, Y2, Y2
+	VEXTRACTI128  $0x01, Y2, X3
+	VPADDD        X2, X3, X3
+	VMOVDQU       X3, (BX)
+	ADDQ          R10, CX
+	ADDQ          R10, DI
+	ADDQ          R10, R8
+	ADDQ          R10, R9
+	ADDQ          $0x00000010, BX
+	SUBQ          $0x00000004, SI
+	JMP           sketchBatchAVX512_block
+
+sketchBatchAVX512_single:
+	TESTQ SI, SI
+	JZ    sketchBatchAVX512_done
+	VPXOR Y10, Y10, Y10
+	XORQ  R11, R11
+
+sketchBatchAVX512_single_inner:
+	VMOVDQU64     (AX)(R11*2), Z2
+	VMOVDQU64     64(AX)(R11*2), Z3
+	VMOVDQU64     (CX)(R11*1), Z4
+	VPSRLW        $0x04, Z4, Z5
+	VPANDD        Z0, Z4, Z4
+	VPANDD        Z0, Z5, Z5
+	VPMADDUBSW    Z2, Z4, Z4
+	VPMADDUBSW    Z3, Z5, Z5
+	VPADDW        Z5, Z4, Z4
+	VPMADDWD      Z1, Z4, Z4
+	VPADDD        Z4, Z10, Z10
+	ADDQ          $0x00000040, R11
+	CMPQ          R11, DX
+	JL            sketchBatchAVX512_single_inner
+	VEXTRACTI64X4 $0x01, Z10, Y2
+	VPADDD        Y2, Y10, Y10
+	VEXTRACTI128  $0x01, Y10, X2
+	VPADDD        X10, X2, X2
+	VPSHUFD       $0x4e, X2, X3
+	VPADDD        X3, X2, X2
+	VPSHUFD       $0xb1, X2, X3
+	VPADDD        X3, X2, X2
+	VMOVD         X2, DI
+	MOVL          DI, (BX)
+	ADDQ          DX, CX
+	ADDQ          $0x00000004, BX
+	DECQ          SI
+	JMP           sketchBatchAVX512_single
+
+sketchBatchAVX512_done:
 	VZEROUPPER
 	RET

@@ -53,9 +53,18 @@ type kernel struct {
 	// axpy sets y[i] += float32(c * float32(x[i])) for i < len(x);
 	// len(y) >= len(x). The GloVe embedder's inner loop.
 	axpy func(c float32, x []int8, y []float32)
+	// sketch sets out[i] to the product of q with the 4-bit codes of
+	// sketch row i (see sketchDotGeneric), the two-stage scan's first
+	// stage: rowBytes is a positive multiple of 64, len(q) == 2*rowBytes,
+	// len(data) == len(out)*rowBytes.
+	sketch func(q []int8, data []byte, rowBytes int, out []int32)
+	// gather is dotBatch over the vectors idx lists: out[i] =
+	// q·data[idx[i]*dim:(idx[i]+1)*dim], len(idx) == len(out), every row in
+	// data. The two-stage scan rescores its survivors with it.
+	gather func(q, data []int8, dim int, idx, out []int32)
 }
 
-var genericKernel = kernel{name: "generic", dot: dotInt8Generic, batch: dotBatchGeneric, axpy: axpyInt8Generic}
+var genericKernel = kernel{name: "generic", dot: dotInt8Generic, batch: dotBatchGeneric, axpy: axpyInt8Generic, sketch: sketchBatchGeneric, gather: dotGatherGeneric}
 
 // activeKernel is the best kernel this CPU supports, chosen once at start-up.
 var activeKernel = bestKernel()
@@ -63,3 +72,11 @@ var activeKernel = bestKernel()
 func dotInt8(a, b []int8) int32 { return activeKernel.dot(a, b) }
 
 func dotBatch(q, data []int8, dim int, out []int32) { activeKernel.batch(q, data, dim, out) }
+
+func sketchBatch(q []int8, data []byte, rowBytes int, out []int32) {
+	activeKernel.sketch(q, data, rowBytes, out)
+}
+
+func dotGather(q, data []int8, dim int, idx, out []int32) {
+	activeKernel.gather(q, data, dim, idx, out)
+}

@@ -8,8 +8,8 @@ import "golang.org/x/sys/cpu"
 // wider register state too. AVX-512 needs AVX512F (the ZMM folds) and
 // AVX512BW (VPMOVSXBW and VPMADDWD on ZMM).
 var (
-	avx2Kernel   = kernel{name: "avx2", dot: dotAVX2Go, batch: dotBatchAVX2Go, axpy: axpyInt8AVX2Go}
-	avx512Kernel = kernel{name: "avx512", dot: dotAVX512Go, batch: dotBatchAVX512Go, axpy: axpyInt8AVX2Go}
+	avx2Kernel   = kernel{name: "avx2", dot: dotAVX2Go, batch: dotBatchAVX2Go, axpy: axpyInt8AVX2Go, sketch: sketchBatchAVX2, gather: dotGatherAVX2Go}
+	avx512Kernel = kernel{name: "avx512", dot: dotAVX512Go, batch: dotBatchAVX512Go, axpy: axpyInt8AVX2Go, sketch: sketchBatchAVX512, gather: dotGatherAVX512Go}
 )
 
 func hasAVX2() bool   { return cpu.X86.HasAVX2 }
@@ -73,6 +73,36 @@ func dotBatchAVX512Go(q, data []int8, dim int, out []int32) {
 		return
 	}
 	dotBatchAVX512(q, data, dim, out)
+}
+
+// dotGatherAVX2Go checks what the kernel cannot afford to: every listed row
+// lies in data (a bad index would read out of bounds).
+func dotGatherAVX2Go(q, data []int8, dim int, idx, out []int32) {
+	if dim%16 != 0 || !gatherInBounds(data, dim, idx[:len(out)]) {
+		dotGatherGeneric(q, data, dim, idx, out)
+		return
+	}
+	dotGatherAVX2(q, data, dim, idx, out)
+}
+
+func dotGatherAVX512Go(q, data []int8, dim int, idx, out []int32) {
+	if dim%16 != 0 || !gatherInBounds(data, dim, idx[:len(out)]) {
+		dotGatherGeneric(q, data, dim, idx, out)
+		return
+	}
+	dotGatherAVX512(q, data, dim, idx, out)
+}
+
+// gatherInBounds reports whether every row idx lists lies in data; the
+// generic kernel then panics on the bad index, as a slice access should.
+func gatherInBounds(data []int8, dim int, idx []int32) bool {
+	rows := len(data) / dim
+	for _, i := range idx {
+		if uint32(i) >= uint32(rows) {
+			return false
+		}
+	}
+	return true
 }
 
 // useAVX2Axpy selects the AVX2 axpy. axpyInt8 calls it directly, not

@@ -27,6 +27,14 @@ func dotBatchGeneric(q, data []int8, dim int, out []int32) {
 	}
 }
 
+// dotGatherGeneric is dotBatchGeneric over the vectors idx lists.
+func dotGatherGeneric(q, data []int8, dim int, idx, out []int32) {
+	for i := range out {
+		r := int(idx[i]) * dim
+		out[i] = dotInt8Generic(q, data[r:r+dim])
+	}
+}
+
 // axpyInt8Generic sets y[i] += c*float32(x[i]) for i < len(x). The explicit
 // float32 conversion rounds the product before the add, which forbids the
 // compiler to fuse them (Go spec), so every platform and the SIMD kernel give
@@ -35,5 +43,31 @@ func axpyInt8Generic(c float32, x []int8, y []float32) {
 	y = y[:len(x)]
 	for i, v := range x {
 		y[i] += float32(c * float32(v))
+	}
+}
+
+// sketchDotGeneric returns the stage-one product of the two-stage scan:
+// the sum of q[j]*u[j] over the 4-bit codes u (0..15) of a sketch row, laid
+// out as sketchElems describes; len(q) == 2*len(row), len(row) a multiple
+// of 64.
+func sketchDotGeneric(q []int8, row []byte) int32 {
+	const half = sketchElems / 2
+	var s0, s1 int32
+	for b := 0; b+half <= len(row); b += half {
+		blk := row[b : b+half]
+		lo := q[2*b : 2*b+half]
+		hi := q[2*b+half : 2*b+2*half]
+		for i, v := range blk {
+			s0 += int32(lo[i]) * int32(v&0x0f)
+			s1 += int32(hi[i]) * int32(v>>4)
+		}
+	}
+	return s0 + s1
+}
+
+// sketchBatchGeneric sets out[i] = sketchDotGeneric(q, data[i*rowBytes:(i+1)*rowBytes]).
+func sketchBatchGeneric(q []int8, data []byte, rowBytes int, out []int32) {
+	for i := range out {
+		out[i] = sketchDotGeneric(q, data[i*rowBytes:(i+1)*rowBytes])
 	}
 }

@@ -16,6 +16,7 @@ type MemVectors struct {
 	rows   []int8
 	scales []float32
 	keys   [][16]byte
+	sketch sketch // of every row, kept up to date by Add and Set
 }
 
 // NewMemVectors returns an empty MemVectors for vectors of the given model
@@ -25,7 +26,7 @@ func NewMemVectors(model string, dim int) *MemVectors {
 	if err := checkModelDim(model, dim); err != nil {
 		panic("BUG: vecindex.NewMemVectors: " + err.Error())
 	}
-	return &MemVectors{model: model, dim: dim, stride: Stride(dim)}
+	return &MemVectors{model: model, dim: dim, stride: Stride(dim), sketch: sketch{rowBytes: sketchRowBytes(dim)}}
 }
 
 // Add appends the document key with quantized vector v (Dim() values, as
@@ -49,6 +50,10 @@ func (m *MemVectors) Add(key [16]byte, v []int8, scale float32) uint32 {
 	clear(m.rows[n+m.dim:])
 	m.scales = append(m.scales, scale)
 	m.keys = append(m.keys, key)
+	rb := m.sketch.rowBytes
+	m.sketch.packed = slices.Grow(m.sketch.packed, rb)[:len(m.sketch.packed)+rb]
+	m.sketch.ab = append(m.sketch.ab, 0, 0)
+	m.sketch.build(m.rows, m.scales, m.dim, m.stride, int(doc), int(doc)+1)
 	return doc
 }
 
@@ -68,6 +73,7 @@ func (m *MemVectors) Set(doc uint32, v []int8, scale float32) {
 	n := int(doc) * m.stride
 	copy(m.rows[n:n+m.dim], v)
 	m.scales[doc] = scale
+	m.sketch.build(m.rows, m.scales, m.dim, m.stride, int(doc), int(doc)+1)
 }
 
 // Model implements Part.
@@ -88,13 +94,18 @@ func (m *MemVectors) Scales() []float32 { return m.scales }
 // Keys implements Part.
 func (m *MemVectors) Keys() [][16]byte { return m.keys }
 
+// sketchFor implements sketcher.
+func (m *MemVectors) sketchFor(int, int) *sketch { return &m.sketch }
+
 // Key returns the key doc was added with.
 func (m *MemVectors) Key(doc uint32) [16]byte { return m.keys[doc] }
 
-// MemoryBytes is the heap memory held by the vectors, scales and keys (their
-// capacities), for the engine's flush threshold and resident-memory reports.
+// MemoryBytes is the heap memory held by the vectors, scales, keys and
+// sketch (their capacities), for the engine's flush threshold and
+// resident-memory reports.
 func (m *MemVectors) MemoryBytes() int64 {
-	return int64(cap(m.rows)) + 4*int64(cap(m.scales)) + 16*int64(cap(m.keys))
+	return int64(cap(m.rows)) + 4*int64(cap(m.scales)) + 16*int64(cap(m.keys)) +
+		int64(cap(m.sketch.packed)) + 4*int64(cap(m.sketch.ab))
 }
 
 // Section encodes the part as a vector section (docs/format/vecindex.md),

@@ -21,11 +21,16 @@ const searchBlock = 1024
 // the Part and Doc fields, which locate each hit): the engine's parts keep
 // ingest order.
 //
+// Over enough documents Search runs the two-stage scan (sketch.go): it
+// bounds every document from a half-size sketch of its row and scores
+// exactly only those whose bound reaches the k-th score, with the same
+// answer, scores and order.
+//
 // Documents with scale 0 (zero vectors) carry no semantic signal and are
 // never returned; nor is anything for a query whose scale is not positive
 // and finite, k <= 0, or no parts. All parts must have the query's dim; a
 // mismatch is a caller bug and panics. Search allocates only the returned
-// slice: the padded query, dot products and heap come from a pool.
+// slice: the padded query, dot products, heap and bounds come from pools.
 func Search(parts []Part, q []int8, qscale float32, k int) []Hit {
 	if k <= 0 || len(parts) == 0 || !(qscale > 0) || math.IsInf(float64(qscale), 1) {
 		return nil
@@ -40,8 +45,22 @@ func Search(parts []Part, q []int8, qscale float32, k int) []Hit {
 	for _, p := range parts {
 		h.keys = append(h.keys, p.Keys())
 	}
-	for pi, p := range parts {
-		h.scanDocs(pi, p, st, qscale, 0, p.NumDocs())
+	if b := newBounds(parts, k); b != nil {
+		// The two-stage scan (sketch.go) in one goroutine: bound every
+		// document, seed the heap, then rescore what can still make it.
+		for pi, p := range parts {
+			h.boundDocs(pi, p, st, b, qscale, 0, p.NumDocs())
+		}
+		h.seed(parts, st, b, qscale)
+		floor := h.floor()
+		for pi, p := range parts {
+			h.rescoreDocs(pi, p, st, b, qscale, 0, p.NumDocs(), floor)
+		}
+		b.release()
+	} else {
+		for pi, p := range parts {
+			h.scanDocs(pi, p, st, qscale, 0, p.NumDocs())
+		}
 	}
 	out := make([]Hit, 0, len(h.entries))
 	out = h.appendHits(out)
@@ -67,6 +86,11 @@ func (st *searchState) setQuery(q []int8, dim int) {
 	st.q = slices.Grow(st.q[:0], stride)[:stride]
 	copy(st.q, q[:dim])
 	clear(st.q[dim:])
+	n := 2 * sketchRowBytes(dim)
+	st.qSketch = slices.Grow(st.qSketch[:0], n)[:n]
+	copy(st.qSketch, q[:dim])
+	clear(st.qSketch[dim:])
+	st.qNorm, st.qSum = queryNorm(st.q)
 }
 
 // appendHits appends the heap's entries as hits (unordered) and empties the
@@ -87,6 +111,13 @@ func (h *topK) appendHits(out []Hit) []Hit {
 // the documents it scored under the same total order, and the global top k
 // is the top k of their union. A caller that has the query vector starts
 // the scan, and goroutines that come free later join it.
+//
+// A two-stage Scan shares both of its passes: the calls bound chunks, the
+// one that bounds the last seeds its heap, and then all rescore chunks. A
+// document left out by any call's k-th score ranks after k scored
+// documents, so it is not in the global top k either. A call that finds
+// every chunk bounded waits for the last one in progress (one chunk's
+// bounding, tens of microseconds) before it rescores.
 type Scan struct {
 	parts  []Part
 	q      []int8 // the query as given
@@ -97,6 +128,16 @@ type Scan struct {
 	next    atomic.Int64 // index of the next chunk to score
 	mu      sync.Mutex
 	workers []*searchState // one per Work call, returned to the pool by Hits
+
+	// The two-stage scan (sketch.go), when bounds is not nil: Work calls
+	// first bound every chunk (next, pending); the call that bounds the
+	// last one seeds its heap, sets floor and closes ready; then every
+	// call rescores chunks (nextRescore) above its threshold.
+	bounds      *bounds
+	pending     atomic.Int64 // chunks not yet bounded
+	ready       chan struct{}
+	floor       float64 // the seeding call's k-th exact score, or -Inf
+	nextRescore atomic.Int64
 }
 
 // scanChunk is a run of documents of one part.
@@ -128,13 +169,17 @@ func newScan(parts []Part, q []int8, qscale float32, k, chunkDocs int) *Scan {
 			s.chunks = append(s.chunks, scanChunk{pi, start, min(start+chunkDocs, n)})
 		}
 	}
+	if s.bounds = newBounds(parts, k); s.bounds != nil && len(s.chunks) > 0 {
+		s.pending.Store(int64(len(s.chunks)))
+		s.ready = make(chan struct{})
+	}
 	return s
 }
 
 // Work scores chunks of documents until none is left. It may be called from
 // any number of goroutines, before Hits.
 func (s *Scan) Work() {
-	if int(s.next.Load()) >= len(s.chunks) {
+	if int(s.next.Load()) >= len(s.chunks) && (s.bounds == nil || int(s.nextRescore.Load()) >= len(s.chunks)) {
 		return
 	}
 	st := searchPool.Get().(*searchState)
@@ -147,13 +192,38 @@ func (s *Scan) Work() {
 	s.mu.Lock()
 	s.workers = append(s.workers, st)
 	s.mu.Unlock()
+	if s.bounds == nil {
+		for {
+			c := int(s.next.Add(1)) - 1
+			if c >= len(s.chunks) {
+				return
+			}
+			ch := s.chunks[c]
+			h.scanDocs(ch.part, s.parts[ch.part], st, s.qscale, ch.start, ch.end)
+		}
+	}
 	for {
 		c := int(s.next.Add(1)) - 1
+		if c >= len(s.chunks) {
+			break
+		}
+		ch := s.chunks[c]
+		h.boundDocs(ch.part, s.parts[ch.part], st, s.bounds, s.qscale, ch.start, ch.end)
+		if s.pending.Add(-1) == 0 {
+			h.seed(s.parts, st, s.bounds, s.qscale)
+			s.floor = h.floor()
+			close(s.ready)
+		}
+	}
+	// Another call may still be bounding its last chunk: a short wait.
+	<-s.ready
+	for {
+		c := int(s.nextRescore.Add(1)) - 1
 		if c >= len(s.chunks) {
 			return
 		}
 		ch := s.chunks[c]
-		h.scanDocs(ch.part, s.parts[ch.part], st, s.qscale, ch.start, ch.end)
+		h.rescoreDocs(ch.part, s.parts[ch.part], st, s.bounds, s.qscale, ch.start, ch.end, s.floor)
 	}
 }
 
@@ -173,6 +243,10 @@ func (s *Scan) Hits() []Hit {
 		searchPool.Put(st)
 	}
 	s.workers = nil
+	if s.bounds != nil {
+		s.bounds.release()
+		s.bounds = nil
+	}
 	slices.SortFunc(out, func(a, b Hit) int { return compareHits(&a, &b) })
 	if len(out) > s.k {
 		out = out[:s.k:s.k]
@@ -184,10 +258,18 @@ type searchState struct {
 	q    []int8
 	dots []int32
 	heap topK
+
+	// For the two-stage scan: the query padded to whole sketch blocks, an
+	// upper bound on its norm, the sum of its values, and the documents a
+	// block rescores.
+	qSketch   []int8
+	qNorm     float64
+	qSum      int32
+	survivors []int32
 }
 
 var searchPool = sync.Pool{New: func() any {
-	return &searchState{dots: make([]int32, searchBlock)}
+	return &searchState{dots: make([]int32, searchBlock), survivors: make([]int32, 0, searchBlock)}
 }}
 
 // scanDocs scores documents [start, end) of p and offers them to the heap.
@@ -195,6 +277,7 @@ func (h *topK) scanDocs(pi int, p Part, st *searchState, qscale float32, start, 
 	stride := len(st.q)
 	rows, scales := p.Rows(), p.Scales()
 	rows, scales = rows[:end*stride], scales[:end]
+	exactScored.Add(int64(end - start))
 	for ; start < end; start += searchBlock {
 		stop := min(start+searchBlock, end)
 		dots := st.dots[:stop-start]
@@ -210,7 +293,8 @@ func (h *topK) scanDocs(pi int, p Part, st *searchState, qscale float32, start, 
 				h.push(e)
 				continue
 			}
-			// Most documents lose to the current k-th hit on score alone.
+			// Most documents lose to the current k-th hit on score alone
+			// (offer, written out: it does not inline).
 			if e.score < h.entries[0].score || !h.worse(h.entries[0], e) {
 				continue
 			}
@@ -219,6 +303,34 @@ func (h *topK) scanDocs(pi int, p Part, st *searchState, qscale float32, start, 
 		}
 	}
 }
+
+// offer adds e to the heap if the heap is not full or e ranks before its
+// worst entry.
+func (h *topK) offer(e entry) {
+	if len(h.entries) < h.k {
+		h.push(e)
+		return
+	}
+	// Most documents lose to the current k-th hit on score alone.
+	if e.score < h.entries[0].score || !h.worse(h.entries[0], e) {
+		return
+	}
+	h.entries[0] = e
+	h.down(0)
+}
+
+// floor is the heap's worst score when it is full (no document scoring
+// less can enter it), else -Inf.
+func (h *topK) floor() float64 {
+	if len(h.entries) < h.k {
+		return math.Inf(-1)
+	}
+	return h.entries[0].score
+}
+
+// exactScored counts the documents scored with the int8 kernel, for the
+// benchmarks' share of documents rescored.
+var exactScored atomic.Int64
 
 // compareHits orders hits best first: Score descending, Key ascending, then
 // Part and Doc ascending. It returns < 0 when a ranks before b.

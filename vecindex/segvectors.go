@@ -17,6 +17,7 @@ type SegVectors struct {
 	rows   []int8
 	scales []float32
 	keys   [][16]byte
+	sketch *lazySketch // shared with WithKeys copies
 }
 
 // OpenSegVectors validates the structure of a vector section and returns a
@@ -69,7 +70,7 @@ func OpenSegVectors(b []byte) (*SegVectors, error) {
 	if !allZero(b[secHeaderSize+modelLen:l.keys]) || !allZero(b[l.scales+4*count:l.rows]) {
 		return nil, fmt.Errorf("%w: non-zero padding", ErrCorrupt)
 	}
-	s := &SegVectors{model: string(model), dim: int(dim)}
+	s := &SegVectors{model: string(model), dim: int(dim), sketch: new(lazySketch)}
 	if count == 0 {
 		return s, nil
 	}
@@ -120,6 +121,11 @@ func (s *SegVectors) Scales() []float32 { return s.scales }
 
 // Keys implements Part.
 func (s *SegVectors) Keys() [][16]byte { return s.keys }
+
+// sketchFor implements sketcher: the sketch is built on first use, granule
+// by granule, and kept for the part's life (heap memory of about half the
+// rows' size).
+func (s *SegVectors) sketchFor(start, end int) *sketch { return s.sketch.sketchFor(s, start, end) }
 
 // Key returns the key doc was added with.
 func (s *SegVectors) Key(doc uint32) [16]byte { return s.keys[doc] }

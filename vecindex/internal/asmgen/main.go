@@ -19,7 +19,16 @@
 //	dotAVX512(a, b []int8) int32                      same; needs AVX512F and AVX512BW
 //	dotBatchAVX2(q, data []int8, dim int, out []int32)  out[i] = q[:dim] · data[i*dim:(i+1)*dim]
 //	dotBatchAVX512(q, data []int8, dim int, out []int32)
+//	dotGatherAVX2(q, data []int8, dim int, idx, out []int32)  out[i] = q[:dim] · data[idx[i]*dim:(idx[i]+1)*dim]
+//	dotGatherAVX512(q, data []int8, dim int, idx, out []int32)
 //	axpyInt8AVX2(c float32, x []int8, y []float32)     y[i] += c*float32(x[i]), len(x) % 8 == 0
+//	sketchBatchAVX2(q []int8, data []byte, rowBytes int, out []int32)   the two-stage scan's first stage
+//	sketchBatchAVX512(q []int8, data []byte, rowBytes int, out []int32)
+//
+// The sketch kernels multiply unsigned 4-bit codes (0..15) by signed query
+// bytes with VPMADDUBSW: a pair sum is at most 2*15*128 = 3840 in magnitude,
+// the sum of the low- and high-nibble pairs 7680, so the int16 lanes never
+// saturate; VPMADDWD by ones widens them to int32. Exact for all inputs.
 //
 // The batch kernels score four vectors per pass so that each sign-extended
 // query chunk is loaded once for four data chunks, then one vector at a time
@@ -38,9 +47,13 @@ func main() {
 	ConstraintExpr("amd64")
 	genDot(false)
 	genDot(true)
-	genBatch(false)
-	genBatch(true)
+	genBatch(false, false)
+	genBatch(true, false)
+	genBatch(false, true)
+	genBatch(true, true)
 	genAxpy()
+	genSketch(false)
+	genSketch(true)
 	Generate()
 }
 
@@ -176,17 +189,39 @@ func genDot(avx512 bool) {
 	RET()
 }
 
-func genBatch(avx512 bool) {
+// genBatch writes dotBatchAVX2/AVX512 or, with gather, dotGatherAVX2/AVX512,
+// which scores the vectors listed in idx instead of consecutive ones: the
+// two-stage scan's rescoring of scattered rows, four in flight at a time.
+func genBatch(avx512, gather bool) {
 	w := widthOf(avx512)
 	name := "dotBatch" + w.name
-	TEXT(name, NOSPLIT, "func(q, data []int8, dim int, out []int32)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s sets out[i] = q[:dim]·data[i*dim:(i+1)*dim] for every i < len(out); dim must be a positive multiple of 16, len(q) >= dim and len(data) >= len(out)*dim.", name))
+	var data, idxp Register
+	if gather {
+		name = "dotGather" + w.name
+		TEXT(name, NOSPLIT, "func(q, data []int8, dim int, idx []int32, out []int32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s sets out[i] = q[:dim]·data[idx[i]*dim:(idx[i]+1)*dim] for every i < len(out); dim must be a positive multiple of 16, len(q) >= dim, len(idx) >= len(out) and every idx[i] >= 0 with (idx[i]+1)*dim <= len(data).", name))
+	} else {
+		TEXT(name, NOSPLIT, "func(q, data []int8, dim int, out []int32)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s sets out[i] = q[:dim]·data[i*dim:(i+1)*dim] for every i < len(out); dim must be a positive multiple of 16, len(q) >= dim and len(data) >= len(out)*dim.", name))
+	}
 	q := Load(Param("q").Base(), GP64())
 	p0 := Load(Param("data").Base(), GP64())
 	dim := Load(Param("dim"), GP64())
 	outp := Load(Param("out").Base(), GP64())
 	n := Load(Param("out").Len(), GP64())
+	if gather {
+		data = p0
+		p0 = GP64()
+		idxp = Load(Param("idx").Base(), GP64())
+	}
+	// rowPtr sets p to data + idx[i]*dim for the gather kernels.
+	rowPtr := func(p Register, i int) {
+		MOVLQSX(Mem{Base: idxp, Disp: 4 * i}, p)
+		IMULQ(dim, p)
+		ADDQ(data, p)
+	}
 
 	// full is dim rounded down to whole chunks; with AVX-512 a 16-byte tail
 	// may remain.
@@ -196,15 +231,17 @@ func genBatch(avx512 bool) {
 		ANDQ(I32(-32), full)
 	}
 	p1, p2, p3 := GP64(), GP64(), GP64()
-	MOVQ(p0, p1)
-	ADDQ(dim, p1)
-	MOVQ(p1, p2)
-	ADDQ(dim, p2)
-	MOVQ(p2, p3)
-	ADDQ(dim, p3)
 	step := GP64()
-	MOVQ(dim, step)
-	SHLQ(U8(2), step)
+	if !gather {
+		MOVQ(p0, p1)
+		ADDQ(dim, p1)
+		MOVQ(p1, p2)
+		ADDQ(dim, p2)
+		MOVQ(p2, p3)
+		ADDQ(dim, p3)
+		MOVQ(dim, step)
+		SHLQ(U8(2), step)
+	}
 	off := GP64()
 	ptrs := [4]Register{p0, p1, p2, p3}
 
@@ -212,6 +249,11 @@ func genBatch(avx512 bool) {
 	Label(name + "_block")
 	CMPQ(n, U32(4))
 	JL(LabelRef(name + "_single"))
+	if gather {
+		for j, p := range ptrs {
+			rowPtr(p, j)
+		}
+	}
 	var acc [4]VecVirtual
 	for j := range acc {
 		acc[j] = w.vec()
@@ -246,8 +288,12 @@ func genBatch(avx512 bool) {
 	}
 	Label(name + "_block_store")
 	reduce4(w, acc, Mem{Base: outp})
-	for _, p := range ptrs {
-		ADDQ(step, p)
+	if gather {
+		ADDQ(U32(16), idxp)
+	} else {
+		for _, p := range ptrs {
+			ADDQ(step, p)
+		}
 	}
 	ADDQ(U32(16), outp)
 	SUBQ(U32(4), n)
@@ -257,6 +303,9 @@ func genBatch(avx512 bool) {
 	Label(name + "_single")
 	TESTQ(n, n)
 	JZ(LabelRef(name + "_done"))
+	if gather {
+		rowPtr(p0, 0)
+	}
 	a := w.vec()
 	zero(a)
 	XORQ(off, off)
@@ -275,7 +324,11 @@ func genBatch(avx512 bool) {
 	Label(name + "_single_store")
 	r := reduce1(w, a)
 	MOVL(r, Mem{Base: outp})
-	ADDQ(dim, p0)
+	if gather {
+		ADDQ(U32(4), idxp)
+	} else {
+		ADDQ(dim, p0)
+	}
 	ADDQ(U32(4), outp)
 	DECQ(n)
 	JMP(LabelRef(name + "_single"))
@@ -315,4 +368,152 @@ func genAxpy() {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// sketchStep is one load of packed codes within a 64-byte sketch block: the
+// block's byte offset of the load and the query offsets of its low and high
+// nibbles (the block holds element i in the low nibble of byte i and element
+// 64+i in the high nibble, so the query advances twice as fast as the row).
+type sketchStep struct{ row, qLo, qHi int }
+
+// genSketch writes sketchBatchAVX2 or sketchBatchAVX512: out[i] = the sum of
+// q[j]*u[j] over the codes u of sketch row i (see vecindex/sketch.go), four
+// rows per pass sharing the query loads, then one at a time.
+func genSketch(avx512 bool) {
+	w := widthOf(avx512)
+	name := "sketchBatch" + w.name
+	TEXT(name, NOSPLIT, "func(q []int8, data []byte, rowBytes int, out []int32)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets out[i] to the sum of q[j]*u[j] over the 4-bit codes u of sketch row data[i*rowBytes:(i+1)*rowBytes]; rowBytes must be a positive multiple of 64, len(q) >= 2*rowBytes and len(data) >= len(out)*rowBytes.", name))
+	steps := []sketchStep{{0, 0, 64}}
+	if !avx512 {
+		steps = []sketchStep{{0, 0, 64}, {32, 32, 96}}
+	}
+	q := Load(Param("q").Base(), GP64())
+	p0 := Load(Param("data").Base(), GP64())
+	rb := Load(Param("rowBytes"), GP64())
+	outp := Load(Param("out").Base(), GP64())
+	n := Load(Param("out").Len(), GP64())
+
+	mask, ones := w.vec(), w.vec()
+	c := GP32()
+	MOVL(U32(0x0f0f0f0f), c)
+	broadcast(w, c, mask)
+	MOVL(U32(0x00010001), c)
+	broadcast(w, c, ones)
+
+	p1, p2, p3 := GP64(), GP64(), GP64()
+	MOVQ(p0, p1)
+	ADDQ(rb, p1)
+	MOVQ(p1, p2)
+	ADDQ(rb, p2)
+	MOVQ(p2, p3)
+	ADDQ(rb, p3)
+	step := GP64()
+	MOVQ(rb, step)
+	SHLQ(U8(2), step)
+	off := GP64()
+	ptrs := [4]Register{p0, p1, p2, p3}
+
+	// madd adds row ptr's products for one step at off into acc.
+	madd := func(ptr Register, s sketchStep, qlo, qhi VecVirtual, acc VecVirtual) {
+		v, h := w.vec(), w.vec()
+		loadVec(w, Mem{Base: ptr, Index: off, Scale: 1, Disp: s.row}, v)
+		VPSRLW(U8(4), v, h)
+		and(w, mask, v, v)
+		and(w, mask, h, h)
+		VPMADDUBSW(qlo, v, v)
+		VPMADDUBSW(qhi, h, h)
+		VPADDW(h, v, v)
+		VPMADDWD(ones, v, v)
+		VPADDD(v, acc, acc)
+	}
+	loadQ := func(s sketchStep) (VecVirtual, VecVirtual) {
+		qlo, qhi := w.vec(), w.vec()
+		loadVec(w, Mem{Base: q, Index: off, Scale: 2, Disp: s.qLo}, qlo)
+		loadVec(w, Mem{Base: q, Index: off, Scale: 2, Disp: s.qHi}, qhi)
+		return qlo, qhi
+	}
+
+	Label(name + "_block")
+	CMPQ(n, U32(4))
+	JL(LabelRef(name + "_single"))
+	var acc [4]VecVirtual
+	for j := range acc {
+		acc[j] = w.vec()
+		zero(acc[j])
+	}
+	XORQ(off, off)
+	Label(name + "_block_inner")
+	for _, s := range steps {
+		qlo, qhi := loadQ(s)
+		for j := range acc {
+			madd(ptrs[j], s, qlo, qhi, acc[j])
+		}
+	}
+	ADDQ(U32(64), off)
+	CMPQ(off, rb)
+	JL(LabelRef(name + "_block_inner"))
+	reduce4(w, acc, Mem{Base: outp})
+	for _, p := range ptrs {
+		ADDQ(step, p)
+	}
+	ADDQ(U32(16), outp)
+	SUBQ(U32(4), n)
+	JMP(LabelRef(name + "_block"))
+
+	Label(name + "_single")
+	TESTQ(n, n)
+	JZ(LabelRef(name + "_done"))
+	a := w.vec()
+	zero(a)
+	XORQ(off, off)
+	Label(name + "_single_inner")
+	for _, s := range steps {
+		qlo, qhi := loadQ(s)
+		madd(p0, s, qlo, qhi, a)
+	}
+	ADDQ(U32(64), off)
+	CMPQ(off, rb)
+	JL(LabelRef(name + "_single_inner"))
+	r := reduce1(w, a)
+	MOVL(r, Mem{Base: outp})
+	ADDQ(rb, p0)
+	ADDQ(U32(4), outp)
+	DECQ(n)
+	JMP(LabelRef(name + "_single"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// broadcast fills every 32-bit lane of v with the value of r.
+func broadcast(w width, r Register, v VecVirtual) {
+	if w.chunk == 32 {
+		VPBROADCASTD(r, v)
+		return
+	}
+	x := XMM()
+	VMOVD(r, x)
+	VPBROADCASTD(x, v)
+}
+
+// loadVec loads a full vector: VMOVDQU64 for ZMM (AVX-512 has no VEX
+// VMOVDQU on ZMM), VMOVDQU for YMM.
+func loadVec(w width, m Mem, v VecVirtual) {
+	if w.chunk == 32 {
+		VMOVDQU64(m, v)
+		return
+	}
+	VMOVDQU(m, v)
+}
+
+// and sets dst = a & b: VPANDD on ZMM, VPAND on YMM.
+func and(w width, a, b, dst VecVirtual) {
+	if w.chunk == 32 {
+		VPANDD(a, b, dst)
+		return
+	}
+	VPAND(a, b, dst)
 }
