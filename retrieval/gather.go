@@ -123,6 +123,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	var scan *vecindex.Scan
 	var at []int
 	var scanReady, semDone chan struct{}
+	var filtered []vecindex.Hit // the semantic hits of a metadata-filtered pack
 	if useSemantic {
 		var parts []vecindex.Part
 		parts, at = v.VectorParts()
@@ -130,6 +131,20 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		go func() {
 			defer close(semDone)
 			q8, qscale := qv.wait()
+			if q8 != nil && qscale > 0 && docs != nil {
+				// Only the matching documents, scored exactly on this
+				// goroutine (vecindex.SearchAllowed).
+				allow := make([]*roaring.Bitmap, len(parts))
+				for i := range parts {
+					allow[i] = docs[at[i]]
+				}
+				filtered = vecindex.SearchAllowed(parts, allow, q8, qscale, pool)
+				if filtered == nil {
+					filtered = []vecindex.Hit{}
+				}
+				close(scanReady)
+				return
+			}
 			if q8 != nil && qscale > 0 {
 				scan = vecindex.NewScan(parts, q8, qscale, pool)
 			}
@@ -161,9 +176,13 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 			scan.Work()
 		}
 		<-semDone
-		semantic = scan != nil
+		semantic = scan != nil || filtered != nil
 		if semantic {
-			for _, h := range scan.Hits() {
+			hits := filtered
+			if scan != nil {
+				hits = scan.Hits()
+			}
+			for _, h := range hits {
 				c, err := r.candidate(at[h.Part], h.Doc)
 				if err != nil {
 					return nil, err

@@ -44,6 +44,12 @@ func TestMetadataFilterSearchesMatchingSpans(t *testing.T) {
 		if len(res.Result.Citations) != 1 || res.Result.Citations[0].ArtifactID != rare {
 			t.Fatalf("%s: filter %v cites %d spans (%v), want the rare artifact's only", stage, filter, len(res.Result.Citations), res.Result.Citations)
 		}
+		// Both channels searched the matching span only, and found it.
+		for _, ch := range res.Result.ChannelContributions {
+			if (ch.Channel == "lexical" || ch.Channel == "semantic") && ch.CandidateCount != 1 {
+				t.Fatalf("%s: the %s channel offered %d candidates, want the one matching span", stage, ch.Channel, ch.CandidateCount)
+			}
+		}
 		return res.Result.PackHash
 	}
 	filters := []map[string]string{{"user": "u-rare"}, {"team": "payments", "user": "u-rare"}}

@@ -32,19 +32,12 @@ const searchBlock = 1024
 // mismatch is a caller bug and panics. Search allocates only the returned
 // slice: the padded query, dot products, heap and bounds come from pools.
 func Search(parts []Part, q []int8, qscale float32, k int) []Hit {
-	if k <= 0 || len(parts) == 0 || !(qscale > 0) || math.IsInf(float64(qscale), 1) {
+	st := startSearch(parts, q, qscale, k)
+	if st == nil {
 		return nil
 	}
-	dim := parts[0].Dim()
-	checkDims(parts, q, dim)
-	st := searchPool.Get().(*searchState)
 	defer searchPool.Put(st)
-	st.setQuery(q, dim)
 	h := &st.heap
-	h.reset(k)
-	for _, p := range parts {
-		h.keys = append(h.keys, p.Keys())
-	}
 	if b := newBounds(parts, k); b != nil {
 		// The two-stage scan (sketch.go) in one goroutine: bound every
 		// document, seed the heap, then rescore what can still make it.
@@ -69,6 +62,25 @@ func Search(parts []Part, q []int8, qscale float32, k int) []Hit {
 }
 
 // checkDims panics unless q and every part have dim.
+// startSearch checks a search's arguments and returns a pooled state with
+// the query set and the heap ready for k hits, or nil when nothing can be
+// found (see Search); the caller puts the state back.
+func startSearch(parts []Part, q []int8, qscale float32, k int) *searchState {
+	if k <= 0 || len(parts) == 0 || !(qscale > 0) || math.IsInf(float64(qscale), 1) {
+		return nil
+	}
+	dim := parts[0].Dim()
+	checkDims(parts, q, dim)
+	st := searchPool.Get().(*searchState)
+	st.setQuery(q, dim)
+	h := &st.heap
+	h.reset(k)
+	for _, p := range parts {
+		h.keys = append(h.keys, p.Keys())
+	}
+	return st
+}
+
 func checkDims(parts []Part, q []int8, dim int) {
 	if len(q) != dim && len(q) != Stride(dim) {
 		panic(fmt.Sprintf("BUG: vecindex.Search: query of %d values for dim %d", len(q), dim))
