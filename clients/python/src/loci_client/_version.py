@@ -1,0 +1,3 @@
+"""The version of the loci-client package."""
+
+__version__ = "0.1.0"
