@@ -18,6 +18,7 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -75,6 +76,9 @@ type Config struct {
 	// server alone, served by nobody). Serve them on an admin listener with
 	// telemetry.AdminHandler, never on the public one.
 	Metrics *telemetry.Metrics
+	// Console, when set, serves every method on /ui and /ui/... (the web
+	// console, package console), before routing and while starting.
+	Console fasthttp.RequestHandler
 }
 
 // Connection defaults: below the file limits of a server (`loci serve`
@@ -104,6 +108,9 @@ type Server struct {
 	// method (unknown methods share "OTHER"), so that neither raw paths nor
 	// invented methods create series.
 	unmatched map[string]*telemetry.Route
+	// console holds the series of the console's requests (route "/ui/*"),
+	// by method: GET, HEAD, and OTHER for the rest (which it refuses).
+	console map[string]*route
 
 	// base is the parent of every request's context; Shutdown cancels it,
 	// so that requests waiting for work (a pack's admission) give up.
@@ -164,6 +171,12 @@ func NewStarting(cfg Config) *Server {
 	s.unmatched = map[string]*telemetry.Route{}
 	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"} {
 		s.unmatched[m] = s.metrics.Route(m, telemetry.UnmatchedRoute)
+	}
+	if cfg.Console != nil {
+		s.console = map[string]*route{}
+		for _, m := range []string{"GET", "HEAD", "OTHER"} {
+			s.console[m] = &route{method: m, pattern: "/ui/*", metrics: s.metrics.Route(m, "/ui/*")}
+		}
 	}
 	s.base, s.stopBase = context.WithCancel(context.Background())
 	s.srv = &fasthttp.Server{
@@ -327,6 +340,13 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
+	if s.cfg.Console != nil && (rawPath == "/ui" || strings.HasPrefix(rawPath, "/ui/")) {
+		if sv.route = s.console[string(ctx.Method())]; sv.route == nil {
+			sv.route = s.console["OTHER"]
+		}
+		s.cfg.Console(ctx)
+		return
+	}
 	segs, err := splitPath(rawPath)
 	if err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())

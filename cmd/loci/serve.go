@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loci-memory/loci/console"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
@@ -165,10 +166,14 @@ Environment only:
 	if err != nil {
 		return err
 	}
+	ui, err := console.New(console.Config{AdminKey: *apiKey, Metrics: metrics})
+	if err != nil {
+		return err
+	}
 	srv := httpd.NewStarting(httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
 		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
 		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
-		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics})
+		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctl := control.New(time.Now)

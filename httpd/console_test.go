@@ -1,0 +1,46 @@
+package httpd
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/loci-memory/loci/telemetry"
+	"github.com/valyala/fasthttp"
+)
+
+// TestConsoleMount checks that Config.Console takes exactly /ui and the
+// paths under it, before authentication (the console's page must load for
+// signing in), and that its requests are counted under one route.
+func TestConsoleMount(t *testing.T) {
+	m := telemetry.New("test")
+	ui := func(ctx *fasthttp.RequestCtx) {
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetBodyString("console " + string(ctx.Method()) + " " + string(ctx.Request.URI().PathOriginal()))
+	}
+	h := newHarness(t, Config{APIKey: "admin-key", Console: ui, Metrics: m})
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/ui"}, {"GET", "/ui/"}, {"GET", "/ui/workspaces/a%2Fb"}, {"GET", "/ui/assets/app-X.js"}, {"POST", "/ui/api/metrics"},
+	} {
+		r := h.do(c.method, c.path, "", nil)
+		if r.status != 200 || string(r.body) != "console "+c.method+" "+c.path {
+			t.Errorf("%s %s: %d %q", c.method, c.path, r.status, r.body)
+		}
+	}
+	// Neighbours stay with the API router.
+	h.do("GET", "/uix", "admin-key", nil).fails(t, 404, "no route for /uix")
+	h.do("GET", "/v1/ui", "admin-key", nil).fails(t, 404, "no route for /v1/ui")
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`loci_http_requests_total{method="GET",route="/ui/*",status="200"} 4`,
+		`loci_http_requests_total{method="OTHER",route="/ui/*",status="200"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	// Without a console, /ui is an ordinary unknown path.
+	bare := newHarness(t, Config{})
+	bare.do("GET", "/ui", "", nil).fails(t, 404, "no route for /ui")
+}
