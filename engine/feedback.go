@@ -45,6 +45,13 @@ type FeedbackInput struct {
 	// ConflictSpans are the two spans of the conflict being resolved, as the
 	// caller found them (in a receipt); required for resolve_conflict.
 	ConflictSpans [2]uuid.UUID
+	// ID, when set, is the event's id, and CreatedAt, when set, its time
+	// (CheckWriteTime); zero: a random id and the engine's clock. A replica
+	// applying a publisher's event sets the publisher's, so every replica
+	// stores the same event. The engine never looks events up by id: a
+	// caller that fixes ids keeps them unique.
+	ID        uuid.UUID
+	CreatedAt time.Time
 }
 
 // FeedbackResult acknowledges a durable feedback event.
@@ -364,6 +371,9 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	if len(in.Reason) > 4096 {
 		return FeedbackResult{}, &InvalidError{"reason", "is longer than 4096 bytes"}
 	}
+	if err := CheckWriteTime("created_at", in.CreatedAt); err != nil {
+		return FeedbackResult{}, err
+	}
 	if in.Action == ActionResolveConflict && in.ConflictSpans == ([2]uuid.UUID{}) && in.ConflictID != "" {
 		claims, ok, err := db.findConflict(wsKey{tenant, in.Workspace}, in.ConflictID)
 		if err != nil {
@@ -392,8 +402,15 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	if a.Workspace != in.Workspace {
 		return FeedbackResult{}, ErrNotFound // ids of other workspaces do not leak either
 	}
-	e := &feedbackEvent{ID: uuid.New(), Tenant: tenant, Workspace: in.Workspace, ActorID: in.ActorID, Action: in.Action,
-		ArtifactID: in.ArtifactID, Reason: in.Reason, CreatedAt: db.opts.Now().UTC().UnixMicro()}
+	id, at := in.ID, in.CreatedAt
+	if id == uuid.Nil {
+		id = uuid.New()
+	}
+	if at.IsZero() {
+		at = db.opts.Now()
+	}
+	e := &feedbackEvent{ID: id, Tenant: tenant, Workspace: in.Workspace, ActorID: in.ActorID, Action: in.Action,
+		ArtifactID: in.ArtifactID, Reason: in.Reason, CreatedAt: at.UTC().UnixMicro()}
 	has := func(id uuid.UUID) bool {
 		return slices.ContainsFunc(spans, func(s artifact.Span) bool { return s.ID == id })
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -55,6 +56,12 @@ type IngestInput struct {
 	// and ingest returns ErrWorkspaceErased. The fence travels in the WAL
 	// record, so replay refuses the artifact the same way.
 	Fence uint64
+	// IngestedAt, when set, is the time the artifact is recorded as ingested
+	// (its created time, and its timestamp when Timestamp is zero); zero is
+	// the engine's clock. A replica applying a publisher's write sets the
+	// publisher's time here, so every replica stores the same artifact. It
+	// must lie in years 2000 to 9999 (CheckWriteTime).
+	IngestedAt time.Time
 
 	// extracted is the payload's text from Validate, so that the payload
 	// is parsed once per ingest.
@@ -118,7 +125,11 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 			err.Field = fmt.Sprintf("artifacts[%d].%s", i, err.Field)
 			return nil, err
 		}
-		ha, err := db.prepare(tenant, &ins[i], now)
+		at := now
+		if !ins[i].IngestedAt.IsZero() {
+			at = ins[i].IngestedAt.UTC()
+		}
+		ha, err := db.prepare(tenant, &ins[i], at)
 		if err != nil {
 			if len(ins[i].Payload) > 0 && !json.Valid(ins[i].Payload) {
 				return nil, &InvalidError{fmt.Sprintf("artifacts[%d].raw_payload", i), "is not valid JSON"}
@@ -480,12 +491,59 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 		}
 		for i, c := range text.Chunks(extracted, db.opts.TokenCounter, SpanTargetTokens, SpanMaxTokens) {
 			spans = append(spans, artifact.Span{
-				ID: uuid.New(), ArtifactID: a.ID, Ordinal: uint32(i), Start: uint32(c.Start), End: uint32(c.End),
+				ID: SpanID(a.ID, uint32(i)), ArtifactID: a.ID, Ordinal: uint32(i), Start: uint32(c.Start), End: uint32(c.End),
 				Tokens: uint32(c.Tokens), Timestamp: a.Timestamp, Text: c.Text,
 			})
 		}
 	}
 	return &headArtifact{a: a, spans: spans, terms: spanTerms(spans), keys: spanTieKeys(spans)}, nil
+}
+
+// spanIDNamespace is the namespace of span ids (SpanID): a fixed random
+// UUID of Loci's. Changing it changes every span id derived from now on.
+var spanIDNamespace = uuid.MustParse("2cb66509-aff8-4994-b319-a4f95d8423e1")
+
+// SpanID is the id of the span at ordinal (0, 1, ...) of artifact
+// artifactID: a name-based UUID (version 5, SHA-1) in spanIDNamespace of the
+// artifact id's 16 bytes followed by the ordinal as 4 bytes big-endian. Span
+// ids are thus fixed by the artifact id: a job resumed with the same
+// artifact id, or a replica applying the same write, gets the same ids. They
+// are unique because artifact ids are (random version 4 UUIDs, or ids a
+// caller fixes once per artifact); spans stored before this rule keep the
+// random ids they were given.
+func SpanID(artifactID uuid.UUID, ordinal uint32) uuid.UUID {
+	var name [20]byte
+	copy(name[:16], artifactID[:])
+	binary.BigEndian.PutUint32(name[16:], ordinal)
+	return uuid.NewSHA1(spanIDNamespace, name[:])
+}
+
+// The range a write time given by the caller (IngestInput.IngestedAt,
+// FeedbackInput.CreatedAt) must lie in (CheckWriteTime).
+var (
+	minWriteTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxWriteTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// CheckWriteTime checks a given write time (zero: none given). The rule
+// is a pure function of the value, never of the local clock: replicas
+// applying the same write must all accept or all refuse it, and a replica
+// applying an old log, or whose clock lags the publisher's, must not refuse
+// a time another accepted. So the bounds only catch a time that cannot be
+// one (an unset clock, a unit error: before 2000, or past year 9999, which
+// RFC 3339 cannot write; the µs fields are far from overflowing). An ingest
+// time is not compared with the artifact's Timestamp either, which callers
+// may set to any time, earlier or later than the ingest.
+func CheckWriteTime(field string, t time.Time) *InvalidError {
+	switch {
+	case t.IsZero():
+		return nil
+	case t.Before(minWriteTime):
+		return &InvalidError{field, fmt.Sprintf("%s is before %s", t.UTC().Format(time.RFC3339Nano), minWriteTime.Format(time.RFC3339))}
+	case !t.Before(maxWriteTime):
+		return &InvalidError{field, fmt.Sprintf("%s is after year 9999", t.UTC().Format(time.RFC3339Nano))}
+	}
+	return nil
 }
 
 // spanTerms returns the counted index terms of each span's text, as
@@ -563,6 +621,9 @@ func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
 		}
 	}
 	if err := CheckMetadata("metadata", in.Metadata); err != nil {
+		return after(err)
+	}
+	if err := CheckWriteTime("ingested_at", in.IngestedAt); err != nil {
 		return after(err)
 	}
 	return nil
