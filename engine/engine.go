@@ -711,6 +711,7 @@ func (db *DB) maintenanceErr() error {
 type Stats struct {
 	Segments        int    `json:"segments"`
 	SegmentBytes    int64  `json:"segment_bytes"`
+	SketchBytes     int64  `json:"sketch_bytes"` // heap held by the semantic scan's sketches of segment vectors
 	HeadBytes       int64  `json:"head_bytes"`
 	HeadArtifacts   int    `json:"head_artifacts"`
 	FrozenHeads     int    `json:"frozen_heads"`
@@ -729,6 +730,11 @@ func (db *DB) Stats() Stats {
 		WALCurrentIndex: db.wal.CurrentIndex(), NextSeq: db.wal.NextSeq()}
 	for _, s := range db.segments {
 		st.SegmentBytes += s.entry.Size
+		for _, p := range s.parts {
+			if p.vec != nil {
+				st.SketchBytes += p.vec.SketchBytes()
+			}
+		}
 	}
 	for _, h := range db.frozen {
 		st.FrozenBytes += h.bytes

@@ -272,8 +272,17 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 	ls, err := openLiveSegment(path, segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}, db.erased)
 	if err != nil {
 		db.opts.FS.Remove(path) // no manifest names it: garbage
+		return nil, err
 	}
-	return ls, err
+	// The semantic scan's sketches are built here, on the maintainer,
+	// before any reader sees the segment: otherwise the first pack after
+	// every flush and compaction would build them (tens of milliseconds).
+	for _, p := range ls.parts {
+		if p.vec != nil {
+			p.vec.BuildSketch()
+		}
+	}
+	return ls, nil
 }
 
 // commitManifest writes m with the current tombstones that still hide data.

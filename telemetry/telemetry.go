@@ -215,6 +215,7 @@ var (
 	descFrozenBytes    = desc("loci_frozen_head_bytes", "Bytes held by heads being flushed to segments.")
 	descSegments       = desc("loci_segments", "Segment files in the manifest.")
 	descSegmentBytes   = desc("loci_segment_bytes", "Bytes of the segment files in the manifest.")
+	descSketchBytes    = desc("loci_sketch_bytes", "Heap bytes held by the semantic scan's sketches of segment vectors.")
 	descBacklog        = desc("loci_embedding_backlog_artifacts", "Artifacts waiting for the background embedder.")
 	descJobsQueued     = desc("loci_index_jobs_queued", "Asynchronous indexing jobs queued or being indexed by this server.")
 	descWALRecords     = desc("loci_wal_records_total", "Records written to the write-ahead log since the engine opened.")
@@ -230,7 +231,7 @@ var (
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHeadBytes, descHeadArtifacts, descFrozenBytes, descSegments, descSegmentBytes,
-		descBacklog, descJobsQueued, descWALRecords, descWALBytes, descWALBatches, descWALFsyncs, descCompactions,
+		descSketchBytes, descBacklog, descJobsQueued, descWALRecords, descWALBytes, descWALBatches, descWALFsyncs, descCompactions,
 		descCompactFails, descPacksCancelled, descPacksWaiting, descHealthy} {
 		ch <- d
 	}
@@ -259,6 +260,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descFrozenBytes, float64(st.FrozenBytes))
 	gauge(descSegments, float64(st.Segments))
 	gauge(descSegmentBytes, float64(st.SegmentBytes))
+	gauge(descSketchBytes, float64(st.SketchBytes))
 	gauge(descBacklog, float64(db.EmbeddingBacklog()))
 	ws := db.WALStats()
 	counter(descWALRecords, ws.Records)

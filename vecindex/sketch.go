@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // The two-stage scan. Reading every int8 row costs the scan its memory
@@ -215,6 +216,7 @@ type lazySketch struct {
 	once     sync.Once // allocates sk
 	sk       sketch
 	granules []sync.Once
+	bytes    atomic.Int64 // sk's size once allocated, for SketchBytes
 }
 
 // sketchFor returns the sketch of an immutable part, building the granules
@@ -225,6 +227,7 @@ func (l *lazySketch) sketchFor(p Part, start, end int) *sketch {
 		rb := sketchRowBytes(p.Dim())
 		l.sk = sketch{rowBytes: rb, packed: make([]byte, n*rb), ab: make([]float32, 2*n)}
 		l.granules = make([]sync.Once, (n+sketchGranule-1)/sketchGranule)
+		l.bytes.Store(int64(len(l.sk.packed)) + 4*int64(len(l.sk.ab)))
 	})
 	rows, scales := p.Rows(), p.Scales()
 	dim, stride := p.Dim(), Stride(p.Dim())
@@ -282,6 +285,20 @@ func newBounds(parts []Part, k int) *bounds {
 
 // release returns b to its pool.
 func (b *bounds) release() { boundsPool.Put(b) }
+
+// BuildSketch builds the part's whole sketch now, when a search of it could
+// use one, so that the first search after a flush or compaction does not
+// pay for it (about 0.8 µs of CPU per row). The sketch takes half the
+// rows' bytes plus 8 bytes per row (SketchBytes).
+func (s *SegVectors) BuildSketch() {
+	if !useSketch || activeKernel.name == genericKernel.name || s.NumDocs() < minTwoStageDocs {
+		return
+	}
+	s.sketchFor(0, s.NumDocs())
+}
+
+// SketchBytes is the memory the part's sketch holds (0 until it is built).
+func (s *SegVectors) SketchBytes() int64 { return s.sketch.bytes.Load() }
 
 // useSketch enables the two-stage scan; tests turn it off to compare.
 var useSketch = true

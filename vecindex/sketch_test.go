@@ -535,3 +535,44 @@ func TestTwoStageMixesPartsWithoutSketch(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildSketch: BuildSketch builds a segment part's whole sketch up front
+// (counted by SketchBytes) when the two-stage scan can use it, leaves small
+// parts alone, and searches give the same hits either way.
+func TestBuildSketch(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const dim = 48
+	for _, n := range []int{minTwoStageDocs / 2, minTwoStageDocs + 1000} {
+		d := randDocs(r, n, dim)
+		built, err := OpenSegVectors(d.mem("m", dim).Section())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lazy, err := OpenSegVectors(d.mem("m", dim).Section())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if built.SketchBytes() != 0 {
+			t.Fatal("a sketch before BuildSketch")
+		}
+		built.BuildSketch()
+		want := int64(0)
+		if useSketch && activeKernel.name != genericKernel.name && n >= minTwoStageDocs {
+			want = int64(n*sketchRowBytes(dim)) + 8*int64(n)
+		}
+		if got := built.SketchBytes(); got != want {
+			t.Fatalf("%d rows: SketchBytes %d after BuildSketch, want %d", n, got, want)
+		}
+		q := make([]int8, dim)
+		qs := Quantize(randUnit(r, dim), q)
+		a, b := Search([]Part{built}, q, qs, 50), Search([]Part{lazy}, q, qs, 50)
+		if len(a) != len(b) {
+			t.Fatalf("%d rows: %d hits against %d", n, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%d rows: hit %d differs: %+v, %+v", n, i, a[i], b[i])
+			}
+		}
+	}
+}
