@@ -88,10 +88,26 @@ func TestMCPOverHTTP(t *testing.T) {
 		u["context_packs"] != 1.0 || u["artifacts_ingested"] != 1.0 {
 		t.Fatalf("usage of tenant A: %v", u)
 	}
-	// Tool calls are held to the plan's rate limit (free: 30 a minute).
+	// A plan without the v2 API gets v1 packs and one memory per call, as over HTTP.
 	_, keyC := register(t, h, "c@example.com", "free")
 	c := mcpSession(t, h, keyC)
-	for i := range 30 {
+	if text, isErr := toolText(t, c, "recall", map[string]any{"workspace_id": "w", "query": "q", "profile": "high_recall"}); !isErr ||
+		!strings.Contains(text, "profile: plan free has no serving profiles") {
+		t.Fatalf("free plan, profile: %v %s", isErr, text)
+	}
+	two := []map[string]any{{"content": "one"}, {"content": "two"}}
+	if text, isErr := toolText(t, c, "remember", map[string]any{"workspace_id": "w", "memories": two}); !isErr ||
+		!strings.Contains(text, "plan free stores one memory per call") {
+		t.Fatalf("free plan, two memories: %v %s", isErr, text)
+	}
+	if text, isErr := toolText(t, c, "remember", map[string]any{"workspace_id": "w", "memories": two[:1]}); isErr {
+		t.Fatalf("free plan, one memory: %s", text)
+	}
+	if text, isErr := toolText(t, c, "recall", map[string]any{"workspace_id": "w", "query": "one"}); isErr || !strings.Contains(text, "[cite:1]") {
+		t.Fatalf("free plan, v1 recall: %v %s", isErr, text)
+	}
+	// Tool calls are held to the plan's rate limit (free: 30 a minute).
+	for i := range 26 { // 4 calls above
 		if text, isErr := toolText(t, c, "list", map[string]any{}); isErr {
 			t.Fatalf("call %d: %s", i, text)
 		}

@@ -205,6 +205,10 @@ func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in Reme
 		return nil, out, errors.New("memories: give at least one")
 	case len(in.Memories) > MaxRememberItems:
 		return nil, out, fmt.Errorf("memories: %d exceed the limit of %d per call", len(in.Memories), MaxRememberItems)
+	case len(in.Memories) > 1 && !p.Plan.V2:
+		// Batches are part of the v2 API, which the plan lacks, as over HTTP.
+		return nil, out, fmt.Errorf("memories: plan %s stores one memory per call (batches are part of the v2 API: plans %s)",
+			p.Plan.Name, strings.Join(s.v2Plans(), ", "))
 	}
 	actor := in.ActorID
 	if actor == "" {
@@ -260,18 +264,28 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 	if maxTokens == 0 {
 		maxTokens = DefaultRecallTokens
 	}
+	// Serving profiles are part of the v2 API: a plan without it gets the
+	// v1 pack, as over HTTP.
+	v2 := p.Plan.V2
+	if !v2 && in.Profile != "" {
+		return nil, out, fmt.Errorf("profile: plan %s has no serving profiles (the v2 API: plans %s); leave profile out",
+			p.Plan.Name, strings.Join(s.v2Plans(), ", "))
+	}
 	profile := in.Profile
 	if profile == "" {
 		profile = pack.ProfileBalanced
 	}
 	r := service.PackV2Request{PackRequest: service.PackRequest{Query: &in.Query, MaxTokens: &maxTokens, WorkspaceID: in.WorkspaceID,
-		ActorID: in.ActorID, SessionID: in.SessionID}, Profile: &profile}
+		ActorID: in.ActorID, SessionID: in.SessionID}}
+	if v2 {
+		r.Profile = &profile
+	}
 	if len(in.Metadata) > 0 {
 		if r.Metadata, err = json.Marshal(in.Metadata); err != nil {
 			return nil, out, err
 		}
 	}
-	res, err := s.svc.Pack(ctx, p, r, true)
+	res, err := s.svc.Pack(ctx, p, r, v2)
 	if err != nil {
 		return nil, out, s.toolError(err)
 	}
@@ -386,6 +400,17 @@ func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, in Forget
 	}
 	s.svc.Meter(p, "MCP forget", service.UsageDelta{})
 	return nil, ForgetOutput{ArtifactID: res.ArtifactID.String(), WorkspaceID: res.WorkspaceID, SpansErased: res.SpansErased}, nil
+}
+
+// v2Plans names the plans with the v2 API, cheapest first.
+func (s *Server) v2Plans() []string {
+	var out []string
+	for _, pl := range s.svc.Plans() {
+		if pl.V2 {
+			out = append(out, pl.Name)
+		}
+	}
+	return out
 }
 
 // jsonResult is a tool result holding v as JSON text.
