@@ -27,7 +27,7 @@ func (s *Server) addResources() {
 	s.mcp.AddResource(&mcp.Resource{URI: workspacesURI, Name: "workspaces", Title: "Workspaces",
 		Description: "The caller's workspaces with their artifact and span counts.", MIMEType: resourceMIME},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			p, err := s.principal(req.Extra, "MCP resources/read")
+			p, err := s.principal(ctx, "MCP resources/read")
 			if err != nil {
 				return nil, err
 			}
@@ -41,7 +41,7 @@ func (s *Server) addResources() {
 			if !ok || ws == "" || strings.Contains(ws, "/") {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}
-			p, err := s.principal(req.Extra, "MCP resources/read")
+			p, err := s.principal(ctx, "MCP resources/read")
 			if err != nil {
 				return nil, err
 			}
@@ -56,7 +56,7 @@ func (s *Server) addResources() {
 			if !ok || id == "" {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}
-			p, err := s.principal(req.Extra, "MCP resources/read")
+			p, err := s.principal(ctx, "MCP resources/read")
 			if err != nil {
 				return nil, err
 			}

@@ -34,8 +34,9 @@ type Options struct {
 	// Version is the server version reported to clients.
 	Version string
 	// Principal, when set, is whom every call acts for (stdio: the tenant of
-	// the key `loci mcp` was started with). Unset, each call authenticates
-	// from its HTTP request's X-API-Key or Authorization: Bearer header.
+	// the key `loci mcp` was started with). Unset, HTTPHandler authenticates
+	// each request once, from X-API-Key or Authorization: Bearer, and its
+	// calls act for that caller.
 	Principal *service.Principal
 	// Logger receives the SDK's messages (default: discarded).
 	Logger *slog.Logger
@@ -92,7 +93,8 @@ func (s *Server) HTTPHandler() http.Handler {
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.fixed == nil {
-			if _, err := s.svc.Authenticate(service.Credentials{APIKey: apiKey(r.Header)}); err != nil {
+			p, err := s.svc.Authenticate(service.Credentials{APIKey: apiKey(r.Header)})
+			if err != nil {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="loci"`)
 				w.WriteHeader(http.StatusUnauthorized)
@@ -104,6 +106,9 @@ func (s *Server) HTTPHandler() http.Handler {
 				w.Write(append(b, '\n'))
 				return
 			}
+			// The SDK hands the request's context to the tool handlers:
+			// they act for p without authenticating again.
+			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		}
 		jw := &jsonErrors{ResponseWriter: w}
 		h.ServeHTTP(jw, r)
@@ -158,21 +163,20 @@ func apiKey(h http.Header) string {
 	return ""
 }
 
+// principalKey keys the caller HTTPHandler authenticated in a request's
+// context.
+type principalKey struct{}
+
 // principal resolves whom a call acts for and admits it under the caller's
 // plan and rate limit, counted as endpoint.
-func (s *Server) principal(extra *mcp.RequestExtra, endpoint string) (service.Principal, error) {
+func (s *Server) principal(ctx context.Context, endpoint string) (service.Principal, error) {
 	var p service.Principal
 	if s.fixed != nil {
 		p = *s.fixed
+	} else if cp, ok := ctx.Value(principalKey{}).(service.Principal); ok {
+		p = cp // authenticated by HTTPHandler
 	} else {
-		var h http.Header
-		if extra != nil {
-			h = extra.Header
-		}
-		var err error
-		if p, err = s.svc.Authenticate(service.Credentials{APIKey: apiKey(h)}); err != nil {
-			return p, s.toolError(err)
-		}
+		return p, errors.New("unauthorized: an API key is required")
 	}
 	if p.Anonymous() {
 		return p, errors.New("unauthorized: an API key is required")

@@ -196,7 +196,7 @@ func (m *Memory) payload(typ string) (json.RawMessage, error) {
 
 func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, RememberOutput, error) {
 	out := RememberOutput{WorkspaceID: in.WorkspaceID}
-	p, err := s.principal(req.Extra, "MCP remember")
+	p, err := s.principal(ctx, "MCP remember")
 	if err != nil {
 		return nil, out, err
 	}
@@ -256,7 +256,7 @@ type batchItem struct {
 
 func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
 	var out RecallOutput
-	p, err := s.principal(req.Extra, "MCP recall")
+	p, err := s.principal(ctx, "MCP recall")
 	if err != nil {
 		return nil, out, err
 	}
@@ -326,7 +326,7 @@ type FeedbackOutput struct {
 }
 
 func (s *Server) feedback(ctx context.Context, req *mcp.CallToolRequest, in FeedbackInput) (*mcp.CallToolResult, FeedbackOutput, error) {
-	p, err := s.principal(req.Extra, "MCP feedback")
+	p, err := s.principal(ctx, "MCP feedback")
 	if err != nil {
 		return nil, FeedbackOutput{}, err
 	}
@@ -344,7 +344,7 @@ func (s *Server) feedback(ctx context.Context, req *mcp.CallToolRequest, in Feed
 }
 
 func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in ExplainInput) (*mcp.CallToolResult, any, error) {
-	p, err := s.principal(req.Extra, "MCP explain")
+	p, err := s.principal(ctx, "MCP explain")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,7 +357,7 @@ func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in Expla
 }
 
 func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
-	p, err := s.principal(req.Extra, "MCP list")
+	p, err := s.principal(ctx, "MCP list")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -387,7 +387,7 @@ type ForgetOutput struct {
 }
 
 func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
-	p, err := s.principal(req.Extra, "MCP forget")
+	p, err := s.principal(ctx, "MCP forget")
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}

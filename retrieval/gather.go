@@ -124,6 +124,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	var at []int
 	var scanReady, semDone chan struct{}
 	var filtered []vecindex.Hit // the semantic hits of a metadata-filtered pack
+	var embedded bool           // the query has an embedding: the semantic channel runs
 	if useSemantic {
 		var parts []vecindex.Part
 		parts, at = v.VectorParts()
@@ -131,7 +132,9 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		go func() {
 			defer close(semDone)
 			q8, qscale := qv.wait()
-			if q8 != nil && qscale > 0 && docs != nil {
+			embedded = q8 != nil && qscale > 0
+			switch {
+			case embedded && docs != nil:
 				// Only the matching documents, scored exactly on this
 				// goroutine (vecindex.SearchAllowed).
 				allow := make([]*roaring.Bitmap, len(parts))
@@ -139,13 +142,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 					allow[i] = docs[at[i]]
 				}
 				filtered = vecindex.SearchAllowed(parts, allow, q8, qscale, pool)
-				if filtered == nil {
-					filtered = []vecindex.Hit{}
-				}
-				close(scanReady)
-				return
-			}
-			if q8 != nil && qscale > 0 {
+			case embedded:
 				scan = vecindex.NewScan(parts, q8, qscale, pool)
 			}
 			close(scanReady)
@@ -176,7 +173,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 			scan.Work()
 		}
 		<-semDone
-		semantic = scan != nil || filtered != nil
+		semantic = embedded
 		if semantic {
 			hits := filtered
 			if scan != nil {
