@@ -81,6 +81,15 @@ type Options struct {
 	// its newest this many receipts (by seq); older ones are no longer
 	// served and compaction drops them (default DefaultReceiptsPerWorkspace).
 	ReceiptsPerWorkspace int
+	// Replicated makes the engine a replica of a replicated log (cluster
+	// mode): its writes go through the Replicator given to SetReplicator,
+	// and its WAL takes only the log's records, at the log's sequence
+	// numbers (ApplyReplicated), so every replica numbers them alike.
+	// Vectors are computed by the writing node and travel in the artifact
+	// record (EmbedInBackground is ignored), and an artifact or receipt
+	// whose id is already stored is not stored again, so that writes
+	// published twice (by two nodes) leave every replica as one would.
+	Replicated bool
 	// WALRetryInterval is how often a WAL whose writes failed (a full disk)
 	// checks, while idle, whether it can write again (default 1s).
 	WALRetryInterval time.Duration
@@ -110,6 +119,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.NoEmbedder {
 		o.Embedder = nil
+	}
+	if o.Replicated {
+		o.EmbedInBackground = false
 	}
 	if o.BM25 == (invindex.BM25{}) {
 		o.BM25 = invindex.DefaultBM25
@@ -156,6 +168,7 @@ type DB struct {
 	log  *slog.Logger
 	lock *os.File
 	wal  *wal.Log
+	repl atomic.Pointer[Replicator] // replicated mode: where writes go (SetReplicator)
 
 	// mu guards the read state below. The WAL writer applies records under
 	// mu.Lock; nothing may hold mu while waiting for the WAL.
@@ -489,6 +502,12 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 				seq, ha.a.ID, ha.vecs.Model, ha.vecs.Dim, embedderName(db.opts.Embedder), dim, errEmbedderMismatch)
 		}
 		db.mu.Lock()
+		if db.opts.Replicated {
+			if _, _, _, ok := db.locate(ha.a.Tenant, ha.a.ID); ok {
+				db.mu.Unlock() // published twice: the first copy stands
+				break
+			}
+		}
 		if db.fencedOut(wsKey{ha.a.Tenant, ha.a.Workspace}, ha.fence) {
 			db.refuseFenced(ha, seq)
 			db.mu.Unlock()
@@ -586,6 +605,10 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		}
 		r.Seq = seq
 		db.mu.Lock()
+		if _, dup := db.receipts.byID[r.ID]; dup {
+			db.mu.Unlock() // stored twice (a replicated log): the first stands
+			break
+		}
 		db.receipts.add(r)
 		db.head.receipts = append(db.head.receipts, r)
 		db.head.bytes += r.footprint()

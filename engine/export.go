@@ -245,7 +245,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 			Apply: func(seq uint64) { db.apply(recFeedback, seq, nil, e) }})
 	}
 	if len(entries) > 0 {
-		if _, err := db.wal.Append(entries...); err != nil {
+		if err := db.append("", entries...); err != nil {
 			return fmt.Errorf("engine: import: %w", err)
 		}
 	}

@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -112,6 +115,17 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		return nil, err
 	}
 	defer db.leave()
+	res, err := db.ingestBatch(tenant, ins)
+	if errors.Is(err, ErrDuplicate) {
+		// The replicated log held this write already (the same idempotency
+		// keys or artifact ids, sent through another node): it is applied
+		// now, and a second pass answers with what it stored.
+		res, err = db.ingestBatch(tenant, ins)
+	}
+	return res, err
+}
+
+func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, error) {
 	if err := CheckID("tenant", tenant, true); err != nil {
 		return nil, err
 	}
@@ -186,7 +200,14 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		results[i].Embedded = ha.vecs != nil
 	}
 	if len(entries) > 0 {
-		if _, err := db.wal.Append(entries...); err != nil {
+		msgID := ""
+		if db.opts.Replicated {
+			msgID = ingestMsgID(tenant, ins, prepared)
+		}
+		if err := db.append(msgID, entries...); err != nil {
+			if errors.Is(err, ErrDuplicate) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("engine: ingest: %w", err)
 		}
 		if anyFenced(prepared) {
@@ -749,4 +770,33 @@ func (in *IngestInput) extract() (string, error) {
 		return x.text, nil
 	}
 	return text.Extract(in.Type, in.Payload)
+}
+
+// ingestMsgID is the replicated log's de-duplication id of an ingest: the
+// hash of its idempotency keys when every stored artifact has one (a client's
+// retry through any node is then the same message), else of its artifact ids
+// (a write re-sent with the same ids, such as a job indexed again).
+func ingestMsgID(tenant string, ins []IngestInput, prepared []*headArtifact) string {
+	h := sha256.New()
+	keyed := true
+	for i, ha := range prepared {
+		if ha != nil && ins[i].IdempotencyKey == "" {
+			keyed = false
+		}
+	}
+	for i, ha := range prepared {
+		if ha == nil {
+			continue
+		}
+		if keyed {
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", tenant, ha.a.Workspace, ins[i].IdempotencyKey)
+		} else {
+			h.Write(ha.a.ID[:])
+		}
+	}
+	kind := "ingest-ids:"
+	if keyed {
+		kind = "ingest-keys:"
+	}
+	return kind + hex.EncodeToString(h.Sum(nil))
 }

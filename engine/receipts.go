@@ -474,8 +474,11 @@ func (db *DB) storeReceipt(r Receipt) error {
 	rec.Body, rec.cuts = stripPreviews(r.Body, r.Citations)
 	rec.Citations = nil
 	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
-	_, err := db.wal.Append(wal.Entry{Type: uint8(recReceipt), Payload: encodeReceiptRecord(&rec),
+	err := db.append("receipt:"+rec.ID.String(), wal.Entry{Type: uint8(recReceipt), Payload: encodeReceiptRecord(&rec),
 		Apply: func(seq uint64) { db.apply(recReceipt, seq, nil, &rec) }})
+	if errors.Is(err, ErrDuplicate) {
+		return nil // another node stored this receipt (the same pack) first
+	}
 	if err != nil {
 		return fmt.Errorf("engine: store receipt: %w", err)
 	}

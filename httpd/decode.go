@@ -140,6 +140,9 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusTooManyRequests, "too many unfinished indexing jobs for this tenant: nothing was queued; retry when some are done")
 	case errors.Is(err, engine.ErrClosed):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "the service is shutting down")
+	case errors.Is(err, engine.ErrUnavailable):
+		ctx.Response.Header.Set("Retry-After", "1")
+		writeError(ctx, fasthttp.StatusServiceUnavailable, engine.ErrUnavailable.Error())
 	case errors.Is(err, context.Canceled):
 		// The client has gone (nobody reads this) or the server is stopping.
 		ctx.Response.Header.Set("Retry-After", "1")

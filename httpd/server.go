@@ -33,6 +33,9 @@ import (
 
 // Config configures a Server. The zero value serves with authentication off.
 type Config struct {
+	// Cluster, when set, is the cluster this node belongs to (cluster
+	// mode): responses carry its data version, requests may ask for one.
+	Cluster         Cluster
 	Version         string
 	MaxRequestBytes int // default 10 MiB
 	Logger          *slog.Logger
@@ -89,9 +92,22 @@ const (
 	DefaultMaxConnsPerIP = 1000
 )
 
+// Cluster is what the HTTP layer needs of a cluster node (cluster.Node).
+type Cluster interface {
+	// DataVersion is what the node has applied, sent as X-Loci-Data-Version.
+	DataVersion() string
+	// WaitDataVersion waits until the node has applied a version a client
+	// sent as X-Loci-Min-Data-Version: engine.ErrUnavailable when it does
+	// not in time, another error when the version is malformed.
+	WaitDataVersion(ctx context.Context, version string) error
+	// Status describes the cluster for /health.
+	Status(ctx context.Context) any
+}
+
 // Server serves one engine and its control state.
 type Server struct {
-	db *engine.DB
+	db      *engine.DB   // the engine (single node) or the first shard's
+	engines []*engine.DB // cluster mode: every shard's engine
 	// svc decides who a caller is and whether it may be served, and serves
 	// every route: tenants, keys, plans, usage, ingest, jobs (it runs the
 	// indexing workers), artifacts, workspaces, feedback, context packs.
@@ -201,10 +217,23 @@ func NewStarting(cfg Config) *Server {
 // background work (the usage writer and the indexing workers, which resume
 // unfinished jobs); Shutdown stops it.
 func (s *Server) Start(db *engine.DB, ctl *control.Store) {
-	s.db = db
-	s.svc = service.New(db, ctl, service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
+	s.start1(service.New(db, ctl, s.serviceConfig()), db)
+}
+
+// StartSharded is Start over several engines (cluster mode).
+func (s *Server) StartSharded(shards service.Shards, ctl *control.Store) {
+	s.engines = shards.Engines()
+	s.start1(service.NewSharded(shards, ctl, s.serviceConfig()), s.engines[0])
+}
+
+func (s *Server) serviceConfig() service.Config {
+	return service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
 		RateWindow: s.cfg.RateWindow, RegisterLimit: s.cfg.RegisterLimit, RegisterWindow: s.cfg.RegisterWindow, Now: s.cfg.Now,
-		AsyncIndexing: s.cfg.AsyncIndexing, IndexWorkers: s.cfg.IndexWorkers, Logger: s.cfg.Logger})
+		AsyncIndexing: s.cfg.AsyncIndexing, IndexWorkers: s.cfg.IndexWorkers, Logger: s.cfg.Logger, NoJobs: s.cfg.Cluster != nil}
+}
+
+func (s *Server) start1(svc *service.Service, db *engine.DB) {
+	s.db, s.svc = db, svc
 	s.svc.Start()
 	s.metrics.WatchJobs(s.svc.JobBacklog)
 	s.metrics.WatchEngine(db)
@@ -400,7 +429,22 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		s.serviceFail(ctx, err)
 		return
 	}
-	rt.h(ctx, c)
+	if cl := s.cfg.Cluster; cl != nil {
+		if v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version"); len(v) > 0 {
+			if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
+				if errors.Is(err, engine.ErrUnavailable) {
+					s.fail(ctx, err)
+				} else {
+					badRequest(ctx, err)
+				}
+				return
+			}
+		}
+		rt.h(ctx, c)
+		ctx.Response.Header.Set("X-Loci-Data-Version", cl.DataVersion())
+	} else {
+		rt.h(ctx, c)
+	}
 	s.svc.Meter(p, rt.name, c.usage)
 }
 
@@ -462,9 +506,13 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 	detailed := s.mayReadHealth(ctx)
 	if detailed {
 		body["storage"] = s.db.Stats()
+		if s.cfg.Cluster != nil {
+			body["storage"] = s.shardStats()
+			body["cluster"] = s.cfg.Cluster.Status(s.base)
+		}
 	}
 	status := fasthttp.StatusOK
-	if err := s.db.Health(); err != nil {
+	if err := s.engineHealth(); err != nil {
 		status = fasthttp.StatusServiceUnavailable
 		body["status"] = "degraded"
 		body["reason"] = "storage unavailable; details need an API key"
@@ -480,6 +528,28 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 		}
 	}
 	writeJSON(ctx, status, body)
+}
+
+// engineHealth is the first failing engine's Health, or nil.
+func (s *Server) engineHealth() error {
+	if s.engines == nil {
+		return s.db.Health()
+	}
+	for _, db := range s.engines {
+		if err := db.Health(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shardStats is every shard engine's counters, in shard order.
+func (s *Server) shardStats() []engine.Stats {
+	out := make([]engine.Stats, len(s.engines))
+	for i, db := range s.engines {
+		out[i] = db.Stats()
+	}
+	return out
 }
 
 // mayReadHealth reports whether the /health caller may see the engine's

@@ -210,6 +210,8 @@ func (s *Server) toolError(err error) error {
 		return errors.New("not found")
 	case errors.Is(err, engine.ErrClosed):
 		return errors.New("the service is shutting down; retry shortly")
+	case errors.Is(err, engine.ErrUnavailable):
+		return engine.ErrUnavailable
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errors.New("the request was cancelled or timed out; retry shortly")
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):

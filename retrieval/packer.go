@@ -110,10 +110,11 @@ type PackResponse struct {
 // use; a process makes one per engine, since admission (at most 4 ×
 // GOMAXPROCS packs computing at once) is counted per Packer.
 type Packer struct {
-	db    *engine.DB
-	slots chan struct{}    // admission of concurrent packs
-	count packCounters     // see PackCounts
-	lines *pack.LineCounts // evidence line counts, shared by every pack
+	db    *engine.DB                         // options shared by every engine: embedder, tokens, BM25, clock
+	route func(tenant, ws string) *engine.DB // the engine of a workspace (nil: db)
+	slots chan struct{}                      // admission of concurrent packs
+	count packCounters                       // see PackCounts
+	lines *pack.LineCounts                   // evidence line counts, shared by every pack
 }
 
 // lineMemo is how many spans' evidence line counts a Packer remembers
@@ -123,6 +124,23 @@ const lineMemo = 1 << 18
 // New returns the Packer of db.
 func New(db *engine.DB) *Packer {
 	return &Packer{db: db, slots: make(chan struct{}, 4*runtime.GOMAXPROCS(0)), lines: pack.NewLineCounts(lineMemo)}
+}
+
+// NewSharded returns a Packer over several engines of the same options
+// (cluster mode: one per shard); route gives a workspace's engine, and db is
+// any one of them. Admission and the line memo are shared by all.
+func NewSharded(db *engine.DB, route func(tenant, ws string) *engine.DB) *Packer {
+	p := New(db)
+	p.route = route
+	return p
+}
+
+// engine is the engine of workspace ws of tenant.
+func (p *Packer) engine(tenant, ws string) *engine.DB {
+	if p.route == nil {
+		return p.db
+	}
+	return p.route(tenant, ws)
 }
 
 // ContextPack retrieves candidates for the query from the workspace
@@ -194,7 +212,7 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	// data version is no longer the one the first pass saw.
 	gatherPass := func(pass packPass, firstPass bool) (*gathered, error) {
 		var g *gathered
-		err := p.db.View(tenant, req.Workspace, func(v *engine.View) error {
+		err := p.engine(tenant, req.Workspace).View(tenant, req.Workspace, func(v *engine.View) error {
 			if !firstPass && (v.DataVersion() != seen.version || v.Newest() != seen.newest) {
 				return nil
 			}
@@ -245,7 +263,7 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	if err != nil {
 		return nil, err
 	}
-	err = p.db.StoreReceipt(engine.Receipt{ID: id, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
+	err = p.engine(tenant, req.Workspace).StoreReceipt(engine.Receipt{ID: id, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
 		PackHash: res.PackHash, Timestamp: p.db.Now().UTC().UnixMicro(), Confidence: res.Confidence, Abstain: res.Abstain,
 		TotalTokens: res.TotalTokens, Body: body, Citations: res.Citations})
 	if err != nil {

@@ -108,7 +108,7 @@ func (s *Service) findArtifact(p Principal, artifactID string) (found, error) {
 	if err != nil {
 		return found{}, errArtifactNotFound
 	}
-	a, err := s.db.Artifact(p.TenantID, id)
+	db, a, err := s.artifact(p.TenantID, id)
 	if errors.Is(err, engine.ErrNotFound) {
 		// A job done whose artifact is not found: the artifact was erased.
 		if j, ok := s.ctl.JobByArtifact(p.TenantID, id); ok && j.Status != control.StatusDone {
@@ -119,7 +119,7 @@ func (s *Service) findArtifact(p Principal, artifactID string) (found, error) {
 	if err != nil {
 		return found{}, err
 	}
-	spans, err := s.db.ArtifactSpans(p.TenantID, id)
+	spans, err := db.ArtifactSpans(p.TenantID, id)
 	if err != nil {
 		return found{}, err
 	}
@@ -220,7 +220,7 @@ func (s *Service) ArtifactStatus(p Principal, artifactID string) (ArtifactStatus
 		total += int(sp.Tokens)
 	}
 	at := FormatTime(time.UnixMicro(f.a.IngestedAt))
-	emb, err := s.db.EmbeddingState(p.TenantID, f.id)
+	emb, err := s.engine(p.TenantID, f.a.Workspace).EmbeddingState(p.TenantID, f.id)
 	if err != nil {
 		return ArtifactStatusResult{}, err
 	}
@@ -254,7 +254,17 @@ func (s *Service) EraseArtifact(p Principal, artifactID string) (ErasedArtifact,
 	if j, ok := s.ctl.JobByArtifact(p.TenantID, id); ok && (j.Status == control.StatusPending || j.Status == control.StatusProcessing) {
 		return ErasedArtifact{}, refuse(ErrConflict, "artifact is still being indexed by job %s; erase it once the job is done", j.ID)
 	}
-	res, err := s.db.EraseArtifact(p.TenantID, id)
+	db, _, err := s.artifact(p.TenantID, id)
+	if err == nil {
+		var res engine.ArtifactErasure
+		res, err = db.EraseArtifact(p.TenantID, id)
+		return erasedArtifact(id, res, err)
+	}
+	return erasedArtifact(id, engine.ArtifactErasure{}, err)
+}
+
+// erasedArtifact is EraseArtifact's answer to the engine's.
+func erasedArtifact(id uuid.UUID, res engine.ArtifactErasure, err error) (ErasedArtifact, error) {
 	if errors.Is(err, engine.ErrNotFound) {
 		return ErasedArtifact{}, errArtifactNotFound
 	}

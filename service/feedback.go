@@ -50,7 +50,7 @@ func optionalID(field, v string) (uuid.UUID, error) {
 // ErrNotFound.
 func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, error) {
 	in := engine.FeedbackInput{Workspace: r.WorkspaceID, ActorID: r.ActorID, Action: r.Action, Reason: r.Reason, ConflictID: r.ConflictID}
-	err := s.db.CheckWorkspace(p.TenantID, r.WorkspaceID)
+	err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 	if in.PreferredSpanID, err = optionalID("preferred_span_id", r.PreferredSpanID); err != nil {
 		return FeedbackResult{}, err
 	}
-	res, err := s.db.Feedback(p.TenantID, in)
+	res, err := s.engine(p.TenantID, in.Workspace).Feedback(p.TenantID, in)
 	if errors.Is(err, engine.ErrNotFound) {
 		what := "artifact or span"
 		if in.Action == engine.ActionResolveConflict {
@@ -115,7 +115,7 @@ func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage
 	if r.WorkspaceID == "" {
 		return ReceiptsPage{}, &InvalidError{Field: "workspace_id", Reason: "query parameter is required"}
 	}
-	if err := s.db.CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+	if err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
 		return ReceiptsPage{}, err
 	}
 	limit, offset := 50, 0
@@ -133,7 +133,7 @@ func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage
 		}
 		offset = n
 	}
-	page, err := s.db.ListReceipts(p.TenantID, r.WorkspaceID, r.PackHash, offset, limit)
+	page, err := s.engine(p.TenantID, r.WorkspaceID).ListReceipts(p.TenantID, r.WorkspaceID, r.PackHash, offset, limit)
 	if err != nil {
 		return ReceiptsPage{}, err
 	}
@@ -152,7 +152,7 @@ func (s *Service) Receipt(p Principal, receiptID string) (json.RawMessage, error
 	if err != nil {
 		return nil, notFound
 	}
-	r, err := s.db.GetReceipt(p.TenantID, id)
+	r, err := s.receipt(p.TenantID, id)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, notFound
 	}

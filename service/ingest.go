@@ -111,7 +111,7 @@ func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (Ing
 	if s.cfg.AsyncIndexing {
 		return s.ingestAsync(p, in, now)
 	}
-	res, err := s.db.Ingest(p.TenantID, in)
+	res, err := s.engine(p.TenantID, in.Workspace).Ingest(p.TenantID, in)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -128,12 +128,13 @@ func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (Ing
 // already stored or pending answers with that artifact, as a replay.
 func (s *Service) ingestAsync(p Principal, in engine.IngestInput, now time.Time) (IngestResult, error) {
 	if in.IdempotencyKey != "" {
-		id, ok, err := s.db.ArtifactByIdempotencyKey(p.TenantID, in.Workspace, in.IdempotencyKey)
+		db := s.engine(p.TenantID, in.Workspace)
+		id, ok, err := db.ArtifactByIdempotencyKey(p.TenantID, in.Workspace, in.IdempotencyKey)
 		if err != nil {
 			return IngestResult{}, err
 		}
 		if ok {
-			a, err := s.db.Artifact(p.TenantID, id)
+			a, err := db.Artifact(p.TenantID, id)
 			if err != nil {
 				return IngestResult{}, err
 			}
@@ -141,7 +142,7 @@ func (s *Service) ingestAsync(p Principal, in engine.IngestInput, now time.Time)
 				return IngestResult{}, &engine.IdempotencyConflictError{Field: "idempotency_key", Key: in.IdempotencyKey,
 					Workspace: in.Workspace, ArtifactID: a.ID, Differs: diff}
 			}
-			spans, err := s.db.ArtifactSpans(p.TenantID, id)
+			spans, err := db.ArtifactSpans(p.TenantID, id)
 			if err != nil {
 				return IngestResult{}, err
 			}
@@ -217,12 +218,12 @@ func (s *Service) accept(tenant, ws string, ins []engine.IngestInput, now time.T
 				out[i], replay[i] = j, true
 				continue
 			}
-			existing, ok, err := s.db.ArtifactByIdempotencyKey(tenant, ws, k)
+			existing, ok, err := s.engine(tenant, ws).ArtifactByIdempotencyKey(tenant, ws, k)
 			if err != nil {
 				return nil, nil, err
 			}
 			if ok {
-				a, err := s.db.Artifact(tenant, existing)
+				a, err := s.engine(tenant, ws).Artifact(tenant, existing)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -362,6 +363,9 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 	}
 	out := IngestBatchResult{WorkspaceID: r.WorkspaceID}
 	if r.AsyncIndex {
+		if s.cfg.NoJobs {
+			return IngestBatchResult{}, &InvalidError{Field: "async_index", Reason: "asynchronous indexing is not available in cluster mode; send the batch without it (it is indexed before the answer)"}
+		}
 		jobs, replay, err := s.accept(p.TenantID, r.WorkspaceID, ins, now, true)
 		if err != nil {
 			return IngestBatchResult{}, err
@@ -377,7 +381,8 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 		}
 		return out, nil
 	}
-	res, err := s.db.IngestBatch(p.TenantID, ins)
+	db := s.engine(p.TenantID, r.WorkspaceID)
+	res, err := db.IngestBatch(p.TenantID, ins)
 	if err != nil {
 		return IngestBatchResult{}, err
 	}
@@ -387,7 +392,7 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 			ids[i] = r.ArtifactID
 		}
 		wctx, cancel := context.WithTimeout(ctx, MaxEmbeddingWait)
-		err := s.db.WaitEmbedded(wctx, p.TenantID, ids)
+		err := db.WaitEmbedded(wctx, p.TenantID, ids)
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			return IngestBatchResult{}, err
@@ -395,7 +400,7 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 	}
 	out.Ingested = make([]IngestedItem, len(res))
 	for i, r := range res {
-		emb, err := s.db.EmbeddingState(p.TenantID, r.ArtifactID)
+		emb, err := db.EmbeddingState(p.TenantID, r.ArtifactID)
 		if err != nil {
 			return IngestBatchResult{}, err
 		}

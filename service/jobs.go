@@ -161,7 +161,7 @@ func (r *jobRunner) run(j control.Job) {
 	if hook != nil {
 		hook(j)
 	}
-	res, err := s.db.Ingest(j.TenantID, in)
+	res, err := s.engine(j.TenantID, in.Workspace).Ingest(j.TenantID, in)
 	var inv *engine.InvalidError
 	var conflict *engine.IdempotencyConflictError
 	switch {

@@ -18,9 +18,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/ratelimit"
@@ -69,15 +73,34 @@ type Config struct {
 	// IndexWorkers is the number of background indexing workers (default 2;
 	// negative: none, so jobs wait for a service that has workers).
 	IndexWorkers int
+	// NoJobs refuses asynchronous indexing (cluster mode, where an indexing
+	// job's fence would compare sequence numbers of two different streams).
+	NoJobs bool
 	// Logger receives the job runner's failures (default slog.Default()).
 	Logger *slog.Logger
 }
 
+// Shards is where the data plane lives: one engine on a single node, one
+// engine per shard in cluster mode (package cluster).
+type Shards interface {
+	// Engine returns the engine that holds workspace ws of tenant.
+	Engine(tenant, ws string) *engine.DB
+	// Engines returns every engine, in a fixed order.
+	Engines() []*engine.DB
+}
+
+// oneEngine is the Shards of a single node.
+type oneEngine struct{ db *engine.DB }
+
+func (o oneEngine) Engine(string, string) *engine.DB { return o.db }
+func (o oneEngine) Engines() []*engine.DB            { return []*engine.DB{o.db} }
+
 // Service serves the control plane over one control.Store and the data
-// plane over one engine. It is safe for concurrent use.
+// plane over its Shards. It is safe for concurrent use.
 type Service struct {
-	db         *engine.DB
-	packer     *retrieval.Packer // context packs over db
+	db         *engine.DB // the first engine: what is the same in all (validation, options)
+	shards     Shards
+	packer     *retrieval.Packer // context packs over shards
 	ctl        *control.Store
 	cfg        Config
 	log        *slog.Logger
@@ -95,6 +118,15 @@ type Service struct {
 // their defaults. Start runs its background work. A service with a nil db
 // serves the control plane only (its tests).
 func New(db *engine.DB, ctl *control.Store, cfg Config) *Service {
+	if db == nil {
+		return NewSharded(nil, ctl, cfg)
+	}
+	return NewSharded(oneEngine{db}, ctl, cfg)
+}
+
+// NewSharded returns a service whose data plane is spread over shards
+// (cluster mode); New is NewSharded over one engine.
+func NewSharded(shards Shards, ctl *control.Store, cfg Config) *Service {
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = time.Minute
 	}
@@ -114,10 +146,12 @@ func New(db *engine.DB, ctl *control.Store, cfg Config) *Service {
 		cfg.Logger = slog.Default()
 	}
 	var packer *retrieval.Packer
-	if db != nil {
-		packer = retrieval.New(db)
+	var db *engine.DB
+	if shards != nil {
+		db = shards.Engines()[0]
+		packer = retrieval.NewSharded(db, shards.Engine)
 	}
-	return &Service{db: db, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
+	return &Service{db: db, shards: shards, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),
 		regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now),
 		stopUsage:  make(chan struct{}), usageDone: make(chan struct{})}
@@ -229,3 +263,49 @@ func (e *PlanError) Error() string {
 }
 
 func (e *PlanError) Unwrap() error { return ErrForbidden }
+
+// engine is the engine of workspace ws of tenant.
+func (s *Service) engine(tenant, ws string) *engine.DB { return s.shards.Engine(tenant, ws) }
+
+// artifact finds an artifact of tenant by id alone, in whichever engine
+// holds it, or engine.ErrNotFound.
+func (s *Service) artifact(tenant string, id uuid.UUID) (*engine.DB, *artifact.Artifact, error) {
+	for _, db := range s.shards.Engines() {
+		a, err := db.Artifact(tenant, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		return db, a, err
+	}
+	return nil, nil, engine.ErrNotFound
+}
+
+// receipt finds a receipt of tenant by id alone, or engine.ErrNotFound.
+func (s *Service) receipt(tenant string, id uuid.UUID) (engine.Receipt, error) {
+	for _, db := range s.shards.Engines() {
+		r, err := db.GetReceipt(tenant, id)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		return r, err
+	}
+	return engine.Receipt{}, engine.ErrNotFound
+}
+
+// workspaces lists tenant's workspaces over all engines, by id.
+func (s *Service) workspaces(tenant string) ([]engine.WorkspaceSummary, error) {
+	dbs := s.shards.Engines()
+	if len(dbs) == 1 {
+		return dbs[0].Workspaces(tenant)
+	}
+	var all []engine.WorkspaceSummary
+	for _, db := range dbs {
+		list, err := db.Workspaces(tenant)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, list...)
+	}
+	slices.SortFunc(all, func(a, b engine.WorkspaceSummary) int { return strings.Compare(a.Workspace, b.Workspace) })
+	return all, nil
+}

@@ -33,7 +33,7 @@ type WorkspacesResult struct {
 
 // ListWorkspaces lists p's workspaces that hold artifacts, by id.
 func (s *Service) ListWorkspaces(p Principal) (WorkspacesResult, error) {
-	list, err := s.db.Workspaces(p.TenantID)
+	list, err := s.workspaces(p.TenantID)
 	if err != nil {
 		return WorkspacesResult{}, err
 	}
@@ -167,14 +167,14 @@ func listQuery(r ListArtifactsRequest) (engine.ListQuery, error) {
 // ListArtifacts returns a page of one of p's workspaces' artifacts, newest
 // first, filtered by session, actor, type and time.
 func (s *Service) ListArtifacts(p Principal, r ListArtifactsRequest) (ArtifactsPage, error) {
-	if err := s.db.CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+	if err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
 		return ArtifactsPage{}, err
 	}
 	q, err := listQuery(r)
 	if err != nil {
 		return ArtifactsPage{}, err
 	}
-	page, err := s.db.ListArtifacts(p.TenantID, r.WorkspaceID, q)
+	page, err := s.engine(p.TenantID, r.WorkspaceID).ListArtifacts(p.TenantID, r.WorkspaceID, q)
 	if err != nil {
 		return ArtifactsPage{}, err
 	}
@@ -207,10 +207,10 @@ type ErasedWorkspace struct {
 // cancelled (fenced, so a job being indexed stores nothing), and the
 // workspace no longer counts against the plan.
 func (s *Service) EraseWorkspace(p Principal, ws string) (ErasedWorkspace, error) {
-	if err := s.db.CheckWorkspace(p.TenantID, ws); err != nil {
+	if err := s.engine(p.TenantID, ws).CheckWorkspace(p.TenantID, ws); err != nil {
 		return ErasedWorkspace{}, err
 	}
-	res, err := s.db.EraseWorkspace(p.TenantID, ws)
+	res, err := s.engine(p.TenantID, ws).EraseWorkspace(p.TenantID, ws)
 	if err != nil {
 		return ErasedWorkspace{}, err
 	}
@@ -235,14 +235,14 @@ type SettingsResult struct {
 // wrote has the default settings, as its listing is empty: workspaces are
 // per tenant, so another tenant's are never seen.
 func (s *Service) Settings(p Principal, ws string) (SettingsResult, error) {
-	if err := s.db.CheckWorkspace(p.TenantID, ws); err != nil {
+	if err := s.engine(p.TenantID, ws).CheckWorkspace(p.TenantID, ws); err != nil {
 		return SettingsResult{}, err
 	}
 	return s.settings(p.TenantID, ws)
 }
 
 func (s *Service) settings(tenant, ws string) (SettingsResult, error) {
-	days, err := s.db.Retention(tenant, ws)
+	days, err := s.engine(tenant, ws).Retention(tenant, ws)
 	if err != nil {
 		return SettingsResult{}, err
 	}
@@ -277,10 +277,10 @@ func (s *Service) SetSettings(p Principal, r SetSettingsRequest) (SettingsResult
 			return SettingsResult{}, &InvalidError{Field: "retention_days", Reason: fmt.Sprintf("must be between 1 and %d, or null to clear", engine.MaxRetentionDays)}
 		}
 	}
-	if err := s.db.CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+	if err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
 		return SettingsResult{}, err
 	}
-	if err := s.db.SetRetention(p.TenantID, r.WorkspaceID, days); err != nil {
+	if err := s.engine(p.TenantID, r.WorkspaceID).SetRetention(p.TenantID, r.WorkspaceID, days); err != nil {
 		return SettingsResult{}, err
 	}
 	return s.settings(p.TenantID, r.WorkspaceID)

@@ -336,6 +336,25 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 // later batch succeeds as soon as the disk allows. Append with no entries
 // returns 0 and nil at once. Append after Close returns ErrClosed.
 func (l *Log) Append(entries ...Entry) (uint64, error) {
+	return l.append(0, entries)
+}
+
+// AppendAt is Append with sequence numbers chosen by the caller: the entries
+// get first, first+1, ... It is for a log that mirrors another, ordered log
+// (a cluster node applying a replicated stream, whose positions become the
+// sequence numbers): first must be at least NextSeq, and gaps are allowed.
+// If the batch fails, its numbers are given back (NextSeq returns to first
+// when no later AppendAt took numbers meanwhile), so the caller can append
+// the same records at the same numbers again.
+func (l *Log) AppendAt(first uint64, entries ...Entry) (uint64, error) {
+	if first == 0 {
+		return 0, errors.New("wal: append at: sequence number 0 is invalid")
+	}
+	return l.append(first, entries)
+}
+
+// append appends entries from first, or from NextSeq when first is 0.
+func (l *Log) append(at uint64, entries []Entry) (uint64, error) {
 	for i := range entries {
 		if entries[i].Type == 0 {
 			return 0, errors.New("wal: append: record type 0 is invalid")
@@ -349,8 +368,15 @@ func (l *Log) Append(entries ...Entry) (uint64, error) {
 		l.mu.Unlock()
 		return 0, err
 	}
-	b := l.tail()
 	first := l.nextSeq
+	if at != 0 {
+		if at < first {
+			l.mu.Unlock()
+			return 0, fmt.Errorf("wal: append at %d: sequence numbers below %d are taken", at, first)
+		}
+		first = at
+	}
+	b := l.tail()
 	for i := range entries {
 		e := &entries[i]
 		seq := first + uint64(i)
@@ -360,13 +386,20 @@ func (l *Log) Append(entries ...Entry) (uint64, error) {
 		}
 	}
 	b.records += len(entries)
-	l.nextSeq += uint64(len(entries))
+	l.nextSeq = first + uint64(len(entries))
 	c := &completion{done: make(chan struct{})}
 	b.appends = append(b.appends, call{end: len(b.applies), c: c})
 	l.mu.Unlock()
 
 	<-c.done
 	if c.err != nil {
+		if at != 0 {
+			l.mu.Lock()
+			if l.nextSeq == first+uint64(len(entries)) {
+				l.nextSeq = first
+			}
+			l.mu.Unlock()
+		}
 		return 0, c.err
 	}
 	return first, nil

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loci-memory/loci/cluster"
 	"github.com/loci-memory/loci/console"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
@@ -62,6 +63,11 @@ func runServe(args []string) error {
 	adminAddr := fs.String("admin-addr", envOr("LOCI_ADMIN_ADDR", ""), "admin listener HOST:PORT serving /metrics and /debug/pprof/; empty: none. Keep it on loopback or a private network: it has no authentication (env LOCI_ADMIN_ADDR)")
 	logFormat := fs.String("log-format", envOr("LOG_FORMAT", "text"), "log format: text | json (env LOG_FORMAT)")
 	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "info"), "lowest level logged: debug | info | warn | error; info includes one access log line per request (env LOG_LEVEL)")
+	clusterNATS := fs.String("cluster-nats", envOr("LOCI_CLUSTER_NATS", ""), "cluster mode: the NATS JetStream servers, comma-separated URLs such as nats://10.0.0.1:4222; empty: a single node (env LOCI_CLUSTER_NATS)")
+	clusterNode := fs.String("cluster-node", envOr("LOCI_CLUSTER_NODE", ""), "cluster mode: this node's id, unique in the cluster (default: the host name) (env LOCI_CLUSTER_NODE)")
+	clusterShards := fs.String("cluster-shards", envOr("LOCI_CLUSTER_SHARDS", strconv.Itoa(cluster.DefaultShards)), "cluster mode: the number of shards, fixed when the cluster is created (env LOCI_CLUSTER_SHARDS)")
+	clusterReplicas := fs.String("cluster-stream-replicas", envOr("LOCI_CLUSTER_STREAM_REPLICAS", strconv.Itoa(cluster.DefaultStreamReplicas)), "cluster mode: copies JetStream keeps of every write (at most the number of NATS servers) (env LOCI_CLUSTER_STREAM_REPLICAS)")
+	clusterAdvertise := fs.String("cluster-advertise", envOr("LOCI_CLUSTER_ADVERTISE", ""), "cluster mode: the API address other nodes and clients reach this node at (default: --addr) (env LOCI_CLUSTER_ADVERTISE)")
 	maxUnfinishedJobBytes := fs.String("max-unfinished-job-bytes", envOr("LOCI_MAX_UNFINISHED_JOB_BYTES", strconv.FormatInt(control.DefaultMaxUnfinishedJobBytes, 10)), "bytes of unfinished job inputs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOB_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loci serve [flags]\n\nFlags (each also read from the environment variable named in its text):\n")
@@ -140,6 +146,15 @@ Environment only:
 	if *workers < 1 {
 		return fmt.Errorf("--index-workers: must be at least 1, got %d", *workers)
 	}
+	var clusterCfg *cluster.Config
+	if *clusterNATS != "" {
+		if clusterCfg, err = clusterConfig(*clusterNATS, *clusterNode, *clusterShards, *clusterReplicas, *clusterAdvertise, *addr); err != nil {
+			return err
+		}
+		if asyncIndexing {
+			return errors.New("ASYNC_INDEXING: asynchronous indexing is not available in cluster mode (--cluster-nats)")
+		}
+	}
 	engineOpts := engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, TokenCounter: counter,
 		ReceiptsPerWorkspace: positive[0]}
 	if err := embedderOptions(*embedderName, &engineOpts); err != nil {
@@ -170,16 +185,21 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	srv := httpd.NewStarting(httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
+	hcfg := httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
 		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
 		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
-		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve})
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})
 	engineOpts.Logger, engineOpts.Control = log, ctl
+	if clusterCfg != nil {
+		clusterCfg.Engine, clusterCfg.Control, clusterCfg.Dir, clusterCfg.Logger = engineOpts, ctl, *data, log
+		return serveCluster(*clusterCfg, ln, hcfg, log)
+	}
+	srv := httpd.NewStarting(hcfg)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	db, err := engine.Open(*data, engineOpts)
 	if err != nil {
 		srv.Shutdown()
@@ -192,15 +212,10 @@ Environment only:
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case s := <-sig:
-		log.Info("loci: shutting down", "signal", s.String())
-	case err := <-served:
-		if err != nil {
-			srv.Shutdown()
-			db.Close()
-			return err
-		}
+	if err := waitForStop(sig, served, log); err != nil {
+		srv.Shutdown()
+		db.Close()
+		return err
 	}
 	// Stop accepting, finish in-flight requests, then close the engine
 	// (which syncs the WAL): nothing acknowledged is lost.
@@ -226,6 +241,18 @@ Environment only:
 	}
 	log.Info("loci: stopped")
 	return errors.Join(shutdownErr, flushErr, closeErr)
+}
+
+// waitForStop waits for SIGINT or SIGTERM (nil: stop cleanly) or for the
+// listener to fail (its error).
+func waitForStop(sig <-chan os.Signal, served <-chan error, log *slog.Logger) error {
+	select {
+	case s := <-sig:
+		log.Info("loci: shutting down", "signal", s.String())
+		return nil
+	case err := <-served:
+		return err
+	}
 }
 
 // diskFull reports whether err comes from a full disk or an exhausted quota.

@@ -1,0 +1,479 @@
+// Package cluster runs a Loci node as one replica of a cluster whose log is
+// NATS JetStream (docs/cluster.md). Every write is published to a replicated
+// stream and acknowledged once a quorum stored it and this node applied it;
+// every node applies every stream, in stream order, into engines of its own
+// (one per shard, and one for the control plane), whose sequence numbers are
+// the stream's positions, so replicas reach the same state and answer the
+// same request the same way. Membership is kept as key-value leases.
+//
+// The service layer sees a Node as its Shards (service.Shards): the engine
+// of a workspace is its shard's engine.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/engine"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of Config.
+const (
+	DefaultShards         = 16
+	DefaultStreamReplicas = 3
+	DefaultPublishTimeout = 5 * time.Second
+	// LeaseTTL is how long a member's lease outlives its last renewal.
+	LeaseTTL = 3 * time.Second
+	// leaseRenew is how often a node renews its lease.
+	leaseRenew = time.Second
+	// dedupWindow is the streams' de-duplication window (Nats-Msg-Id).
+	dedupWindow = 2 * time.Minute
+	// MaxVersionWait bounds a read's wait for a data version it was asked
+	// to reach (X-Loci-Min-Data-Version).
+	MaxVersionWait = 5 * time.Second
+)
+
+// Names of the key-value buckets and streams.
+const (
+	clusterBucket = "loci_cluster" // key "shards": the shard count fixed at creation
+	membersBucket = "loci_members" // key node id: its lease
+	controlStream = "LOCI_CONTROL"
+)
+
+// errShardCount refuses a node whose shard count is not the cluster's.
+var errShardCount = errors.New("cluster: wrong shard count")
+
+// Config configures a Node.
+type Config struct {
+	// URLs are the NATS servers (any of them; the client finds the rest).
+	URLs []string
+	// NodeID names this node in the cluster: letters, digits, '-' and '_'.
+	NodeID string
+	// Addr is the API address other nodes and clients reach this node at,
+	// published in its lease.
+	Addr string
+	// Shards is the number of shards (default DefaultShards). The first
+	// node fixes it for the cluster; a node configured otherwise refuses to
+	// start.
+	Shards int
+	// StreamReplicas is the replication factor of the streams (default 3,
+	// at most the number of NATS servers).
+	StreamReplicas int
+	// Dir is the node's data directory: control/ and shard-NNN/ engines.
+	Dir string
+	// Engine is the options of every engine (Replicated and Control are set
+	// here). Control is the control-plane state applied by the control engine.
+	Engine  engine.Options
+	Control *control.Store
+	// PublishTimeout bounds the wait for a publish acknowledgement and for
+	// this node's apply of the write (default DefaultPublishTimeout).
+	PublishTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Node is a running cluster member: a NATS connection, its engines and the
+// appliers feeding them.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	boot    string // distinguishes this process's publications
+	shards  []*Shard
+	ctl     *Shard
+	members jetstream.KeyValue
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// ShardOf is the shard of workspace ws of tenant among n: FNV-1a (64 bit) of
+// tenant, a zero byte and ws, modulo n. It never changes for a cluster.
+func ShardOf(tenant, ws string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(tenant))
+	h.Write([]byte{0})
+	h.Write([]byte(ws))
+	return int(h.Sum64() % uint64(n))
+}
+
+// Open connects to NATS, creates the streams and buckets a new cluster
+// lacks, opens the node's engines and starts applying every stream from
+// where each engine left off. It returns once every stream is applied up
+// to its last message at the time of the call (the node has caught up), or
+// ctx ends.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.Shards <= 0 {
+		cfg.Shards = DefaultShards
+	}
+	if cfg.StreamReplicas <= 0 {
+		cfg.StreamReplicas = DefaultStreamReplicas
+	}
+	if cfg.PublishTimeout <= 0 {
+		cfg.PublishTimeout = DefaultPublishTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := checkNodeID(cfg.NodeID); err != nil {
+		return nil, err
+	}
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("cluster: no NATS server URL")
+	}
+	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), nats.Name("loci-"+cfg.NodeID), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(true), nats.Timeout(2*time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				cfg.Logger.Warn("cluster: disconnected from NATS", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			cfg.Logger.Info("cluster: reconnected to NATS", "server", c.ConnectedUrlRedacted())
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to NATS %s: %w", strings.Join(cfg.URLs, ","), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, nc: nc, js: js, boot: uuid.NewString()[:8]}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.open(ctx); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func checkNodeID(id string) error {
+	if id == "" || len(id) > 64 {
+		return fmt.Errorf("cluster: node id %q: want 1 to 64 letters, digits, '-' or '_'", id)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("cluster: node id %q: want 1 to 64 letters, digits, '-' or '_'", id)
+		}
+	}
+	return nil
+}
+
+func (n *Node) open(ctx context.Context) error {
+	// A node may start before the NATS cluster has elected its leaders:
+	// it waits for JetStream rather than giving up.
+	for attempt := 1; ; attempt++ {
+		err := n.setup(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || errors.Is(err, errShardCount) {
+			return err
+		}
+		if attempt%10 == 1 {
+			n.log.Warn("cluster: waiting for JetStream", "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	ctlOpts := n.cfg.Engine
+	ctlOpts.Replicated, ctlOpts.Control = true, n.cfg.Control
+	var err error
+	if n.ctl, err = n.openShard(controlStream, "loci.control", filepath.Join(n.cfg.Dir, "control"), ctlOpts); err != nil {
+		return err
+	}
+	opts := n.cfg.Engine
+	opts.Replicated, opts.Control = true, nil
+	for k := 0; k < n.cfg.Shards; k++ {
+		s, err := n.openShard(shardStream(k), shardSubject(k), filepath.Join(n.cfg.Dir, fmt.Sprintf("shard-%03d", k)), opts)
+		if err != nil {
+			return err
+		}
+		n.shards = append(n.shards, s)
+	}
+	// The targets are read before any applier starts, so catching up means
+	// reaching what was in the streams when the node started.
+	all := append([]*Shard{n.ctl}, n.shards...)
+	targets := make([]uint64, len(all))
+	for i, s := range all {
+		info, err := n.js.Stream(ctx, s.stream)
+		if err != nil {
+			return fmt.Errorf("cluster: stream %s: %w", s.stream, err)
+		}
+		targets[i] = info.CachedInfo().State.LastSeq
+	}
+	for _, s := range all {
+		n.wg.Add(1)
+		go s.run()
+	}
+	for i, s := range all {
+		if err := s.waitApplied(ctx, targets[i]); err != nil {
+			return fmt.Errorf("cluster: catching up with %s (to %d, at %d): %w", s.stream, targets[i], s.Applied(), err)
+		}
+	}
+	n.wg.Add(1)
+	go n.keepLease()
+	n.log.Info("cluster: node caught up", "node", n.cfg.NodeID, "shards", n.cfg.Shards, "control_applied", n.ctl.Applied())
+	return nil
+}
+
+// setup creates what a new cluster lacks (the buckets and streams) and
+// checks the shard count against the cluster's.
+func (n *Node) setup(ctx context.Context) error {
+	kv, err := n.bucket(ctx, jetstream.KeyValueConfig{Bucket: clusterBucket, Replicas: n.cfg.StreamReplicas,
+		Storage: jetstream.FileStorage, Description: "Loci cluster settings"})
+	if err != nil {
+		return fmt.Errorf("cluster: key-value bucket %s: %w", clusterBucket, err)
+	}
+	want := strconv.Itoa(n.cfg.Shards)
+	if _, err := kv.Create(ctx, "shards", []byte(want)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("cluster: record the shard count: %w", err)
+	}
+	e, err := kv.Get(ctx, "shards")
+	if err != nil {
+		return fmt.Errorf("cluster: read the shard count: %w", err)
+	}
+	if got := string(e.Value()); got != want {
+		return fmt.Errorf("%w: this cluster has %s shards, this node is configured with %s (--cluster-shards): a workspace's shard must never change", errShardCount, got, want)
+	}
+	if n.members, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: membersBucket, Replicas: n.cfg.StreamReplicas,
+		Storage: jetstream.MemoryStorage, TTL: LeaseTTL, History: 1, Description: "Loci node leases"}); err != nil {
+		return fmt.Errorf("cluster: key-value bucket %s: %w", membersBucket, err)
+	}
+	streams := []jetstream.StreamConfig{{Name: controlStream, Subjects: []string{"loci.control"}}}
+	for k := 0; k < n.cfg.Shards; k++ {
+		streams = append(streams, jetstream.StreamConfig{Name: shardStream(k), Subjects: []string{shardSubject(k)}})
+	}
+	for _, sc := range streams {
+		sc.Replicas, sc.Storage, sc.Duplicates = n.cfg.StreamReplicas, jetstream.FileStorage, dedupWindow
+		sc.Retention, sc.Discard = jetstream.LimitsPolicy, jetstream.DiscardNew
+		if err := n.stream(ctx, sc); err != nil {
+			return fmt.Errorf("cluster: stream %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
+
+// stream creates a stream unless it exists. Nodes starting together race
+// to create it; JetStream keeps one, and the others find it. An existing
+// stream is left as it is (an operator may have tuned it).
+func (n *Node) stream(ctx context.Context, sc jetstream.StreamConfig) error {
+	_, err := n.js.Stream(ctx, sc.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = n.js.CreateStream(ctx, sc)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			_, err = n.js.Stream(ctx, sc.Name)
+		}
+	}
+	return err
+}
+
+// bucket opens a key-value bucket, creating it unless it exists.
+func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := n.js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = n.js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			kv, err = n.js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	return kv, err
+}
+
+func shardStream(k int) string  { return fmt.Sprintf("LOCI_SHARD_%d", k) }
+func shardSubject(k int) string { return fmt.Sprintf("loci.shard.%d", k) }
+
+func (n *Node) openShard(stream, subject, dir string, opts engine.Options) (*Shard, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	db, err := engine.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
+	}
+	s := newShard(n, stream, subject, db)
+	db.SetReplicator(s)
+	return s, nil
+}
+
+// Engine is the engine of workspace ws of tenant (service.Shards).
+func (n *Node) Engine(tenant, ws string) *engine.DB {
+	return n.shards[ShardOf(tenant, ws, len(n.shards))].db
+}
+
+// Engines is every shard's engine, in shard order (service.Shards).
+func (n *Node) Engines() []*engine.DB {
+	out := make([]*engine.DB, len(n.shards))
+	for i, s := range n.shards {
+		out[i] = s.db
+	}
+	return out
+}
+
+// ControlEngine is the engine that applies the control stream.
+func (n *Node) ControlEngine() *engine.DB { return n.ctl.db }
+
+// DataVersion is what this node has applied: the control stream's and each
+// shard stream's last applied sequence, joined by dots. A client that sends
+// it back as X-Loci-Min-Data-Version to any node reads at least what this
+// node had applied (its own writes included).
+func (n *Node) DataVersion() string {
+	b := make([]byte, 0, 8*(len(n.shards)+1))
+	b = strconv.AppendUint(b, n.ctl.Applied(), 10)
+	for _, s := range n.shards {
+		b = append(b, '.')
+		b = strconv.AppendUint(b, s.Applied(), 10)
+	}
+	return string(b)
+}
+
+// WaitDataVersion waits until this node has applied at least version (see
+// DataVersion), at most MaxVersionWait or until ctx ends.
+func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
+	parts := strings.Split(version, ".")
+	if len(parts) != len(n.shards)+1 {
+		return fmt.Errorf("X-Loci-Min-Data-Version: %q has %d parts, this cluster's versions have %d (control and %d shards)", version, len(parts), len(n.shards)+1, len(n.shards))
+	}
+	want := make([]uint64, len(parts))
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return fmt.Errorf("X-Loci-Min-Data-Version: %q: part %d is not a number", version, i)
+		}
+		want[i] = v
+	}
+	ctx, cancel := context.WithTimeout(ctx, MaxVersionWait)
+	defer cancel()
+	all := append([]*Shard{n.ctl}, n.shards...)
+	for i, s := range all {
+		if err := s.waitApplied(ctx, want[i]); err != nil {
+			return fmt.Errorf("%w: this node has not applied data version %s within %s", engine.ErrUnavailable, version, MaxVersionWait)
+		}
+	}
+	return nil
+}
+
+// Member is a live node, as its lease says.
+type Member struct {
+	NodeID string `json:"node_id"`
+	Addr   string `json:"addr"`
+}
+
+// Members lists the live members (leases not expired), by node id.
+func (n *Node) Members(ctx context.Context) ([]Member, error) {
+	keys, err := n.members.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Member
+	for _, key := range keys {
+		e, err := n.members.Get(ctx, key)
+		if err != nil {
+			continue // expired between listing and reading
+		}
+		var m Member
+		if json.Unmarshal(e.Value(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.NodeID, b.NodeID) })
+	return out, nil
+}
+
+// NodeID is this node's id.
+func (n *Node) NodeID() string { return n.cfg.NodeID }
+
+// keepLease renews the node's lease every leaseRenew until Close.
+func (n *Node) keepLease() {
+	defer n.wg.Done()
+	val, _ := json.Marshal(Member{NodeID: n.cfg.NodeID, Addr: n.cfg.Addr})
+	t := time.NewTicker(leaseRenew)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(n.ctx, leaseRenew)
+		if _, err := n.members.Put(ctx, n.cfg.NodeID, val); err != nil && n.ctx.Err() == nil {
+			n.log.Warn("cluster: lease not renewed", "err", err)
+		}
+		cancel()
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Flush flushes every engine's head to segments (a clean stop: the next
+// start replays no WAL).
+func (n *Node) Flush() error {
+	var errs []error
+	for _, s := range n.all() {
+		errs = append(errs, s.db.Flush())
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) all() []*Shard {
+	if n.ctl == nil {
+		return n.shards
+	}
+	return append([]*Shard{n.ctl}, n.shards...)
+}
+
+// Close stops the appliers and the lease, closes the engines and the NATS
+// connection. Writes in flight fail with engine.ErrUnavailable or
+// engine.ErrClosed.
+func (n *Node) Close() error {
+	n.cancel()
+	n.wg.Wait()
+	var errs []error
+	for _, s := range n.all() {
+		errs = append(errs, s.db.Close())
+	}
+	if n.members != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		n.members.Delete(ctx, n.cfg.NodeID) // leave at once rather than when the lease expires
+		cancel()
+	}
+	n.nc.Close()
+	return errors.Join(errs...)
+}
+
+// Status describes the node for /health: its id, the live members, the
+// shard count and the data version it has applied.
+func (n *Node) Status(ctx context.Context) any {
+	st := struct {
+		NodeID      string   `json:"node_id"`
+		Shards      int      `json:"shards"`
+		DataVersion string   `json:"data_version"`
+		Members     []Member `json:"members"`
+		NATS        string   `json:"nats"`
+	}{NodeID: n.cfg.NodeID, Shards: len(n.shards), DataVersion: n.DataVersion(), NATS: n.nc.Status().String()}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st.Members, _ = n.Members(ctx)
+	return st
+}

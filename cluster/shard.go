@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/wal"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// pubHeader names a node's own publication, so that its applier runs the
+// write's own Apply functions (which hand results back to the writer) rather
+// than decoded copies.
+const pubHeader = "Loci-Pub"
+
+// Shard is one stream and the engine that applies it: a data shard or the
+// control plane. It is the engine's Replicator.
+type Shard struct {
+	node    *Node
+	stream  string
+	subject string
+	db      *engine.DB
+
+	applied atomic.Uint64 // the last stream sequence applied
+	seq     atomic.Uint64 // numbers this node's publications (pubHeader)
+
+	mu      sync.Mutex
+	changed chan struct{}       // closed and replaced whenever applied moves
+	pending map[string]*pending // this node's writes awaiting their apply, by pubHeader
+}
+
+// pending is a write this node published and waits to apply.
+type pending struct {
+	entries []wal.Entry
+	done    chan struct{} // closed once applied
+}
+
+func newShard(n *Node, stream, subject string, db *engine.DB) *Shard {
+	s := &Shard{node: n, stream: stream, subject: subject, db: db, changed: make(chan struct{}), pending: map[string]*pending{}}
+	s.applied.Store(db.AppliedSeq() >> recordBits)
+	return s
+}
+
+// Applied is the last stream sequence this node applied.
+func (s *Shard) Applied() uint64 { return s.applied.Load() }
+
+// Replicate publishes a write and waits for the quorum's acknowledgement
+// and this node's apply (engine.Replicator).
+func (s *Shard) Replicate(msgID string, entries []wal.Entry) error {
+	limit := int(s.node.nc.MaxPayload()) - 1024 // room for the headers
+	runs, err := splitEntries(entries, limit)
+	if err != nil {
+		return &engine.InvalidError{Field: "payload", Reason: err.Error()}
+	}
+	for i, run := range runs {
+		id := msgID
+		if id != "" && len(runs) > 1 {
+			id += "/" + strconv.Itoa(i)
+		}
+		if err := s.publish(id, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Shard) publish(msgID string, entries []wal.Entry) error {
+	token := s.node.cfg.NodeID + "." + s.node.boot + "." + strconv.FormatUint(s.seq.Add(1), 10)
+	if msgID == "" {
+		msgID = token
+	}
+	p := &pending{entries: entries, done: make(chan struct{})}
+	s.mu.Lock()
+	s.pending[token] = p
+	s.mu.Unlock()
+	forget := func() {
+		s.mu.Lock()
+		delete(s.pending, token)
+		s.mu.Unlock()
+	}
+	m := nats.NewMsg(s.subject)
+	m.Data = encodeMessage(entries)
+	m.Header.Set(pubHeader, token)
+	m.Header.Set(jetstream.MsgIDHeader, msgID)
+	ctx, cancel := context.WithTimeout(s.node.ctx, s.node.cfg.PublishTimeout)
+	defer cancel()
+	ack, err := s.node.js.PublishMsg(ctx, m, jetstream.WithExpectStream(s.stream), jetstream.WithRetryAttempts(50),
+		jetstream.WithRetryWait(100*time.Millisecond))
+	if err != nil {
+		forget()
+		return fmt.Errorf("%w: %s: %v", engine.ErrUnavailable, s.stream, err)
+	}
+	if ack.Duplicate {
+		forget()
+		if err := s.waitApplied(ctx, ack.Sequence); err != nil {
+			return fmt.Errorf("%w: %s: the earlier copy (sequence %d) is not applied here yet", engine.ErrUnavailable, s.stream, ack.Sequence)
+		}
+		return engine.ErrDuplicate
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		forget()
+		return fmt.Errorf("%w: %s: stored at sequence %d but not applied by this node within %s", engine.ErrUnavailable, s.stream, ack.Sequence, s.node.cfg.PublishTimeout)
+	}
+}
+
+// waitApplied waits until the stream is applied up to seq, or ctx ends.
+func (s *Shard) waitApplied(ctx context.Context, seq uint64) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if s.applied.Load() >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// run applies the stream in order from the engine's position until the
+// node closes. An ordered consumer delivers every message once, in order,
+// re-creating itself after a lost connection or a server restart; if it
+// cannot be created (no quorum yet) run tries again.
+func (s *Shard) run() {
+	defer s.node.wg.Done()
+	ctx := s.node.ctx
+	for ctx.Err() == nil {
+		err := s.consume(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.node.log.Warn("cluster: applier restarts", "stream", s.stream, "applied", s.Applied(), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Shard) consume(ctx context.Context) error {
+	// Resume at the last applied message, not after it: a crash may have
+	// left part of its records out of the WAL; ApplyReplicated skips those
+	// it holds.
+	start := max(s.Applied(), 1)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cons, err := s.node.js.OrderedConsumer(cctx, s.stream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("create consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			return err
+		}
+		if err := s.apply(ctx, msg); err != nil {
+			return err
+		}
+	}
+}
+
+// apply applies one message at its stream sequence n: records at n<<16 + i.
+func (s *Shard) apply(ctx context.Context, msg jetstream.Msg) error {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("message metadata: %w", err)
+	}
+	n := meta.Sequence.Stream
+	if n < s.Applied() {
+		return nil // delivered again after a consumer reset
+	}
+	var p *pending
+	if token := msg.Headers().Get(pubHeader); token != "" {
+		s.mu.Lock()
+		p = s.pending[token]
+		delete(s.pending, token)
+		s.mu.Unlock()
+	}
+	var entries []wal.Entry
+	if p != nil {
+		entries = p.entries
+	} else if entries, err = decodeMessage(msg.Data()); err != nil {
+		// Every replica receives the same bytes and skips them alike.
+		s.node.log.Error("cluster: message skipped", "stream", s.stream, "seq", n, "err", err)
+		entries = nil
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.db.ApplyReplicated(n<<recordBits, entries)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, engine.ErrClosed) {
+			return err
+		}
+		if attempt%50 == 0 {
+			s.node.log.Error("cluster: cannot apply; retrying", "stream", s.stream, "seq", n, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	s.mu.Lock()
+	s.applied.Store(n)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	if p != nil {
+		close(p.done)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/loci-memory/loci/cluster"
+	"github.com/loci-memory/loci/httpd"
+)
+
+// clusterConfig checks the cluster flags (docs/cluster.md).
+func clusterConfig(urls, node, shards, replicas, advertise, addr string) (*cluster.Config, error) {
+	cfg := &cluster.Config{NodeID: node, Addr: advertise}
+	for _, u := range strings.Split(urls, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			cfg.URLs = append(cfg.URLs, u)
+		}
+	}
+	if len(cfg.URLs) == 0 {
+		return nil, fmt.Errorf("LOCI_CLUSTER_NATS: %q names no NATS server", urls)
+	}
+	if cfg.NodeID == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("LOCI_CLUSTER_NODE: not set, and the host name is unknown: %w", err)
+		}
+		cfg.NodeID = h
+	}
+	var err error
+	if cfg.Shards, err = strconv.Atoi(shards); err != nil || cfg.Shards < 1 || cfg.Shards > 1024 {
+		return nil, fmt.Errorf("LOCI_CLUSTER_SHARDS: %q is not an integer from 1 to 1024", shards)
+	}
+	if cfg.StreamReplicas, err = strconv.Atoi(replicas); err != nil || cfg.StreamReplicas < 1 || cfg.StreamReplicas > 5 {
+		return nil, fmt.Errorf("LOCI_CLUSTER_STREAM_REPLICAS: %q is not an integer from 1 to 5", replicas)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = addr
+	}
+	return cfg, nil
+}
+
+// serveCluster is serve in cluster mode: the node joins the cluster (its
+// engines catch up with the streams) while /health answers "starting", then
+// serves until SIGINT or SIGTERM.
+func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, log *slog.Logger) error {
+	var node *cluster.Node
+	hcfg.Cluster = clusterRef{&node}
+	srv := httpd.NewStarting(hcfg)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	n, err := cluster.Open(ctx, cfg)
+	if err != nil {
+		cancel()
+		srv.Shutdown()
+		return err
+	}
+	cancel()
+	node = n
+	cfg.Control.Attach(node.ControlEngine().AppendControl)
+	srv.StartSharded(node, cfg.Control)
+	log.Info("loci: serving in cluster mode", "addr", ln.Addr().String(), "node", cfg.NodeID, "nats", strings.Join(cfg.URLs, ","),
+		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "data", cfg.Dir, "auth", hcfg.APIKey != "")
+	if err := waitForStop(sig, served, log); err != nil {
+		srv.Shutdown()
+		node.Close()
+		return err
+	}
+	shutdownErr := srv.Shutdown()
+	flushErr := node.Flush()
+	if diskFull(flushErr) {
+		log.Warn("loci: final flush skipped: no space left on device; the next start replays the WAL", "err", flushErr)
+		flushErr = nil
+	}
+	closeErr := node.Close()
+	log.Info("loci: stopped")
+	return errors.Join(shutdownErr, flushErr, closeErr)
+}
+
+// clusterRef is the httpd.Cluster of a node that is still joining: the
+// server answers 503 "starting" until Start, so it is only called after
+// the node is set.
+type clusterRef struct{ n **cluster.Node }
+
+func (c clusterRef) DataVersion() string { return (*c.n).DataVersion() }
+func (c clusterRef) WaitDataVersion(ctx context.Context, v string) error {
+	return (*c.n).WaitDataVersion(ctx, v)
+}
+func (c clusterRef) Status(ctx context.Context) any { return (*c.n).Status(ctx) }

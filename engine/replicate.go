@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/loci-memory/loci/wal"
+)
+
+// Replicator carries a replicated engine's writes through a replicated,
+// ordered log (cluster mode: a JetStream stream per shard, package cluster).
+// The engine prepares every write completely (ids, times, vectors) and hands
+// its records to Replicate instead of appending them to its own WAL; every
+// replica, this one included, then receives them from the log in order and
+// applies them with ApplyReplicated.
+type Replicator interface {
+	// Replicate publishes entries (whose order it keeps) and returns once
+	// the log has stored them on a quorum and this engine has applied them
+	// through ApplyReplicated, running their Apply functions (the ones given
+	// here, not decoded copies): then the write is acknowledged. msgID, when
+	// not empty, de-duplicates: if the log already holds a message with that
+	// id, Replicate waits until this engine has applied that one and returns
+	// ErrDuplicate, and the entries are never applied. Any other error
+	// means the write is not acknowledged; it may still be applied later.
+	Replicate(msgID string, entries []wal.Entry) error
+}
+
+// ErrDuplicate is a Replicator's answer to a write the log already holds
+// (by message id), after the engine applied the earlier copy.
+var ErrDuplicate = errors.New("engine: the replicated log already holds this write")
+
+// ErrUnavailable is a Replicator's refusal of a write the replicated log
+// did not acknowledge (no quorum, no connection, a timeout): the client was
+// not told it succeeded and should send it again. It may still be applied,
+// once, if the log stored it after all (writes carry ids for that).
+var ErrUnavailable = errors.New("the replicated log did not acknowledge the write in time (no quorum or no connection to it); it is not acknowledged: retry")
+
+// ErrNotReplicating refuses a write to a replicated engine before
+// SetReplicator gave it a log.
+var ErrNotReplicating = fmt.Errorf("%w (the node is starting)", ErrUnavailable)
+
+// SetReplicator sets the log a replicated engine (Options.Replicated)
+// writes through. It is called once, after Open and before any write.
+func (db *DB) SetReplicator(r Replicator) {
+	db.repl.Store(&r)
+}
+
+// append writes entries: to the WAL, or through the replicator in
+// replicated mode. msgID is the de-duplication id a replicator uses (empty:
+// none).
+func (db *DB) append(msgID string, entries ...wal.Entry) error {
+	if !db.opts.Replicated {
+		_, err := db.wal.Append(entries...)
+		return err
+	}
+	r := db.repl.Load()
+	if r == nil {
+		return ErrNotReplicating
+	}
+	return (*r).Replicate(msgID, entries)
+}
+
+// ApplyReplicated appends records of the replicated log to the local WAL at
+// sequence numbers first, first+1, ... (strictly above every earlier one;
+// see wal.Log.AppendAt) and applies them in order. An entry with an Apply
+// function is this node's own write, applied by it as in single-node mode;
+// one without is decoded from its payload. A payload that cannot be decoded
+// is skipped (not written, not applied) and logged: every replica receives
+// the same bytes and skips it alike, so none diverges. Records at numbers
+// the WAL already holds are skipped too, so after an error (records before
+// the failed append are applied) or a restart the caller applies the same
+// message again.
+func (db *DB) ApplyReplicated(first uint64, entries []wal.Entry) error {
+	if !db.opts.Replicated {
+		return errors.New("engine: ApplyReplicated on an engine that is not replicated")
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	// Records keep the sequence numbers of their positions in the message,
+	// also after a skipped one: runs of consecutive positions are appended.
+	var run []wal.Entry
+	runStart := first
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		if _, err := db.wal.AppendAt(runStart, run...); err != nil {
+			return fmt.Errorf("engine: apply replicated records at %d: %w", runStart, err)
+		}
+		run = nil
+		return nil
+	}
+	next := db.wal.NextSeq()
+	for i, e := range entries {
+		seq := first + uint64(i)
+		if seq < next {
+			continue
+		}
+		if e.Apply == nil {
+			t, payload := recordType(e.Type), e.Payload
+			decoded, err := decodeRecord(t, payload)
+			if err != nil {
+				db.log.Error("engine: replicated record skipped: it cannot be decoded", "seq", seq, "type", t, "err", err)
+				if err := flush(); err != nil {
+					return err
+				}
+				continue
+			}
+			e = wal.Entry{Type: e.Type, Payload: payload, Apply: func(seq uint64) {
+				if err := db.apply(t, seq, payload, decoded); err != nil {
+					db.log.Error("engine: replicated record not applied", "seq", seq, "type", t, "err", err)
+				}
+			}}
+		}
+		if len(run) == 0 {
+			runStart = seq
+		}
+		run = append(run, e)
+	}
+	return flush()
+}
+
+// AppliedSeq is the sequence number of the last record in the WAL: in
+// replicated mode, the log position a restarted node resumes after.
+func (db *DB) AppliedSeq() uint64 { return db.wal.NextSeq() - 1 }
+
+// decodeRecord decodes a record's payload into the form apply takes on its
+// live path; control records stay encoded (apply hands them on as they are).
+func decodeRecord(t recordType, payload []byte) (any, error) {
+	switch t {
+	case recArtifact:
+		a, spans, vecs, fence, err := decodeFencedArtifactRecord(payload)
+		if err != nil {
+			return nil, err
+		}
+		return &headArtifact{a: a, spans: spans, vecs: vecs, fence: fence}, nil
+	case recEraseWorkspace:
+		tenant, ws, err := decodeEraseRecord(payload)
+		if err != nil {
+			return nil, err
+		}
+		return wsKey{tenant, ws}, nil
+	case recEraseArtifact:
+		return decodeEraseArtifactRecord(payload)
+	case recRetention:
+		return decodeRetentionRecord(payload)
+	case recVectors:
+		return decodeVectorsRecord(payload)
+	case recFeedback:
+		return decodeFeedbackRecord(payload)
+	case recReceipt:
+		return decodeReceiptRecord(payload, true)
+	}
+	if isControlRecord(t) {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown record type %s", t)
+}

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/loci-memory/loci/wal"
+)
+
+// memLog is an ordered, de-duplicating log in memory that delivers every
+// message to every engine in order, as a cluster's stream does (package
+// cluster is the real one, over JetStream; this is the engine's side of the
+// Replicator contract).
+type memLog struct {
+	mu      sync.Mutex
+	seq     uint64
+	ids     map[string]uint64
+	engines []*DB
+	// deliver, when false, stores without applying (a node that has not
+	// caught up); the test applies later with catchUp.
+	held [][]wal.Entry
+}
+
+type memReplica struct {
+	log  *memLog
+	self *DB
+}
+
+func (r memReplica) Replicate(msgID string, entries []wal.Entry) error {
+	l := r.log
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if msgID != "" {
+		if _, dup := l.ids[msgID]; dup {
+			return ErrDuplicate
+		}
+	}
+	l.seq++
+	if msgID != "" {
+		l.ids[msgID] = l.seq
+	}
+	copies := make([]wal.Entry, len(entries))
+	for i, e := range entries {
+		copies[i] = wal.Entry{Type: e.Type, Payload: append([]byte(nil), e.Payload...)}
+	}
+	l.held = append(l.held, copies)
+	for _, db := range l.engines {
+		es := copies
+		if db == r.self {
+			es = entries
+		}
+		if err := db.ApplyReplicated(l.seq<<16, es); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func openReplicated(t *testing.T, l *memLog, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir, Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetReplicator(memReplica{l, db})
+	l.engines = append(l.engines, db)
+	return db
+}
+
+// TestReplicatedEngines: two replicated engines fed by one log through
+// either of them reach the same reads, with sequence numbers that are log
+// positions; de-duplicated writes answer with what the first stored; a
+// message applied twice, or an artifact published twice, is stored once;
+// and a reopened engine resumes at its last position.
+func TestReplicatedEngines(t *testing.T) {
+	l := &memLog{ids: map[string]uint64{}}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	a, b := openReplicated(t, l, dirs[0]), openReplicated(t, l, dirs[1])
+	if _, err := a.Ingest("t", replicaInput("w", 0)); err != nil {
+		t.Fatal(err)
+	}
+	batch := []IngestInput{replicaInput("w", 1), replicaInput("w", 2)}
+	if _, err := b.IngestBatch("t", batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*DB{a, b} {
+		for i, want := range []uint64{1 << 16, 2 << 16, 2<<16 + 1} {
+			art, err := db.Artifact("t", replicaID(fmt.Sprint("w/", i)))
+			if err != nil || art.Seq != want {
+				t.Fatalf("artifact %d: seq %v (err %v), want the log position %d", i, art, err, want)
+			}
+		}
+	}
+
+	// An idempotency key sent through the other engine: the log drops the
+	// copy and the engine answers with the first artifact.
+	in := replicaInput("w", 3)
+	in.IdempotencyKey, in.ArtifactID = "k1", [16]byte{}
+	first, err := a.Ingest("t", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Ingest("t", in)
+	if err != nil || again.ArtifactID != first.ArtifactID || !again.Replayed {
+		t.Fatalf("replay through the other engine: %+v, %v; want artifact %s replayed", again, err, first.ArtifactID)
+	}
+
+	// The same message applied again (a consumer delivering it twice), and
+	// the same artifact in a later message (two nodes publishing it): once.
+	l.mu.Lock()
+	last := l.held[len(l.held)-1]
+	seq := l.seq
+	l.mu.Unlock()
+	if err := a.ApplyReplicated(seq<<16, last); err != nil {
+		t.Fatal(err)
+	}
+	dup := replicaInput("w", 1)
+	dup.ArtifactID = replicaID("w/1")
+	l.mu.Lock()
+	l.seq++
+	payload := encodeFencedArtifactRecord(nil, 0, mustPrepare(t, a, dup).a, mustPrepare(t, a, dup).spans, nil)
+	for _, db := range l.engines {
+		if err := db.ApplyReplicated(l.seq<<16, []wal.Entry{{Type: uint8(recArtifact), Payload: payload}}); err != nil {
+			l.mu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	l.mu.Unlock()
+	for name, db := range map[string]*DB{"a": a, "b": b} {
+		page, err := db.ListArtifacts("t", "w", ListQuery{Limit: 100})
+		if err != nil || len(page.Artifacts) != 4 {
+			t.Fatalf("engine %s lists %d artifacts (err %v), want 4", name, len(page.Artifacts), err)
+		}
+	}
+	if err := a.ApplyReplicated(1, nil); err != nil {
+		t.Fatalf("an empty message: %v", err)
+	}
+	if _, err := a.wal.AppendAt(1, wal.Entry{Type: 1, Payload: []byte("x")}); err == nil {
+		t.Fatal("the WAL took a number below its last")
+	}
+
+	applied := a.AppliedSeq()
+	a.Close()
+	b.Close()
+	re, err := Open(dirs[0], Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	if re.AppliedSeq() != applied {
+		t.Fatalf("reopened at %d, want %d", re.AppliedSeq(), applied)
+	}
+	if _, err := re.Ingest("t", replicaInput("w", 9)); !errors.Is(err, ErrNotReplicating) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a write before SetReplicator: %v, want ErrNotReplicating", err)
+	}
+}
+
+func mustPrepare(t *testing.T, db *DB, in IngestInput) *headArtifact {
+	t.Helper()
+	ha, err := db.prepare("t", &in, in.IngestedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ha
+}
