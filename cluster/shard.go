@@ -163,7 +163,11 @@ func (s *Shard) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	// Short pulls with heartbeats: a consumer whose server died is noticed
+	// (two missed heartbeats) and re-created on a live one within about a
+	// second, rather than after the client's default of many seconds.
+	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(2*time.Second),
+		jetstream.PullHeartbeat(500*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}

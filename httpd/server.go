@@ -236,7 +236,11 @@ func (s *Server) start1(svc *service.Service, db *engine.DB) {
 	s.db, s.svc = db, svc
 	s.svc.Start()
 	s.metrics.WatchJobs(s.svc.JobBacklog)
-	s.metrics.WatchEngine(db)
+	if s.engines != nil {
+		s.metrics.WatchEngines(s.engines)
+	} else {
+		s.metrics.WatchEngine(db)
+	}
 	s.metrics.WatchPacks(s.svc.Packer())
 	s.mcpHandler = s.newMCPHandler()
 	s.ready.Store(true) // publishes the fields above to the handlers

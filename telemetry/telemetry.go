@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/wal"
 	"github.com/loci-memory/loci/retrieval"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -65,7 +66,7 @@ type Metrics struct {
 	fsync        prometheus.Histogram
 	batch        prometheus.Histogram
 
-	db     atomic.Pointer[engine.DB]
+	dbs    atomic.Pointer[[]*engine.DB]
 	packer atomic.Pointer[retrieval.Packer]
 	jobs   atomic.Pointer[func() int]
 }
@@ -171,9 +172,15 @@ func (m *Metrics) ObserveWALSync(took time.Duration, records int) {
 // WatchEngine makes scrapes report db's state, and db's WAL fsyncs feed the
 // fsync and group-commit histograms. Until it is called (the engine is
 // still recovering), scrapes have no engine series.
-func (m *Metrics) WatchEngine(db *engine.DB) {
-	db.ObserveWALSyncs(m.ObserveWALSync)
-	m.db.Store(db)
+func (m *Metrics) WatchEngine(db *engine.DB) { m.WatchEngines([]*engine.DB{db}) }
+
+// WatchEngines is WatchEngine over several engines (cluster mode: one per
+// shard): each series is their sum, and storage_healthy is 0 if any is not.
+func (m *Metrics) WatchEngines(dbs []*engine.DB) {
+	for _, db := range dbs {
+		db.ObserveWALSyncs(m.ObserveWALSync)
+	}
+	m.dbs.Store(&dbs)
 }
 
 // WatchPacks makes scrapes report p's admission counters (packs cancelled
@@ -250,29 +257,48 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descPacksCancelled, pc.Cancelled)
 		gauge(descPacksWaiting, float64(pc.Waiting))
 	}
-	db := c.m.db.Load()
-	if db == nil {
+	dbs := c.m.dbs.Load()
+	if dbs == nil {
 		return
 	}
-	st := db.Stats()
+	var st engine.Stats
+	var ws wal.Stats
+	var mc engine.MaintenanceCounts
+	var backlog int
+	healthy := 1.0
+	for _, db := range *dbs {
+		s := db.Stats()
+		st.HeadBytes += s.HeadBytes
+		st.HeadArtifacts += s.HeadArtifacts
+		st.FrozenBytes += s.FrozenBytes
+		st.Segments += s.Segments
+		st.SegmentBytes += s.SegmentBytes
+		st.SketchBytes += s.SketchBytes
+		backlog += db.EmbeddingBacklog()
+		w := db.WALStats()
+		ws.Records += w.Records
+		ws.Bytes += w.Bytes
+		ws.Batches += w.Batches
+		ws.Syncs += w.Syncs
+		m := db.MaintenanceCounts()
+		mc.Compactions += m.Compactions
+		mc.CompactionFailures += m.CompactionFailures
+		if db.Health() != nil {
+			healthy = 0
+		}
+	}
 	gauge(descHeadBytes, float64(st.HeadBytes))
 	gauge(descHeadArtifacts, float64(st.HeadArtifacts))
 	gauge(descFrozenBytes, float64(st.FrozenBytes))
 	gauge(descSegments, float64(st.Segments))
 	gauge(descSegmentBytes, float64(st.SegmentBytes))
 	gauge(descSketchBytes, float64(st.SketchBytes))
-	gauge(descBacklog, float64(db.EmbeddingBacklog()))
-	ws := db.WALStats()
+	gauge(descBacklog, float64(backlog))
 	counter(descWALRecords, ws.Records)
 	counter(descWALBytes, ws.Bytes)
 	counter(descWALBatches, ws.Batches)
 	counter(descWALFsyncs, ws.Syncs)
-	mc := db.MaintenanceCounts()
 	counter(descCompactions, mc.Compactions)
 	counter(descCompactFails, mc.CompactionFailures)
-	healthy := 1.0
-	if db.Health() != nil {
-		healthy = 0
-	}
 	gauge(descHealthy, healthy)
 }
