@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 )
 
 // openNodes opens n nodes of one cluster over nats, in this process.
-func openNodes(t *testing.T, nc *natstest.Cluster, n, shards int) []*Node {
+func openNodes(t *testing.T, nc *natstest.Cluster, n, shards int, mods ...func(*Config)) []*Node {
 	t.Helper()
 	dir := t.TempDir()
 	nodes := make([]*Node, n)
@@ -22,7 +24,10 @@ func openNodes(t *testing.T, nc *natstest.Cluster, n, shards int) []*Node {
 		ctl := control.New(time.Now)
 		cfg := Config{URLs: nc.URLs(), NodeID: fmt.Sprintf("node%d", i+1), Addr: fmt.Sprintf("127.0.0.1:%d", 9000+i),
 			Shards: shards, Dir: filepath.Join(dir, fmt.Sprint(i)), Control: ctl,
-			Engine: engine.Options{NoEmbedder: true, DisableBackground: true}}
+			Engine: engine.Options{NoEmbedder: true, DisableBackground: true, Logger: testLogger(t)}, Logger: testLogger(t)}
+		for _, m := range mods {
+			m(&cfg)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		node, err := Open(ctx, cfg)
 		cancel()
@@ -85,4 +90,16 @@ func TestNodesReplicate(t *testing.T) {
 		}
 	}
 	t.Logf("data version %s; %d artifacts", nodes[0].DataVersion(), len(ids))
+}
+
+// testLogger logs through t (seen with -v or when the test fails).
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
