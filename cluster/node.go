@@ -43,6 +43,8 @@ const (
 	leaseRenew = time.Second
 	// dedupWindow is the streams' de-duplication window (Nats-Msg-Id).
 	dedupWindow = 2 * time.Minute
+	// minShardFlush is the least flush threshold of a shard's engine.
+	minShardFlush = 4 << 20
 	// MaxVersionWait bounds a read's wait for a data version it was asked
 	// to reach (X-Loci-Min-Data-Version).
 	MaxVersionWait = 5 * time.Second
@@ -55,8 +57,9 @@ const (
 	controlStream = "LOCI_CONTROL"
 )
 
-// errShardCount refuses a node whose shard count is not the cluster's.
-var errShardCount = errors.New("cluster: wrong shard count")
+// errShardCount refuses a node whose shard count or embedder is not the
+// cluster's: waiting would not help.
+var errShardCount = errors.New("cluster: this node's configuration does not match the cluster's")
 
 // Config configures a Node.
 type Config struct {
@@ -89,14 +92,15 @@ type Config struct {
 // Node is a running cluster member: a NATS connection, its engines and the
 // appliers feeding them.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	boot    string // distinguishes this process's publications
-	shards  []*Shard
-	ctl     *Shard
-	members jetstream.KeyValue
+	cfg      Config
+	log      *slog.Logger
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	boot     string // distinguishes this process's publications
+	shards   []*Shard
+	ctl      *Shard
+	members  jetstream.KeyValue
+	settings jetstream.KeyValue // loci_cluster
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -202,8 +206,16 @@ func (n *Node) open(ctx context.Context) error {
 	if n.ctl, err = n.openShard(controlStream, "loci.control", filepath.Join(n.cfg.Dir, "control"), ctlOpts); err != nil {
 		return err
 	}
+	if err := n.checkEmbedder(ctx, n.ctl.db); err != nil {
+		return err
+	}
 	opts := n.cfg.Engine
 	opts.Replicated, opts.Control = true, nil
+	// The node holds a head per shard: share the flush threshold among
+	// them, so that the heads together take what one engine's would.
+	if opts.FlushThreshold > 0 {
+		opts.FlushThreshold = max(opts.FlushThreshold/int64(n.cfg.Shards), minShardFlush)
+	}
 	for k := 0; k < n.cfg.Shards; k++ {
 		s, err := n.openShard(shardStream(k), shardSubject(k), filepath.Join(n.cfg.Dir, fmt.Sprintf("shard-%03d", k)), opts)
 		if err != nil {
@@ -256,6 +268,7 @@ func (n *Node) setup(ctx context.Context) error {
 	if got := string(e.Value()); got != want {
 		return fmt.Errorf("%w: this cluster has %s shards, this node is configured with %s (--cluster-shards): a workspace's shard must never change", errShardCount, got, want)
 	}
+	n.settings = kv
 	if n.members, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: membersBucket, Replicas: n.cfg.StreamReplicas,
 		Storage: jetstream.MemoryStorage, TTL: LeaseTTL, History: 1, Description: "Loci node leases"}); err != nil {
 		return fmt.Errorf("cluster: key-value bucket %s: %w", membersBucket, err)
@@ -298,6 +311,27 @@ func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstr
 		}
 	}
 	return kv, err
+}
+
+// checkEmbedder refuses a node whose embedder is not the cluster's (the
+// first node's): vectors travel in the records, computed by whichever node
+// took the write, and a model's vectors cannot be searched with another's.
+func (n *Node) checkEmbedder(ctx context.Context, db *engine.DB) error {
+	emb := "none"
+	if m := db.Embedder(); m != nil {
+		emb = fmt.Sprintf("%s/%d", m.Model(), m.Dim())
+	}
+	if _, err := n.settings.Create(ctx, "embedder", []byte(emb)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("cluster: record the embedder: %w", err)
+	}
+	e, err := n.settings.Get(ctx, "embedder")
+	if err != nil {
+		return fmt.Errorf("cluster: read the embedder: %w", err)
+	}
+	if got := string(e.Value()); got != emb {
+		return fmt.Errorf("%w: this cluster's nodes embed with %s, this node with %s (--embedder)", errShardCount, got, emb)
+	}
+	return nil
 }
 
 func shardStream(k int) string  { return fmt.Sprintf("LOCI_SHARD_%d", k) }

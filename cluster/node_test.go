@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -90,6 +91,26 @@ func TestNodesReplicate(t *testing.T) {
 		}
 	}
 	t.Logf("data version %s; %d artifacts", nodes[0].DataVersion(), len(ids))
+
+	// A node configured unlike the cluster refuses to start.
+	for name, mod := range map[string]func(*Config){
+		"shards":   func(c *Config) { c.Shards = 5 },
+		"embedder": func(c *Config) { c.Engine = engine.Options{DisableBackground: true, Logger: testLogger(t)} }, // GloVe
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cfg := Config{URLs: nc.URLs(), NodeID: "odd", Shards: 4, Dir: t.TempDir(), Control: control.New(time.Now),
+			Engine: engine.Options{NoEmbedder: true, DisableBackground: true, Logger: testLogger(t)}, Logger: testLogger(t)}
+		mod(&cfg)
+		n, err := Open(ctx, cfg)
+		cancel()
+		if err == nil {
+			n.Close()
+			t.Fatalf("a node with other %s joined the cluster", name)
+		}
+		if !errors.Is(err, errShardCount) {
+			t.Fatalf("a node with other %s: %v, want it refused at once", name, err)
+		}
+	}
 }
 
 // testLogger logs through t (seen with -v or when the test fails).
