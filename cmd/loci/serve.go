@@ -38,7 +38,7 @@ func runServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", envOr("LOCI_ADDR", "127.0.0.1:3000"), "listen address (env LOCI_ADDR)")
 	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory (env LOCI_DATA_DIR)")
-	fsync := fs.String("fsync", envOr("LOCI_FSYNC", "always"), "WAL fsync policy: always | batch | off (batch and off lose acknowledged writes on power failure; benchmarks only) (env LOCI_FSYNC)")
+	fsync := fs.String("fsync", envOr("LOCI_FSYNC", "always"), "WAL fsync policy: always | batch | off (batch and off lose acknowledged writes on power failure; benchmarks only; in cluster mode the default is batch, since acknowledged writes are stored by JetStream) (env LOCI_FSYNC)")
 	maxBody := fs.String("max-request-size", envOr("MAX_REQUEST_SIZE_BYTES", strconv.Itoa(10<<20)), "maximum request body in bytes (env MAX_REQUEST_SIZE_BYTES)")
 	flushMB := fs.Int("flush-threshold-mb", 64, "flush the in-memory head to a segment at this size")
 	embedderName := fs.String("embedder", defaultEmbedderName(), "the semantic channel's embedder: "+embedderNames+"; a data directory keeps the one it was built with (loci reindex changes it) (env LOCI_EMBEDDER)")
@@ -122,6 +122,14 @@ Environment only:
 		if timeouts[i], err = time.ParseDuration(d.v); err != nil || timeouts[i] <= 0 {
 			return fmt.Errorf("%s: %q is not a positive duration such as 30s or 1h", d.name, d.v)
 		}
+	}
+	fsyncSet := false
+	fs.Visit(func(f *flag.Flag) { fsyncSet = fsyncSet || f.Name == "fsync" })
+	if _, inEnv := os.LookupEnv("LOCI_FSYNC"); !fsyncSet && !inEnv && *clusterNATS != "" {
+		// In a cluster, acknowledged means stored by a JetStream quorum; a
+		// node's WAL is a cache of the streams that a restart re-fetches,
+		// so it need not be fsynced per write.
+		*fsync = "batch"
 	}
 	policy, err := wal.ParseSyncPolicy(*fsync)
 	if err != nil {

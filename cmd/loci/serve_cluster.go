@@ -77,7 +77,7 @@ func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, log *s
 	cfg.Control.Attach(node.ControlEngine().AppendControl)
 	srv.StartSharded(node, cfg.Control)
 	log.Info("loci: serving in cluster mode", "addr", ln.Addr().String(), "node", cfg.NodeID, "nats", strings.Join(cfg.URLs, ","),
-		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "data", cfg.Dir, "auth", hcfg.APIKey != "")
+		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "data", cfg.Dir, "fsync", cfg.Engine.Sync.String(), "auth", hcfg.APIKey != "")
 	if err := waitForStop(sig, served, log); err != nil {
 		srv.Shutdown()
 		node.Close()
