@@ -134,6 +134,36 @@ func TestReplicatedEngines(t *testing.T) {
 			t.Fatalf("engine %s lists %d artifacts (err %v), want 4", name, len(page.Artifacts), err)
 		}
 	}
+	// Feedback and an artifact erasure through one engine, a workspace
+	// erasure through the other: both engines agree.
+	if _, err := a.Feedback("t", FeedbackInput{Workspace: "w", Action: "pin", ArtifactID: replicaID("w/0")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.EraseArtifact("t", replicaID("w/2")); err != nil {
+		t.Fatal(err)
+	}
+	for name, db := range map[string]*DB{"a": a, "b": b} {
+		if _, err := db.Artifact("t", replicaID("w/2")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("engine %s: erased artifact: %v", name, err)
+		}
+		if _, pinned := db.Marks("t", "w"); len(pinned) == 0 {
+			t.Fatalf("engine %s: no pinned span after the pin", name)
+		}
+	}
+	if _, err := b.IngestBatch("t", []IngestInput{replicaInput("v", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.EraseWorkspace("t", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for name, db := range map[string]*DB{"a": a, "b": b} {
+		if page, err := db.ListArtifacts("t", "v", ListQuery{Limit: 10}); err != nil || len(page.Artifacts) != 0 {
+			t.Fatalf("engine %s: erased workspace lists %d artifacts (%v)", name, len(page.Artifacts), err)
+		}
+	}
+	if a.AppliedSeq() != b.AppliedSeq() {
+		t.Fatalf("applied %d and %d", a.AppliedSeq(), b.AppliedSeq())
+	}
 	if err := a.ApplyReplicated(1, nil); err != nil {
 		t.Fatalf("an empty message: %v", err)
 	}
