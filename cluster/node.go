@@ -257,18 +257,15 @@ func (n *Node) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: key-value bucket %s: %w", clusterBucket, err)
 	}
+	n.settings = kv
 	want := strconv.Itoa(n.cfg.Shards)
-	if _, err := kv.Create(ctx, "shards", []byte(want)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("cluster: record the shard count: %w", err)
-	}
-	e, err := kv.Get(ctx, "shards")
+	got, err := n.setting(ctx, "shards", want)
 	if err != nil {
-		return fmt.Errorf("cluster: read the shard count: %w", err)
+		return fmt.Errorf("cluster: the shard count: %w", err)
 	}
-	if got := string(e.Value()); got != want {
+	if got != want {
 		return fmt.Errorf("%w: this cluster has %s shards, this node is configured with %s (--cluster-shards): a workspace's shard must never change", errShardCount, got, want)
 	}
-	n.settings = kv
 	if n.members, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: membersBucket, Replicas: n.cfg.StreamReplicas,
 		Storage: jetstream.MemoryStorage, TTL: LeaseTTL, History: 1, Description: "Loci node leases"}); err != nil {
 		return fmt.Errorf("cluster: key-value bucket %s: %w", membersBucket, err)
@@ -321,17 +318,38 @@ func (n *Node) checkEmbedder(ctx context.Context, db *engine.DB) error {
 	if m := db.Embedder(); m != nil {
 		emb = fmt.Sprintf("%s/%d", m.Model(), m.Dim())
 	}
-	if _, err := n.settings.Create(ctx, "embedder", []byte(emb)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("cluster: record the embedder: %w", err)
-	}
-	e, err := n.settings.Get(ctx, "embedder")
+	got, err := n.setting(ctx, "embedder", emb)
 	if err != nil {
-		return fmt.Errorf("cluster: read the embedder: %w", err)
+		return fmt.Errorf("cluster: the embedder: %w", err)
 	}
-	if got := string(e.Value()); got != emb {
+	if got != emb {
 		return fmt.Errorf("%w: this cluster's nodes embed with %s, this node with %s (--embedder)", errShardCount, got, emb)
 	}
 	return nil
+}
+
+// setting records value under key in loci_cluster unless a node recorded
+// one first, and returns the recorded value. A key just created by another
+// node may not be readable yet from the replica that answers (key-value
+// reads are served by any replica), so a missing key is read again.
+func (n *Node) setting(ctx context.Context, key, value string) (string, error) {
+	if _, err := n.settings.Create(ctx, key, []byte(value)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", err
+	}
+	for {
+		e, err := n.settings.Get(ctx, key)
+		if err == nil {
+			return string(e.Value()), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return "", err
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w (key %s still not readable)", ctx.Err(), key)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func shardStream(k int) string  { return fmt.Sprintf("LOCI_SHARD_%d", k) }
