@@ -29,6 +29,11 @@ type Shard struct {
 	db      *engine.DB
 
 	applied atomic.Uint64 // the last stream sequence applied
+	// wanted is the highest sequence a writer or reader waits for, and
+	// progress the time (Unix ns) the applier last moved or (re)started:
+	// the watchdog re-creates a consumer that stalls while someone waits.
+	wanted   atomic.Uint64
+	progress atomic.Int64
 	seq     atomic.Uint64 // numbers this node's publications (pubHeader)
 
 	mu      sync.Mutex
@@ -115,6 +120,8 @@ func (s *Shard) publish(msgID string, entries []wal.Entry) error {
 
 // waitApplied waits until the stream is applied up to seq, or ctx ends.
 func (s *Shard) waitApplied(ctx context.Context, seq uint64) error {
+	for w := s.wanted.Load(); w < seq && !s.wanted.CompareAndSwap(w, seq); w = s.wanted.Load() {
+	}
 	for {
 		s.mu.Lock()
 		ch := s.changed
@@ -174,38 +181,68 @@ func (s *Shard) consume(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
+	s.progress.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	defer close(done)
+	go s.watch(it, done)
 	for {
 		msg, err := it.Next()
 		if err != nil {
 			return err
 		}
-		if err := s.apply(ctx, msg); err != nil {
+		meta, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("message metadata: %w", err)
+		}
+		if err := s.apply(ctx, meta.Sequence.Stream, msg.Headers(), msg.Data()); err != nil {
 			return err
 		}
 	}
 }
 
-// apply applies one message at its stream sequence n: records at n<<16 + i.
-func (s *Shard) apply(ctx context.Context, msg jetstream.Msg) error {
-	meta, err := msg.Metadata()
-	if err != nil {
-		return fmt.Errorf("message metadata: %w", err)
+// stallAfter is how long an applier may make no progress while a writer or
+// reader waits for a later message before its consumer is re-created. An
+// ordered consumer recovers from a lost server by itself, but after the
+// JetStream meta leader died it can stay stuck far longer than an election.
+const stallAfter = 2 * time.Second
+
+// watch checks the applier until done: if someone waits for a message the
+// applier has not reached and it has not moved for stallAfter, it stops the
+// iterator (consume returns and run re-creates the consumer).
+func (s *Shard) watch(it jetstream.MessagesContext, done <-chan struct{}) {
+	t := time.NewTicker(stallAfter / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		if s.wanted.Load() > s.Applied() && time.Since(time.Unix(0, s.progress.Load())) >= stallAfter {
+			s.node.log.Warn("cluster: applier stalled; re-creating its consumer", "stream", s.stream, "applied", s.Applied(), "wanted", s.wanted.Load())
+			it.Stop()
+			return
+		}
 	}
-	n := meta.Sequence.Stream
+}
+
+// apply applies the message at stream sequence n: records at n<<16 + i.
+func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []byte) error {
 	if n < s.Applied() {
 		return nil // delivered again after a consumer reset
 	}
 	var p *pending
-	if token := msg.Headers().Get(pubHeader); token != "" {
+	if token := header.Get(pubHeader); token != "" {
 		s.mu.Lock()
 		p = s.pending[token]
 		delete(s.pending, token)
 		s.mu.Unlock()
 	}
 	var entries []wal.Entry
+	var err error
 	if p != nil {
 		entries = p.entries
-	} else if entries, err = decodeMessage(msg.Data()); err != nil {
+	} else if entries, err = decodeMessage(data); err != nil {
 		// Every replica receives the same bytes and skips them alike.
 		s.node.log.Error("cluster: message skipped", "stream", s.stream, "seq", n, "err", err)
 		entries = nil
@@ -227,6 +264,7 @@ func (s *Shard) apply(ctx context.Context, msg jetstream.Msg) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	s.progress.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	s.applied.Store(n)
 	close(s.changed)
