@@ -70,8 +70,12 @@ export interface RetryOptions {
 
 /** Options of a LociClient. */
 export interface LociClientOptions {
-  /** The server's base URL. Default: the LOCI_URL environment variable, else http://127.0.0.1:3000. */
-  baseUrl?: string;
+  /**
+   * The server's base URL, or the base URLs of a cluster's nodes (see the
+   * README: failover, data versions). Default: the LOCI_URL environment
+   * variable (comma-separated for several), else http://127.0.0.1:3000.
+   */
+  baseUrl?: string | readonly string[];
   /**
    * The API key sent as X-API-Key (a tenant key `lk_...`, or the operator's
    * admin key). Default: the LOCI_API_KEY environment variable; none when
@@ -135,6 +139,90 @@ interface Call {
   body?: unknown;
 }
 
+/**
+ * Whether sending `call` a second time has the effect of sending it once, so
+ * that an answer lost after the request may have reached a node can be asked
+ * of another: reads, PUTs (they set a value), context packs (a read; the
+ * receipt id is derived from the request and the data, so a resent pack finds
+ * the same one), and ingests whose every artifact carries an idempotency_key
+ * (the server answers with the stored artifact). Feedback, registration, key
+ * creation and erasures are not: a resent erasure of what the first one
+ * erased answers 404, a resent feedback counts twice.
+ */
+function safeToResend(call: Call): boolean {
+  if (call.method === "GET" || call.method === "PUT") return true;
+  if (call.method !== "POST") return false;
+  if (call.path === "/v1/context-pack" || call.path === "/v2/context-pack") return true;
+  const body = call.body as { idempotency_key?: unknown; artifacts?: unknown } | undefined;
+  if (call.path === "/v1/ingest") return typeof body?.idempotency_key === "string" && body.idempotency_key !== "";
+  if (call.path === "/v2/ingest") {
+    const items = body?.artifacts;
+    return (
+      Array.isArray(items) &&
+      items.length > 0 &&
+      items.every((a: { idempotency_key?: unknown } | null) => typeof a?.idempotency_key === "string" && a.idempotency_key !== "")
+    );
+  }
+  return false;
+}
+
+/** Error codes (Node's and undici's) of a connection that was never opened: the request was not sent. */
+const notConnected = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** Whether a failed fetch never reached a server (connection refused, DNS failure, connect timeout). */
+function neverSent(err: unknown): boolean {
+  for (let e = err, depth = 0; e !== null && typeof e === "object" && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && notConnected.has(code)) return true;
+    const errors = (e as { errors?: unknown }).errors; // an AggregateError of every address tried
+    if (Array.isArray(errors) && errors.length > 0 && errors.every((x) => neverSent(x))) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * The element-wise maximum of two data versions (X-Loci-Data-Version:
+ * dot-separated stream positions, control stream first, then each shard).
+ * Versions of different lengths do not compare (another cluster behind the
+ * same URLs): the newer one, `next`, is kept. A malformed `next` leaves
+ * `seen` as it was.
+ */
+export function mergeDataVersions(seen: string | undefined, next: string): string | undefined {
+  const b = parseDataVersion(next);
+  if (b === undefined) return seen;
+  const a = seen === undefined ? undefined : parseDataVersion(seen);
+  if (a === undefined || a.length !== b.length) return b.join(".");
+  return a.map((x, i) => (x > b[i]! ? x : b[i]!)).join(".");
+}
+
+function parseDataVersion(v: string): bigint[] | undefined {
+  const parts = v.trim().split(".");
+  if (!parts.every((p) => /^[0-9]+$/.test(p))) return undefined;
+  return parts.map((p) => BigInt(p));
+}
+
+/** The base URLs of the options or LOCI_URL, without trailing slashes. */
+function baseUrls(option: string | readonly string[] | undefined): string[] {
+  const given = option ?? env("LOCI_URL")?.split(",") ?? [DEFAULT_BASE_URL];
+  const list = typeof given === "string" ? [given] : given;
+  const urls: string[] = [];
+  for (const u of list) {
+    if (typeof u !== "string") throw new TypeError(`LociClient: baseUrl must hold strings, got ${typeof u}`);
+    if (u.trim() !== "") urls.push(u.trim().replace(/\/+$/, ""));
+  }
+  if (urls.length === 0) throw new TypeError("LociClient: baseUrl holds no URL");
+  return urls;
+}
+
 /** An HTTP answer with its body read. */
 interface RawAnswer {
   status: number;
@@ -163,8 +251,9 @@ function seg(value: string): string {
 }
 
 /**
- * The client of one Loci server. Safe to share: it keeps no state between
- * calls but its options.
+ * The client of one Loci server, or of the nodes of a cluster. Safe to
+ * share: between calls it keeps only the node that answered last and the
+ * highest data version it has seen.
  *
  * ```ts
  * const loci = new LociClient({ baseUrl: "http://127.0.0.1:3000", apiKey: process.env.LOCI_API_KEY });
@@ -173,8 +262,10 @@ function seg(value: string): string {
  * ```
  */
 export class LociClient {
-  /** The base URL requests go to, without a trailing slash. */
-  readonly baseUrl: string;
+  /** Every base URL of the options, without trailing slashes. */
+  readonly baseUrls: readonly string[];
+  #current = 0;
+  #dataVersion: string | undefined;
   readonly #apiKey: string | undefined;
   readonly #timeoutMs: number;
   readonly #retry: RetryOptions;
@@ -183,8 +274,7 @@ export class LociClient {
   readonly #onResponse: ((info: ResponseInfo) => void) | undefined;
 
   constructor(options: LociClientOptions = {}) {
-    const base = options.baseUrl ?? env("LOCI_URL") ?? DEFAULT_BASE_URL;
-    this.baseUrl = base.replace(/\/+$/, "");
+    this.baseUrls = Object.freeze(baseUrls(options.baseUrl));
     this.#apiKey = options.apiKey === null ? undefined : (options.apiKey ?? env("LOCI_API_KEY"));
     this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#retry = { ...defaultRetry, ...options.retry };
@@ -196,6 +286,22 @@ export class LociClient {
     this.#fetch = f;
     this.#headers = { ...options.headers };
     this.#onResponse = options.onResponse;
+  }
+
+  /** The base URL requests go to first: the node that answered last (with one URL, that URL). */
+  get baseUrl(): string {
+    return this.baseUrls[this.#current]!;
+  }
+
+  /**
+   * The highest X-Loci-Data-Version the client has seen (element-wise), or
+   * undefined before any (a single-node server sends none). With several
+   * base URLs it is sent as X-Loci-Min-Data-Version on every request, so
+   * the node that answers has applied at least what earlier answers
+   * acknowledged (the client's own writes included).
+   */
+  get dataVersion(): string | undefined {
+    return this.#dataVersion;
   }
 
   // ---- system ----
@@ -432,11 +538,18 @@ export class LociClient {
 
   // ---- transport ----
 
+  /**
+   * Sends a call, with failover and retries. With several base URLs, a node
+   * that cannot be reached, that answers 503 with Retry-After, or whose
+   * answer to a call safe to resend was lost, passes the call at once to the
+   * next node, each node once per round; when every node has failed, the
+   * retry policy decides whether to wait and start another round.
+   */
   async #request<T>(call: Call, options: RequestOptions = {}): Promise<Answer<T>> {
     const retry = { ...this.#retry, ...options.retry };
     if (options.retry) checkRetry(retry);
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-    const url = this.#url(call);
+    const target = this.#target(call);
     const headers: Record<string, string> = { Accept: "application/json", ...this.#headers };
     if (this.#apiKey !== undefined) headers["X-API-Key"] = this.#apiKey;
     if (options.requestId !== undefined) headers["X-Request-ID"] = options.requestId;
@@ -445,12 +558,30 @@ export class LociClient {
       headers["Content-Type"] = "application/json";
       body = JSON.stringify(call.body);
     }
+    const nodes = this.baseUrls.length;
+    let node = this.#current;
+    let round = 0; // retries of the policy, each a new round of the nodes
+    let tried = 0; // nodes tried in this round
     for (let attempt = 0; ; attempt++) {
       options.signal?.throwIfAborted();
-      const response = await this.#attempt(url, { method: call.method, headers, body }, timeoutMs, options);
+      tried++;
+      const sent = { ...headers };
+      if (nodes > 1 && this.#dataVersion !== undefined) sent["X-Loci-Min-Data-Version"] = this.#dataVersion;
+      let response: RawAnswer;
+      try {
+        response = await this.#attempt(this.baseUrls[node] + target, { method: call.method, headers: sent, body }, timeoutMs, options);
+      } catch (err) {
+        const next = tried < nodes && err instanceof LociConnectionError && (neverSent(err.cause) || safeToResend(call));
+        if (!next) throw err;
+        node = (node + 1) % nodes;
+        continue;
+      }
       this.#onResponse?.({ method: call.method, path: call.path, status: response.status, headers: response.headers, attempt });
+      const version = response.headers.get("x-loci-data-version");
+      if (version !== null) this.#dataVersion = mergeDataVersions(this.#dataVersion, version);
       const text = response.text;
       if (response.status < 400) {
+        this.#current = node;
         return { status: response.status, headers: response.headers, body: parseBody(text) as T };
       }
       const parsed = parseBody(text);
@@ -463,8 +594,17 @@ export class LociClient {
         method: call.method,
         path: call.path,
       });
-      const delay = retryDelay(response, parsed, attempt, retry);
+      const failover = response.status === 503 && response.headers.get("retry-after") !== null;
+      if (failover && tried < nodes) {
+        node = (node + 1) % nodes;
+        continue;
+      }
+      if (failover) node = (node + 1) % nodes; // every node refused: the next round starts after this one
+      else this.#current = node;
+      const delay = retryDelay(response, parsed, round, retry);
       if (delay === undefined) throw error;
+      round++;
+      tried = 0;
       await sleep(delay, options.signal);
     }
   }
@@ -499,8 +639,9 @@ export class LociClient {
     }
   }
 
-  #url(call: Call): string {
-    let url = this.baseUrl + call.path;
+  /** The path and query of a call, to follow a base URL. */
+  #target(call: Call): string {
+    let url = call.path;
     if (call.query) {
       const q = new URLSearchParams();
       for (const [k, v] of Object.entries(call.query)) {

@@ -2,7 +2,7 @@
  * @loci-memory/client: the official TypeScript client of Loci, the memory
  * store for AI agents. See README.md.
  */
-export { LociClient, DEFAULT_BASE_URL } from "./client.js";
+export { LociClient, DEFAULT_BASE_URL, mergeDataVersions } from "./client.js";
 export type { LociClientOptions, RequestOptions, RetryOptions, PollOptions, ResponseInfo } from "./client.js";
 export {
   LociError,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 from urllib.parse import quote
@@ -26,11 +27,98 @@ DEFAULT_TIMEOUT = 30.0
 USER_AGENT = f"loci-client-python/{__version__}"
 
 
-def resolve_settings(base_url: Optional[str], api_key: Optional[str]) -> Tuple[str, Optional[str]]:
-    """The base URL and API key: the arguments, else LOCI_URL and LOCI_API_KEY, else the local default, no key."""
-    url = base_url or os.environ.get("LOCI_URL") or DEFAULT_URL
+def resolve_settings(
+    base_url: Union[str, Sequence[str], None], api_key: Optional[str]
+) -> Tuple[Tuple[str, ...], Optional[str]]:
+    """The server URLs and API key: the arguments, else LOCI_URL and LOCI_API_KEY, else the local default, no key.
+
+    ``base_url`` is one URL or a list of them (the nodes of a cluster); LOCI_URL may list several, comma-separated.
+    """
+    if base_url is None or base_url == "":
+        env = os.environ.get("LOCI_URL") or DEFAULT_URL
+        urls = [u.strip() for u in env.split(",")]
+    elif isinstance(base_url, str):
+        urls = [base_url]
+    else:
+        urls = list(base_url)
+        for u in urls:
+            if not isinstance(u, str):
+                raise TypeError(f"base_url: every URL must be a string, got {type(u).__name__}")
+    out = tuple(u.rstrip("/") for u in urls if u and u.strip())
+    if not out:
+        raise ValueError("base_url: no server URL given")
     key = api_key if api_key is not None else os.environ.get("LOCI_API_KEY")
-    return url.rstrip("/"), (key or None)
+    return out, (key or None)
+
+
+def parse_data_version(value: str) -> Optional[Tuple[int, ...]]:
+    """The numbers of an ``X-Loci-Data-Version`` value (``65.12.10``), or None when it is not one."""
+    parts = value.strip().split(".")
+    if not all(p.isdigit() and p.isascii() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def merge_data_versions(seen: Optional[str], new: str) -> Optional[str]:
+    """The data version to remember after ``seen`` once an answer carried ``new``.
+
+    Versions of the same cluster have the same number of parts (control stream, then each shard): the result is
+    their element-wise maximum, which every node reaches once it has applied all that either answer reflected.
+    Versions of different lengths do not compare (another cluster behind the same URLs): the newer one is kept.
+    A malformed ``new`` leaves ``seen`` as it was.
+    """
+    b = parse_data_version(new)
+    if b is None:
+        return seen
+    a = parse_data_version(seen) if seen is not None else None
+    if a is None or len(a) != len(b):
+        return ".".join(map(str, b))
+    return ".".join(str(max(x, y)) for x, y in zip(a, b))
+
+
+class Nodes:
+    """The servers a client sends to, the one that answered last, and the highest data version it has seen.
+
+    With one URL the client behaves as a single-server client always did: it sends no
+    ``X-Loci-Min-Data-Version``. With several (a cluster), every request carries the highest
+    ``X-Loci-Data-Version`` seen so far, so that a node a request fails over to first applies everything the
+    nodes before it had acknowledged (read your writes across nodes). Safe to share between threads.
+    """
+
+    def __init__(self, urls: Tuple[str, ...]) -> None:
+        self.urls = urls
+        self._current = 0
+        self._version: Optional[str] = None
+        self._lock = threading.Lock()
+
+    @property
+    def current(self) -> int:
+        """The index of the node that answered last (where the next request starts)."""
+        return self._current
+
+    def answered(self, index: int) -> None:
+        self._current = index
+
+    def next(self, index: int) -> int:
+        return (index + 1) % len(self.urls)
+
+    @property
+    def data_version(self) -> Optional[str]:
+        return self._version
+
+    def observe(self, headers: httpx.Headers) -> None:
+        """Remembers the data version an answer carried (any answer: errors too reflect what the node applied)."""
+        value = headers.get("x-loci-data-version")
+        if value:
+            with self._lock:
+                self._version = merge_data_versions(self._version, value)
+
+    def headers(self, base: Dict[str, str]) -> Dict[str, str]:
+        """The headers of the next request: ``base``, plus the minimum data version with several nodes."""
+        version = self._version
+        if len(self.urls) < 2 or version is None:
+            return base
+        return {**base, "X-Loci-Min-Data-Version": version}
 
 
 def default_headers(api_key: Optional[str]) -> Dict[str, str]:
@@ -57,6 +145,12 @@ class RetryPolicy:
     The wait before attempt ``n`` (0-based retry count) is ``min(backoff_max, backoff_base * 2**n)`` with equal
     jitter (half fixed, half random), and never less than the server's ``Retry-After``. A ``Retry-After`` above
     ``max_retry_after`` is not waited for: the error is raised at once.
+
+    With several server URLs (a cluster), a request first moves on to the next node, without waiting, when a
+    node cannot be reached, when it answers 503 with ``Retry-After`` (or ``starting``), or, for a request that is
+    harmless to resend as above, when its answer was lost. Each node is tried once per round; once every node
+    has failed, the rules above decide whether to wait and start another round (``max_retries`` counts rounds).
+    A 429 stays with its node (rate limits are counted per node), and no other 4xx is ever resent.
     """
 
     max_retries: int = 3
@@ -292,6 +386,13 @@ def is_safe_transport_retry(exc: httpx.TransportError, call: Call[Any]) -> bool:
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)):
         return True
     return call.idempotent
+
+
+def fails_over(error: LociError) -> bool:
+    """Whether another node may take a request this node refused: a 503 that marks the refusal as temporary."""
+    if error.status != 503:
+        return False
+    return error.retry_after is not None or (isinstance(error, ServiceUnavailable) and error.reason == "starting")
 
 
 def transport_error(exc: httpx.TransportError, attempts: int) -> LociError:

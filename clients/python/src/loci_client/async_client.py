@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Set, TypeVar, Union
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 import httpx
 
@@ -19,8 +33,10 @@ T = TypeVar("T")
 class AsyncClient:
     """An asynchronous Loci client with the methods of ``Client``; each returns a coroutine (iterators are async).
 
-    ``base_url`` defaults to ``LOCI_URL`` (else ``http://127.0.0.1:3000``), ``api_key`` to ``LOCI_API_KEY``
-    (a server without ``API_KEY`` needs none). ``timeout`` is seconds per attempt (or an ``httpx.Timeout``).
+    ``base_url`` is one server URL or a list of a cluster's nodes (default ``LOCI_URL``, comma-separated for
+    several, else ``http://127.0.0.1:3000``); with several, a request fails over to the next node as
+    ``RetryPolicy`` describes, and reads what earlier answers acknowledged (``data_version``). ``api_key`` defaults
+    to ``LOCI_API_KEY`` (a server without ``API_KEY`` needs none). ``timeout`` is seconds per attempt (or an ``httpx.Timeout``).
     ``on_retry`` is told of each retry before its wait (for logging); ``sleep`` performs every wait (retries and
     polling). ``http_client`` replaces the connection pool (proxies, custom transports; ``timeout`` is then its own).
     Use it as an async context manager, or await ``close()``.
@@ -28,7 +44,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        base_url: Optional[str] = None,
+        base_url: Union[str, Sequence[str], None] = None,
         api_key: Optional[str] = None,
         *,
         timeout: Union[float, httpx.Timeout] = _core.DEFAULT_TIMEOUT,
@@ -37,7 +53,10 @@ class AsyncClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         http_client: Optional[httpx.AsyncClient] = None,
     ) -> None:
-        self.base_url, self.api_key = _core.resolve_settings(base_url, api_key)
+        urls, self.api_key = _core.resolve_settings(base_url, api_key)
+        #: Every server URL the client sends to, in the order given.
+        self.base_urls: Tuple[str, ...] = urls
+        self._nodes = _core.Nodes(urls)
         self.retry = retry or RetryPolicy()
         self._on_retry = on_retry
         self._sleep = sleep
@@ -56,42 +75,85 @@ class AsyncClient:
         if self._owns_http:
             await self._http.aclose()
 
+    @property
+    def base_url(self) -> str:
+        """The URL of the server that answered last (with one URL, that URL)."""
+        return self.base_urls[self._nodes.current]
+
+    @property
+    def data_version(self) -> Optional[str]:
+        """The highest ``X-Loci-Data-Version`` the client has seen (element-wise), or None before any.
+
+        With several ``base_url``s it is sent as ``X-Loci-Min-Data-Version`` on every request: whichever node
+        answers has applied at least what the client already saw acknowledged (its own writes included).
+        """
+        return self._nodes.data_version
+
     async def _send(self, call: Call[T]) -> T:
-        retry = 0
-        url = self.base_url + call.path
+        nodes = self._nodes
+        node = nodes.current
+        sent = 0  # requests sent, failovers and retries included
+        rounds = 0  # retries of the policy (waits), each starting a new round of the nodes
+        tried = 0  # nodes tried in this round
         while True:
+            sent += 1
+            tried += 1
             try:
                 resp = await self._http.request(
                     call.method,
-                    url,
+                    nodes.urls[node] + call.path,
                     params=call.params or None,
                     json=call.json,
-                    headers=self._headers,
+                    headers=nodes.headers(self._headers),
                 )
             except httpx.TransportError as exc:
-                if retry < self.retry.max_retries and _core.is_safe_transport_retry(exc, call):
-                    delay = self.retry.backoff(retry)
-                    retry += 1
-                    await self._wait(retry, delay, exc)
+                if not _core.is_safe_transport_retry(exc, call):
+                    raise _core.transport_error(exc, sent) from exc
+                if tried < len(nodes.urls):
+                    node = nodes.next(node)
+                    self._failover(sent, exc)
                     continue
-                raise _core.transport_error(exc, retry + 1) from exc
+                if rounds >= self.retry.max_retries:
+                    raise _core.transport_error(exc, sent) from exc
+                delay = self.retry.backoff(rounds)
+                rounds += 1
+                tried = 0
+                node = nodes.next(node)
+                await self._wait(sent, delay, exc)
+                continue
+            nodes.observe(resp.headers)
             body = _core.decode_body(resp)
             if 200 <= resp.status_code < 300 or resp.status_code in call.ok_statuses:
+                nodes.answered(node)
                 try:
                     return call.parse(resp.status_code, resp.headers, body)
                 except (TypeError, KeyError, ValueError, AttributeError) as exc:
                     raise DecodeError(resp.status_code, f"unexpected response: {exc}", headers=resp.headers) from exc
-            err = error_for_status(resp.status_code, body, resp.headers, attempts=retry + 1)
-            delay_s = self.retry.delay_for(retry, err)
+            err = error_for_status(resp.status_code, body, resp.headers, attempts=sent)
+            if _core.fails_over(err) and tried < len(nodes.urls):
+                node = nodes.next(node)
+                self._failover(sent, err)
+                continue
+            if _core.fails_over(err):
+                node = nodes.next(node)  # every node refused: the next round starts after this one
+            else:
+                nodes.answered(node)
+            delay_s = self.retry.delay_for(rounds, err)
             if delay_s is None:
                 raise err
-            retry += 1
-            await self._wait(retry, delay_s, err)
+            rounds += 1
+            tried = 0
+            await self._wait(sent, delay_s, err)
 
     async def _wait(self, retry: int, delay: float, cause: BaseException) -> None:
         if self._on_retry is not None:
             self._on_retry(retry, delay, cause)
         await self._sleep(delay)
+
+    def _failover(self, retry: int, cause: BaseException) -> None:
+        """Tells ``on_retry`` of resend number ``retry``, sent at once to the next node."""
+        if self._on_retry is not None:
+            self._on_retry(retry, 0.0, cause)
 
     # -- system --------------------------------------------------------------------------------------------
 
