@@ -745,6 +745,22 @@ type Stats struct {
 	NextSeq         uint64 `json:"next_seq"`
 }
 
+// Add adds o's counts to s (several engines of one node, cluster mode);
+// the WAL positions, which do not add up, become the larger of the two.
+func (s *Stats) Add(o Stats) {
+	s.Segments += o.Segments
+	s.SegmentBytes += o.SegmentBytes
+	s.SketchBytes += o.SketchBytes
+	s.HeadBytes += o.HeadBytes
+	s.HeadArtifacts += o.HeadArtifacts
+	s.FrozenHeads += o.FrozenHeads
+	s.FrozenBytes += o.FrozenBytes
+	s.Tombstones += o.Tombstones
+	s.WALCheckpoint = max(s.WALCheckpoint, o.WALCheckpoint)
+	s.WALCurrentIndex = max(s.WALCurrentIndex, o.WALCurrentIndex)
+	s.NextSeq = max(s.NextSeq, o.NextSeq)
+}
+
 func (db *DB) Stats() Stats {
 	db.mu.RLock()
 	defer db.mu.RUnlock()

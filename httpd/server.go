@@ -547,13 +547,14 @@ func (s *Server) engineHealth() error {
 	return nil
 }
 
-// shardStats is every shard engine's counters, in shard order.
-func (s *Server) shardStats() []engine.Stats {
-	out := make([]engine.Stats, len(s.engines))
-	for i, db := range s.engines {
-		out[i] = db.Stats()
+// shardStats is the shard engines' counters, added up (engine.Stats.Add),
+// so that /health has the same shape in both modes.
+func (s *Server) shardStats() engine.Stats {
+	var st engine.Stats
+	for _, db := range s.engines {
+		st.Add(db.Stats())
 	}
-	return out
+	return st
 }
 
 // mayReadHealth reports whether the /health caller may see the engine's

@@ -267,13 +267,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	var backlog int
 	healthy := 1.0
 	for _, db := range *dbs {
-		s := db.Stats()
-		st.HeadBytes += s.HeadBytes
-		st.HeadArtifacts += s.HeadArtifacts
-		st.FrozenBytes += s.FrozenBytes
-		st.Segments += s.Segments
-		st.SegmentBytes += s.SegmentBytes
-		st.SketchBytes += s.SketchBytes
+		st.Add(db.Stats())
 		backlog += db.EmbeddingBacklog()
 		w := db.WALStats()
 		ws.Records += w.Records
