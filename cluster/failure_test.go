@@ -24,7 +24,7 @@ func TestNoQuorumNeverAcknowledges(t *testing.T) {
 		return engine.IngestInput{Workspace: "w", ActorID: "a", Type: "note", IdempotencyKey: key,
 			Payload: []byte(fmt.Sprintf(`{"text":"write %s"}`, key))}
 	}
-	first, err := nodes[0].Engine("t", "w").Ingest("t", in("before"))
+	first, err := mustEngine(t, nodes[0], "t", "w").Ingest("t", in("before"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +34,14 @@ func TestNoQuorumNeverAcknowledges(t *testing.T) {
 	nc.Pause(1)
 	nc.Pause(2)
 	start := time.Now()
-	res, err := nodes[0].Engine("t", "w").Ingest("t", in("during"))
+	res, err := mustEngine(t, nodes[0], "t", "w").Ingest("t", in("during"))
 	if !errors.Is(err, engine.ErrUnavailable) {
 		t.Fatalf("write without a quorum: %+v, %v; want engine.ErrUnavailable", res, err)
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the refusal took %s", took)
 	}
-	if _, err := nodes[1].Engine("t", "w").Artifact("t", first.ArtifactID); err != nil {
+	if _, err := mustEngine(t, nodes[1], "t", "w").Artifact("t", first.ArtifactID); err != nil {
 		t.Fatalf("a read without a quorum: %v", err)
 	}
 	nc.Resume(1)
@@ -50,7 +50,7 @@ func TestNoQuorumNeverAcknowledges(t *testing.T) {
 	var retried engine.IngestResult
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		retried, err = nodes[1].Engine("t", "w").Ingest("t", in("during"))
+		retried, err = mustEngine(t, nodes[1], "t", "w").Ingest("t", in("during"))
 		if err == nil || !errors.Is(err, engine.ErrUnavailable) || time.Now().After(deadline) {
 			break
 		}
@@ -68,11 +68,11 @@ func TestNoQuorumNeverAcknowledges(t *testing.T) {
 	}
 	var lists [2]string
 	for i, n := range nodes {
-		id, ok, err := n.Engine("t", "w").ArtifactByIdempotencyKey("t", "w", "during")
+		id, ok, err := mustEngine(t, n, "t", "w").ArtifactByIdempotencyKey("t", "w", "during")
 		if err != nil || !ok || id != retried.ArtifactID {
 			t.Fatalf("node %d: key during -> %s %v %v, want %s", i, id, ok, err, retried.ArtifactID)
 		}
-		page, err := n.Engine("t", "w").ListArtifacts("t", "w", engine.ListQuery{Limit: 100})
+		page, err := mustEngine(t, n, "t", "w").ListArtifacts("t", "w", engine.ListQuery{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestServerKilledWritesResume(t *testing.T) {
 		ws := fmt.Sprint("w", i)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			_, err := nodes[i%2].Engine("t", ws).Ingest("t", engine.IngestInput{Workspace: ws, ActorID: "a", Type: "note",
+			_, err := mustEngine(t, nodes[i%2], "t", ws).Ingest("t", engine.IngestInput{Workspace: ws, ActorID: "a", Type: "note",
 				IdempotencyKey: ws, Payload: []byte(`{"text":"after the kill"}`)})
 			if err == nil {
 				break

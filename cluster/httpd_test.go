@@ -29,7 +29,7 @@ func serveHTTP(t *testing.T, n *Node) string {
 	return "http://" + ln.Addr().String()
 }
 
-func call(t *testing.T, method, url, body string, header ...string) (*http.Response, string) {
+func plainCall(t *testing.T, method, url, body string, header ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -60,7 +60,7 @@ func TestHTTPDataVersions(t *testing.T) {
 	a, b := serveHTTP(t, nodes[0]), serveHTTP(t, nodes[1])
 	var version string
 	for i := 0; i < 5; i++ {
-		resp, body := call(t, "POST", a+"/v1/ingest", fmt.Sprintf(`{"workspace_id":"w","actor_id":"a","artifact_type":"note","raw_payload":{"text":"the replicated log note %d"}}`, i))
+		resp, body := plainCall(t, "POST", a+"/v1/ingest", fmt.Sprintf(`{"workspace_id":"w","actor_id":"a","artifact_type":"note","raw_payload":{"text":"the replicated log note %d"}}`, i))
 		if resp.StatusCode != 201 {
 			t.Fatalf("ingest: %d %s", resp.StatusCode, body)
 		}
@@ -70,8 +70,8 @@ func TestHTTPDataVersions(t *testing.T) {
 		t.Fatalf("X-Loci-Data-Version %q: want 4 parts (control and 3 shards)", version)
 	}
 	pack := `{"workspace_id":"w","query":"replicated log note","max_tokens":300}`
-	ra, bodyA := call(t, "POST", a+"/v1/context-pack", pack)
-	rb, bodyB := call(t, "POST", b+"/v1/context-pack", pack, "X-Loci-Min-Data-Version", version)
+	ra, bodyA := plainCall(t, "POST", a+"/v1/context-pack", pack)
+	rb, bodyB := plainCall(t, "POST", b+"/v1/context-pack", pack, "X-Loci-Min-Data-Version", version)
 	if ra.StatusCode != 200 || rb.StatusCode != 200 {
 		t.Fatalf("packs: %d %s / %d %s", ra.StatusCode, bodyA, rb.StatusCode, bodyB)
 	}
@@ -79,22 +79,22 @@ func TestHTTPDataVersions(t *testing.T) {
 		t.Fatalf("packs differ or miss the last write:\n%s\n%s", bodyA, bodyB)
 	}
 
-	resp, body := call(t, "GET", b+"/v1/workspaces", "", "X-Loci-Min-Data-Version", "1.x")
+	resp, body := plainCall(t, "GET", b+"/v1/workspaces", "", "X-Loci-Min-Data-Version", "1.x")
 	if resp.StatusCode != 400 || !strings.Contains(body, "X-Loci-Min-Data-Version") {
 		t.Fatalf("malformed version: %d %s", resp.StatusCode, body)
 	}
 	start := time.Now()
-	resp, body = call(t, "GET", b+"/v1/workspaces", "", "X-Loci-Min-Data-Version", "0.0.0.999999")
+	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-Loci-Min-Data-Version", "0.0.0.999999")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || time.Since(start) < MaxVersionWait {
 		t.Fatalf("unreached version: %d %q after %s: %s", resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(start), body)
 	}
-	resp, body = call(t, "POST", a+"/v2/ingest", `{"workspace_id":"w","actor_id":"a","async_index":true,"artifacts":[{"artifact_type":"note","raw_payload":{"text":"x"}}]}`)
+	resp, body = plainCall(t, "POST", a+"/v2/ingest", `{"workspace_id":"w","actor_id":"a","async_index":true,"artifacts":[{"artifact_type":"note","raw_payload":{"text":"x"}}]}`)
 	if resp.StatusCode != 400 || !strings.Contains(body, "not available in cluster mode") {
 		t.Fatalf("async indexing in cluster mode: %d %s", resp.StatusCode, body)
 	}
 	var all bytes.Buffer
 	for _, base := range []string{a, b} {
-		_, body := call(t, "GET", base+"/v1/workspaces", "", "X-Loci-Min-Data-Version", version)
+		_, body := plainCall(t, "GET", base+"/v1/workspaces", "", "X-Loci-Min-Data-Version", version)
 		all.WriteString(body + "\n")
 	}
 	if l := strings.Split(strings.TrimSpace(all.String()), "\n"); l[0] != l[1] {

@@ -17,12 +17,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,9 +57,9 @@ const (
 	controlStream = "LOCI_CONTROL"
 )
 
-// errShardCount refuses a node whose shard count or embedder is not the
-// cluster's: waiting would not help.
-var errShardCount = errors.New("cluster: this node's configuration does not match the cluster's")
+// errSettings refuses a node whose shard count, replica count or embedder
+// is not the cluster's: waiting would not help.
+var errSettings = errors.New("cluster: this node's settings differ from the cluster's")
 
 // Config configures a Node.
 type Config struct {
@@ -86,7 +86,12 @@ type Config struct {
 	// PublishTimeout bounds the wait for a publish acknowledgement and for
 	// this node's apply of the write (default DefaultPublishTimeout).
 	PublishTimeout time.Duration
-	Logger         *slog.Logger
+	// Replicas is how many nodes serve each shard (partial replication,
+	// assign.go): 0, the default, has every node serve every shard. The
+	// first node fixes it for the cluster; a node configured otherwise
+	// refuses to start.
+	Replicas int
+	Logger   *slog.Logger
 }
 
 // Node is a running cluster member: a NATS connection, its engines and the
@@ -101,6 +106,14 @@ type Node struct {
 	ctl      *Shard
 	members  jetstream.KeyValue
 	settings jetstream.KeyValue // loci_cluster
+	// secret marks requests one node forwards to another (ForwardSecret).
+	secret string
+
+	// Partial replication (assign.go).
+	view       atomic.Pointer[memberView] // the live members, as last polled
+	leaseNow   chan struct{}              // asks keepLease to publish the lease at once
+	firstReady chan struct{}              // closed once the first assignment is ready
+	onEngines  atomic.Pointer[func([]*engine.DB)]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -159,7 +172,12 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, nc: nc, js: js, boot: uuid.NewString()[:8]}
+	if cfg.Replicas < 0 {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: replicas %d: want 0 (every node serves every shard) or more", cfg.Replicas)
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, nc: nc, js: js, boot: uuid.NewString()[:8],
+		leaseNow: make(chan struct{}, 1), firstReady: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(ctx); err != nil {
 		n.Close()
@@ -188,7 +206,7 @@ func (n *Node) open(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || errors.Is(err, errShardCount) {
+		if ctx.Err() != nil || errors.Is(err, errSettings) {
 			return err
 		}
 		if attempt%10 == 1 {
@@ -202,11 +220,11 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	ctlOpts := n.cfg.Engine
 	ctlOpts.Replicated, ctlOpts.Control = true, n.cfg.Control
-	var err error
-	if n.ctl, err = n.openShard(controlStream, "loci.control", filepath.Join(n.cfg.Dir, "control"), ctlOpts); err != nil {
+	n.ctl = newShard(n, -1, controlStream, "loci.control", filepath.Join(n.cfg.Dir, "control"), ctlOpts)
+	if err := n.ctl.open(); err != nil {
 		return err
 	}
-	if err := n.checkEmbedder(ctx, n.ctl.db); err != nil {
+	if err := n.checkEmbedder(ctx, n.ctl.engine()); err != nil {
 		return err
 	}
 	opts := n.cfg.Engine
@@ -217,11 +235,15 @@ func (n *Node) open(ctx context.Context) error {
 		opts.FlushThreshold = max(opts.FlushThreshold/int64(n.cfg.Shards), minShardFlush)
 	}
 	for k := 0; k < n.cfg.Shards; k++ {
-		s, err := n.openShard(shardStream(k), shardSubject(k), filepath.Join(n.cfg.Dir, fmt.Sprintf("shard-%03d", k)), opts)
-		if err != nil {
+		n.shards = append(n.shards, newShard(n, k, shardStream(k), shardSubject(k), filepath.Join(n.cfg.Dir, fmt.Sprintf("shard-%03d", k)), opts))
+	}
+	if n.partial() {
+		return n.openPartial(ctx)
+	}
+	for _, s := range n.shards {
+		if err := s.open(); err != nil {
 			return err
 		}
-		n.shards = append(n.shards, s)
 	}
 	// The targets are read before any applier starts, so catching up means
 	// reaching what was in the streams when the node started.
@@ -236,12 +258,13 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	for _, s := range all {
 		n.wg.Add(1)
-		go s.run()
+		go s.run(n.ctx)
 	}
 	for i, s := range all {
 		if err := s.waitApplied(ctx, targets[i]); err != nil {
 			return fmt.Errorf("cluster: catching up with %s (to %d, at %d): %w", s.stream, targets[i], s.Applied(), err)
 		}
+		s.ready.Store(true)
 	}
 	n.wg.Add(1)
 	go n.keepLease()
@@ -264,7 +287,24 @@ func (n *Node) setup(ctx context.Context) error {
 		return fmt.Errorf("cluster: the shard count: %w", err)
 	}
 	if got != want {
-		return fmt.Errorf("%w: this cluster has %s shards, this node is configured with %s (--cluster-shards): a workspace's shard must never change", errShardCount, got, want)
+		return fmt.Errorf("%w: this cluster has %s shards, this node is configured with %s (--cluster-shards): a workspace's shard must never change", errSettings, got, want)
+	}
+	// Every node must assign shards alike (and tag ids alike), so the
+	// replica count is the cluster's too. A cluster created before the
+	// setting existed had every node serve every shard.
+	wantR := strconv.Itoa(n.cfg.Replicas)
+	gotR, err := n.setting(ctx, "replicas", wantR)
+	if err != nil {
+		return fmt.Errorf("cluster: the replica count: %w", err)
+	}
+	if gotR != wantR {
+		return fmt.Errorf("%w: this cluster has %s replicas per shard, this node is configured with %s (--cluster-replicas; 0: every node serves every shard)", errSettings, gotR, wantR)
+	}
+	// The forwarding secret: a random value every node reads from the
+	// bucket, so that only a node (or whoever can read the cluster's NATS
+	// buckets) can mark a request as forwarded.
+	if n.secret, err = n.setting(ctx, "forward-secret", uuid.NewString()+uuid.NewString()); err != nil {
+		return fmt.Errorf("cluster: the forwarding secret: %w", err)
 	}
 	if n.members, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: membersBucket, Replicas: n.cfg.StreamReplicas,
 		Storage: jetstream.MemoryStorage, TTL: LeaseTTL, History: 1, Description: "Loci node leases"}); err != nil {
@@ -323,7 +363,7 @@ func (n *Node) checkEmbedder(ctx context.Context, db *engine.DB) error {
 		return fmt.Errorf("cluster: the embedder: %w", err)
 	}
 	if got != emb {
-		return fmt.Errorf("%w: this cluster's nodes embed with %s, this node with %s (--embedder)", errShardCount, got, emb)
+		return fmt.Errorf("%w: this cluster's nodes embed with %s, this node with %s (--embedder)", errSettings, got, emb)
 	}
 	return nil
 }
@@ -355,35 +395,67 @@ func (n *Node) setting(ctx context.Context, key, value string) (string, error) {
 func shardStream(k int) string  { return fmt.Sprintf("LOCI_SHARD_%d", k) }
 func shardSubject(k int) string { return fmt.Sprintf("loci.shard.%d", k) }
 
-func (n *Node) openShard(stream, subject, dir string, opts engine.Options) (*Shard, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	db, err := engine.Open(dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: open %s: %w", dir, err)
-	}
-	s := newShard(n, stream, subject, db)
-	db.SetReplicator(s)
-	return s, nil
+// Engine is the engine of workspace ws of tenant (service.Shards), or,
+// when this node does not serve its shard (partial replication), a
+// *service.NotServedError naming a node that does.
+func (n *Node) Engine(tenant, ws string) (*engine.DB, error) {
+	return n.ShardEngine(ShardOf(tenant, ws, len(n.shards)))
 }
 
-// Engine is the engine of workspace ws of tenant (service.Shards).
-func (n *Node) Engine(tenant, ws string) *engine.DB {
-	return n.shards[ShardOf(tenant, ws, len(n.shards))].db
+// ShardEngine is the engine of shard k, or a *service.NotServedError.
+func (n *Node) ShardEngine(k int) (*engine.DB, error) {
+	if k < 0 || k >= len(n.shards) {
+		return nil, fmt.Errorf("cluster: no shard %d (of %d)", k, len(n.shards))
+	}
+	s := n.shards[k]
+	if s.ready.Load() {
+		return s.engine(), nil
+	}
+	return nil, n.notServed(k)
 }
 
-// Engines is every shard's engine, in shard order (service.Shards).
+// Engines is the engine of every shard this node serves, in shard order
+// (service.Shards): every shard's, unless replication is partial.
 func (n *Node) Engines() []*engine.DB {
-	out := make([]*engine.DB, len(n.shards))
-	for i, s := range n.shards {
-		out[i] = s.db
+	out := make([]*engine.DB, 0, len(n.shards))
+	for _, s := range n.shards {
+		if s.ready.Load() {
+			out = append(out, s.engine())
+		}
 	}
 	return out
 }
 
 // ControlEngine is the engine that applies the control stream.
-func (n *Node) ControlEngine() *engine.DB { return n.ctl.db }
+func (n *Node) ControlEngine() *engine.DB { return n.ctl.engine() }
+
+// ShardCount is the cluster's number of shards.
+func (n *Node) ShardCount() int { return len(n.shards) }
+
+// ShardOf is the shard of workspace ws of tenant in this cluster.
+func (n *Node) ShardOf(tenant, ws string) int { return ShardOf(tenant, ws, len(n.shards)) }
+
+// Partial reports whether each node serves only some shards (Replicas > 0).
+func (n *Node) Partial() bool { return n.partial() }
+
+func (n *Node) partial() bool { return n.cfg.Replicas > 0 }
+
+// ForwardSecret is the value that marks a request forwarded by a node of
+// this cluster to another (the same on every node).
+func (n *Node) ForwardSecret() string { return n.secret }
+
+// OnEngines makes fn see the set of engines this node serves (Engines)
+// whenever it changes (metrics).
+func (n *Node) OnEngines(fn func([]*engine.DB)) {
+	n.onEngines.Store(&fn)
+	fn(n.Engines())
+}
+
+func (n *Node) enginesChanged() {
+	if fn := n.onEngines.Load(); fn != nil {
+		(*fn)(n.Engines())
+	}
+}
 
 // DataVersion is what this node has applied: the control stream's and each
 // shard stream's last applied sequence, joined by dots. A client that sends
@@ -418,6 +490,11 @@ func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
 	defer cancel()
 	all := append([]*Shard{n.ctl}, n.shards...)
 	for i, s := range all {
+		// A shard this node does not serve is not waited for: its requests
+		// are forwarded, with the header, to a node that serves it.
+		if i > 0 && n.partial() && !s.ready.Load() {
+			continue
+		}
 		if err := s.waitApplied(ctx, want[i]); err != nil {
 			return fmt.Errorf("%w: this node has not applied data version %s within %s", engine.ErrUnavailable, version, MaxVersionWait)
 		}
@@ -429,10 +506,32 @@ func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
 type Member struct {
 	NodeID string `json:"node_id"`
 	Addr   string `json:"addr"`
+	// Shards are the shards the node serves, caught up (partial
+	// replication only).
+	Shards []int `json:"shards,omitempty"`
 }
 
 // Members lists the live members (leases not expired), by node id.
 func (n *Node) Members(ctx context.Context) ([]Member, error) {
+	leases, err := n.leases(ctx)
+	out := make([]Member, len(leases))
+	for i, l := range leases {
+		out[i] = l.Member
+	}
+	return out, err
+}
+
+// lease is a member's lease as read, with its revision (a renewal makes a
+// new one).
+type lease struct {
+	Member
+	rev uint64
+}
+
+// leases reads the leases, by node id. A lease that cannot be read for any
+// reason but its expiry fails the whole read, so that a member is never
+// taken for gone because of a read error.
+func (n *Node) leases(ctx context.Context) ([]lease, error) {
 	keys, err := n.members.Keys(ctx)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil
@@ -440,31 +539,39 @@ func (n *Node) Members(ctx context.Context) ([]Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Member
+	var out []lease
 	for _, key := range keys {
 		e, err := n.members.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // expired or left between listing and reading
+		}
 		if err != nil {
-			continue // expired between listing and reading
+			return nil, err
 		}
 		var m Member
 		if json.Unmarshal(e.Value(), &m) == nil {
-			out = append(out, m)
+			out = append(out, lease{m, e.Revision()})
 		}
 	}
-	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.NodeID, b.NodeID) })
+	slices.SortFunc(out, func(a, b lease) int { return strings.Compare(a.NodeID, b.NodeID) })
 	return out, nil
 }
 
 // NodeID is this node's id.
 func (n *Node) NodeID() string { return n.cfg.NodeID }
 
-// keepLease renews the node's lease every leaseRenew until Close.
+// keepLease renews the node's lease every leaseRenew until Close, and at
+// once when the shards it serves change (leaseNow).
 func (n *Node) keepLease() {
 	defer n.wg.Done()
-	val, _ := json.Marshal(Member{NodeID: n.cfg.NodeID, Addr: n.cfg.Addr})
 	t := time.NewTicker(leaseRenew)
 	defer t.Stop()
 	for {
+		m := Member{NodeID: n.cfg.NodeID, Addr: n.cfg.Addr}
+		if n.partial() {
+			m.Shards = n.readyShards()
+		}
+		val, _ := json.Marshal(m)
 		ctx, cancel := context.WithTimeout(n.ctx, leaseRenew)
 		if _, err := n.members.Put(ctx, n.cfg.NodeID, val); err != nil && n.ctx.Err() == nil {
 			n.log.Warn("cluster: lease not renewed", "err", err)
@@ -474,8 +581,20 @@ func (n *Node) keepLease() {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
+		case <-n.leaseNow:
 		}
 	}
+}
+
+// readyShards lists the shards this node serves, in order.
+func (n *Node) readyShards() []int {
+	out := []int{}
+	for k, s := range n.shards {
+		if s.ready.Load() {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // Flush flushes every engine's head to segments (a clean stop: the next
@@ -483,7 +602,10 @@ func (n *Node) keepLease() {
 func (n *Node) Flush() error {
 	var errs []error
 	for _, s := range n.all() {
-		errs = append(errs, s.db.Flush())
+		// A shard stopped by partial replication was flushed then.
+		if db := s.engine(); db != nil && s.ready.Load() {
+			errs = append(errs, db.Flush())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -503,7 +625,9 @@ func (n *Node) Close() error {
 	n.wg.Wait()
 	var errs []error
 	for _, s := range n.all() {
-		errs = append(errs, s.db.Close())
+		if db := s.engine(); db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
 	if n.members != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -523,7 +647,12 @@ func (n *Node) Status(ctx context.Context) any {
 		DataVersion string   `json:"data_version"`
 		Members     []Member `json:"members"`
 		NATS        string   `json:"nats"`
+		Replicas    int      `json:"replicas,omitempty"`
+		Serving     []int    `json:"serving,omitempty"`
 	}{NodeID: n.cfg.NodeID, Shards: len(n.shards), DataVersion: n.DataVersion(), NATS: n.nc.Status().String()}
+	if n.partial() {
+		st.Replicas, st.Serving = n.cfg.Replicas, n.readyShards()
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	st.Members, _ = n.Members(ctx)

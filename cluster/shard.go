@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,24 @@ type Shard struct {
 	node    *Node
 	stream  string
 	subject string
-	db      *engine.DB
+	index   int    // the shard's number; -1 for the control plane
+	dir     string // the engine's directory
+	opts    engine.Options
+	db      atomic.Pointer[engine.DB] // nil until opened (partial replication opens on assignment)
+
+	// ready: the engine is caught up and serves requests (always, with
+	// every node serving every shard; see assign.go otherwise).
+	ready atomic.Bool
+	// Partial replication's state of the shard on this node, owned by the
+	// membership loop (assign.go).
+	opened        bool               // its engine is open
+	startFailures int                // failed attempts to open it, in a row
+	active        bool               // its applier runs
+	stopApplier   context.CancelFunc // ends the applier
+	applierDone   chan struct{}      // closed when the applier returns
+	target        uint64             // the stream's last sequence when the applier started
+	surplusSince  time.Time          // no longer assigned, and every assigned node ready, since
+	droppedAt     time.Time          // left the ready set (the engine closes a drain period later)
 
 	applied atomic.Uint64 // the last stream sequence applied
 	// wanted is the highest sequence a writer or reader waits for, and
@@ -34,7 +52,7 @@ type Shard struct {
 	// the watchdog re-creates a consumer that stalls while someone waits.
 	wanted   atomic.Uint64
 	progress atomic.Int64
-	seq     atomic.Uint64 // numbers this node's publications (pubHeader)
+	seq      atomic.Uint64 // numbers this node's publications (pubHeader)
 
 	mu      sync.Mutex
 	changed chan struct{}       // closed and replaced whenever applied moves
@@ -47,11 +65,32 @@ type pending struct {
 	done    chan struct{} // closed once applied
 }
 
-func newShard(n *Node, stream, subject string, db *engine.DB) *Shard {
-	s := &Shard{node: n, stream: stream, subject: subject, db: db, changed: make(chan struct{}), pending: map[string]*pending{}}
-	s.applied.Store(db.AppliedSeq() >> recordBits)
-	return s
+func newShard(n *Node, index int, stream, subject, dir string, opts engine.Options) *Shard {
+	return &Shard{node: n, index: index, stream: stream, subject: subject, dir: dir, opts: opts,
+		changed: make(chan struct{}), pending: map[string]*pending{}}
 }
+
+// open opens the shard's engine (replaying its local WAL) and makes the
+// shard its replicator. Applied moves to the engine's position: it never
+// goes back, since the engine holds every message applied before.
+func (s *Shard) open() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	db, err := engine.Open(s.dir, s.opts)
+	if err != nil {
+		return fmt.Errorf("cluster: open %s: %w", s.dir, err)
+	}
+	db.SetReplicator(s)
+	s.mu.Lock()
+	s.applied.Store(max(s.applied.Load(), db.AppliedSeq()>>recordBits))
+	s.mu.Unlock()
+	s.db.Store(db)
+	return nil
+}
+
+// engine is the shard's engine (nil before open).
+func (s *Shard) engine() *engine.DB { return s.db.Load() }
 
 // Applied is the last stream sequence this node applied.
 func (s *Shard) Applied() uint64 { return s.applied.Load() }
@@ -137,13 +176,13 @@ func (s *Shard) waitApplied(ctx context.Context, seq uint64) error {
 	}
 }
 
-// run applies the stream in order from the engine's position until the
-// node closes. An ordered consumer delivers every message once, in order,
-// re-creating itself after a lost connection or a server restart; if it
-// cannot be created (no quorum yet) run tries again.
-func (s *Shard) run() {
+// run applies the stream in order from the engine's position until ctx
+// ends (the node closes, or partial replication stops the shard). An
+// ordered consumer delivers every message once, in order, re-creating
+// itself after a lost connection or a server restart; if it cannot be
+// created (no quorum yet) run tries again.
+func (s *Shard) run(ctx context.Context) {
 	defer s.node.wg.Done()
-	ctx := s.node.ctx
 	for ctx.Err() == nil {
 		err := s.consume(ctx)
 		if ctx.Err() != nil {
@@ -247,8 +286,9 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 		s.node.log.Error("cluster: message skipped", "stream", s.stream, "seq", n, "err", err)
 		entries = nil
 	}
+	db := s.engine()
 	for attempt := 0; ; attempt++ {
-		err := s.db.ApplyReplicated(n<<recordBits, entries)
+		err := db.ApplyReplicated(n<<recordBits, entries)
 		if err == nil {
 			break
 		}

@@ -27,6 +27,12 @@ import (
 	"github.com/loci-memory/loci/wal"
 )
 
+// Random ids (artifacts, jobs) come from uuid's buffered pool, enabled
+// once before anything runs: enabling it writes a global that every
+// uuid.New reads, so doing it in Open raced with ids being drawn (several
+// engines opened while requests are served, in cluster mode).
+func init() { uuid.EnableRandPool() }
+
 // Options configures a DB. The zero value gives production defaults.
 type Options struct {
 	// Sync is the WAL fsync policy. SyncAlways (the default) makes every
@@ -328,7 +334,6 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
 	db.idle = sync.NewCond(&db.gateMu)
-	uuid.EnableRandPool()
 	db.embedding.init()
 	if err := db.recover(); err != nil {
 		db.closeFiles()

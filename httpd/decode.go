@@ -123,7 +123,10 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	var inv *engine.InvalidError
 	var cinv *control.InvalidError
 	var conflict *engine.IdempotencyConflictError
+	var ns *service.NotServedError
 	switch {
+	case errors.As(err, &ns):
+		s.forward(ctx, ns)
 	case errors.As(err, &conflict):
 		writeError(ctx, fasthttp.StatusConflict, conflict.Error())
 	case errors.As(err, &inv):

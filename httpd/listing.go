@@ -51,7 +51,20 @@ func (s *Server) listWorkspaces(ctx *fasthttp.RequestCtx, c *call) {
 		badRequest(ctx, err)
 		return
 	}
-	res, err := s.svc.ListWorkspaces(c.who)
+	var shards []int
+	var err error
+	if s.cfg.Cluster != nil {
+		if shards, err = requestShards(ctx); err != nil {
+			badRequest(ctx, err)
+			return
+		}
+	}
+	var res service.WorkspacesResult
+	if shards != nil {
+		res, err = s.svc.ListWorkspacesOf(c.who, shards) // a part of another node's listing
+	} else if res, err = s.svc.ListWorkspaces(c.who); err == nil && len(res.Elsewhere) > 0 {
+		err = s.gather(ctx, &res)
+	}
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return

@@ -15,4 +15,10 @@ func (s *Server) newMCPHandler() fasthttp.RequestHandler {
 	return fasthttpadaptor.NewFastHTTPHandler(m.HTTPHandler())
 }
 
-func (s *Server) mcp(ctx *fasthttp.RequestCtx, _ *call) { s.mcpHandler(ctx) }
+func (s *Server) mcp(ctx *fasthttp.RequestCtx, _ *call) {
+	if s.cfg.Cluster != nil {
+		s.mcpRouted(ctx)
+		return
+	}
+	s.mcpHandler(ctx)
+}

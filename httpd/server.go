@@ -102,12 +102,17 @@ type Cluster interface {
 	WaitDataVersion(ctx context.Context, version string) error
 	// Status describes the cluster for /health.
 	Status(ctx context.Context) any
+	// ForwardSecret marks requests one node forwards to another (the
+	// same on every node; see forward.go).
+	ForwardSecret() string
 }
 
 // Server serves one engine and its control state.
 type Server struct {
-	db      *engine.DB   // the engine (single node) or the first shard's
-	engines []*engine.DB // cluster mode: every shard's engine
+	db      *engine.DB          // the engine (single node), or in cluster mode one with the shards' options
+	engines func() []*engine.DB // cluster mode: the engines of the shards this node serves
+	// client forwards requests to other nodes (cluster mode, forward.go).
+	client *fasthttp.Client
 	// svc decides who a caller is and whether it may be served, and serves
 	// every route: tenants, keys, plans, usage, ingest, jobs (it runs the
 	// indexing workers), artifacts, workspaces, feedback, context packs.
@@ -220,10 +225,24 @@ func (s *Server) Start(db *engine.DB, ctl *control.Store) {
 	s.start1(service.New(db, ctl, s.serviceConfig()), db)
 }
 
-// StartSharded is Start over several engines (cluster mode).
+// StartSharded is Start over several engines (cluster mode). When the node
+// serves only some shards (service.PartialShards), the set of engines
+// changes as shards move, and requests for the others are forwarded.
 func (s *Server) StartSharded(shards service.Shards, ctl *control.Store) {
-	s.engines = shards.Engines()
-	s.start1(service.NewSharded(shards, ctl, s.serviceConfig()), s.engines[0])
+	s.engines = shards.Engines
+	s.client = &fasthttp.Client{Name: "loci-forward", NoDefaultUserAgentHeader: true, DisablePathNormalizing: true,
+		ReadTimeout: forwardTimeout, WriteTimeout: forwardTimeout, MaxIdleConnDuration: 30 * time.Second,
+		RetryIfErr: retryStaleConn}
+	var db *engine.DB // the engine whose options every shard has
+	if ps, ok := shards.(service.PartialShards); ok && ps.Partial() {
+		db = ps.ControlEngine()
+	} else {
+		db = shards.Engines()[0]
+	}
+	s.start1(service.NewSharded(shards, ctl, s.serviceConfig()), db)
+	if w, ok := shards.(interface{ OnEngines(func([]*engine.DB)) }); ok {
+		w.OnEngines(s.metrics.WatchEngines)
+	}
 }
 
 func (s *Server) serviceConfig() service.Config {
@@ -237,7 +256,7 @@ func (s *Server) start1(svc *service.Service, db *engine.DB) {
 	s.svc.Start()
 	s.metrics.WatchJobs(s.svc.JobBacklog)
 	if s.engines != nil {
-		s.metrics.WatchEngines(s.engines)
+		s.metrics.WatchEngines(s.engines())
 	} else {
 		s.metrics.WatchEngine(db)
 	}
@@ -412,6 +431,15 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		rt.h(ctx, c)
 		return
 	}
+	marked, forwarded := s.forwarded(ctx)
+	if marked && !forwarded {
+		writeError(ctx, fasthttp.StatusForbidden, forwardHeader+" is for the cluster's nodes: send the request without it")
+		return
+	}
+	if s.cfg.Cluster != nil && len(ctx.Request.Header.Peek(shardsHeader)) > 0 && !forwarded {
+		writeError(ctx, fasthttp.StatusForbidden, shardsHeader+" is for the cluster's nodes: send the request without it")
+		return
+	}
 	p, err := s.svc.Authenticate(service.Credentials{APIKey: string(ctx.Request.Header.Peek("X-API-Key")), Registering: rt.register})
 	if err != nil {
 		s.serviceFail(ctx, err)
@@ -419,7 +447,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	}
 	c.who = p
 	sv.tenant = p.TenantID
-	q, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: rt.name, V2: rt.v2})
+	q, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: rt.name, V2: rt.v2, Forwarded: forwarded})
 	if q.Limit > 0 {
 		ctx.Response.Header.Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
 		ctx.Response.Header.Set("X-RateLimit-Remaining", strconv.Itoa(q.Remaining))
@@ -445,7 +473,15 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			}
 		}
 		rt.h(ctx, c)
+		if ctx.UserValue(ctxForwarded) != nil {
+			// Served, and metered, by the node it was forwarded to; its
+			// answer carries that node's data version.
+			return
+		}
 		ctx.Response.Header.Set("X-Loci-Data-Version", cl.DataVersion())
+		if forwarded && len(ctx.Request.Header.Peek(shardsHeader)) > 0 {
+			return // a part of a listing, metered by the node that gathers it
+		}
 	} else {
 		rt.h(ctx, c)
 	}
@@ -539,7 +575,7 @@ func (s *Server) engineHealth() error {
 	if s.engines == nil {
 		return s.db.Health()
 	}
-	for _, db := range s.engines {
+	for _, db := range s.engines() {
 		if err := db.Health(); err != nil {
 			return err
 		}
@@ -551,7 +587,7 @@ func (s *Server) engineHealth() error {
 // so that /health has the same shape in both modes.
 func (s *Server) shardStats() engine.Stats {
 	var st engine.Stats
-	for _, db := range s.engines {
+	for _, db := range s.engines() {
 		st.Add(db.Stats())
 	}
 	return st

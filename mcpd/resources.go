@@ -31,8 +31,8 @@ func (s *Server) addResources() {
 			if err != nil {
 				return nil, err
 			}
-			res, err := s.svc.ListWorkspaces(p)
-			return s.resource(req.Params.URI, p, res, err)
+			res, err := s.listWorkspaces(ctx, p)
+			return s.resource(ctx, req.Params.URI, p, res, err)
 		})
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: workspaceTemplate, Name: "workspace", Title: "Workspace",
 		Description: "A workspace's newest 50 artifacts (metadata, no payloads).", MIMEType: resourceMIME},
@@ -47,7 +47,7 @@ func (s *Server) addResources() {
 			}
 			limit := workspaceReadLimits
 			res, err := s.svc.ListArtifacts(p, service.ListArtifactsRequest{WorkspaceID: ws, Limit: &limit})
-			return s.resource(req.Params.URI, p, res, err)
+			return s.resource(ctx, req.Params.URI, p, res, err)
 		})
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: receiptTemplate, Name: "receipt", Title: "Decision receipt",
 		Description: "The decision receipt of a context pack: what it included and excluded, and why.", MIMEType: resourceMIME},
@@ -61,19 +61,19 @@ func (s *Server) addResources() {
 				return nil, err
 			}
 			body, err := s.svc.Receipt(p, id)
-			return s.resource(req.Params.URI, p, body, err)
+			return s.resource(ctx, req.Params.URI, p, body, err)
 		})
 }
 
 // resource is p's read of uri: v as JSON (counted in p's usage), or err
 // (not found stays not found, so ids of other tenants look like ids that
 // never were).
-func (s *Server) resource(uri string, p service.Principal, v any, err error) (*mcp.ReadResourceResult, error) {
+func (s *Server) resource(ctx context.Context, uri string, p service.Principal, v any, err error) (*mcp.ReadResourceResult, error) {
 	if err != nil {
 		if errors.Is(err, service.ErrNotFound) || s.toolError(err).Error() == "not found" {
 			return nil, mcp.ResourceNotFoundError(uri)
 		}
-		return nil, s.toolError(err)
+		return nil, s.callError(ctx, err)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -181,10 +181,62 @@ func (s *Server) principal(ctx context.Context, endpoint string) (service.Princi
 	if p.Anonymous() {
 		return p, errors.New("unauthorized: an API key is required")
 	}
-	if _, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: endpoint}); err != nil {
+	if _, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: endpoint, Forwarded: routingOf(ctx).Forwarded}); err != nil {
 		return p, s.toolError(err)
 	}
 	return p, nil
+}
+
+// Routing is how the HTTP transport routes an MCP request in a cluster
+// whose nodes serve some shards each. It travels in the request's context
+// under RoutingKey{}; without it (stdio, a single node) every call is
+// served here.
+type Routing struct {
+	// Forwarded: another node of the cluster forwarded the request, after
+	// admitting it under the caller's rate limit (it is not counted again).
+	Forwarded bool
+	// NotServed is set by the first call that needs a shard this node does
+	// not serve: the transport then forwards the whole request (stateless,
+	// so it is served there as a whole) to the node it names.
+	NotServed *service.NotServedError
+	// Gather completes a tenant-wide workspace listing with the shards
+	// served elsewhere (WorkspacesResult.Elsewhere).
+	Gather func(*service.WorkspacesResult) error
+}
+
+// RoutingKey keys a request's *Routing in its context.
+type RoutingKey struct{}
+
+func routingOf(ctx context.Context) *Routing {
+	if r, ok := ctx.Value(RoutingKey{}).(*Routing); ok && r != nil {
+		return r
+	}
+	return &Routing{}
+}
+
+// callError is toolError for a call made in ctx: a shard served elsewhere
+// is noted for the transport (Routing.NotServed), which forwards the request.
+func (s *Server) callError(ctx context.Context, err error) error {
+	var ns *service.NotServedError
+	if errors.As(err, &ns) {
+		if r, ok := ctx.Value(RoutingKey{}).(*Routing); ok && r != nil && r.NotServed == nil {
+			r.NotServed = ns
+		}
+	}
+	return s.toolError(err)
+}
+
+// listWorkspaces is the caller's tenant-wide workspace listing, gathered
+// across the cluster's nodes when this one serves only some shards.
+func (s *Server) listWorkspaces(ctx context.Context, p service.Principal) (service.WorkspacesResult, error) {
+	res, err := s.svc.ListWorkspaces(p)
+	if err != nil || len(res.Elsewhere) == 0 {
+		return res, err
+	}
+	if g := routingOf(ctx).Gather; g != nil {
+		return res, g(&res)
+	}
+	return res, res.Elsewhere[0]
 }
 
 // toolError words an error for the model: bad input, not found, conflicts,
@@ -212,6 +264,8 @@ func (s *Server) toolError(err error) error {
 		return errors.New("the service is shutting down; retry shortly")
 	case errors.Is(err, engine.ErrUnavailable):
 		return engine.ErrUnavailable
+	case errors.As(err, new(*service.NotServedError)):
+		return errors.New("the workspace's shard is being handed over between the cluster's nodes; retry shortly")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errors.New("the request was cancelled or timed out; retry shortly")
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):

@@ -235,7 +235,7 @@ func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in Reme
 	}
 	res, err := s.svc.IngestBatch(ctx, p, service.IngestBatchRequest{WorkspaceID: in.WorkspaceID, ActorID: actor, Artifacts: items})
 	if err != nil {
-		return nil, out, errors.New(strings.ReplaceAll(s.toolError(err).Error(), "artifacts[", "memories["))
+		return nil, out, errors.New(strings.ReplaceAll(s.callError(ctx, err).Error(), "artifacts[", "memories["))
 	}
 	s.svc.Meter(p, "MCP remember", res.Usage)
 	for _, it := range res.Ingested {
@@ -287,7 +287,7 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 	}
 	res, err := s.svc.Pack(ctx, p, r, v2)
 	if err != nil {
-		return nil, out, s.toolError(err)
+		return nil, out, s.callError(ctx, err)
 	}
 	s.svc.Meter(p, "MCP recall", res.Usage)
 	pr := res.Result
@@ -337,7 +337,7 @@ func (s *Server) feedback(ctx context.Context, req *mcp.CallToolRequest, in Feed
 	res, err := s.svc.Feedback(p, service.FeedbackRequest{WorkspaceID: in.WorkspaceID, ActorID: actor, Action: in.Action,
 		ArtifactID: in.ArtifactID, SpanID: in.SpanID, Reason: in.Reason, ConflictID: in.ConflictID, PreferredSpanID: in.PreferredSpanID})
 	if err != nil {
-		return nil, FeedbackOutput{}, s.toolError(err)
+		return nil, FeedbackOutput{}, s.callError(ctx, err)
 	}
 	s.svc.Meter(p, "MCP feedback", service.UsageDelta{})
 	return nil, FeedbackOutput{FeedbackID: res.FeedbackID.String(), Action: res.Action, Applied: res.Applied, CreatedAt: res.CreatedAt}, nil
@@ -350,7 +350,7 @@ func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in Expla
 	}
 	body, err := s.svc.Receipt(p, in.ReceiptID)
 	if err != nil {
-		return nil, nil, s.toolError(err)
+		return nil, nil, s.callError(ctx, err)
 	}
 	s.svc.Meter(p, "MCP explain", service.UsageDelta{})
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil, nil
@@ -363,7 +363,7 @@ func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInpu
 	}
 	var res any
 	if in.WorkspaceID == "" {
-		res, err = s.svc.ListWorkspaces(p)
+		res, err = s.listWorkspaces(ctx, p)
 	} else {
 		r := service.ListArtifactsRequest{WorkspaceID: in.WorkspaceID, SessionID: optional(in.SessionID), ActorID: optional(in.ActorID),
 			ArtifactType: optional(in.ArtifactType), Since: optional(in.Since), Until: optional(in.Until), Cursor: optional(in.Cursor)}
@@ -373,7 +373,7 @@ func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInpu
 		res, err = s.svc.ListArtifacts(p, r)
 	}
 	if err != nil {
-		return nil, nil, s.toolError(err)
+		return nil, nil, s.callError(ctx, err)
 	}
 	s.svc.Meter(p, "MCP list", service.UsageDelta{})
 	return jsonResult(res)
@@ -396,7 +396,7 @@ func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, in Forget
 	}
 	res, err := s.svc.EraseArtifact(p, in.ArtifactID)
 	if err != nil {
-		return nil, ForgetOutput{}, s.toolError(err)
+		return nil, ForgetOutput{}, s.callError(ctx, err)
 	}
 	s.svc.Meter(p, "MCP forget", service.UsageDelta{})
 	return nil, ForgetOutput{ArtifactID: res.ArtifactID.String(), WorkspaceID: res.WorkspaceID, SpansErased: res.SpansErased}, nil

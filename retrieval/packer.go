@@ -110,11 +110,13 @@ type PackResponse struct {
 // use; a process makes one per engine, since admission (at most 4 ×
 // GOMAXPROCS packs computing at once) is counted per Packer.
 type Packer struct {
-	db    *engine.DB                         // options shared by every engine: embedder, tokens, BM25, clock
-	route func(tenant, ws string) *engine.DB // the engine of a workspace (nil: db)
-	slots chan struct{}                      // admission of concurrent packs
-	count packCounters                       // see PackCounts
-	lines *pack.LineCounts                   // evidence line counts, shared by every pack
+	db    *engine.DB                                  // options shared by every engine: embedder, tokens, BM25, clock
+	route func(tenant, ws string) (*engine.DB, error) // the engine of a workspace (nil: db)
+	// tag, when set, rewrites a receipt's derived id (TagReceipts).
+	tag   func(id uuid.UUID, tenant, ws string) uuid.UUID
+	slots chan struct{}    // admission of concurrent packs
+	count packCounters     // see PackCounts
+	lines *pack.LineCounts // evidence line counts, shared by every pack
 }
 
 // lineMemo is how many spans' evidence line counts a Packer remembers
@@ -127,18 +129,25 @@ func New(db *engine.DB) *Packer {
 }
 
 // NewSharded returns a Packer over several engines of the same options
-// (cluster mode: one per shard); route gives a workspace's engine, and db is
-// any one of them. Admission and the line memo are shared by all.
-func NewSharded(db *engine.DB, route func(tenant, ws string) *engine.DB) *Packer {
+// (cluster mode: one per shard); route gives a workspace's engine (or an
+// error: its shard is not served here), and db is one with the same
+// options. Admission and the line memo are shared by all.
+func NewSharded(db *engine.DB, route func(tenant, ws string) (*engine.DB, error)) *Packer {
 	p := New(db)
 	p.route = route
 	return p
 }
 
+// TagReceipts makes receipt ids pass through tag after their derivation
+// (cluster mode with partial replication: the id names its shard). tag
+// must be a function of its arguments, so that ids stay deterministic.
+// Call it before the first pack.
+func (p *Packer) TagReceipts(tag func(id uuid.UUID, tenant, ws string) uuid.UUID) { p.tag = tag }
+
 // engine is the engine of workspace ws of tenant.
-func (p *Packer) engine(tenant, ws string) *engine.DB {
+func (p *Packer) engine(tenant, ws string) (*engine.DB, error) {
 	if p.route == nil {
-		return p.db
+		return p.db, nil
 	}
 	return p.route(tenant, ws)
 }
@@ -189,6 +198,10 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	// A pack whose ctx ends while it waits (its client has gone, the
 	// server is stopping) gives up its place: abandoned requests must not
 	// make live ones wait behind work nobody will read.
+	db, err := p.engine(tenant, req.Workspace)
+	if err != nil {
+		return nil, err
+	}
 	if err := p.admit(ctx); err != nil {
 		return nil, err
 	}
@@ -212,7 +225,7 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	// data version is no longer the one the first pass saw.
 	gatherPass := func(pass packPass, firstPass bool) (*gathered, error) {
 		var g *gathered
-		err := p.engine(tenant, req.Workspace).View(tenant, req.Workspace, func(v *engine.View) error {
+		err := db.View(tenant, req.Workspace, func(v *engine.View) error {
 			if !firstPass && (v.DataVersion() != seen.version || v.Newest() != seen.newest) {
 				return nil
 			}
@@ -258,12 +271,15 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	version := seen.version
 
 	id := receiptID(tenant, req, version)
+	if p.tag != nil {
+		id = p.tag(id, tenant, req.Workspace)
+	}
 	now := p.db.Now().UTC()
 	body, err := receiptBody(id, req, res, served, version, now)
 	if err != nil {
 		return nil, err
 	}
-	err = p.engine(tenant, req.Workspace).StoreReceipt(engine.Receipt{ID: id, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
+	err = db.StoreReceipt(engine.Receipt{ID: id, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
 		PackHash: res.PackHash, Timestamp: p.db.Now().UTC().UnixMicro(), Confidence: res.Confidence, Abstain: res.Abstain,
 		TotalTokens: res.TotalTokens, Body: body, Citations: res.Citations})
 	if err != nil {

@@ -86,6 +86,9 @@ func (s *Service) isAdminKey(key string) bool {
 type AdmitRequest struct {
 	Endpoint string // the usage counter's endpoint name, such as "POST /v1/ingest"
 	V2       bool   // the endpoint needs a plan with the v2 API
+	// Forwarded: another node of the cluster forwarded the request after
+	// admitting it; it is not counted against the rate limit again.
+	Forwarded bool
 }
 
 // Quota is a tenant's rate limit after admitting or refusing a request.
@@ -100,7 +103,7 @@ type Quota struct {
 // the v2 API (a *PlanError). The quota is returned with either answer.
 func (s *Service) Admit(p Principal, req AdmitRequest) (Quota, error) {
 	var q Quota
-	if !p.Anonymous() && !p.Open && !p.Admin {
+	if !p.Anonymous() && !p.Open && !p.Admin && !req.Forwarded {
 		ok, remaining, retry := s.limiter.Allow(p.TenantID, p.Plan.RPM)
 		q = Quota{Limit: p.Plan.RPM, Remaining: remaining}
 		if !ok {

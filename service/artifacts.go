@@ -97,6 +97,7 @@ var errArtifactNotFound = &Error{Kind: ErrNotFound, Detail: "artifact not found"
 // asynchronous job and not stored yet (job set).
 type found struct {
 	id    uuid.UUID
+	db    *engine.DB // the engine that holds a
 	a     *artifact.Artifact
 	spans []artifact.Span
 	job   control.Job
@@ -123,7 +124,7 @@ func (s *Service) findArtifact(p Principal, artifactID string) (found, error) {
 	if err != nil {
 		return found{}, err
 	}
-	return found{id: id, a: a, spans: spans}, nil
+	return found{id: id, db: db, a: a, spans: spans}, nil
 }
 
 // Artifact returns one of p's artifacts with its payload and spans; one
@@ -220,7 +221,7 @@ func (s *Service) ArtifactStatus(p Principal, artifactID string) (ArtifactStatus
 		total += int(sp.Tokens)
 	}
 	at := FormatTime(time.UnixMicro(f.a.IngestedAt))
-	emb, err := s.engine(p.TenantID, f.a.Workspace).EmbeddingState(p.TenantID, f.id)
+	emb, err := f.db.EmbeddingState(p.TenantID, f.id)
 	if err != nil {
 		return ArtifactStatusResult{}, err
 	}

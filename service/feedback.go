@@ -50,7 +50,7 @@ func optionalID(field, v string) (uuid.UUID, error) {
 // ErrNotFound.
 func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, error) {
 	in := engine.FeedbackInput{Workspace: r.WorkspaceID, ActorID: r.ActorID, Action: r.Action, Reason: r.Reason, ConflictID: r.ConflictID}
-	err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID)
+	db, err := s.workspaceEngine(p.TenantID, r.WorkspaceID)
 	if err != nil {
 		return FeedbackResult{}, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 	if in.PreferredSpanID, err = optionalID("preferred_span_id", r.PreferredSpanID); err != nil {
 		return FeedbackResult{}, err
 	}
-	res, err := s.engine(p.TenantID, in.Workspace).Feedback(p.TenantID, in)
+	res, err := db.Feedback(p.TenantID, in)
 	if errors.Is(err, engine.ErrNotFound) {
 		what := "artifact or span"
 		if in.Action == engine.ActionResolveConflict {
@@ -115,7 +115,8 @@ func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage
 	if r.WorkspaceID == "" {
 		return ReceiptsPage{}, &InvalidError{Field: "workspace_id", Reason: "query parameter is required"}
 	}
-	if err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+	db, err := s.workspaceEngine(p.TenantID, r.WorkspaceID)
+	if err != nil {
 		return ReceiptsPage{}, err
 	}
 	limit, offset := 50, 0
@@ -133,7 +134,7 @@ func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage
 		}
 		offset = n
 	}
-	page, err := s.engine(p.TenantID, r.WorkspaceID).ListReceipts(p.TenantID, r.WorkspaceID, r.PackHash, offset, limit)
+	page, err := db.ListReceipts(p.TenantID, r.WorkspaceID, r.PackHash, offset, limit)
 	if err != nil {
 		return ReceiptsPage{}, err
 	}

@@ -105,13 +105,20 @@ func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (Ing
 	if err := s.db.Validate(&in); err != nil {
 		return IngestResult{}, err
 	}
+	// The routing decision comes before any write (the claim): a request
+	// forwarded to the node serving the workspace is served there whole.
+	db, err := s.engine(p.TenantID, in.Workspace)
+	if err != nil {
+		return IngestResult{}, err
+	}
 	if err := s.ctl.ClaimWorkspace(p.TenantID, in.Workspace); err != nil {
 		return IngestResult{}, err
 	}
 	if s.cfg.AsyncIndexing {
-		return s.ingestAsync(p, in, now)
+		return s.ingestAsync(db, p, in, now)
 	}
-	res, err := s.engine(p.TenantID, in.Workspace).Ingest(p.TenantID, in)
+	in.ArtifactID = s.newArtifactID(p.TenantID, in.Workspace)
+	res, err := db.Ingest(p.TenantID, in)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -126,9 +133,8 @@ func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (Ing
 // ingestAsync is Ingest with AsyncIndexing: the artifact is stored in a
 // durable job and indexed in the background (Indexed false). A key
 // already stored or pending answers with that artifact, as a replay.
-func (s *Service) ingestAsync(p Principal, in engine.IngestInput, now time.Time) (IngestResult, error) {
+func (s *Service) ingestAsync(db *engine.DB, p Principal, in engine.IngestInput, now time.Time) (IngestResult, error) {
 	if in.IdempotencyKey != "" {
-		db := s.engine(p.TenantID, in.Workspace)
 		id, ok, err := db.ArtifactByIdempotencyKey(p.TenantID, in.Workspace, in.IdempotencyKey)
 		if err != nil {
 			return IngestResult{}, err
@@ -154,7 +160,7 @@ func (s *Service) ingestAsync(p Principal, in engine.IngestInput, now time.Time)
 				Created: FormatTime(time.UnixMicro(a.IngestedAt)), Replayed: true}, nil
 		}
 	}
-	jobs, replay, err := s.accept(p.TenantID, in.Workspace, []engine.IngestInput{in}, now, false)
+	jobs, replay, err := s.accept(db, p.TenantID, in.Workspace, []engine.IngestInput{in}, now, false)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -180,7 +186,7 @@ func (s *Service) ingestAsync(p Principal, in engine.IngestInput, now time.Time)
 // artifact (stored, pending or earlier in the batch) differs from the item
 // fails the whole call and queues nothing (engine.IdempotencyDiff). batch
 // says whether errors name items as artifacts[i].
-func (s *Service) accept(tenant, ws string, ins []engine.IngestInput, now time.Time, batch bool) ([]control.Job, []bool, error) {
+func (s *Service) accept(db *engine.DB, tenant, ws string, ins []engine.IngestInput, now time.Time, batch bool) ([]control.Job, []bool, error) {
 	field := func(i int) string {
 		if batch {
 			return fmt.Sprintf("artifacts[%d].idempotency_key", i)
@@ -218,12 +224,12 @@ func (s *Service) accept(tenant, ws string, ins []engine.IngestInput, now time.T
 				out[i], replay[i] = j, true
 				continue
 			}
-			existing, ok, err := s.engine(tenant, ws).ArtifactByIdempotencyKey(tenant, ws, k)
+			existing, ok, err := db.ArtifactByIdempotencyKey(tenant, ws, k)
 			if err != nil {
 				return nil, nil, err
 			}
 			if ok {
-				a, err := s.engine(tenant, ws).Artifact(tenant, existing)
+				a, err := db.Artifact(tenant, existing)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -358,6 +364,11 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 		}
 		ins[i] = in
 	}
+	// The routing decision comes before any write (the claim).
+	db, err := s.engine(p.TenantID, r.WorkspaceID)
+	if err != nil {
+		return IngestBatchResult{}, err
+	}
 	if err := s.ctl.ClaimWorkspace(p.TenantID, r.WorkspaceID); err != nil {
 		return IngestBatchResult{}, err
 	}
@@ -366,7 +377,7 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 		if s.cfg.NoJobs {
 			return IngestBatchResult{}, &InvalidError{Field: "async_index", Reason: "asynchronous indexing is not available in cluster mode; send the batch without it (it is indexed before the answer)"}
 		}
-		jobs, replay, err := s.accept(p.TenantID, r.WorkspaceID, ins, now, true)
+		jobs, replay, err := s.accept(db, p.TenantID, r.WorkspaceID, ins, now, true)
 		if err != nil {
 			return IngestBatchResult{}, err
 		}
@@ -381,7 +392,9 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 		}
 		return out, nil
 	}
-	db := s.engine(p.TenantID, r.WorkspaceID)
+	for i := range ins {
+		ins[i].ArtifactID = s.newArtifactID(p.TenantID, r.WorkspaceID)
+	}
 	res, err := db.IngestBatch(p.TenantID, ins)
 	if err != nil {
 		return IngestBatchResult{}, err

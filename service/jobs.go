@@ -161,7 +161,11 @@ func (r *jobRunner) run(j control.Job) {
 	if hook != nil {
 		hook(j)
 	}
-	res, err := s.engine(j.TenantID, in.Workspace).Ingest(j.TenantID, in)
+	var res engine.IngestResult
+	db, err := s.engine(j.TenantID, in.Workspace)
+	if err == nil {
+		res, err = db.Ingest(j.TenantID, in)
+	}
 	var inv *engine.InvalidError
 	var conflict *engine.IdempotencyConflictError
 	switch {

@@ -149,7 +149,7 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	if err != nil {
 		return PackResult{}, invalid(err)
 	}
-	if err := s.engine(p.TenantID, req.Workspace).CheckWorkspace(p.TenantID, req.Workspace); err != nil {
+	if _, err := s.workspaceEngine(p.TenantID, req.Workspace); err != nil {
 		return PackResult{}, err
 	}
 	res, err := s.packer.ContextPack(ctx, p.TenantID, req)

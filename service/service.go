@@ -83,23 +83,83 @@ type Config struct {
 // Shards is where the data plane lives: one engine on a single node, one
 // engine per shard in cluster mode (package cluster).
 type Shards interface {
-	// Engine returns the engine that holds workspace ws of tenant.
-	Engine(tenant, ws string) *engine.DB
-	// Engines returns every engine, in a fixed order.
+	// Engine returns the engine that holds workspace ws of tenant, or a
+	// *NotServedError when this node does not serve its shard.
+	Engine(tenant, ws string) (*engine.DB, error)
+	// Engines returns every engine this node serves, in a fixed order.
 	Engines() []*engine.DB
 }
+
+// PartialShards is the Shards of a cluster node that serves only some of
+// the shards (cluster mode with --cluster-replicas): requests for the others
+// are forwarded by the transport (NotServedError). Ids of artifacts and
+// receipts carry their shard (TagShard), so that a request by id finds its
+// shard without asking every node.
+type PartialShards interface {
+	Shards
+	// Partial reports whether the node serves only some shards; when
+	// false, the service behaves as over plain Shards.
+	Partial() bool
+	// ShardCount is the number of shards; ShardOf is the shard of a
+	// workspace; ShardEngine is shard k's engine or a *NotServedError.
+	ShardCount() int
+	ShardOf(tenant, ws string) int
+	ShardEngine(k int) (*engine.DB, error)
+	// ControlEngine is an engine every node has, whose options are every
+	// shard's (validation, the packer's clock and tokenizer).
+	ControlEngine() *engine.DB
+}
+
+// NotServedError refuses a request for data on a shard this node does not
+// serve. NodeID and Addr name a live node whose lease says it serves the
+// shard (the first in rendezvous order), where the transport forwards the
+// request unchanged; empty when no live node serves it (503, retry).
+type NotServedError struct {
+	Shard  int
+	NodeID string
+	Addr   string
+	// Alternates are the other live nodes serving the shard, in rendezvous
+	// order: where to go when NodeID cannot be reached (its lease has not
+	// expired yet).
+	Alternates []NodeAddr
+}
+
+// NodeAddr is a node of a cluster and its API address.
+type NodeAddr struct {
+	NodeID string
+	Addr   string
+}
+
+func (e *NotServedError) Error() string {
+	if e.NodeID == "" {
+		return fmt.Sprintf("no live node serves shard %d right now (a node is taking it over); retry shortly", e.Shard)
+	}
+	return fmt.Sprintf("shard %d is served by node %s (%s), not this one", e.Shard, e.NodeID, e.Addr)
+}
+
+// TagShard returns id with its last two bytes set to shard k (big endian),
+// version and variant bits untouched: artifact and receipt ids in a
+// partially replicated cluster name their shard.
+func TagShard(id uuid.UUID, k int) uuid.UUID {
+	id[14], id[15] = byte(k>>8), byte(k)
+	return id
+}
+
+// IDShard is the shard an id was tagged with (TagShard).
+func IDShard(id uuid.UUID) int { return int(id[14])<<8 | int(id[15]) }
 
 // oneEngine is the Shards of a single node.
 type oneEngine struct{ db *engine.DB }
 
-func (o oneEngine) Engine(string, string) *engine.DB { return o.db }
-func (o oneEngine) Engines() []*engine.DB            { return []*engine.DB{o.db} }
+func (o oneEngine) Engine(string, string) (*engine.DB, error) { return o.db, nil }
+func (o oneEngine) Engines() []*engine.DB                     { return []*engine.DB{o.db} }
 
 // Service serves the control plane over one control.Store and the data
 // plane over its Shards. It is safe for concurrent use.
 type Service struct {
 	db         *engine.DB // the first engine: what is the same in all (validation, options)
 	shards     Shards
+	partial    PartialShards     // set when the node serves only some shards
 	packer     *retrieval.Packer // context packs over shards
 	ctl        *control.Store
 	cfg        Config
@@ -147,11 +207,18 @@ func NewSharded(shards Shards, ctl *control.Store, cfg Config) *Service {
 	}
 	var packer *retrieval.Packer
 	var db *engine.DB
-	if shards != nil {
+	var partial PartialShards
+	if ps, ok := shards.(PartialShards); ok && ps.Partial() {
+		partial = ps
+		db = ps.ControlEngine()
+		packer = retrieval.NewSharded(db, shards.Engine)
+		// A receipt's id names its shard, as an artifact's does.
+		packer.TagReceipts(func(id uuid.UUID, tenant, ws string) uuid.UUID { return TagShard(id, ps.ShardOf(tenant, ws)) })
+	} else if shards != nil {
 		db = shards.Engines()[0]
 		packer = retrieval.NewSharded(db, shards.Engine)
 	}
-	return &Service{db: db, shards: shards, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
+	return &Service{db: db, shards: shards, partial: partial, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),
 		regLimiter: ratelimit.New(cfg.RegisterWindow, cfg.Now),
 		stopUsage:  make(chan struct{}), usageDone: make(chan struct{})}
@@ -264,13 +331,63 @@ func (e *PlanError) Error() string {
 
 func (e *PlanError) Unwrap() error { return ErrForbidden }
 
-// engine is the engine of workspace ws of tenant.
-func (s *Service) engine(tenant, ws string) *engine.DB { return s.shards.Engine(tenant, ws) }
+// engine is the engine of workspace ws of tenant, or a *NotServedError.
+func (s *Service) engine(tenant, ws string) (*engine.DB, error) { return s.shards.Engine(tenant, ws) }
+
+// workspaceEngine is the engine of workspace ws of tenant, which must be
+// a workspace id the engine accepts (CheckWorkspace): an id that is not one
+// is refused here, before any forwarding.
+func (s *Service) workspaceEngine(tenant, ws string) (*engine.DB, error) {
+	if err := engine.CheckID("workspace_id", ws, true); err != nil {
+		return nil, err
+	}
+	db, err := s.engine(tenant, ws)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.CheckWorkspace(tenant, ws); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// newArtifactID is the id of a new artifact of workspace ws of tenant:
+// random (v4), tagged with its shard when the node serves only some
+// shards; uuid.Nil (the engine draws one) otherwise.
+func (s *Service) newArtifactID(tenant, ws string) uuid.UUID {
+	if s.partial == nil {
+		return uuid.Nil
+	}
+	return TagShard(uuid.New(), s.partial.ShardOf(tenant, ws))
+}
+
+// byID lists the engines that may hold an object of tenant known by id
+// alone: every engine, or with partial replication the id's shard's (a
+// *NotServedError when it is served elsewhere; none for an id whose tag
+// names no shard, which this cluster did not mint).
+func (s *Service) byID(id uuid.UUID) ([]*engine.DB, error) {
+	if s.partial == nil {
+		return s.shards.Engines(), nil
+	}
+	k := IDShard(id)
+	if k >= s.partial.ShardCount() {
+		return nil, nil
+	}
+	db, err := s.partial.ShardEngine(k)
+	if err != nil {
+		return nil, err
+	}
+	return []*engine.DB{db}, nil
+}
 
 // artifact finds an artifact of tenant by id alone, in whichever engine
-// holds it, or engine.ErrNotFound.
+// holds it, or engine.ErrNotFound (or a *NotServedError).
 func (s *Service) artifact(tenant string, id uuid.UUID) (*engine.DB, *artifact.Artifact, error) {
-	for _, db := range s.shards.Engines() {
+	dbs, err := s.byID(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, db := range dbs {
 		a, err := db.Artifact(tenant, id)
 		if errors.Is(err, engine.ErrNotFound) {
 			continue
@@ -280,9 +397,14 @@ func (s *Service) artifact(tenant string, id uuid.UUID) (*engine.DB, *artifact.A
 	return nil, nil, engine.ErrNotFound
 }
 
-// receipt finds a receipt of tenant by id alone, or engine.ErrNotFound.
+// receipt finds a receipt of tenant by id alone, or engine.ErrNotFound (or
+// a *NotServedError).
 func (s *Service) receipt(tenant string, id uuid.UUID) (engine.Receipt, error) {
-	for _, db := range s.shards.Engines() {
+	dbs, err := s.byID(id)
+	if err != nil {
+		return engine.Receipt{}, err
+	}
+	for _, db := range dbs {
 		r, err := db.GetReceipt(tenant, id)
 		if errors.Is(err, engine.ErrNotFound) {
 			continue
@@ -292,20 +414,52 @@ func (s *Service) receipt(tenant string, id uuid.UUID) (engine.Receipt, error) {
 	return engine.Receipt{}, engine.ErrNotFound
 }
 
-// workspaces lists tenant's workspaces over all engines, by id.
-func (s *Service) workspaces(tenant string) ([]engine.WorkspaceSummary, error) {
-	dbs := s.shards.Engines()
-	if len(dbs) == 1 {
-		return dbs[0].Workspaces(tenant)
+// workspaces lists tenant's workspaces over the engines this node serves,
+// by id; with partial replication, only shards is nil or lists the shards
+// to list (those not served here are refused with a *NotServedError), and
+// elsewhere names, for every other shard, where it is served.
+func (s *Service) workspaces(tenant string, only []int) (all []engine.WorkspaceSummary, elsewhere []*NotServedError, err error) {
+	var dbs []*engine.DB
+	if s.partial == nil {
+		if only != nil {
+			return nil, nil, &InvalidError{Field: "X-Loci-Shards", Reason: "this node serves every shard; a listing restricted to some is for partially replicated clusters"}
+		}
+		dbs = s.shards.Engines()
+	} else {
+		shards := only
+		if shards == nil {
+			shards = make([]int, s.partial.ShardCount())
+			for k := range shards {
+				shards[k] = k
+			}
+		}
+		for _, k := range shards {
+			if k < 0 || k >= s.partial.ShardCount() {
+				return nil, nil, &InvalidError{Field: "X-Loci-Shards", Reason: fmt.Sprintf("shard %d: this cluster has shards 0 to %d", k, s.partial.ShardCount()-1)}
+			}
+			db, err := s.partial.ShardEngine(k)
+			var ns *NotServedError
+			switch {
+			case errors.As(err, &ns) && only == nil:
+				elsewhere = append(elsewhere, ns)
+			case err != nil:
+				return nil, nil, err
+			default:
+				dbs = append(dbs, db)
+			}
+		}
 	}
-	var all []engine.WorkspaceSummary
+	if len(dbs) == 1 && elsewhere == nil {
+		all, err = dbs[0].Workspaces(tenant)
+		return all, nil, err
+	}
 	for _, db := range dbs {
 		list, err := db.Workspaces(tenant)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		all = append(all, list...)
 	}
 	slices.SortFunc(all, func(a, b engine.WorkspaceSummary) int { return strings.Compare(a.Workspace, b.Workspace) })
-	return all, nil
+	return all, elsewhere, nil
 }

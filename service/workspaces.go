@@ -29,11 +29,40 @@ type WorkspaceJSON struct {
 // WorkspacesResult lists workspaces.
 type WorkspacesResult struct {
 	Workspaces []WorkspaceJSON `json:"workspaces"`
+	// Elsewhere names, when this node serves only some shards, where each
+	// shard it does not serve is served: the transport gathers their
+	// workspaces from there (ListWorkspacesOf) and merges them in (Merge).
+	Elsewhere []*NotServedError `json:"-"`
 }
 
-// ListWorkspaces lists p's workspaces that hold artifacts, by id.
+// Merge adds workspaces listed elsewhere (a part of a tenant-wide listing
+// gathered from another node) and keeps the listing sorted by id, so that
+// a gathered listing is the listing a node serving every shard makes.
+func (r *WorkspacesResult) Merge(parts ...[]WorkspaceJSON) {
+	for _, p := range parts {
+		r.Workspaces = append(r.Workspaces, p...)
+	}
+	slices.SortFunc(r.Workspaces, func(a, b WorkspaceJSON) int { return strings.Compare(a.WorkspaceID, b.WorkspaceID) })
+}
+
+// ListWorkspaces lists p's workspaces that hold artifacts, by id. When this
+// node serves only some shards, Elsewhere says where the others are.
 func (s *Service) ListWorkspaces(p Principal) (WorkspacesResult, error) {
-	list, err := s.workspaces(p.TenantID)
+	return s.listWorkspaces(p, nil)
+}
+
+// ListWorkspacesOf is ListWorkspaces restricted to some shards, all of
+// them served here (a part of a listing another node gathers); a shard
+// served elsewhere is a *NotServedError.
+func (s *Service) ListWorkspacesOf(p Principal, shards []int) (WorkspacesResult, error) {
+	if shards == nil {
+		shards = []int{}
+	}
+	return s.listWorkspaces(p, shards)
+}
+
+func (s *Service) listWorkspaces(p Principal, only []int) (WorkspacesResult, error) {
+	list, elsewhere, err := s.workspaces(p.TenantID, only)
 	if err != nil {
 		return WorkspacesResult{}, err
 	}
@@ -45,7 +74,7 @@ func (s *Service) ListWorkspaces(p Principal) (WorkspacesResult, error) {
 			out[i].NewestArtifactAt = &at
 		}
 	}
-	return WorkspacesResult{Workspaces: out}, nil
+	return WorkspacesResult{Workspaces: out, Elsewhere: elsewhere}, nil
 }
 
 // Artifact listing page sizes.
@@ -167,14 +196,15 @@ func listQuery(r ListArtifactsRequest) (engine.ListQuery, error) {
 // ListArtifacts returns a page of one of p's workspaces' artifacts, newest
 // first, filtered by session, actor, type and time.
 func (s *Service) ListArtifacts(p Principal, r ListArtifactsRequest) (ArtifactsPage, error) {
-	if err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+	db, err := s.workspaceEngine(p.TenantID, r.WorkspaceID)
+	if err != nil {
 		return ArtifactsPage{}, err
 	}
 	q, err := listQuery(r)
 	if err != nil {
 		return ArtifactsPage{}, err
 	}
-	page, err := s.engine(p.TenantID, r.WorkspaceID).ListArtifacts(p.TenantID, r.WorkspaceID, q)
+	page, err := db.ListArtifacts(p.TenantID, r.WorkspaceID, q)
 	if err != nil {
 		return ArtifactsPage{}, err
 	}
@@ -207,10 +237,11 @@ type ErasedWorkspace struct {
 // cancelled (fenced, so a job being indexed stores nothing), and the
 // workspace no longer counts against the plan.
 func (s *Service) EraseWorkspace(p Principal, ws string) (ErasedWorkspace, error) {
-	if err := s.engine(p.TenantID, ws).CheckWorkspace(p.TenantID, ws); err != nil {
+	db, err := s.workspaceEngine(p.TenantID, ws)
+	if err != nil {
 		return ErasedWorkspace{}, err
 	}
-	res, err := s.engine(p.TenantID, ws).EraseWorkspace(p.TenantID, ws)
+	res, err := db.EraseWorkspace(p.TenantID, ws)
 	if err != nil {
 		return ErasedWorkspace{}, err
 	}
@@ -235,14 +266,15 @@ type SettingsResult struct {
 // wrote has the default settings, as its listing is empty: workspaces are
 // per tenant, so another tenant's are never seen.
 func (s *Service) Settings(p Principal, ws string) (SettingsResult, error) {
-	if err := s.engine(p.TenantID, ws).CheckWorkspace(p.TenantID, ws); err != nil {
+	db, err := s.workspaceEngine(p.TenantID, ws)
+	if err != nil {
 		return SettingsResult{}, err
 	}
-	return s.settings(p.TenantID, ws)
+	return settings(db, p.TenantID, ws)
 }
 
-func (s *Service) settings(tenant, ws string) (SettingsResult, error) {
-	days, err := s.engine(tenant, ws).Retention(tenant, ws)
+func settings(db *engine.DB, tenant, ws string) (SettingsResult, error) {
+	days, err := db.Retention(tenant, ws)
 	if err != nil {
 		return SettingsResult{}, err
 	}
@@ -277,11 +309,12 @@ func (s *Service) SetSettings(p Principal, r SetSettingsRequest) (SettingsResult
 			return SettingsResult{}, &InvalidError{Field: "retention_days", Reason: fmt.Sprintf("must be between 1 and %d, or null to clear", engine.MaxRetentionDays)}
 		}
 	}
-	if err := s.engine(p.TenantID, r.WorkspaceID).CheckWorkspace(p.TenantID, r.WorkspaceID); err != nil {
+	db, err := s.workspaceEngine(p.TenantID, r.WorkspaceID)
+	if err != nil {
 		return SettingsResult{}, err
 	}
-	if err := s.engine(p.TenantID, r.WorkspaceID).SetRetention(p.TenantID, r.WorkspaceID, days); err != nil {
+	if err := db.SetRetention(p.TenantID, r.WorkspaceID, days); err != nil {
 		return SettingsResult{}, err
 	}
-	return s.settings(p.TenantID, r.WorkspaceID)
+	return settings(db, p.TenantID, r.WorkspaceID)
 }

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/wal"
 	"github.com/loci-memory/loci/retrieval"
+	"github.com/loci-memory/loci/wal"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

@@ -67,6 +67,7 @@ func runServe(args []string) error {
 	clusterNode := fs.String("cluster-node", envOr("LOCI_CLUSTER_NODE", ""), "cluster mode: this node's id, unique in the cluster (default: the host name) (env LOCI_CLUSTER_NODE)")
 	clusterShards := fs.String("cluster-shards", envOr("LOCI_CLUSTER_SHARDS", strconv.Itoa(cluster.DefaultShards)), "cluster mode: the number of shards, fixed when the cluster is created (env LOCI_CLUSTER_SHARDS)")
 	clusterReplicas := fs.String("cluster-stream-replicas", envOr("LOCI_CLUSTER_STREAM_REPLICAS", strconv.Itoa(cluster.DefaultStreamReplicas)), "cluster mode: copies JetStream keeps of every write (at most the number of NATS servers) (env LOCI_CLUSTER_STREAM_REPLICAS)")
+	clusterNodeReplicas := fs.String("cluster-replicas", envOr("LOCI_CLUSTER_REPLICAS", "0"), "cluster mode: how many nodes serve each shard (requests for the others are forwarded); 0: every node serves every shard; fixed when the cluster is created (env LOCI_CLUSTER_REPLICAS)")
 	clusterAdvertise := fs.String("cluster-advertise", envOr("LOCI_CLUSTER_ADVERTISE", ""), "cluster mode: the API address other nodes and clients reach this node at (default: --addr) (env LOCI_CLUSTER_ADVERTISE)")
 	maxUnfinishedJobBytes := fs.String("max-unfinished-job-bytes", envOr("LOCI_MAX_UNFINISHED_JOB_BYTES", strconv.FormatInt(control.DefaultMaxUnfinishedJobBytes, 10)), "bytes of unfinished job inputs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOB_BYTES)")
 	fs.Usage = func() {
@@ -156,7 +157,7 @@ Environment only:
 	}
 	var clusterCfg *cluster.Config
 	if *clusterNATS != "" {
-		if clusterCfg, err = clusterConfig(*clusterNATS, *clusterNode, *clusterShards, *clusterReplicas, *clusterAdvertise, *addr); err != nil {
+		if clusterCfg, err = clusterConfig(*clusterNATS, *clusterNode, *clusterShards, *clusterReplicas, *clusterNodeReplicas, *clusterAdvertise, *addr); err != nil {
 			return err
 		}
 		if asyncIndexing {

@@ -17,7 +17,7 @@ import (
 )
 
 // clusterConfig checks the cluster flags (docs/cluster.md).
-func clusterConfig(urls, node, shards, replicas, advertise, addr string) (*cluster.Config, error) {
+func clusterConfig(urls, node, shards, replicas, nodeReplicas, advertise, addr string) (*cluster.Config, error) {
 	cfg := &cluster.Config{NodeID: node, Addr: advertise}
 	for _, u := range strings.Split(urls, ",") {
 		if u = strings.TrimSpace(u); u != "" {
@@ -41,8 +41,18 @@ func clusterConfig(urls, node, shards, replicas, advertise, addr string) (*clust
 	if cfg.StreamReplicas, err = strconv.Atoi(replicas); err != nil || cfg.StreamReplicas < 1 || cfg.StreamReplicas > 5 {
 		return nil, fmt.Errorf("LOCI_CLUSTER_STREAM_REPLICAS: %q is not an integer from 1 to 5", replicas)
 	}
+	if cfg.Replicas, err = strconv.Atoi(nodeReplicas); err != nil || cfg.Replicas < 0 || cfg.Replicas > 64 {
+		return nil, fmt.Errorf("LOCI_CLUSTER_REPLICAS: %q is not an integer from 0 (every node serves every shard) to 64", nodeReplicas)
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = addr
+	}
+	if cfg.Replicas > 0 {
+		// Other nodes forward requests to this address.
+		host, _, err := net.SplitHostPort(cfg.Addr)
+		if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
+			return nil, fmt.Errorf("LOCI_CLUSTER_ADVERTISE: %q is not an address other nodes can reach (with --cluster-replicas they forward requests to it): give host:port", cfg.Addr)
+		}
 	}
 	return cfg, nil
 }
@@ -77,7 +87,7 @@ func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, log *s
 	cfg.Control.Attach(node.ControlEngine().AppendControl)
 	srv.StartSharded(node, cfg.Control)
 	log.Info("loci: serving in cluster mode", "addr", ln.Addr().String(), "node", cfg.NodeID, "nats", strings.Join(cfg.URLs, ","),
-		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "data", cfg.Dir, "fsync", cfg.Engine.Sync.String(), "auth", hcfg.APIKey != "")
+		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "replicas", cfg.Replicas, "data", cfg.Dir, "fsync", cfg.Engine.Sync.String(), "auth", hcfg.APIKey != "")
 	if err := waitForStop(sig, served, log); err != nil {
 		srv.Shutdown()
 		node.Close()
@@ -104,3 +114,4 @@ func (c clusterRef) WaitDataVersion(ctx context.Context, v string) error {
 	return (*c.n).WaitDataVersion(ctx, v)
 }
 func (c clusterRef) Status(ctx context.Context) any { return (*c.n).Status(ctx) }
+func (c clusterRef) ForwardSecret() string          { return (*c.n).ForwardSecret() }
