@@ -85,7 +85,7 @@ func TestHTTPDataVersions(t *testing.T) {
 	}
 	start := time.Now()
 	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-Loci-Min-Data-Version", "0.0.0.999999")
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || time.Since(start) < MaxVersionWait {
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || time.Since(start) < MaxVersionWait || !strings.Contains(body, "has not applied data version") {
 		t.Fatalf("unreached version: %d %q after %s: %s", resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(start), body)
 	}
 	resp, body = plainCall(t, "POST", a+"/v2/ingest", `{"workspace_id":"w","actor_id":"a","async_index":true,"artifacts":[{"artifact_type":"note","raw_payload":{"text":"x"}}]}`)

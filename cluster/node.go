@@ -496,11 +496,22 @@ func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
 			continue
 		}
 		if err := s.waitApplied(ctx, want[i]); err != nil {
-			return fmt.Errorf("%w: this node has not applied data version %s within %s", engine.ErrUnavailable, version, MaxVersionWait)
+			return &VersionError{Version: version}
 		}
 	}
 	return nil
 }
+
+// VersionError refuses a request whose X-Loci-Min-Data-Version this node has
+// not reached within MaxVersionWait. It unwraps to engine.ErrUnavailable
+// (the transports answer 503 with Retry-After).
+type VersionError struct{ Version string }
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("this node has not applied data version %s (X-Loci-Min-Data-Version) within %s; retry, here or on another node", e.Version, MaxVersionWait)
+}
+
+func (e *VersionError) Unwrap() error { return engine.ErrUnavailable }
 
 // Member is a live node, as its lease says.
 type Member struct {

@@ -197,21 +197,39 @@ func (s *Shard) run(ctx context.Context) {
 	}
 }
 
+// consume reads the stream from the last applied message with a consumer of
+// its own: an ephemeral pull consumer, in stream order, without acks, held
+// on one NATS server. Anything unexpected (missed heartbeats, a lost
+// connection, a gap in the sequence) ends it, and run makes a new one from
+// the last applied message, with short timeouts. nats.go's ordered consumer
+// does the same by itself, but with retries of up to 10 s each and growing
+// back-off that kept appliers still for tens of seconds after the JetStream
+// meta leader died.
 func (s *Shard) consume(ctx context.Context) error {
 	// Resume at the last applied message, not after it: a crash may have
 	// left part of its records out of the WAL; ApplyReplicated skips those
 	// it holds.
 	start := max(s.Applied(), 1)
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	cons, err := s.node.js.OrderedConsumer(cctx, s.stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
+	cctx, cancel := context.WithTimeout(ctx, consumerTimeout)
+	cons, err := s.node.js.CreateConsumer(cctx, s.stream, jetstream.ConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
+		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, Replicas: 1,
+		InactiveThreshold: 30 * time.Second, // the server drops it if this node dies
+	})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("create consumer: %w", err)
 	}
+	defer func() {
+		name := cons.CachedInfo().Name
+		go func() {
+			dctx, cancel := context.WithTimeout(context.Background(), consumerTimeout)
+			defer cancel()
+			s.node.js.DeleteConsumer(dctx, s.stream, name) // best effort; InactiveThreshold otherwise
+		}()
+	}()
 	// Short pulls with heartbeats: a consumer whose server died is noticed
-	// (two missed heartbeats) and re-created on a live one within about a
-	// second, rather than after the client's default of many seconds.
+	// after two missed heartbeats (a second).
 	it, err := cons.Messages(jetstream.PullMaxMessages(256), jetstream.PullExpiry(2*time.Second),
 		jetstream.PullHeartbeat(500*time.Millisecond))
 	if err != nil {
@@ -233,16 +251,24 @@ func (s *Shard) consume(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("message metadata: %w", err)
 		}
+		// The streams never delete a message, so their sequences have no
+		// gaps: one here is a message lost in flight; start again before it.
+		if n := meta.Sequence.Stream; n > s.Applied()+1 {
+			return fmt.Errorf("message %d delivered after %d: a message was lost in flight", n, s.Applied())
+		}
 		if err := s.apply(ctx, meta.Sequence.Stream, msg.Headers(), msg.Data()); err != nil {
 			return err
 		}
 	}
 }
 
+// consumerTimeout bounds creating or deleting an applier's consumer.
+const consumerTimeout = 2 * time.Second
+
 // stallAfter is how long an applier may make no progress while a writer or
-// reader waits for a later message before its consumer is re-created. An
-// ordered consumer recovers from a lost server by itself, but after the
-// JetStream meta leader died it can stay stuck far longer than an election.
+// reader waits for a later message before its consumer is re-created (the
+// heartbeats notice a dead server; this notices a consumer that is alive
+// but not delivering).
 const stallAfter = 2 * time.Second
 
 // watch checks the applier until done: if someone waits for a message the

@@ -116,14 +116,30 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	}
 	defer db.leave()
 	res, err := db.ingestBatch(tenant, ins)
-	if errors.Is(err, ErrDuplicate) {
-		// The replicated log held this write already (the same idempotency
-		// keys or artifact ids, sent through another node): it is applied
-		// now, and a second pass answers with what it stored.
+	// The replicated log held this write already (the same idempotency keys
+	// or artifact ids, sent through another node, or an earlier attempt
+	// that was not acknowledged): once the first copy is applied, another
+	// pass answers with what it stored. The first copy may still be on its
+	// way to a quorum (the log answers "duplicate" for it already), so pass
+	// again for a while; then the client is asked to retry.
+	for pass := 1; errors.Is(err, ErrDuplicate); pass++ {
+		if pass == duplicatePasses {
+			return nil, fmt.Errorf("%w: an earlier copy of this write is not applied yet", ErrUnavailable)
+		}
+		if pass > 1 {
+			time.Sleep(duplicateWait)
+		}
 		res, err = db.ingestBatch(tenant, ins)
 	}
 	return res, err
 }
+
+// How often, and how far apart, IngestBatch passes again over a write the
+// replicated log already holds (about 5 s in all).
+const (
+	duplicatePasses = 50
+	duplicateWait   = 100 * time.Millisecond
+)
 
 func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, error) {
 	if err := CheckID("tenant", tenant, true); err != nil {

@@ -465,7 +465,8 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		if v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version"); len(v) > 0 {
 			if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
 				if errors.Is(err, engine.ErrUnavailable) {
-					s.fail(ctx, err)
+					ctx.Response.Header.Set("Retry-After", "1")
+					writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 				} else {
 					badRequest(ctx, err)
 				}

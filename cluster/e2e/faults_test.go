@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// failoverBound is how soon packs must succeed again after a process dies.
+const failoverBound = 5 * time.Second
+
+// envInt reads a positive integer from the environment, def when unset.
+func envInt(t testing.TB, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q is not a positive integer", name, v)
+	}
+	return n
+}
+
+// caughtUp checks that node i serves reads at the last acknowledged data
+// version of every shard within the 5-second bound of the contract.
+func caughtUp(t *testing.T, h *harness, i int, wss []string, book *versionBook) {
+	t.Helper()
+	for _, ws := range wss {
+		hdr := book.min(shardOf(ws, h.shards))
+		r := h.doTimeout(8*time.Second, i, "GET", "/v1/workspaces/"+ws+"/artifacts?limit=1", nil, hdr)
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("%s after restart, reading %s at %v: %s%s", h.Name(i), ws, hdr, r, h.logOf(i))
+		}
+	}
+}
+
+// maxDuration is the largest of ds.
+func maxDuration(ds []time.Duration) time.Duration { return slices.Max(ds) }
+
+// TestClusterKillRounds: under a steady mixed load, each round kills one Loci
+// node with SIGKILL, measures how soon packs succeed again on every
+// workspace for a client that used it, restarts it and checks it catches up;
+// then does the same with one NATS server. Afterwards every acknowledged
+// artifact is readable from every node, byte-identical, and packs resumed
+// within 5 s every round. LOCI_CLUSTER_ROUNDS sets the rounds (default 2).
+// It runs with full replication and with --cluster-replicas 2.
+func TestClusterKillRounds(t *testing.T) {
+	t.Run("full", func(t *testing.T) { killRounds(t, nil) })
+	// Partial replication: a killed node's shards are served by their
+	// other node, and handed to the third until it comes back.
+	t.Run("replicas=2", func(t *testing.T) { killRounds(t, []string{"--cluster-replicas", "2"}) })
+}
+
+func killRounds(t *testing.T, args []string) {
+	rounds := envInt(t, "LOCI_CLUSTER_ROUNDS", 2)
+	h := startHarness(t, options{nats: 3, nodes: 3, logLevel: "warn", args: args})
+	wss := workspaces("load", 6, h.shards)
+	book := newVersionBook()
+	g := newLoadGen(h, wss, book)
+	g.start(2, 2)
+	stopped := false
+	defer func() {
+		if !stopped {
+			g.stop()
+		}
+	}()
+	time.Sleep(2 * time.Second) // some data before the first kill
+	for round := 1; round <= rounds; round++ {
+		victim := (round - 1) % h.N()
+		h.Kill(victim)
+		killed := time.Now()
+		fo := g.failover(killed, victim)
+		t.Logf("%s round %d: SIGKILL %s: packs on all %d workspaces again after max %v (per workspace %v)",
+			stamp(), round, h.Name(victim), len(wss), maxDuration(fo).Round(time.Millisecond), roundAll(fo))
+		if m := maxDuration(fo); m > failoverBound {
+			t.Errorf("round %d: packs resumed %v after killing %s, bound %v", round, m, h.Name(victim), failoverBound)
+		}
+		time.Sleep(time.Second) // the load goes on without the node
+		took := h.Restart(victim)
+		caughtUp(t, h, victim, wss, book)
+		t.Logf("%s round %d: %s restarted and healthy after %v, caught up", stamp(), round, h.Name(victim), took.Round(time.Millisecond))
+
+		nv := (round - 1) % h.nats.N()
+		h.nats.Kill(nv)
+		killed = time.Now()
+		fo = g.failover(killed, round%h.N())
+		t.Logf("%s round %d: SIGKILL nats %s: packs on all %d workspaces again after max %v (per workspace %v)",
+			stamp(), round, h.nats.Name(nv), len(wss), maxDuration(fo).Round(time.Millisecond), roundAll(fo))
+		if m := maxDuration(fo); m > failoverBound {
+			t.Errorf("round %d: packs resumed %v after killing nats %s, bound %v", round, m, h.nats.Name(nv), failoverBound)
+		}
+		time.Sleep(time.Second)
+		start := time.Now()
+		h.nats.Restart(nv)
+		t.Logf("%s round %d: nats %s restarted and healthy after %v; load so far: %s", stamp(), round, h.nats.Name(nv), time.Since(start).Round(time.Millisecond), g.summary())
+	}
+	time.Sleep(time.Second)
+	g.stop()
+	stopped = true
+	t.Logf("load: %s", g.summary())
+	if len(g.anomalies) > 0 {
+		for _, a := range g.anomalies {
+			t.Errorf("anomaly: %s", a)
+		}
+	}
+	if g.counts["ingest"] == 0 || g.counts["pack"] == 0 || g.counts["feedback"] == 0 {
+		t.Fatalf("the load did not run: %s", g.summary())
+	}
+	g.verify(t, []int{0, 1, 2})
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for k, d := range ds {
+		out[k] = d.Round(time.Millisecond)
+	}
+	return out
+}
+
+// TestClusterPausedNodeNeverAcks: with two of three NATS servers stopped
+// (SIGSTOP, no quorum), no write through any Loci node is acknowledged: each
+// gets 503 with Retry-After or no answer. Once they resume, the same writes
+// succeed, each stored once. With one Loci node stopped, requests to it get
+// no answer while the others keep acknowledging, and once resumed it serves
+// what they acknowledged.
+func TestClusterPausedNodeNeverAcks(t *testing.T) {
+	h := startHarness(t, options{nats: 3, nodes: 3})
+	book := newVersionBook()
+	c := newCorpus(11)
+	ws := "quorum"
+	shard := shardOf(ws, h.shards)
+	var seed []written
+	for i := range h.N() {
+		w, err := h.ingestOne(i, c.artifact(ws, "agent", ""), http.StatusCreated, book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed = append(seed, w)
+	}
+
+	// No quorum: every kind of write through every node.
+	h.nats.Pause(1)
+	h.nats.Pause(2)
+	type write struct {
+		node         int
+		method, path string
+		body         []byte
+	}
+	var writes []write
+	singles := make([]artifactIn, h.N())
+	for i := range h.N() {
+		singles[i] = c.artifact(ws, "agent", fmt.Sprintf("no-quorum-%d", i))
+		writes = append(writes, write{i, "POST", "/v1/ingest", mustJSON(singles[i])})
+	}
+	batch := batchIn{WorkspaceID: ws, ActorID: "agent"}
+	for k := range 3 {
+		batch.Artifacts = append(batch.Artifacts, c.artifact("", "", fmt.Sprintf("no-quorum-batch-%d", k)))
+	}
+	writes = append(writes,
+		write{0, "POST", "/v2/ingest", mustJSON(batch)},
+		write{1, "POST", "/v1/feedback", mustJSON(map[string]any{"workspace_id": ws, "action": "pin", "artifact_id": seed[0].id})},
+		write{2, "DELETE", "/v1/artifacts/" + seed[1].id, nil})
+	const clientTimeout = 15 * time.Second
+	var wg sync.WaitGroup
+	for _, w := range writes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			r := h.doTimeout(clientTimeout, w.node, w.method, w.path, w.body, book.min(shard))
+			switch {
+			case r.err != nil:
+				t.Logf("%s %s through node %d without quorum: no answer within %v (%v)", w.method, w.path, w.node, clientTimeout, r.err)
+			case r.status == http.StatusServiceUnavailable:
+				if r.header.Get("Retry-After") == "" {
+					t.Errorf("%s %s through node %d without quorum: 503 without Retry-After: %s", w.method, w.path, w.node, r)
+				}
+				t.Logf("%s %s through node %d without quorum: 503 after %v", w.method, w.path, w.node, time.Since(start).Round(time.Millisecond))
+			default:
+				t.Errorf("%s %s through node %d with two of three NATS servers stopped: %s, want 503 or no answer (a write without quorum must never be acknowledged)%s",
+					w.method, w.path, w.node, r, h.logOf(w.node))
+			}
+		}()
+	}
+	wg.Wait()
+	h.nats.Resume(1)
+	h.nats.Resume(2)
+
+	// Quorum back: the same writes are acknowledged within 30 s, stored once.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, w := range writes {
+		for {
+			r := h.doTimeout(10*time.Second, w.node, w.method, w.path, w.body, book.min(shard))
+			ok := r.err == nil && r.status >= 200 && r.status < 300
+			// An erasure sent without quorum may have been stored once the
+			// quorum returned: then the artifact is gone (404).
+			if w.method == "DELETE" && r.err == nil && r.status == http.StatusNotFound {
+				break
+			}
+			if ok {
+				v, err := h.writeVersion(r, ws)
+				if err != nil {
+					t.Fatalf("%s %s after resume: %v", w.method, w.path, err)
+				}
+				book.observe(v)
+				break
+			}
+			if !retryable(r) || time.Now().After(deadline) {
+				t.Fatalf("%s %s through node %d after the NATS servers resumed: %s", w.method, w.path, w.node, r)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for i := range h.N() {
+		_, keys, err := h.listing(i, ws, book.min(shard))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, k := range keys {
+			if k != nil {
+				seen[*k]++
+			}
+		}
+		for _, a := range append(slices.Clone(singles), batch.Artifacts...) {
+			if seen[a.IdempotencyKey] != 1 {
+				t.Fatalf("node %d lists %d artifacts with key %s, want 1", i, seen[a.IdempotencyKey], a.IdempotencyKey)
+			}
+		}
+	}
+
+	// One Loci node stopped: it answers nothing, the others acknowledge.
+	h.Pause(2)
+	if r := h.doTimeout(2*time.Second, 2, "POST", "/v1/ingest", mustJSON(c.artifact(ws, "agent", "to-paused")), nil); r.err == nil {
+		t.Fatalf("a paused node answered: %s", r)
+	}
+	var during []written
+	for k := range 10 {
+		i := k % 2
+		start := time.Now()
+		w, err := h.ingestOne(i, c.artifact(ws, "agent", ""), http.StatusCreated, book)
+		if err != nil {
+			t.Fatalf("ingest %d through node %d with node 2 paused: %v", k, i, err)
+		}
+		if d := time.Since(start); d > failoverBound {
+			t.Errorf("ingest %d through node %d with node 2 paused took %v", k, i, d)
+		}
+		during = append(during, w)
+	}
+	p := c.packFor(ws, 0)
+	if r := h.doTimeout(10*time.Second, 0, "POST", p.path(), mustJSON(p.body), book.min(shard)); r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("pack through node 0 with node 2 paused: %s", r)
+	}
+	h.Resume(2)
+	for _, w := range during {
+		rs := h.allNodes([]int{0, 1, 2}, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, book.min(shard))
+		if d := identical(rs); d != "" {
+			t.Fatalf("artifact %s acknowledged while node 2 was paused: %s", w.id, d)
+		}
+		if err := checkStored(rs[0].body, w.id, w.ws, w.payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClusterNodeRebuiltFromStreams: a node killed with SIGKILL that lost
+// its data directory starts empty, rebuilds every shard from the streams,
+// and then answers like the others: the same artifacts, listings and packs,
+// byte for byte.
+func TestClusterNodeRebuiltFromStreams(t *testing.T) {
+	h := startHarness(t, options{nats: 3, nodes: 3})
+	wss := workspaces("rebuild", 4, h.shards)
+	book := newVersionBook()
+	c := newCorpus(21)
+	var all []written
+	for k := range 60 {
+		w, err := h.ingestOne(k%3, c.artifact(wss[k%len(wss)], "agent", ""), http.StatusCreated, book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, w)
+	}
+	h.Kill(2)
+	h.Wipe(2)
+	// Writes go on while it is gone.
+	for k := range 20 {
+		w, err := h.ingestOne(k%2, c.artifact(wss[k%len(wss)], "agent", ""), http.StatusCreated, book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, w)
+	}
+	r := h.doTimeout(10*time.Second, 0, "POST", "/v1/feedback", mustJSON(map[string]any{"workspace_id": all[0].ws, "action": "pin", "artifact_id": all[0].id}), book.min(all[0].version.shard))
+	if v, err := h.ackedWrite(r, http.StatusCreated, all[0].ws); err != nil {
+		t.Fatal(err)
+	} else {
+		book.observe(v)
+	}
+	took := h.Restart(2)
+	t.Logf("%s rebuilt from the streams in %v", h.Name(2), took.Round(time.Millisecond))
+	nodes := []int{0, 1, 2}
+	for _, w := range all {
+		rs := h.allNodes(nodes, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, book.min(w.version.shard))
+		if d := identical(rs); d != "" {
+			t.Fatalf("artifact %s after rebuilding node 2: %s", w.id, d)
+		}
+		if err := checkStored(rs[0].body, w.id, w.ws, w.payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, ws := range wss {
+		var first []byte
+		for _, i := range nodes {
+			b, _, err := h.listing(i, ws, book.min(shardOf(ws, h.shards)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = b
+			} else if string(b) != string(first) {
+				t.Fatalf("listing of %s, node 0 and node %d: %s", ws, i, firstDiff(first, b))
+			}
+		}
+		p := c.packFor(ws, k)
+		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min(shardOf(ws, h.shards)))
+		if d := identical(rs); d != "" {
+			t.Fatalf("pack %s after rebuilding node 2: %s", p, d)
+		}
+	}
+}
