@@ -330,6 +330,7 @@ func (n *Node) setTarget(s *Shard) error {
 	if err != nil {
 		return err
 	}
+	s.handle.Store(&st)
 	last := st.CachedInfo().State.LastSeq
 	if last == 0 {
 		// Nothing to catch up with: ready at once.

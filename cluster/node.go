@@ -254,6 +254,7 @@ func (n *Node) open(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster: stream %s: %w", s.stream, err)
 		}
+		s.handle.Store(&info)
 		targets[i] = info.CachedInfo().State.LastSeq
 	}
 	for _, s := range all {
@@ -317,6 +318,7 @@ func (n *Node) setup(ctx context.Context) error {
 	for _, sc := range streams {
 		sc.Replicas, sc.Storage, sc.Duplicates = n.cfg.StreamReplicas, jetstream.FileStorage, dedupWindow
 		sc.Retention, sc.Discard = jetstream.LimitsPolicy, jetstream.DiscardNew
+		sc.AllowDirect = true // reads by sequence from any replica (Shard.readDirect)
 		if err := n.stream(ctx, sc); err != nil {
 			return fmt.Errorf("cluster: stream %s: %w", sc.Name, err)
 		}

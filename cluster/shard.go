@@ -47,6 +47,9 @@ type Shard struct {
 	droppedAt     time.Time          // left the ready set (the engine closes a drain period later)
 
 	applied atomic.Uint64 // the last stream sequence applied
+	// handle reads messages by sequence (readDirect); nil until a stream
+	// info answer gave one.
+	handle atomic.Pointer[jetstream.Stream]
 	// wanted is the highest sequence a writer or reader waits for, and
 	// progress the time (Unix ns) the applier last moved or (re)started:
 	// the watchdog re-creates a consumer that stalls while someone waits.
@@ -177,10 +180,8 @@ func (s *Shard) waitApplied(ctx context.Context, seq uint64) error {
 }
 
 // run applies the stream in order from the engine's position until ctx
-// ends (the node closes, or partial replication stops the shard). An
-// ordered consumer delivers every message once, in order, re-creating
-// itself after a lost connection or a server restart; if it cannot be
-// created (no quorum yet) run tries again.
+// ends (the node closes, or partial replication stops the shard): through a
+// consumer (consume) while one can be had, by direct reads in between.
 func (s *Shard) run(ctx context.Context) {
 	defer s.node.wg.Done()
 	for ctx.Err() == nil {
@@ -189,6 +190,12 @@ func (s *Shard) run(ctx context.Context) {
 			return
 		}
 		s.node.log.Warn("cluster: applier restarts", "stream", s.stream, "applied", s.Applied(), "err", err)
+		// Making a consumer needs JetStream's meta leader, which a dead
+		// server may have been; reading by sequence needs only a replica of
+		// the stream. Meanwhile, read directly what is there.
+		if derr := s.readDirect(ctx, time.Second); derr != nil && ctx.Err() == nil {
+			s.node.log.Debug("cluster: direct reads failed", "stream", s.stream, "err", derr)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -257,6 +264,35 @@ func (s *Shard) consume(ctx context.Context) error {
 			return fmt.Errorf("message %d delivered after %d: a message was lost in flight", n, s.Applied())
 		}
 		if err := s.apply(ctx, meta.Sequence.Stream, msg.Headers(), msg.Data()); err != nil {
+			return err
+		}
+	}
+}
+
+// readDirect applies the messages after the last applied one by reading
+// them by sequence (any replica answers when the stream allows direct
+// reads), for at most d, until the next one is not there (yet).
+func (s *Shard) readDirect(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	h := s.handle.Load()
+	if h == nil {
+		st, err := s.node.js.Stream(ctx, s.stream)
+		if err != nil {
+			return err
+		}
+		s.handle.Store(&st)
+		h = &st
+	}
+	for {
+		m, err := (*h).GetMsg(ctx, s.Applied()+1)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.apply(ctx, m.Sequence, m.Header, m.Data); err != nil {
 			return err
 		}
 	}

@@ -761,7 +761,7 @@ func (db *DB) spanTextLocked(tenant string, artifactID, spanID uuid.UUID) (strin
 // (cluster mode) before it is answered anyway; the receipt keeps being
 // published in the background for up to ReceiptRetry.
 const (
-	ReceiptWait  = time.Second
+	ReceiptWait  = 300 * time.Millisecond
 	ReceiptRetry = 30 * time.Second
 )
 
