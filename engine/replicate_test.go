@@ -18,8 +18,8 @@ type memLog struct {
 	seq     uint64
 	ids     map[string]uint64
 	engines []*DB
-	// deliver, when false, stores without applying (a node that has not
-	// caught up); the test applies later with catchUp.
+	// held is every message as the log stores it (decoded copies, without
+	// Apply functions), for a test to deliver one again.
 	held [][]wal.Entry
 }
 
@@ -120,7 +120,8 @@ func TestReplicatedEngines(t *testing.T) {
 	dup.ArtifactID = replicaID("w/1")
 	l.mu.Lock()
 	l.seq++
-	payload := encodeFencedArtifactRecord(nil, 0, mustPrepare(t, a, dup).a, mustPrepare(t, a, dup).spans, nil)
+	ha := mustPrepare(t, a, dup)
+	payload := encodeFencedArtifactRecord(nil, 0, ha.a, ha.spans, nil)
 	for _, db := range l.engines {
 		if err := db.ApplyReplicated(l.seq<<16, []wal.Entry{{Type: uint8(recArtifact), Payload: payload}}); err != nil {
 			l.mu.Unlock()

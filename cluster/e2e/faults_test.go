@@ -33,7 +33,7 @@ func envInt(t testing.TB, name string, def int) int {
 func caughtUp(t *testing.T, h *harness, i int, wss []string, book *versionBook) {
 	t.Helper()
 	for _, ws := range wss {
-		hdr := book.min(shardOf(ws, h.shards))
+		hdr := book.min()
 		r := h.doTimeout(8*time.Second, i, "GET", "/v1/workspaces/"+ws+"/artifacts?limit=1", nil, hdr)
 		if r.err != nil || r.status != http.StatusOK {
 			t.Fatalf("%s after restart, reading %s at %v: %s%s", h.Name(i), ws, hdr, r, h.logOf(i))
@@ -135,7 +135,6 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 	book := newVersionBook()
 	c := newCorpus(11)
 	ws := "quorum"
-	shard := shardOf(ws, h.shards)
 	var seed []written
 	for i := range h.N() {
 		w, err := h.ingestOne(i, c.artifact(ws, "agent", ""), http.StatusCreated, book)
@@ -174,7 +173,7 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			r := h.doTimeout(clientTimeout, w.node, w.method, w.path, w.body, book.min(shard))
+			r := h.doTimeout(clientTimeout, w.node, w.method, w.path, w.body, book.min())
 			switch {
 			case r.err != nil:
 				t.Logf("%s %s through node %d without quorum: no answer within %v (%v)", w.method, w.path, w.node, clientTimeout, r.err)
@@ -197,7 +196,7 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for _, w := range writes {
 		for {
-			r := h.doTimeout(10*time.Second, w.node, w.method, w.path, w.body, book.min(shard))
+			r := h.doTimeout(10*time.Second, w.node, w.method, w.path, w.body, book.min())
 			ok := r.err == nil && r.status >= 200 && r.status < 300
 			// An erasure sent without quorum may have been stored once the
 			// quorum returned: then the artifact is gone (404).
@@ -219,7 +218,7 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 		}
 	}
 	for i := range h.N() {
-		_, keys, err := h.listing(i, ws, book.min(shard))
+		_, keys, err := h.listing(i, ws, book.min())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,12 +254,12 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 		during = append(during, w)
 	}
 	p := c.packFor(ws, 0)
-	if r := h.doTimeout(10*time.Second, 0, "POST", p.path(), mustJSON(p.body), book.min(shard)); r.err != nil || r.status != http.StatusOK {
+	if r := h.doTimeout(10*time.Second, 0, "POST", p.path(), mustJSON(p.body), book.min()); r.err != nil || r.status != http.StatusOK {
 		t.Fatalf("pack through node 0 with node 2 paused: %s", r)
 	}
 	h.Resume(2)
 	for _, w := range during {
-		rs := h.allNodes([]int{0, 1, 2}, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, book.min(shard))
+		rs := h.allNodes([]int{0, 1, 2}, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, book.min())
 		if d := identical(rs); d != "" {
 			t.Fatalf("artifact %s acknowledged while node 2 was paused: %s", w.id, d)
 		}
@@ -297,7 +296,7 @@ func TestClusterNodeRebuiltFromStreams(t *testing.T) {
 		}
 		all = append(all, w)
 	}
-	r := h.doTimeout(10*time.Second, 0, "POST", "/v1/feedback", mustJSON(map[string]any{"workspace_id": all[0].ws, "action": "pin", "artifact_id": all[0].id}), book.min(all[0].version.shard))
+	r := h.doTimeout(10*time.Second, 0, "POST", "/v1/feedback", mustJSON(map[string]any{"workspace_id": all[0].ws, "action": "pin", "artifact_id": all[0].id}), book.min())
 	if v, err := h.ackedWrite(r, http.StatusCreated, all[0].ws); err != nil {
 		t.Fatal(err)
 	} else {
@@ -307,7 +306,7 @@ func TestClusterNodeRebuiltFromStreams(t *testing.T) {
 	t.Logf("%s rebuilt from the streams in %v", h.Name(2), took.Round(time.Millisecond))
 	nodes := []int{0, 1, 2}
 	for _, w := range all {
-		rs := h.allNodes(nodes, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, book.min(w.version.shard))
+		rs := h.allNodes(nodes, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, book.min())
 		if d := identical(rs); d != "" {
 			t.Fatalf("artifact %s after rebuilding node 2: %s", w.id, d)
 		}
@@ -318,7 +317,7 @@ func TestClusterNodeRebuiltFromStreams(t *testing.T) {
 	for k, ws := range wss {
 		var first []byte
 		for _, i := range nodes {
-			b, _, err := h.listing(i, ws, book.min(shardOf(ws, h.shards)))
+			b, _, err := h.listing(i, ws, book.min())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +328,7 @@ func TestClusterNodeRebuiltFromStreams(t *testing.T) {
 			}
 		}
 		p := c.packFor(ws, k)
-		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min(shardOf(ws, h.shards)))
+		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min())
 		if d := identical(rs); d != "" {
 			t.Fatalf("pack %s after rebuilding node 2: %s", p, d)
 		}

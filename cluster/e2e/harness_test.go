@@ -450,7 +450,7 @@ func (h *harness) Pause(i int) {
 	pid := n.cmd.Process.Pid
 	h.mu.Unlock()
 	deadline := time.Now().Add(exitTimeout)
-	for !allThreadsStopped(pid) {
+	for !natstest.Stopped(pid) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("e2e: %s not stopped %v after SIGSTOP", h.Name(i), exitTimeout)
 		}
@@ -501,26 +501,6 @@ func (h *harness) waitExit(i int, sig string) {
 	h.mu.Lock()
 	n.paused = false
 	h.mu.Unlock()
-}
-
-// allThreadsStopped reports whether every thread of pid is stopped by a
-// signal (state T).
-func allThreadsStopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			return false
-		}
-		end := bytes.LastIndexByte(stat, ')')
-		if end < 0 || end+2 >= len(stat) || stat[end+2] != 'T' {
-			return false
-		}
-	}
-	return true
 }
 
 // killAll SIGKILLs every running node, paused ones too, and reaps it.
@@ -636,18 +616,15 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// dataVersion is a data version a node reported (X-Loci-Data-Version). Two
-// forms are understood: the one in the brief of these tests,
-// "<shard>.<seq>" (a position in one shard's stream), and the one the
-// implementation sends, "<control>.<seq 0>. ... .<seq S-1>" (what the
-// answering node has applied of the control stream and of every shard
-// stream). Either, sent back as X-Loci-Min-Data-Version, makes a node wait
-// until it has applied that much.
+// dataVersion is a data version a node reported (X-Loci-Data-Version):
+// "<control>.<seq 0>. ... .<seq S-1>", what the answering node has applied of
+// the control stream and of every shard stream. Sent back as
+// X-Loci-Min-Data-Version, it makes a node wait until it has applied that
+// much.
 type dataVersion struct {
 	raw   string
-	shard int      // the workspace's shard
-	seq   uint64   // "<shard>.<seq>" form: the position in the shard's stream
-	vec   []uint64 // vector form: control, then shard 0..S-1
+	shard int      // the shard of the workspace written
+	vec   []uint64 // control, then shard 0..S-1
 }
 
 func (v dataVersion) String() string { return v.raw }
@@ -655,26 +632,16 @@ func (v dataVersion) String() string { return v.raw }
 // parseDataVersion reads a data version of a write to workspace ws.
 func (h *harness) parseDataVersion(s, ws string) (dataVersion, error) {
 	parts := strings.Split(s, ".")
-	nums := make([]uint64, len(parts))
+	if len(parts) != h.shards+1 {
+		return dataVersion{}, fmt.Errorf("data version %q: want %d parts (the control stream and %d shards)", s, h.shards+1, h.shards)
+	}
+	v := dataVersion{raw: s, shard: shardOf(ws, h.shards), vec: make([]uint64, len(parts))}
 	for i, p := range parts {
 		n, err := strconv.ParseUint(p, 10, 64)
 		if err != nil {
 			return dataVersion{}, fmt.Errorf("data version %q: part %d is not a number", s, i)
 		}
-		nums[i] = n
-	}
-	v := dataVersion{raw: s, shard: shardOf(ws, h.shards)}
-	switch len(parts) {
-	case h.shards + 1:
-		v.vec = nums
-		v.seq = nums[1+v.shard]
-	case 2:
-		if int(nums[0]) != v.shard {
-			return v, fmt.Errorf("workspace %s written at data version %s, but docs/cluster.md puts it on shard %d", ws, s, v.shard)
-		}
-		v.seq = nums[1]
-	default:
-		return v, fmt.Errorf("data version %q is neither <shard>.<seq> nor <control>.<seq of each of %d shards>", s, h.shards)
+		v.vec[i] = n
 	}
 	return v, nil
 }
@@ -697,50 +664,38 @@ func shardOf(workspace string, shards int) int {
 	return int(f.Sum64() % uint64(shards))
 }
 
-// versionBook keeps the highest data versions acknowledged writes reported:
-// per shard ("<shard>.<seq>" form) or as the element-wise maximum of the
-// vectors. A read asking for it sees every acknowledged write so far (of the
-// shard, or of the whole cluster).
+// versionBook keeps the element-wise maximum of the data versions
+// acknowledged writes reported: a read asking for it sees every write
+// acknowledged so far.
 type versionBook struct {
 	mu  sync.Mutex
-	max map[int]uint64
 	vec []uint64
 }
 
-func newVersionBook() *versionBook { return &versionBook{max: map[int]uint64{}} }
+func newVersionBook() *versionBook { return &versionBook{} }
 
 func (b *versionBook) observe(v dataVersion) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if v.vec != nil {
-		if b.vec == nil {
-			b.vec = make([]uint64, len(v.vec))
-		}
-		for i, n := range v.vec {
-			b.vec[i] = max(b.vec[i], n)
-		}
-		return
+	if b.vec == nil {
+		b.vec = make([]uint64, len(v.vec))
 	}
-	if v.seq > b.max[v.shard] {
-		b.max[v.shard] = v.seq
+	for i, n := range v.vec {
+		b.vec[i] = max(b.vec[i], n)
 	}
 }
 
 // min is the X-Loci-Min-Data-Version header that covers every acknowledged
-// write to shard, or nil before any.
-func (b *versionBook) min(shard int) map[string]string {
+// write, or nil before any.
+func (b *versionBook) min() map[string]string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.vec != nil {
-		parts := make([]string, len(b.vec))
-		for i, n := range b.vec {
-			parts[i] = strconv.FormatUint(n, 10)
-		}
-		return map[string]string{hdrMinDataVersion: strings.Join(parts, ".")}
-	}
-	seq, ok := b.max[shard]
-	if !ok {
+	if b.vec == nil {
 		return nil
 	}
-	return map[string]string{hdrMinDataVersion: fmt.Sprintf("%d.%d", shard, seq)}
+	parts := make([]string, len(b.vec))
+	for i, n := range b.vec {
+		parts[i] = strconv.FormatUint(n, 10)
+	}
+	return map[string]string{hdrMinDataVersion: strings.Join(parts, ".")}
 }

@@ -105,7 +105,7 @@ func identicalPacks(t *testing.T, args []string) {
 	}
 	feedback := func(i int, body map[string]any, ws string) {
 		t.Helper()
-		r := h.doTimeout(20*time.Second, i, "POST", "/v1/feedback", mustJSON(body), book.min(shardOf(ws, h.shards)))
+		r := h.doTimeout(20*time.Second, i, "POST", "/v1/feedback", mustJSON(body), book.min())
 		v, err := h.ackedWrite(r, http.StatusCreated, ws)
 		if err != nil {
 			t.Fatalf("feedback %s through node %d: %v", mustJSON(body), i, err)
@@ -119,7 +119,7 @@ func identicalPacks(t *testing.T, args []string) {
 		feedback(nodes[(k+2)%3], map[string]any{"workspace_id": ws, "action": "private", "artifact_id": arts[2].id, "actor_id": "agent-1"}, ws)
 	}
 	erased := byWS[wss[0]][3]
-	r := h.doTimeout(20*time.Second, 1, "DELETE", "/v1/artifacts/"+erased.id, nil, book.min(erased.version.shard))
+	r := h.doTimeout(20*time.Second, 1, "DELETE", "/v1/artifacts/"+erased.id, nil, book.min())
 	if v, err := h.ackedWrite(r, http.StatusOK, erased.ws); err != nil {
 		t.Fatalf("erasing %s through node 1: %v", erased.id, err)
 	} else {
@@ -133,9 +133,9 @@ func identicalPacks(t *testing.T, args []string) {
 	for k := range 20 {
 		ws := wss[k%len(wss)]
 		p := c.packFor(ws, k)
-		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min(shardOf(ws, h.shards)))
+		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min())
 		if d := identical(rs); d != "" {
-			t.Fatalf("pack %d (%s) at %v: %s", k, p, book.min(shardOf(ws, h.shards)), d)
+			t.Fatalf("pack %d (%s) at %v: %s", k, p, book.min(), d)
 		}
 		if packCites(rs[0].body) {
 			cited++
@@ -168,7 +168,7 @@ func identicalPacks(t *testing.T, args []string) {
 
 	// Artifacts, statuses and listings.
 	for _, w := range all {
-		hdr := book.min(w.version.shard)
+		hdr := book.min()
 		rs := h.allNodes(nodes, 10*time.Second, "GET", "/v1/artifacts/"+w.id, nil, hdr)
 		if w.id == erased.id {
 			for _, r := range rs {
@@ -191,7 +191,7 @@ func identicalPacks(t *testing.T, args []string) {
 	for _, ws := range wss {
 		var bodies [][]byte
 		for _, i := range nodes {
-			b, keys, err := h.listing(i, ws, book.min(shardOf(ws, h.shards)))
+			b, keys, err := h.listing(i, ws, book.min())
 			if err != nil {
 				t.Fatalf("node %d: %v", i, err)
 			}

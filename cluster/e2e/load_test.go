@@ -282,7 +282,7 @@ func (g *loadGen) packer(k int) {
 	for n := 0; !g.stopped(); n++ {
 		ws := g.wss[r.IntN(len(g.wss))]
 		p := c.packFor(ws, n)
-		rep := g.send(r, 8*time.Second, "POST", p.path(), mustJSON(p.body), g.book.min(shardOf(ws, g.h.shards)))
+		rep := g.send(r, 8*time.Second, "POST", p.path(), mustJSON(p.body), g.book.min())
 		switch {
 		case g.stopped():
 		case rep.err != nil || retryable(rep):
@@ -311,7 +311,7 @@ func (g *loadGen) failover(since time.Time, first int) []time.Duration {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			for {
-				rep, _ := g.h.try(ctx, rotation(first, g.h.N()), 2*time.Second, "POST", "/v1/context-pack", body, g.book.min(shardOf(ws, g.h.shards)))
+				rep, _ := g.h.try(ctx, rotation(first, g.h.N()), 2*time.Second, "POST", "/v1/context-pack", body, g.book.min())
 				if rep.err == nil && rep.status == http.StatusOK {
 					out[k] = time.Since(since)
 					return
@@ -364,7 +364,7 @@ func (g *loadGen) verify(t *testing.T, idx []int) {
 	for _, i := range idx {
 		start := time.Now()
 		for _, ws := range g.wss {
-			hdr := g.book.min(shardOf(ws, g.h.shards))
+			hdr := g.book.min()
 			for {
 				r := g.h.doTimeout(10*time.Second, i, "GET", "/v1/workspaces/"+ws+"/artifacts?limit=1", nil, hdr)
 				if r.err == nil && r.status == http.StatusOK {
@@ -388,7 +388,7 @@ func (g *loadGen) verify(t *testing.T, idx []int) {
 			defer wg.Done()
 			for id := range work {
 				w := g.acked[id]
-				rs, err := g.h.atOneVersion(idx, w.version.shard, "GET", "/v1/artifacts/"+id, nil, g.book.min(w.version.shard))
+				rs, err := g.h.atOneVersion(idx, w.version.shard, "GET", "/v1/artifacts/"+id, nil, g.book.min())
 				var problem string
 				if err != nil {
 					problem = err.Error()
@@ -445,7 +445,7 @@ func (g *loadGen) verify(t *testing.T, idx []int) {
 	c := newCorpus(77)
 	for k, ws := range g.wss {
 		shard := shardOf(ws, g.h.shards)
-		rs, err := g.h.atOneVersion(idx, shard, "GET", "/v1/workspaces/"+ws+"/artifacts?limit=500", nil, g.book.min(shard))
+		rs, err := g.h.atOneVersion(idx, shard, "GET", "/v1/workspaces/"+ws+"/artifacts?limit=500", nil, g.book.min())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -454,7 +454,7 @@ func (g *loadGen) verify(t *testing.T, idx []int) {
 		}
 		for j := range 2 {
 			p := c.packFor(ws, 2*k+j)
-			rs, err := g.h.atOneVersion(idx, shard, "POST", p.path(), mustJSON(p.body), g.book.min(shard))
+			rs, err := g.h.atOneVersion(idx, shard, "POST", p.path(), mustJSON(p.body), g.book.min())
 			if err != nil {
 				t.Fatal(err)
 			}

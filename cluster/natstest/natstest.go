@@ -584,7 +584,7 @@ func (c *Cluster) Pause(i int) {
 	// The signal is delivered asynchronously: until every thread has
 	// stopped, the server may still answer.
 	deadline := time.Now().Add(exitTimeout)
-	for !stopped(s.cmd.Process.Pid) {
+	for !Stopped(s.cmd.Process.Pid) {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("natstest: %s not stopped %v after SIGSTOP", s.name, exitTimeout)
 		}
@@ -592,9 +592,10 @@ func (c *Cluster) Pause(i int) {
 	}
 }
 
-// stopped reports whether every thread of process pid is stopped by a
-// signal (state T in /proc/<pid>/task/<tid>/stat).
-func stopped(pid int) bool {
+// Stopped reports whether every thread of process pid is stopped by a
+// signal (state T in /proc/<pid>/task/<tid>/stat): a SIGSTOP has taken
+// effect. The cluster tests pause their Loci processes with it too.
+func Stopped(pid int) bool {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil || len(tasks) == 0 {
 		return false

@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/loci-memory/loci/wal"
+)
+
+func entries(sizes ...int) []wal.Entry {
+	out := make([]wal.Entry, len(sizes))
+	for i, n := range sizes {
+		out[i] = wal.Entry{Type: uint8(1 + i%5), Payload: bytes.Repeat([]byte{byte('a' + i)}, n)}
+	}
+	return out
+}
+
+func sameEntries(t *testing.T, got, want []wal.Entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Type != want[i].Type || !bytes.Equal(got[i].Payload, want[i].Payload) {
+			t.Fatalf("record %d: type %d, %d bytes; want type %d, %d bytes", i, got[i].Type, len(got[i].Payload), want[i].Type, len(want[i].Payload))
+		}
+	}
+}
+
+// TestMessageRoundTrip: a message decodes to the records it was made of,
+// messageSize is its length, and damaged messages are refused.
+func TestMessageRoundTrip(t *testing.T) {
+	for _, sizes := range [][]int{{}, {0}, {1, 200, 0, 70000}} {
+		es := entries(sizes...)
+		b := encodeMessage(es)
+		if len(b) != messageSize(es) {
+			t.Fatalf("sizes %v: messageSize %d, message %d bytes", sizes, messageSize(es), len(b))
+		}
+		got, err := decodeMessage(b)
+		if err != nil {
+			t.Fatalf("sizes %v: %v", sizes, err)
+		}
+		sameEntries(t, got, es)
+	}
+	good := encodeMessage(entries(3, 4))
+	for name, b := range map[string][]byte{
+		"empty":         {},
+		"truncated":     good[:len(good)-1],
+		"trailing":      append(append([]byte{}, good...), 0),
+		"count too big": {0xff, 0xff, 0x04},
+		"bad length":    {1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+	} {
+		if _, err := decodeMessage(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+// TestSplitEntries: a write larger than a message is cut between records
+// into messages within the limit, in order; a record too large for any
+// message is refused, naming its size.
+func TestSplitEntries(t *testing.T) {
+	es := entries(400, 400, 400, 50, 900, 10)
+	const limit = 1000
+	runs, err := splitEntries(es, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined []wal.Entry
+	for _, r := range runs {
+		if messageSize(r) > limit {
+			t.Fatalf("a message of %d bytes, limit %d", messageSize(r), limit)
+		}
+		joined = append(joined, r...)
+	}
+	sameEntries(t, joined, es)
+	if len(runs) < 3 {
+		t.Fatalf("%d messages for %d bytes of records under a %d-byte limit", len(runs), messageSize(es), limit)
+	}
+	if runs, _ := splitEntries(es, 1<<20); len(runs) != 1 {
+		t.Fatalf("a write within the limit was cut into %d messages", len(runs))
+	}
+	if _, err := splitEntries(entries(10, 2000), limit); err == nil || !strings.Contains(err.Error(), "2000 bytes") {
+		t.Fatalf("a record larger than a message: %v", err)
+	}
+}
