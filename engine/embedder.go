@@ -34,14 +34,22 @@ import (
 // embedBatchSpans bounds the spans of one Embed call of the worker.
 const embedBatchSpans = 256
 
-// embedRetryBackoff is the first pause before asking a failing embedder
-// again; each further pause is four times longer (tests shorten it).
-var embedRetryBackoff = 250 * time.Millisecond
+// embedRetryBackoff is the first pause before asking an unavailable embedder
+// again; each further pause is four times longer, up to embedRetryMax
+// (tests shorten both).
+var (
+	embedRetryBackoff = 250 * time.Millisecond
+	embedRetryMax     = 30 * time.Second
+)
 
-// embedAttempts is how often the worker asks an embedder that fails before
-// it settles the artifacts without vectors (lexical retrieval still finds
-// them; loci reindex can embed them later).
-const embedAttempts = 4
+// An embedder that is unavailable (vecindex.ErrUnavailable: down, slow,
+// rate limited, or a remote call past embedTimeout) is asked again, with
+// back-off, for as long as the engine runs: the artifacts stay pending and
+// the backlog grows until ingest is refused (waitForRoom). Only an embedder
+// that rejects the input itself (any other error: the provider is up and
+// said no, or a vector of the wrong dimension) settles an artifact as
+// failed, and then only that artifact: a rejected batch is retried one
+// artifact at a time.
 
 // errEmbedderMismatch marks a data directory whose vectors are of another
 // embedder than the one configured.
@@ -73,6 +81,24 @@ type backgroundEmbedding struct {
 	started bool
 
 	onEmbedded atomic.Pointer[func(tenant string, id uuid.UUID)] // see DB.OnEmbedded
+
+	failMu  sync.Mutex
+	failing error // the embedder's last error while it is retried; nil once it answers
+}
+
+// failure is the embedder's last error while it is retried, or nil.
+func (b *backgroundEmbedding) failure() error {
+	b.failMu.Lock()
+	defer b.failMu.Unlock()
+	return b.failing
+}
+
+// noteFailure records that the embedder is unavailable (err) or answers
+// again (nil), for EmbeddingStatus.
+func (b *backgroundEmbedding) noteFailure(err error) {
+	b.failMu.Lock()
+	defer b.failMu.Unlock()
+	b.failing = err
 }
 
 // pendingEmbed is a queued artifact and the head that holds it.
@@ -217,8 +243,9 @@ func (db *DB) takeEmbedBatch() []pendingEmbed {
 	return batch
 }
 
-// embedBatch embeds the batch's spans, retrying an embedder that fails; after
-// embedAttempts failures the records say "no vectors".
+// embedBatch embeds the batch's spans. An unavailable embedder is asked
+// again until it answers or ctx ends; one that rejects the batch is asked
+// artifact by artifact, and a rejected artifact's record says "no vectors".
 func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRecord {
 	var texts []string
 	for _, p := range batch {
@@ -226,28 +253,20 @@ func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRe
 			texts = append(texts, p.ha.spans[i].Text)
 		}
 	}
-	var vecs [][]float32
-	var err error
-	backoff := embedRetryBackoff
-	for attempt := 1; ; attempt++ {
-		callCtx, cancel := context.WithTimeout(ctx, embedTimeout)
-		vecs, err = db.opts.Embedder.Embed(callCtx, texts)
-		cancel()
-		if err == nil && len(vecs) != len(texts) {
-			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+	vecs, err := db.embedRetrying(ctx, texts)
+	if err != nil && ctx.Err() == nil && len(batch) > 1 {
+		// One artifact's input may be what the embedder refuses: the
+		// others must not fail with it.
+		recs := make([]*vectorsRecord, 0, len(batch))
+		for i := range batch {
+			recs = append(recs, db.embedBatch(ctx, batch[i:i+1])...)
 		}
-		if err == nil || ctx.Err() != nil || attempt == embedAttempts {
-			break
-		}
-		db.log.Warn("engine: background embedding failed; retrying", "texts", len(texts), "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff *= 4
+		return recs
 	}
 	if err != nil && ctx.Err() == nil {
-		db.log.Error("engine: background embedding gave up; artifacts stay without vectors (loci reindex embeds them)", "artifacts", len(batch), "texts", len(texts), "err", err)
+		a := batch[0].ha.a
+		db.log.Error("engine: the embedder rejected an artifact's text; it stays without vectors (lexical retrieval finds it)",
+			"artifact", a.ID, "spans", len(texts), "err", err)
 	}
 	model, dim := db.embedModel()
 	recs := make([]*vectorsRecord, len(batch))
@@ -265,6 +284,49 @@ func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRe
 		recs[j] = r
 	}
 	return recs
+}
+
+// embedRetrying calls the embedder until it answers, rejects the input (a
+// non-nil error that is not vecindex.ErrUnavailable), or ctx ends.
+func (db *DB) embedRetrying(ctx context.Context, texts []string) ([][]float32, error) {
+	backoff := embedRetryBackoff
+	for attempt := 1; ; attempt++ {
+		vecs, err := db.embedOnce(ctx, texts)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, vecindex.ErrUnavailable) {
+			db.embedding.noteFailure(nil)
+			return vecs, err
+		}
+		db.embedding.noteFailure(err)
+		if attempt == 1 || backoff == embedRetryMax {
+			db.log.Warn("engine: the embedder is unavailable; its artifacts stay pending and are retried", "texts", len(texts),
+				"attempt", attempt, "next_try_in", backoff, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*4, embedRetryMax)
+	}
+}
+
+// embedOnce is one Embed call. An embedder that computes in this process
+// has no reason to time out (under CPU contention it is slow, not down);
+// a remote one gets embedTimeout, and a call past it counts as unavailable.
+func (db *DB) embedOnce(ctx context.Context, texts []string) ([][]float32, error) {
+	if _, local := db.opts.Embedder.(vecindex.InProcess); !local {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, embedTimeout)
+		defer cancel()
+	}
+	vecs, err := db.opts.Embedder.Embed(ctx, texts)
+	switch {
+	case err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, vecindex.ErrUnavailable):
+		err = fmt.Errorf("%w: no answer within %v: %w", vecindex.ErrUnavailable, embedTimeout, err)
+	case err == nil && len(vecs) != len(texts):
+		err = fmt.Errorf("%w: embedder returned %d vectors for %d texts", vecindex.ErrUnavailable, len(vecs), len(texts))
+	}
+	return vecs, err
 }
 
 // quantizeSpans quantizes one artifact's span vectors (nil if a vector has
@@ -447,10 +509,7 @@ func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) 
 func (db *DB) EmbeddingBacklog() int {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	n := db.head.unembedded
-	for _, h := range db.frozen {
-		n += h.unembedded
-	}
+	_, n := db.unflushedLocked()
 	return n
 }
 

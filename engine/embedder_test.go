@@ -202,11 +202,13 @@ func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
 	}
 }
 
-// An embedder that keeps failing is given up on: the artifacts settle as
-// failed (lexical only) and flushes go on.
-func TestBackgroundEmbeddingGivesUp(t *testing.T) {
-	defer func(d time.Duration) { embedRetryBackoff = d }(embedRetryBackoff)
-	embedRetryBackoff = time.Millisecond
+// An unavailable embedder is asked again until it answers: the artifact
+// stays pending meanwhile (it used to settle as failed after four attempts),
+// Stats shows the embedder's error, and the artifact is embedded once the
+// embedder answers.
+func TestBackgroundEmbeddingRetriesUnavailable(t *testing.T) {
+	defer func(d, m time.Duration) { embedRetryBackoff, embedRetryMax = d, m }(embedRetryBackoff, embedRetryMax)
+	embedRetryBackoff, embedRetryMax = time.Millisecond, 4*time.Millisecond
 	g := newGatedEmbedder()
 	g.down = true
 	g.open()
@@ -216,18 +218,102 @@ func TestBackgroundEmbeddingGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEmbedded(t, db, "t", r.ArtifactID)
-	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingFailed {
-		t.Fatalf("state %q, want failed", s)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		calls := g.calls
+		g.mu.Unlock()
+		if calls >= 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("embedder asked %d times in 10 s", calls)
+		}
 	}
-	if g.calls != embedAttempts {
-		t.Fatalf("embedder asked %d times, want %d", g.calls, embedAttempts)
+	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingPending {
+		t.Fatalf("state %q while the embedder is down, want pending", s)
+	}
+	if st := db.Stats(); st.EmbeddingBacklog != 1 || !strings.Contains(st.EmbedderError, "connection refused") {
+		t.Fatalf("stats while the embedder is down: backlog %d, error %q", st.EmbeddingBacklog, st.EmbedderError)
+	}
+	g.mu.Lock()
+	g.down = false
+	g.mu.Unlock()
+	waitEmbedded(t, db, "t", r.ArtifactID)
+	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingEmbedded {
+		t.Fatalf("state %q once the embedder answers, want embedded", s)
+	}
+	if st := db.Stats(); st.EmbeddingBacklog != 0 || st.EmbedderError != "" {
+		t.Fatalf("stats after: backlog %d, error %q", st.EmbeddingBacklog, st.EmbedderError)
+	}
+}
+
+// rejectingEmbedder is GloVe that rejects, as a provider rejects input its
+// model cannot take (a plain error, not vecindex.ErrUnavailable), every
+// call with a text containing "REJECT".
+type rejectingEmbedder struct {
+	vecindex.Embedder
+	calls int
+}
+
+func (r *rejectingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	r.calls++
+	for _, s := range texts {
+		if strings.Contains(s, "REJECT") {
+			return nil, errors.New("400 Bad Request: input too long")
+		}
+	}
+	return r.Embedder.Embed(ctx, texts)
+}
+
+// An embedder that rejects an artifact's text settles that artifact as
+// failed, and only it: the batch it came in is asked again artifact by
+// artifact. The "no vectors" record of an artifact of several spans reads
+// back at the next open (it used to fail: "vectors record: bad span count").
+func TestBackgroundEmbeddingRejectedInput(t *testing.T) {
+	dir := t.TempDir()
+	emb := &rejectingEmbedder{Embedder: vecindex.NewGloVe()}
+	gate := newGatedEmbedder()
+	gate.Embedder = emb
+	db := openTest(t, dir, Options{DisableBackground: true, Embedder: gate, EmbedInBackground: true})
+	bad, err := db.Ingest("t", chat("ws", strings.Repeat("REJECT this runbook about rotating credentials every quarter. ", 300)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad.SpanIDs) < 2 {
+		t.Fatalf("the rejected artifact has %d spans; the test needs two or more", len(bad.SpanIDs))
+	}
+	good, err := db.Ingest("t", chat("ws", "the deploy moved to Friday"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.open() // both wait in one batch
+	waitEmbedded(t, db, "t", bad.ArtifactID, good.ArtifactID)
+	if s := embeddingState(t, db, "t", bad.ArtifactID); s != EmbeddingFailed {
+		t.Fatalf("rejected artifact: state %q, want failed", s)
+	}
+	if s := embeddingState(t, db, "t", good.ArtifactID); s != EmbeddingEmbedded {
+		t.Fatalf("the other artifact of its batch: state %q, want embedded", s)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: emb, EmbedInBackground: true})
+	defer db.Close()
+	calls := emb.calls
+	if s := embeddingState(t, db, "t", bad.ArtifactID); s != EmbeddingFailed {
+		t.Fatalf("rejected artifact after replay: state %q, want failed", s)
+	}
+	if s := embeddingState(t, db, "t", good.ArtifactID); s != EmbeddingEmbedded {
+		t.Fatalf("after replay: state %q, want embedded", s)
 	}
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := db.SearchLexical("t", "ws", "deploy", 5); len(h) != 1 {
-		t.Fatal("lexical after giving up")
+	if emb.calls != calls {
+		t.Fatal("replay asked the embedder again for settled artifacts")
+	}
+	if h, _ := db.SearchLexical("t", "ws", "rotating credentials", 5); len(h) == 0 {
+		t.Fatal("the rejected artifact is not found lexically")
 	}
 }
 
@@ -328,5 +414,60 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 	db.Close()
 	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
 		t.Fatalf("lexical-only open of a reindexed directory: %v", err)
+	}
+}
+
+// While the embedder is down, a head cannot be flushed (its artifacts wait
+// for vectors): once the unflushed heads reach the stall limit an ingest
+// waits at most roomWait, then is refused with a BackpressureError that
+// stores nothing (it used to wait without bound), Health reports it, and
+// writes resume once the embedder answers and the heads are flushed.
+func TestIngestBackpressureWhileEmbedderDown(t *testing.T) {
+	defer func(d, m, w time.Duration) { embedRetryBackoff, embedRetryMax, roomWait = d, m, w }(embedRetryBackoff, embedRetryMax, roomWait)
+	embedRetryBackoff, embedRetryMax, roomWait = time.Millisecond, 4*time.Millisecond, 100*time.Millisecond
+	g := newGatedEmbedder()
+	g.down = true
+	g.open()
+	db := openTest(t, t.TempDir(), Options{Embedder: g, EmbedInBackground: true, FlushThreshold: 16 << 10})
+	defer db.Close()
+	var refusal *BackpressureError
+	accepted := 0
+	for i := 0; i < 1000 && refusal == nil; i++ {
+		_, err := db.Ingest("t", chat("ws", fmt.Sprintf("note %d %s", i, strings.Repeat("padding words ", 100))))
+		switch {
+		case err == nil:
+			accepted++
+		case errors.As(err, &refusal):
+		default:
+			t.Fatal(err)
+		}
+	}
+	if refusal == nil {
+		t.Fatal("no back-pressure with the embedder down")
+	}
+	if !errors.Is(refusal, ErrBackpressure) || refusal.Backlog < accepted || refusal.Embedder == nil {
+		t.Fatalf("refusal %+v after %d accepted", refusal, accepted)
+	}
+	// The backlog is exactly what was accepted: the refused write stored nothing.
+	if st := db.Stats(); st.EmbeddingBacklog != accepted || st.IngestRefused == "" {
+		t.Fatalf("stats: backlog %d of %d accepted, refused %q", st.EmbeddingBacklog, accepted, st.IngestRefused)
+	}
+	if err := db.Health(); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("Health while writes are refused and the embedder is down: %v", err)
+	}
+	g.mu.Lock()
+	g.down = false
+	g.mu.Unlock()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := db.Ingest("t", chat("ws", "the deploy moved to Friday"))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBackpressure) || time.Now().After(deadline) {
+			t.Fatalf("ingest once the embedder answers: %v", err)
+		}
+	}
+	if err := db.Health(); err != nil {
+		t.Fatalf("Health after: %v", err)
 	}
 }

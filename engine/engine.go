@@ -726,7 +726,19 @@ func (db *DB) Health() error {
 	if err := db.wal.Err(); err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	return db.maintenanceErr()
+	if err := db.maintenanceErr(); err != nil {
+		return err
+	}
+	// Writes refused while the embedder is down do not resume by
+	// themselves: that is a degraded service. (A backlog that an
+	// answering embedder works off is only reported, in Stats.)
+	db.mu.RLock()
+	refusal := db.backpressureLocked()
+	db.mu.RUnlock()
+	if refusal != nil && refusal.Embedder != nil {
+		return refusal
+	}
+	return nil
 }
 
 func (db *DB) maintenanceErr() error {
@@ -748,6 +760,14 @@ type Stats struct {
 	WALCheckpoint   int    `json:"wal_checkpoint"`
 	WALCurrentIndex int    `json:"wal_current_file"`
 	NextSeq         uint64 `json:"next_seq"`
+	// EmbeddingBacklog counts the artifacts waiting for the background
+	// embedder; EmbedderError is its last error while it is unavailable
+	// and retried (empty when it answers).
+	EmbeddingBacklog int    `json:"embedding_backlog"`
+	EmbedderError    string `json:"embedder_error,omitempty"`
+	// IngestRefused says why writes are refused for back-pressure now
+	// (waitForRoom), empty when they are accepted.
+	IngestRefused string `json:"ingest_refused,omitempty"`
 }
 
 // Add adds o's counts to s (several engines of one node, cluster mode);
@@ -764,6 +784,13 @@ func (s *Stats) Add(o Stats) {
 	s.WALCheckpoint = max(s.WALCheckpoint, o.WALCheckpoint)
 	s.WALCurrentIndex = max(s.WALCurrentIndex, o.WALCurrentIndex)
 	s.NextSeq = max(s.NextSeq, o.NextSeq)
+	s.EmbeddingBacklog += o.EmbeddingBacklog
+	if s.EmbedderError == "" {
+		s.EmbedderError = o.EmbedderError
+	}
+	if s.IngestRefused == "" {
+		s.IngestRefused = o.IngestRefused
+	}
 }
 
 func (db *DB) Stats() Stats {
@@ -782,6 +809,13 @@ func (db *DB) Stats() Stats {
 	}
 	for _, h := range db.frozen {
 		st.FrozenBytes += h.bytes
+	}
+	_, st.EmbeddingBacklog = db.unflushedLocked()
+	if err := db.embedding.failure(); err != nil {
+		st.EmbedderError = err.Error()
+	}
+	if err := db.backpressureLocked(); err != nil {
+		st.IngestRefused = err.Error()
 	}
 	return st
 }

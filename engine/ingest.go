@@ -256,10 +256,7 @@ func (db *DB) roomNow() bool {
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
-	used := db.head.bytes
-	for _, h := range db.frozen {
-		used += h.bytes
-	}
+	used, _ := db.unflushedLocked()
 	db.mu.RUnlock()
 	return used < stallFactor*db.opts.FlushThreshold
 }

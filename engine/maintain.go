@@ -97,28 +97,93 @@ func (db *DB) compactionDue() bool {
 // times FlushThreshold, so memory stays bounded when ingest outruns flushing.
 const stallFactor = 4
 
+// roomWait bounds how long an ingest waits for room (a var: tests shorten
+// it). A head is flushed only once the background embedder has embedded
+// its artifacts, so the wait can be as long as the embedding backlog:
+// past roomWait the write is refused with a BackpressureError (HTTP 503
+// with Retry-After) instead of holding the client without bound.
+var roomWait = 10 * time.Second
+
+// ErrBackpressure marks an ingest refused because the unflushed data is at
+// its limit (BackpressureError). Nothing of the write was stored.
+var ErrBackpressure = errors.New("engine: ingest refused for back-pressure")
+
+// BackpressureError says why an ingest was refused: how much waits for a
+// flush and how many artifacts for the embedder (and its last error when
+// it is unavailable). It wraps ErrBackpressure.
+type BackpressureError struct {
+	UnflushedBytes int64
+	Backlog        int   // artifacts waiting for the background embedder
+	Embedder       error // the embedder's last error while it is retried, or nil
+}
+
+func (e *BackpressureError) Error() string {
+	msg := fmt.Sprintf("the server is catching up: %d bytes wait to be written to segments", e.UnflushedBytes)
+	if e.Backlog > 0 {
+		msg += fmt.Sprintf(" and %d artifacts wait for the embedder", e.Backlog)
+		if e.Embedder != nil {
+			msg += ", which is unavailable" // its error is in /health and the log, not for every client
+		}
+	}
+	return msg + "; the write was refused and nothing was stored: retry after the Retry-After seconds"
+}
+
+func (e *BackpressureError) Unwrap() error { return ErrBackpressure }
+
+// unflushedLocked is the memory held by the active and frozen heads, and
+// their artifacts waiting for the embedder. Callers hold mu.
+func (db *DB) unflushedLocked() (bytes int64, backlog int) {
+	bytes, backlog = db.head.bytes, db.head.unembedded
+	for _, h := range db.frozen {
+		bytes += h.bytes
+		backlog += h.unembedded
+	}
+	return bytes, backlog
+}
+
+// backpressureLocked is the refusal an ingest would get now (after its
+// wait), or nil when the heads are below the stall limit. Callers hold mu.
+func (db *DB) backpressureLocked() *BackpressureError {
+	if db.opts.DisableBackground {
+		return nil
+	}
+	used, backlog := db.unflushedLocked()
+	if used < stallFactor*db.opts.FlushThreshold {
+		return nil
+	}
+	return &BackpressureError{UnflushedBytes: used, Backlog: backlog, Embedder: db.embedding.failure()}
+}
+
 // waitForRoom blocks an ingest while the heads are over the stall limit and
-// background flushing runs to bring them down. When flushing is failing it
-// returns the failure instead of letting memory grow without bound.
+// background flushing runs to bring them down, for at most roomWait; then it
+// refuses the ingest (BackpressureError). When flushing is failing it
+// returns the failure at once instead of letting memory grow without bound.
 func (db *DB) waitForRoom() error {
 	if db.opts.DisableBackground {
 		return nil
 	}
-	limit := stallFactor * db.opts.FlushThreshold
+	deadline := time.Now().Add(roomWait)
+	// The wait below is a sync.Cond: wake it when the time is up.
+	timer := time.AfterFunc(roomWait, func() {
+		db.stallMu.Lock()
+		db.flushed.Broadcast()
+		db.stallMu.Unlock()
+	})
+	defer timer.Stop()
 	db.stallMu.Lock()
 	defer db.stallMu.Unlock()
 	for {
 		db.mu.RLock()
-		used := db.head.bytes
-		for _, h := range db.frozen {
-			used += h.bytes
-		}
+		refusal := db.backpressureLocked()
 		db.mu.RUnlock()
-		if used < limit || db.closing.Load() {
+		if refusal == nil || db.closing.Load() {
 			return nil
 		}
 		if failing := db.maintenanceErr(); failing != nil {
-			return fmt.Errorf("engine: ingest refused: %d bytes await a flush, and flushing fails: %w", used, failing)
+			return fmt.Errorf("engine: ingest refused: %d bytes await a flush, and flushing fails: %w", refusal.UnflushedBytes, failing)
+		}
+		if !time.Now().Before(deadline) {
+			return refusal
 		}
 		db.kickMaintenance()
 		db.flushed.Wait()

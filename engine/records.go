@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/internal/varint"
+	"github.com/loci-memory/loci/wal"
 )
 
 // recordType is the type byte of a WAL record. Every durable change of the
@@ -145,6 +146,11 @@ func appendVectorBlock(dst []byte, vecs *spanVectors, spans int) []byte {
 
 // maxVectorDim bounds the dimension a record may claim.
 const maxVectorDim = 1 << 14
+
+// maxRecordSpans bounds the span count a vectors record may claim: an
+// artifact record holding more spans would not fit in a WAL record, as each
+// span's encoding carries at least its 16-byte artifact id.
+const maxRecordSpans = wal.MaxPayload / 16
 
 func decodeVectorBlock(b []byte, spans int) (*spanVectors, error) {
 	d := decoder{b: b}
@@ -299,11 +305,14 @@ func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 		d.b = d.b[16:]
 	}
 	n := d.uvarint()
-	if d.err == nil && (n == 0 || n > uint64(len(d.b))) {
-		d.fail(fmt.Sprintf("bad span count %d", n))
-	}
+	// A span count is bounded by the vector block it announces (at least 5
+	// bytes a span); a record without vectors carries only the count, so
+	// its bound is the largest count an artifact record can hold.
 	if d.err == nil && len(d.b) == 0 {
 		d.fail("missing vectors flag")
+	}
+	if d.err == nil && (n == 0 || n > maxRecordSpans || (d.b[0] != 0 && n > uint64(len(d.b)))) {
+		d.fail(fmt.Sprintf("bad span count %d", n))
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("vectors record: %w", d.err)

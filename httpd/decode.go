@@ -118,6 +118,10 @@ func fieldAt(body []byte, off int64) string {
 // operator's job, so clients should not hammer the server meanwhile.
 const diskFullRetrySeconds = 30
 
+// backpressureRetrySeconds is the Retry-After of an ingest refused while the
+// server catches up with flushing and embedding.
+const backpressureRetrySeconds = 5
+
 // fail writes the HTTP form of an engine or control error.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	var inv *engine.InvalidError
@@ -141,6 +145,10 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		// Nothing was queued: the same request may be sent again.
 		ctx.Response.Header.Set("Retry-After", "1")
 		writeError(ctx, fasthttp.StatusTooManyRequests, "too many unfinished indexing jobs for this tenant: nothing was queued; retry when some are done")
+	case errors.Is(err, engine.ErrBackpressure):
+		// Nothing was stored: the same request may be sent again.
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(backpressureRetrySeconds))
+		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 	case errors.Is(err, engine.ErrClosed):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "the service is shutting down")
 	case errors.Is(err, engine.ErrUnavailable):

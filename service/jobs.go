@@ -138,6 +138,30 @@ func (r *jobRunner) work() {
 	}
 }
 
+// ingestWhenRoom ingests a job's artifact, waiting while the engine refuses
+// writes for back-pressure (engine.ErrBackpressure): the job was accepted,
+// so it waits its turn instead of failing. A stop ends the wait with
+// engine.ErrClosed, which leaves the job for the next start.
+func (r *jobRunner) ingestWhenRoom(db *engine.DB, tenant string, in engine.IngestInput) (engine.IngestResult, error) {
+	for {
+		res, err := db.Ingest(tenant, in)
+		if !errors.Is(err, engine.ErrBackpressure) {
+			return res, err
+		}
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if stopping {
+			return res, engine.ErrClosed
+		}
+		select {
+		case <-r.stopSweep:
+			return res, engine.ErrClosed
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // run indexes one job. Bad input is recorded in the job (failed, with the
 // reason); a shutdown leaves it for the next start.
 func (r *jobRunner) run(j control.Job) {
@@ -164,7 +188,7 @@ func (r *jobRunner) run(j control.Job) {
 	var res engine.IngestResult
 	db, err := s.engine(j.TenantID, in.Workspace)
 	if err == nil {
-		res, err = db.Ingest(j.TenantID, in)
+		res, err = r.ingestWhenRoom(db, j.TenantID, in)
 	}
 	var inv *engine.InvalidError
 	var conflict *engine.IdempotencyConflictError
