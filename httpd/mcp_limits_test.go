@@ -110,6 +110,13 @@ func TestMCPBatchesAreCappedAndCounted(t *testing.T) {
 		t.Fatalf("usage of the tenant: %v", tenant)
 	}
 
+	// A message the SDK refuses (an unknown method) counts as one request too.
+	_, proKey := register(t, h, "pro@example.com", "pro")
+	r = mcpPost(t, h, proKey, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/lisst"}`))
+	if r.status != http.StatusBadRequest || r.header.Get("X-RateLimit-Limit") != "120" || r.header.Get("X-RateLimit-Remaining") != "119" {
+		t.Fatalf("unknown method: %d %v %s", r.status, r.header, r.body)
+	}
+
 	// A client of a protocol without batches gets none.
 	r = mcpPost(t, h, adminKey, batchOf(2, "ping"), "Mcp-Protocol-Version", "2025-06-18")
 	if r.status != http.StatusBadRequest || !bytes.Contains(r.body, []byte("protocol 2025-06-18 has no JSON-RPC batches")) {

@@ -113,9 +113,13 @@ func addUsage(ctx context.Context, u service.UsageDelta) {
 func notification(method string) bool { return strings.HasPrefix(method, "notifications/") }
 
 // endpoint is the usage counter's name of a message: "MCP <tool>" for a
-// call of one of Loci's tools, else "MCP <method>" (the SDK refuses unknown
-// methods before they get here, so a caller cannot invent counter names).
+// call of one of Loci's tools, "MCP notifications" for any notification,
+// else "MCP <method>" (the SDK refuses unknown methods before they get
+// here, so a caller cannot invent counter names).
 func (s *Server) endpoint(method string, req mcp.Request) string {
+	if notification(method) {
+		return "MCP notifications" // as HTTPHandler counts them, before the SDK checks their method
+	}
 	if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil && s.tools[ct.Params.Name] {
 		return "MCP " + ct.Params.Name
 	}

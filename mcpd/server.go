@@ -134,7 +134,9 @@ func (s *Server) HTTPHandler() http.Handler {
 		ex := &exchange{}
 		ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), exchangeKey{}, ex)
 		r = r.WithContext(ctx)
-		jw := &jsonErrors{ResponseWriter: w, ex: ex}
+		// An answer refusing the request before any of its messages was
+		// admitted (malformed, or refused by the SDK) counts as one request.
+		jw := &jsonErrors{ResponseWriter: w, ex: ex, whole: func() { s.admitWhole(ctx, p, ex) }}
 		// The body is in memory already (fasthttp read it whole, within
 		// MAX_REQUEST_SIZE_BYTES); it is checked before the SDK decodes it.
 		body, err := io.ReadAll(r.Body)
@@ -157,9 +159,6 @@ func (s *Server) HTTPHandler() http.Handler {
 			ferr = s.admitNotifications(ctx, p, msgs)
 		}
 		if ferr != nil {
-			if _, admitted, _ := ex.state(); !admitted {
-				s.admitWhole(ctx, p, ex)
-			}
 			status := http.StatusBadRequest
 			if ferr.err.Code == CodeRateLimited {
 				status = http.StatusTooManyRequests
@@ -304,6 +303,7 @@ func (s *Server) admitWhole(ctx context.Context, p service.Principal, ex *exchan
 type jsonErrors struct {
 	http.ResponseWriter
 	ex      *exchange
+	whole   func() // admits the request as a whole, when an error answers it before any message was admitted
 	status  int // an error status held back, 0 while passing through
 	body    bytes.Buffer
 	started bool // the status line was written
@@ -323,6 +323,9 @@ func (w *jsonErrors) writeHeader(code int) {
 		return
 	}
 	w.started = true
+	if _, ok, _ := w.ex.state(); !ok && code >= 400 && w.whole != nil {
+		w.whole()
+	}
 	if q, ok, retry := w.ex.state(); ok {
 		if q.Limit > 0 {
 			w.Header().Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
@@ -365,6 +368,9 @@ func apiKey(h http.Header) string {
 	return ""
 }
 
+// errUnauthorized refuses a message without a caller.
+var errUnauthorized = errors.New("unauthorized: an API key is required")
+
 // principalKey keys the caller HTTPHandler authenticated in a request's
 // context.
 type principalKey struct{}
@@ -378,10 +384,10 @@ func (s *Server) caller(ctx context.Context) (service.Principal, error) {
 	} else if cp, ok := ctx.Value(principalKey{}).(service.Principal); ok {
 		p = cp // authenticated by HTTPHandler
 	} else {
-		return p, errors.New("unauthorized: an API key is required")
+		return p, errUnauthorized
 	}
 	if p.Anonymous() {
-		return p, errors.New("unauthorized: an API key is required")
+		return p, errUnauthorized
 	}
 	return p, nil
 }
@@ -450,8 +456,8 @@ func (s *Server) toolError(err error) error {
 	var cinv *control.InvalidError
 	var conflict *engine.IdempotencyConflictError
 	switch {
-	case errors.Is(err, service.ErrNoKey):
-		return errors.New("unauthorized: an API key is required")
+	case errors.Is(err, service.ErrNoKey), errors.Is(err, errUnauthorized):
+		return errUnauthorized
 	case errors.As(err, &rl):
 		return fmt.Errorf("rate limited: %s", rl.Error())
 	case errors.As(err, &plan), errors.As(err, &refusal), errors.As(err, &inv), errors.As(err, &cinv), errors.As(err, &conflict),
