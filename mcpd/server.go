@@ -304,7 +304,7 @@ type jsonErrors struct {
 	http.ResponseWriter
 	ex      *exchange
 	whole   func() // admits the request as a whole, when an error answers it before any message was admitted
-	status  int // an error status held back, 0 while passing through
+	status  int    // an error status held back, 0 while passing through
 	body    bytes.Buffer
 	started bool // the status line was written
 }
