@@ -232,7 +232,7 @@ func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in Reme
 		if typ == "" {
 			typ = "note"
 		}
-		if len(m.RawPayload) > 0 {
+		if len(m.RawPayload) > 0 && len(raws[i]) > 0 {
 			m.RawPayload = raws[i]
 		}
 		raw, err := m.payload(typ)
