@@ -8,8 +8,10 @@ import (
 
 // mcpHandler serves the Model Context Protocol's streamable HTTP transport
 // at POST /mcp (package mcpd, over the same service). The route is public
-// to the dispatcher: mcpd authenticates every request and admits and meters
-// every tool call itself, under the caller's plan, as the API would.
+// to the dispatcher: mcpd authenticates every request, admits and meters
+// every JSON-RPC message itself (each message of a batch is one request
+// against the rate limit), under the caller's plan, as the API would, and
+// sets the X-RateLimit-* headers of the answer.
 func (s *Server) newMCPHandler() fasthttp.RequestHandler {
 	m := mcpd.New(s.svc, mcpd.Options{Version: s.cfg.Version, Logger: s.log})
 	return fasthttpadaptor.NewFastHTTPHandler(m.HTTPHandler())

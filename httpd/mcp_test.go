@@ -84,7 +84,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	u := h.do("GET", "/v1/billing/usage", keyA, nil).must(t, 200)
 	byEndpoint, _ := u["requests"].(map[string]any)
-	if byEndpoint["MCP remember"] != 1.0 || byEndpoint["MCP recall"] != 1.0 || byEndpoint["MCP forget"] != 1.0 ||
+	if byEndpoint["MCP remember"] != 1.0 || byEndpoint["MCP recall"] != 1.0 || byEndpoint["MCP forget"] != 1.0 || byEndpoint["MCP server/discover"] != 1.0 ||
 		u["context_packs"] != 1.0 || u["artifacts_ingested"] != 1.0 {
 		t.Fatalf("usage of tenant A: %v", u)
 	}
@@ -106,8 +106,10 @@ func TestMCPOverHTTP(t *testing.T) {
 	if text, isErr := toolText(t, c, "recall", map[string]any{"workspace_id": "w", "query": "one"}); isErr || !strings.Contains(text, "[cite:1]") {
 		t.Fatalf("free plan, v1 recall: %v %s", isErr, text)
 	}
-	// Tool calls are held to the plan's rate limit (free: 30 a minute).
-	for i := range 26 { // 4 calls above
+	// Every message is held to the plan's rate limit (free: 30 a minute):
+	// the session's start (server/discover, or initialize and its notification with
+	// an older protocol) and every call.
+	for i := range 25 { // 5 above: server/discover and 4 calls
 		if text, isErr := toolText(t, c, "list", map[string]any{}); isErr {
 			t.Fatalf("call %d: %s", i, text)
 		}

@@ -2,8 +2,11 @@ package mcpd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -285,5 +288,66 @@ func TestRememberRawPayload(t *testing.T) {
 	call(t, cs, "recall", map[string]any{"workspace_id": "mail", "query": "which invoice is due Friday?"}, &rec)
 	if len(rec.Citations) != 1 || !strings.Contains(rec.Citations[0].Text, "Subject: Invoice 2231") {
 		t.Fatalf("recall: %+v", rec)
+	}
+}
+
+// TestResponseLimit: the answers to one HTTP request are bounded: a
+// message whose answer would pass the limit gets a JSON-RPC error instead
+// (CodeResponseTooLarge), and once a batch's answers reach it, its
+// remaining calls are refused without being run, in the batch's order.
+func TestResponseLimit(t *testing.T) {
+	svc := newService(t, service.Config{})
+	p, _ := svc.Authenticate(service.Credentials{})
+	srv := httptest.NewServer(mcpd.New(svc, mcpd.Options{Principal: &p, MaxResponseBytes: 20000}).HTTPHandler())
+	t.Cleanup(srv.Close)
+	post := func(body string) []byte {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
+	list := `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`
+	// One tools/list answer is about 8.7 kB: two fit in 20,000 bytes.
+	var answers []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	var batch []string
+	for i := 1; i <= 5; i++ {
+		batch = append(batch, fmt.Sprintf(list, i))
+	}
+	b := post("[" + strings.Join(batch, ",") + "]")
+	if err := json.Unmarshal(b, &answers); err != nil || len(answers) != 5 || len(b) > 20000+1000 {
+		t.Fatalf("batch: %v %d bytes %.300s", err, len(b), b)
+	}
+	for i, a := range answers {
+		switch {
+		case a.ID != i+1:
+			t.Fatalf("answer %d has id %d", i, a.ID)
+		case i < 2 && (a.Error != nil || len(a.Result) == 0):
+			t.Fatalf("answer %d: %+v", i, a.Error)
+		case i == 2 && (a.Error == nil || a.Error.Code != mcpd.CodeResponseTooLarge || !strings.Contains(a.Error.Message, "was left out")):
+			t.Fatalf("answer 2: %+v", a.Error)
+		case i > 2 && (a.Error == nil || a.Error.Code != mcpd.CodeResponseTooLarge || !strings.HasPrefix(a.Error.Message, "not run")):
+			t.Fatalf("answer %d: %+v", i, a.Error)
+		}
+	}
+	// A single answer past the limit.
+	srv2 := httptest.NewServer(mcpd.New(svc, mcpd.Options{Principal: &p, MaxResponseBytes: 5000}).HTTPHandler())
+	t.Cleanup(srv2.Close)
+	srv.URL = srv2.URL
+	if b := post(fmt.Sprintf(list, 9)); !strings.Contains(string(b), `"code":-32030`) || strings.Contains(string(b), `"tools"`) {
+		t.Fatalf("single answer past the limit: %s", b)
 	}
 }

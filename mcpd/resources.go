@@ -27,12 +27,12 @@ func (s *Server) addResources() {
 	s.mcp.AddResource(&mcp.Resource{URI: workspacesURI, Name: "workspaces", Title: "Workspaces",
 		Description: "The caller's workspaces with their artifact and span counts.", MIMEType: resourceMIME},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			p, err := s.principal(ctx, "MCP resources/read")
+			p, err := s.caller(ctx)
 			if err != nil {
 				return nil, err
 			}
 			res, err := s.listWorkspaces(ctx, p)
-			return s.resource(ctx, req.Params.URI, p, res, err)
+			return s.resource(ctx, req.Params.URI, res, err)
 		})
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: workspaceTemplate, Name: "workspace", Title: "Workspace",
 		Description: "A workspace's newest 50 artifacts (metadata, no payloads).", MIMEType: resourceMIME},
@@ -41,13 +41,13 @@ func (s *Server) addResources() {
 			if !ok || ws == "" || strings.Contains(ws, "/") {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}
-			p, err := s.principal(ctx, "MCP resources/read")
+			p, err := s.caller(ctx)
 			if err != nil {
 				return nil, err
 			}
 			limit := workspaceReadLimits
 			res, err := s.svc.ListArtifacts(p, service.ListArtifactsRequest{WorkspaceID: ws, Limit: &limit})
-			return s.resource(ctx, req.Params.URI, p, res, err)
+			return s.resource(ctx, req.Params.URI, res, err)
 		})
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: receiptTemplate, Name: "receipt", Title: "Decision receipt",
 		Description: "The decision receipt of a context pack: what it included and excluded, and why.", MIMEType: resourceMIME},
@@ -56,19 +56,22 @@ func (s *Server) addResources() {
 			if !ok || id == "" {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}
-			p, err := s.principal(ctx, "MCP resources/read")
+			p, err := s.caller(ctx)
 			if err != nil {
 				return nil, err
 			}
 			body, err := s.svc.Receipt(p, id)
-			return s.resource(ctx, req.Params.URI, p, body, err)
+			return s.resource(ctx, req.Params.URI, body, err)
 		})
 }
 
-// resource is p's read of uri: v as JSON (counted in p's usage), or err
-// (not found stays not found, so ids of other tenants look like ids that
-// never were).
-func (s *Server) resource(ctx context.Context, uri string, p service.Principal, v any, err error) (*mcp.ReadResourceResult, error) {
+// resource is the caller's read of uri: v as JSON, or err (not found stays
+// not found, so ids of other tenants look like ids that never were). What
+// it holds is the caller's tenant's own: labelled cacheScope "private"
+// (only the requesting user's client may cache it; the protocol's default,
+// "public", lets any client or intermediary serve it to others), with a
+// ttlMs of 0, as memory changes with every write.
+func (s *Server) resource(ctx context.Context, uri string, v any, err error) (*mcp.ReadResourceResult, error) {
 	if err != nil {
 		if errors.Is(err, service.ErrNotFound) || s.toolError(err).Error() == "not found" {
 			return nil, mcp.ResourceNotFoundError(uri)
@@ -79,6 +82,5 @@ func (s *Server) resource(ctx context.Context, uri string, p service.Principal, 
 	if err != nil {
 		return nil, err
 	}
-	s.svc.Meter(p, "MCP resources/read", service.UsageDelta{})
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: resourceMIME, Text: string(b)}}}, nil
+	return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{CacheScope: "private"}, Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: resourceMIME, Text: string(b)}}}, nil
 }

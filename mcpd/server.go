@@ -18,14 +18,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/service"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,6 +43,9 @@ type Options struct {
 	Principal *service.Principal
 	// Logger receives the SDK's messages (default: discarded).
 	Logger *slog.Logger
+	// MaxResponseBytes bounds the answers to one request (default
+	// DefaultMaxResponseBytes).
+	MaxResponseBytes int
 }
 
 // Server is Loci's MCP server over one service.
@@ -48,6 +54,9 @@ type Server struct {
 	fixed *service.Principal
 	mcp   *mcp.Server
 	log   *slog.Logger
+	tools map[string]bool // the names of Loci's tools (usage counter names)
+	// maxResponse is Options.MaxResponseBytes.
+	maxResponse int
 }
 
 // instructions tell the client's model how the tools fit together.
@@ -68,33 +77,46 @@ func New(svc *service.Service, opts Options) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s := &Server{svc: svc, fixed: opts.Principal, log: logger}
+	s := &Server{svc: svc, fixed: opts.Principal, log: logger, maxResponse: opts.MaxResponseBytes}
+	if s.maxResponse <= 0 {
+		s.maxResponse = DefaultMaxResponseBytes
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "loci", Title: "Loci memory", Version: version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: logger})
 	s.addTools()
 	s.addResources()
+	s.mcp.AddReceivingMiddleware(s.admission)
 	return s
 }
 
 // MCP returns the SDK server (for in-process transports, tests).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// ServeStdio serves one client over stdin and stdout until it disconnects
-// or ctx ends.
-func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+// ServeStdio serves one client over in and out (stdin and stdout), one
+// message or batch a line, until in ends or ctx does. A line that is not a
+// JSON-RPC message is answered with a JSON-RPC error, and serving goes on.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.mcp.Run(ctx, &lineTransport{in: in, out: out})
 }
 
 // HTTPHandler serves streamable HTTP: stateless (no session to lose when a
 // node restarts), answering each request with JSON. A request without a
-// valid key is refused with 401 before any MCP processing, as the API does.
+// valid key is refused with 401 before any MCP processing, as the API does;
+// a body checkFrame refuses gets 400 with a JSON-RPC error (and counts as
+// one request against the rate limit, as a malformed API request does).
+// Every message of the body is one request against the caller's rate
+// limit; the answer carries X-RateLimit-Limit and X-RateLimit-Remaining as
+// the last admission left them, and Retry-After when one was refused.
 func (s *Server) HTTPHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.fixed == nil {
-			p, err := s.svc.Authenticate(service.Credentials{APIKey: apiKey(r.Header)})
-			if err != nil {
+		var p service.Principal
+		if s.fixed != nil {
+			p = *s.fixed
+		} else {
+			var err error
+			if p, err = s.svc.Authenticate(service.Credentials{APIKey: apiKey(r.Header)}); err != nil {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="loci"`)
 				w.WriteHeader(http.StatusUnauthorized)
@@ -106,30 +128,212 @@ func (s *Server) HTTPHandler() http.Handler {
 				w.Write(append(b, '\n'))
 				return
 			}
-			// The SDK hands the request's context to the tool handlers:
-			// they act for p without authenticating again.
-			r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		}
-		jw := &jsonErrors{ResponseWriter: w}
+		// The SDK hands the request's context to the handlers: they act
+		// for p without authenticating again, and share ex.
+		ex := &exchange{}
+		ctx := context.WithValue(context.WithValue(r.Context(), principalKey{}, p), exchangeKey{}, ex)
+		r = r.WithContext(ctx)
+		// An answer refusing the request before any of its messages was
+		// admitted (malformed, or refused by the SDK) counts as one request.
+		jw := &jsonErrors{ResponseWriter: w, ex: ex, whole: func() { s.admitWhole(ctx, p, ex) }}
+		// The body is in memory already (fasthttp read it whole, within
+		// MAX_REQUEST_SIZE_BYTES); it is checked before the SDK decodes it.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(jw, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			jw.finish()
+			return
+		}
+		msgs, ferr := checkFrame(body, "request body")
+		if ferr == nil && isBatch(body) {
+			if v := r.Header.Get("Mcp-Protocol-Version"); v >= batchesRemoved {
+				ferr = &frameError{err: jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+					"invalid request: protocol %s has no JSON-RPC batches (removed in %s); send one message per request", v, batchesRemoved)}}
+			} else {
+				s.serveBatch(jw, r, h, msgs, body)
+				return
+			}
+		}
+		if ferr == nil {
+			ferr = s.admitNotifications(ctx, p, msgs)
+		}
+		if ferr != nil {
+			status := http.StatusBadRequest
+			if ferr.err.Code == CodeRateLimited {
+				status = http.StatusTooManyRequests
+			}
+			jw.Header().Set("Content-Type", "application/json")
+			jw.WriteHeader(status)
+			jw.Write(ferr.response(true))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(jw, r)
 		jw.finish()
 	})
+}
+
+// serveBatch serves a batch (protocol 2025-03-26 and earlier) as requests
+// of one message each, in the batch's order, and answers the array of
+// their answers: what the rate limit admits and what fits in
+// the response limit is then decided in that order, not by how the SDK would
+// schedule the batch's calls concurrently, so the same batch gets the same
+// answer. Once the answers reach the response limit, the calls left are
+// answered CodeResponseTooLarge without being run.
+func (s *Server) serveBatch(w *jsonErrors, r *http.Request, h http.Handler, msgs []jsonrpc.Message, body []byte) {
+	ctx := r.Context()
+	p, _ := ctx.Value(principalKey{}).(service.Principal)
+	var raws []json.RawMessage
+	json.Unmarshal(body, &raws) // checked by checkFrame
+	var answers [][]byte
+	answered := 0
+	for i, m := range msgs {
+		req, _ := m.(*jsonrpc.Request)
+		if req == nil || !req.IsCall() {
+			// A notification (or a response to the server, which a
+			// stateless server never asks for): no answer.
+			if req != nil && s.admitNotifications(ctx, p, msgs[i:i+1]) != nil {
+				continue // refused: said by Retry-After and X-RateLimit-Remaining
+			}
+		} else if answered >= s.maxResponse {
+			answers = append(answers, elementError(req.ID, &jsonrpc.Error{Code: CodeResponseTooLarge, Message: fmt.Sprintf(
+				"not run: the answers to this batch reach the limit of %d bytes; send this message in a request of its own", s.maxResponse)}))
+			continue
+		}
+		one := r.Clone(ctx)
+		one.Body = io.NopCloser(bytes.NewReader(raws[i]))
+		one.ContentLength = int64(len(raws[i]))
+		rec := &recorder{header: http.Header{}}
+		h.ServeHTTP(rec, one)
+		if req == nil || !req.IsCall() {
+			continue
+		}
+		answer := bytes.TrimSpace(rec.body.Bytes())
+		switch {
+		case rec.status != 0 && rec.status != http.StatusOK:
+			// The SDK refused the message before running it (an unknown
+			// method, missing params): its plain-text reason.
+			answer = elementError(req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: string(answer)})
+		case answered+len(answer) > s.maxResponse:
+			answer = elementError(req.ID, s.tooLarge(len(answer)))
+			answered = s.maxResponse
+		}
+		answered += len(answer)
+		answers = append(answers, answer)
+	}
+	if len(answers) == 0 {
+		w.writeHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.writeHeader(http.StatusOK)
+	w.Write(append(append([]byte("["), bytes.Join(answers, []byte(","))...), "]\n"...))
+}
+
+// elementError is the JSON-RPC error answer e to the call with id.
+func elementError(id jsonrpc.ID, e *jsonrpc.Error) []byte {
+	b, _ := json.Marshal(errorResponse{JSONRPC: "2.0", ID: must(json.Marshal(id.Raw())), Error: *e})
+	return b
+}
+
+func must(b []byte, _ error) json.RawMessage { return b }
+
+// recorder keeps the answer to one message of a batch.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}
+
+// admitNotifications admits the notifications of a request before the SDK
+// answers 202 for them (their handlers run after the answer is written):
+// each is one request against the rate limit, counted in usage as "MCP
+// notifications". Calls are admitted by the admission middleware as they
+// are handled. A refused notification refuses the request (429): a
+// notification has no answer to carry the refusal.
+func (s *Server) admitNotifications(ctx context.Context, p service.Principal, msgs []jsonrpc.Message) *frameError {
+	ex := exchangeOf(ctx)
+	for _, m := range msgs {
+		r, ok := m.(*jsonrpc.Request)
+		if !ok || r.IsCall() {
+			continue
+		}
+		q, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: "MCP notifications", Forwarded: routingOf(ctx).Forwarded})
+		ex.admit(q, err)
+		if err != nil {
+			return &frameError{err: jsonrpc.Error{Code: CodeRateLimited, Message: s.toolError(err).Error()}}
+		}
+		s.svc.Meter(p, "MCP notifications", service.UsageDelta{})
+	}
+	return nil
+}
+
+// admitWhole counts a request refused as a whole, before any of its
+// messages was admitted, as one request ("POST /mcp") against the rate
+// limit, as a malformed API request is, so that its answer carries the
+// caller's quota too.
+func (s *Server) admitWhole(ctx context.Context, p service.Principal, ex *exchange) {
+	q, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: "POST /mcp", Forwarded: routingOf(ctx).Forwarded})
+	ex.admit(q, err)
+	if err == nil {
+		s.svc.Meter(p, "POST /mcp", service.UsageDelta{})
+	}
 }
 
 // jsonErrors turns the SDK's plain-text error answers (a malformed JSON-RPC
 // message, a wrong content type) into the API's {"detail": ...} bodies,
 // keeping their status. Responses are whole JSON documents here (no event
 // streams), so an error body is small and buffered.
+//
+// It also writes the exchange's rate-limit headers with the status line.
 type jsonErrors struct {
 	http.ResponseWriter
-	status int // an error status held back, 0 while passing through
-	body   bytes.Buffer
+	ex      *exchange
+	whole   func() // admits the request as a whole, when an error answers it before any message was admitted
+	status  int    // an error status held back, 0 while passing through
+	body    bytes.Buffer
+	started bool // the status line was written
 }
 
 func (w *jsonErrors) WriteHeader(code int) {
 	if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
 		w.status = code
 		return
+	}
+	w.writeHeader(code)
+}
+
+// writeHeader writes the status line with the rate-limit headers.
+func (w *jsonErrors) writeHeader(code int) {
+	if w.started {
+		return
+	}
+	w.started = true
+	if _, ok, _ := w.ex.state(); !ok && code >= 400 && w.whole != nil {
+		w.whole()
+	}
+	if q, ok, retry := w.ex.state(); ok {
+		if q.Limit > 0 {
+			w.Header().Set("X-RateLimit-Limit", strconv.Itoa(q.Limit))
+			w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(q.Remaining))
+		}
+		if retry > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(retry))
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -138,6 +342,7 @@ func (w *jsonErrors) Write(b []byte) (int, error) {
 	if w.status != 0 {
 		return w.body.Write(b)
 	}
+	w.writeHeader(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -148,7 +353,7 @@ func (w *jsonErrors) finish() {
 	detail, _ := json.Marshal(map[string]string{"detail": strings.TrimSpace(w.body.String())})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Del("Content-Length")
-	w.ResponseWriter.WriteHeader(w.status)
+	w.writeHeader(w.status)
 	w.ResponseWriter.Write(append(detail, '\n'))
 }
 
@@ -163,26 +368,26 @@ func apiKey(h http.Header) string {
 	return ""
 }
 
+// errUnauthorized refuses a message without a caller.
+var errUnauthorized = errors.New("unauthorized: an API key is required")
+
 // principalKey keys the caller HTTPHandler authenticated in a request's
 // context.
 type principalKey struct{}
 
-// principal resolves whom a call acts for and admits it under the caller's
-// plan and rate limit, counted as endpoint.
-func (s *Server) principal(ctx context.Context, endpoint string) (service.Principal, error) {
+// caller resolves whom a message acts for (the admission middleware
+// admitted it under the caller's plan and rate limit).
+func (s *Server) caller(ctx context.Context) (service.Principal, error) {
 	var p service.Principal
 	if s.fixed != nil {
 		p = *s.fixed
 	} else if cp, ok := ctx.Value(principalKey{}).(service.Principal); ok {
 		p = cp // authenticated by HTTPHandler
 	} else {
-		return p, errors.New("unauthorized: an API key is required")
+		return p, errUnauthorized
 	}
 	if p.Anonymous() {
-		return p, errors.New("unauthorized: an API key is required")
-	}
-	if _, err := s.svc.Admit(p, service.AdmitRequest{Endpoint: endpoint, Forwarded: routingOf(ctx).Forwarded}); err != nil {
-		return p, s.toolError(err)
+		return p, errUnauthorized
 	}
 	return p, nil
 }
@@ -251,8 +456,8 @@ func (s *Server) toolError(err error) error {
 	var cinv *control.InvalidError
 	var conflict *engine.IdempotencyConflictError
 	switch {
-	case errors.Is(err, service.ErrNoKey):
-		return errors.New("unauthorized: an API key is required")
+	case errors.Is(err, service.ErrNoKey), errors.Is(err, errUnauthorized):
+		return errUnauthorized
 	case errors.As(err, &rl):
 		return fmt.Errorf("rate limited: %s", rl.Error())
 	case errors.As(err, &plan), errors.As(err, &refusal), errors.As(err, &inv), errors.As(err, &cinv), errors.As(err, &conflict),

@@ -126,6 +126,7 @@ type ForgetInput struct {
 }
 
 func (s *Server) addTools() {
+	s.tools = map[string]bool{"remember": true, "recall": true, "feedback": true, "explain": true, "list": true, "forget": true}
 	yes, no := true, false
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "remember", Title: "Remember", InputSchema: rememberSchema(),
 		Description: "Store memories in a workspace: chat turns, notes, decisions, tool results, documents. Each is " +
@@ -196,7 +197,7 @@ func (m *Memory) payload(typ string) (json.RawMessage, error) {
 
 func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, RememberOutput, error) {
 	out := RememberOutput{WorkspaceID: in.WorkspaceID}
-	p, err := s.principal(ctx, "MCP remember")
+	p, err := s.caller(ctx)
 	if err != nil {
 		return nil, out, err
 	}
@@ -214,6 +215,14 @@ func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in Reme
 	if actor == "" {
 		actor = "agent"
 	}
+	// The raw payloads as sent: the SDK hands in the arguments decoded and
+	// encoded again (numbers through float64, keys sorted, escapes
+	// rewritten), but storage is lossless and content_hash is the hash of
+	// the bytes sent, as over REST.
+	raws, err := rawPayloads(req.Params.Arguments, len(in.Memories))
+	if err != nil {
+		return nil, out, err
+	}
 	// One batch: every memory is checked before any is stored (errors name
 	// memories[i]), then all are stored with one commit.
 	items := make([]json.RawMessage, len(in.Memories))
@@ -223,13 +232,14 @@ func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in Reme
 		if typ == "" {
 			typ = "note"
 		}
+		if len(m.RawPayload) > 0 && len(raws[i]) > 0 {
+			m.RawPayload = raws[i]
+		}
 		raw, err := m.payload(typ)
 		if err != nil {
 			return nil, out, fmt.Errorf("memories[%d].%w", i, err)
 		}
-		item := batchItem{ArtifactType: typ, RawPayload: raw, SessionID: m.SessionID, IdempotencyKey: m.IdempotencyKey,
-			Timestamp: m.Timestamp, Metadata: m.Metadata}
-		if items[i], err = json.Marshal(item); err != nil {
+		if items[i], err = batchItem(raw, typ, m); err != nil {
 			return nil, out, err
 		}
 	}
@@ -237,26 +247,55 @@ func (s *Server) remember(ctx context.Context, req *mcp.CallToolRequest, in Reme
 	if err != nil {
 		return nil, out, errors.New(strings.ReplaceAll(s.callError(ctx, err).Error(), "artifacts[", "memories["))
 	}
-	s.svc.Meter(p, "MCP remember", res.Usage)
+	addUsage(ctx, res.Usage)
 	for _, it := range res.Ingested {
 		out.Stored = append(out.Stored, Remembered{ArtifactID: it.ArtifactID.String(), Spans: len(it.SpanIDs), Replayed: it.IdempotentReplay})
 	}
 	return nil, out, nil
 }
 
-// batchItem is one memory as a batch ingest item.
-type batchItem struct {
-	ArtifactType   string            `json:"artifact_type"`
-	RawPayload     json.RawMessage   `json:"raw_payload"`
-	SessionID      string            `json:"session_id,omitempty"`
-	IdempotencyKey string            `json:"idempotency_key,omitempty"`
-	Timestamp      string            `json:"timestamp,omitempty"`
-	Metadata       map[string]string `json:"metadata,omitempty"`
+// batchItem is memory m as a batch ingest item, with raw_payload raw
+// spliced in byte for byte (encoding it with the item would compact it and
+// escape <, > and & in it).
+func batchItem(raw json.RawMessage, typ string, m *Memory) (json.RawMessage, error) {
+	rest, err := json.Marshal(struct {
+		ArtifactType   string            `json:"artifact_type"`
+		SessionID      string            `json:"session_id,omitempty"`
+		IdempotencyKey string            `json:"idempotency_key,omitempty"`
+		Timestamp      string            `json:"timestamp,omitempty"`
+		Metadata       map[string]string `json:"metadata,omitempty"`
+	}{typ, m.SessionID, m.IdempotencyKey, m.Timestamp, m.Metadata})
+	if err != nil {
+		return nil, err
+	}
+	item := make([]byte, 0, len(raw)+len(rest)+16)
+	item = append(append(append(item, `{"raw_payload":`...), raw...), ',')
+	return append(item, rest[1:]...), nil // rest: {"artifact_type":...}
+}
+
+// rawPayloads returns the raw_payload of each of the n memories of args,
+// remember's arguments as the client sent them, with its bytes as sent
+// (nil where a memory has none). Keys match exactly and the last of a
+// repeated key wins, as in the SDK's decoding of the arguments.
+func rawPayloads(args json.RawMessage, n int) ([]json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	var memories []map[string]json.RawMessage
+	if err := json.Unmarshal(args, &top); err != nil {
+		return nil, fmt.Errorf("arguments: %v", err)
+	}
+	if err := json.Unmarshal(top["memories"], &memories); err != nil || len(memories) != n {
+		return nil, fmt.Errorf("memories: not the array the arguments hold (%v)", err)
+	}
+	out := make([]json.RawMessage, n)
+	for i, m := range memories {
+		out[i] = m["raw_payload"]
+	}
+	return out, nil
 }
 
 func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
 	var out RecallOutput
-	p, err := s.principal(ctx, "MCP recall")
+	p, err := s.caller(ctx)
 	if err != nil {
 		return nil, out, err
 	}
@@ -289,7 +328,7 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 	if err != nil {
 		return nil, out, s.callError(ctx, err)
 	}
-	s.svc.Meter(p, "MCP recall", res.Usage)
+	addUsage(ctx, res.Usage)
 	pr := res.Result
 	out = RecallOutput{ContextText: pr.ContextText, Confidence: pr.Confidence, Abstain: pr.Abstain, AbstainReason: pr.AbstainReason,
 		ReceiptID: res.ReceiptID.String(), PackHash: pr.PackHash, TotalTokens: pr.TotalTokens, Profile: res.ServingProfile,
@@ -326,7 +365,7 @@ type FeedbackOutput struct {
 }
 
 func (s *Server) feedback(ctx context.Context, req *mcp.CallToolRequest, in FeedbackInput) (*mcp.CallToolResult, FeedbackOutput, error) {
-	p, err := s.principal(ctx, "MCP feedback")
+	p, err := s.caller(ctx)
 	if err != nil {
 		return nil, FeedbackOutput{}, err
 	}
@@ -339,12 +378,11 @@ func (s *Server) feedback(ctx context.Context, req *mcp.CallToolRequest, in Feed
 	if err != nil {
 		return nil, FeedbackOutput{}, s.callError(ctx, err)
 	}
-	s.svc.Meter(p, "MCP feedback", service.UsageDelta{})
 	return nil, FeedbackOutput{FeedbackID: res.FeedbackID.String(), Action: res.Action, Applied: res.Applied, CreatedAt: res.CreatedAt}, nil
 }
 
 func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in ExplainInput) (*mcp.CallToolResult, any, error) {
-	p, err := s.principal(ctx, "MCP explain")
+	p, err := s.caller(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -352,12 +390,11 @@ func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in Expla
 	if err != nil {
 		return nil, nil, s.callError(ctx, err)
 	}
-	s.svc.Meter(p, "MCP explain", service.UsageDelta{})
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil, nil
 }
 
 func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
-	p, err := s.principal(ctx, "MCP list")
+	p, err := s.caller(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,7 +412,6 @@ func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInpu
 	if err != nil {
 		return nil, nil, s.callError(ctx, err)
 	}
-	s.svc.Meter(p, "MCP list", service.UsageDelta{})
 	return jsonResult(res)
 }
 
@@ -387,7 +423,7 @@ type ForgetOutput struct {
 }
 
 func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
-	p, err := s.principal(ctx, "MCP forget")
+	p, err := s.caller(ctx)
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}
@@ -398,7 +434,6 @@ func (s *Server) forget(ctx context.Context, req *mcp.CallToolRequest, in Forget
 	if err != nil {
 		return nil, ForgetOutput{}, s.callError(ctx, err)
 	}
-	s.svc.Meter(p, "MCP forget", service.UsageDelta{})
 	return nil, ForgetOutput{ArtifactID: res.ArtifactID.String(), WorkspaceID: res.WorkspaceID, SpansErased: res.SpansErased}, nil
 }
 

@@ -76,7 +76,7 @@ Environment only:
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log.Info("loci mcp: serving on stdio", "data", *data, "tenant", p.TenantID, "embedder", *embedderName)
-	serveErr := mcpd.New(svc, mcpd.Options{Version: version, Principal: &p, Logger: log}).ServeStdio(ctx)
+	serveErr := mcpd.New(svc, mcpd.Options{Version: version, Principal: &p, Logger: log}).ServeStdio(ctx, os.Stdin, os.Stdout)
 	if errors.Is(serveErr, context.Canceled) {
 		serveErr = nil
 	}
