@@ -409,6 +409,9 @@ func (db *DB) recover() error {
 	if err := db.restoreControl(); err != nil {
 		return err
 	}
+	db.mu.Lock()
+	db.repairRetentionLocked() // on the checkpoint's state, before replay
+	db.mu.Unlock()
 	start := time.Now()
 	var replayed int
 	db.wal, err = wal.Open(filepath.Join(db.dir, walDir), m.Checkpoint, m.LastSeq+1, wal.Options{
