@@ -326,6 +326,10 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := removeImportStaging(dir); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("engine: remove an unfinished import: %w", err)
+	}
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
