@@ -326,6 +326,10 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := removeImportStaging(dir); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("engine: remove an unfinished import: %w", err)
+	}
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
@@ -409,6 +413,9 @@ func (db *DB) recover() error {
 	if err := db.restoreControl(); err != nil {
 		return err
 	}
+	db.mu.Lock()
+	db.repairRetentionLocked() // on the checkpoint's state, before replay
+	db.mu.Unlock()
 	start := time.Now()
 	var replayed int
 	db.wal, err = wal.Open(filepath.Join(db.dir, walDir), m.Checkpoint, m.LastSeq+1, wal.Options{

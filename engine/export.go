@@ -180,6 +180,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 	if err := CheckWorkspaceID(ws); err != nil {
 		return err
 	}
+	now := time.Now() // acceptance only: what is stored is the export's
 	prepared := make([]*headArtifact, len(items))
 	errs := make([]error, len(items))
 	var wg sync.WaitGroup
@@ -190,7 +191,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 			defer wg.Done()
 			for i := w; i < len(items); i += workers {
 				if items[i].Artifact != nil {
-					prepared[i], errs[i] = db.prepareImport(tenant, ws, &items[i])
+					prepared[i], errs[i] = db.prepareImport(tenant, ws, &items[i], now)
 				}
 			}
 		}(w)
@@ -205,9 +206,13 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		if ha == nil {
 			continue
 		}
-		if _, _, _, ok := db.locate(tenant, ha.a.ID); ok || batch[ha.a.ID] != nil {
+		if batch[ha.a.ID] != nil {
 			db.mu.RUnlock()
-			return fmt.Errorf("engine: import: record %d: artifact %s already exists", i, ha.a.ID)
+			return fmt.Errorf("engine: import: record %d: artifact %s appears twice in the import", i, ha.a.ID)
+		}
+		if where, ok := db.artifactIDTakenLocked(ha.a.ID); ok {
+			db.mu.RUnlock()
+			return fmt.Errorf("engine: import: record %d: artifact id %s is already taken in this data directory (%s); an export imports once per directory", i, ha.a.ID, where)
 		}
 		batch[ha.a.ID] = ha
 	}
@@ -252,12 +257,47 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 	return nil
 }
 
+// artifactIDTakenLocked reports whether any artifact of the directory has
+// id, in any tenant, erased or not while its bytes remain (an id names one
+// artifact: a second copy would shadow the first, and verify reports it),
+// and where. Callers hold mu.
+func (db *DB) artifactIDTakenLocked(id uuid.UUID) (string, bool) {
+	for _, h := range db.headsNewestFirst() {
+		if ha := h.byID[id]; ha != nil {
+			return fmt.Sprintf("tenant %q, workspace %q", ha.a.Tenant, ha.a.Workspace), true
+		}
+	}
+	for _, s := range db.segments {
+		if r, ok := s.FindArtifact(id); ok {
+			w := s.Workspaces()[r.WS]
+			return fmt.Sprintf("tenant %q, workspace %q", w.Tenant, w.Workspace), true
+		}
+	}
+	return "", false
+}
+
 // prepareImport rebuilds an exported artifact as ingest would have, with
-// its id, timestamps and span ids.
-func (db *DB) prepareImport(tenant, ws string, it *ImportItem) (*headArtifact, error) {
+// its id, timestamps and span ids. Its times are accepted as an ingest's
+// are at now: neither more than MaxFutureSkew ahead.
+func (db *DB) prepareImport(tenant, ws string, it *ImportItem, now time.Time) (*headArtifact, error) {
 	a := it.Artifact
 	if a.ID == uuid.Nil {
 		return nil, &InvalidError{"artifact_id", "is required"}
+	}
+	if a.ContentHash == ([32]byte{}) {
+		return nil, fmt.Errorf("artifact %s: %w", a.ID, &InvalidError{"content_hash", "is required"})
+	}
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"timestamp_us", time.UnixMicro(a.Timestamp)}, {"ingested_at_us", time.UnixMicro(a.IngestedAt)}} {
+		err := CheckFutureTime(f.name, f.t, now)
+		if err == nil && f.name == "ingested_at_us" {
+			err = CheckWriteTime(f.name, f.t)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
+		}
 	}
 	in := IngestInput{Workspace: ws, ActorID: a.ActorID, Type: a.Type, Payload: a.Payload,
 		Timestamp: time.UnixMicro(a.Timestamp).UTC(), Permissions: a.Permissions, IdempotencyKey: a.IdempotencyKey,
@@ -324,6 +364,20 @@ func RecordedEmbedder(dir string) (string, int, error) {
 	return m.Embedder, m.EmbedderDim, nil
 }
 
+// MaxImportedVersion bounds the data version an import may set: the
+// largest integer a JSON number holds exactly (clients read data versions
+// as numbers), far below where the WAL sequence, which must stay above
+// it, could wrap.
+const MaxImportedVersion = 1<<53 - 1
+
+// CheckImportedVersion checks an export's data version for SetImportedVersion.
+func CheckImportedVersion(v uint64) error {
+	if v == 0 || v > MaxImportedVersion {
+		return &InvalidError{"data_version", fmt.Sprintf("%d is not between 1 and %d", v, uint64(MaxImportedVersion))}
+	}
+	return nil
+}
+
 // SetImportedVersion sets the data version of a workspace that `loci
 // import` has just written into the closed data directory dir, to the
 // version it had where it was exported, so that receipt ids (derived from
@@ -333,6 +387,9 @@ func RecordedEmbedder(dir string) (string, int, error) {
 // raised to at least version, so every later write gets a higher seq and
 // the version keeps moving forwards.
 func SetImportedVersion(dir, tenant, ws string, version uint64) error {
+	if err := CheckImportedVersion(version); err != nil {
+		return err
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return err

@@ -3,30 +3,42 @@ package engine
 // Per-workspace retention. A recRetention record sets a workspace's
 // retention in days (0 clears it). While it is set, the workspace has a
 // cutoff: the start (UTC midnight) of the day that lies the retention's
-// days before its newest artifact time. Artifact time, not the wall clock,
-// so that the same data gives the same packs whenever they are asked for.
-// The cutoff is rounded down to a whole day so that it advances at most
-// once per day of artifact time, not at every ingest: each advance scans
-// the workspace once.
+// days before its reference time. Artifact time, not the wall clock, so
+// that the same data gives the same packs whenever they are asked for. The
+// cutoff is rounded down to a whole day so that it advances at most once
+// per day of artifact time, not at every ingest: each advance scans the
+// workspace once.
+//
+// The reference time is the newest, over the workspace's artifacts, of
+// each one's retention time: its timestamp, or its ingest time if that is
+// earlier (retentionTime). An artifact stamped in the future cannot move
+// the cutoff past the server's clock at its ingest: taken from the
+// timestamp alone, one artifact stamped 2999-01-01 made every other one
+// "old" and erased the workspace. Both times are in the artifact's record,
+// so the reference is the same in every replica, at replay and in every
+// layout. Ingest refuses timestamps more than MaxFutureSkew ahead of the
+// server's clock (CheckFutureTime), so the timestamp is the reference for
+// every artifact written since (ingest time plus at most a day), and
+// backdated artifacts (imported histories) still age by their timestamps.
 //
 // The cutoff only ever moves forward while retention is set. When it
 // advances (in log order, on the WAL writer or at replay: an artifact
-// record that makes the newest time newer, or the retention record
-// itself), every visible artifact of the workspace older than the cutoff
-// is erased exactly as EraseArtifact erases one (erase_artifact.go): reads,
+// record whose retention time moves it, or the retention record itself,
+// which takes the reference from the workspace's visible artifacts), every
+// visible artifact of the workspace timestamped before the cutoff is
+// erased exactly as EraseArtifact erases one (erase_artifact.go): reads,
 // listings, packs and search views hide it at once, the data version
 // moves, and compaction removes its bytes. An artifact ingested later with
 // a time before the cutoff is erased as it is applied. Erased artifacts
 // stay erased when retention is cleared or lengthened.
 //
 // Days and cutoff are kept per workspace and written to the manifest at
-// every flush, so replay from a checkpoint starts from them. They, and the
-// workspace versions whose newest time the cutoff is taken from, are those
+// every flush, so replay from a checkpoint starts from them, as they stood
 // at the flush's WAL rotation (checkpointStateLocked), the log position of
-// the checkpoint: taken later, replay would apply a retention record logged
-// after the checkpoint to a newest time from a record logged after it (an
-// older, shorter retention against a newer artifact) and erase what the
-// live engine kept.
+// the checkpoint: taken later, replay would apply a record logged after
+// the checkpoint to a state that already holds its effect. A cutoff an
+// earlier version took from a far-future timestamp is lowered once at open
+// (repairRetentionLocked).
 // Erasing the workspace drops its retention.
 
 import (
@@ -35,6 +47,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/wal"
@@ -155,16 +168,29 @@ func retentionCutoff(newest int64, days uint64) int64 {
 	return (day - int64(days)) * dayMicros
 }
 
-// retainLocked advances k's cutoff to its newest artifact time and erases
-// what it leaves behind, or, when it does not move, erases ha (an artifact
-// just applied; nil: none) if ha is older than it. seq is the record being
-// applied. Callers hold mu.Lock.
+// retentionTime is what an artifact contributes to its workspace's
+// retention reference: its timestamp, or its ingest time if earlier, so
+// that a timestamp in the future counts as the time it was written.
+func retentionTime(a *artifact.Artifact) int64 { return min(a.Timestamp, a.IngestedAt) }
+
+// retainLocked advances k's cutoff and erases what it leaves behind. With
+// ha (an artifact just applied) the cutoff is taken from ha's retention
+// time, and ha itself is erased if it is older than a cutoff that did not
+// move; without (a retention record), from the newest retention time of
+// the workspace's visible artifacts. seq is the record being applied.
+// Callers hold mu.Lock.
 func (db *DB) retainLocked(k wsKey, seq uint64, ha *headArtifact) {
 	r, ok := db.retention[k]
 	if !ok {
 		return
 	}
-	if c := retentionCutoff(db.versions[k].Newest, r.Days); c > r.Cutoff {
+	ref := int64(math.MinInt64)
+	if ha != nil {
+		ref = retentionTime(ha.a)
+	} else {
+		ref = db.retentionRefLocked(k)
+	}
+	if c := retentionCutoff(ref, r.Days); c > r.Cutoff {
 		r.Cutoff = c
 		db.retention[k] = r
 		var old []erasedArtifact
@@ -184,6 +210,79 @@ func (db *DB) retainLocked(k wsKey, seq uint64, ha *headArtifact) {
 	if ha != nil && ha.a.Timestamp < r.Cutoff && db.head.byID[ha.a.ID] == ha {
 		db.eraseLocked(k, []erasedArtifact{{Seq: ha.a.Seq, ID: ha.a.ID}})
 	}
+}
+
+// retentionRefLocked returns the newest retention time of k's visible
+// artifacts (math.MinInt64: none). Callers hold mu.
+func (db *DB) retentionRefLocked(k wsKey) int64 {
+	ref := int64(math.MinInt64)
+	err := db.eachArtifactMeta(k, func(a *artifact.Artifact) error {
+		ref = max(ref, retentionTime(a))
+		return nil
+	})
+	if err != nil {
+		db.log.Error("engine: retention: reading the workspace's artifacts", "workspace", k.Workspace, "err", err)
+	}
+	return ref
+}
+
+// repairRetentionLocked lowers, at open and before the WAL is replayed,
+// every cutoff later than the cutoff of the clock plus MaxFutureSkew: no
+// accepted write can give one, so it is a cutoff an earlier version took
+// from a far-future timestamp, which would erase every artifact written
+// from now on. It is lowered to the cutoff of the workspace's visible
+// artifacts' reference (what the current rule gives); what it erased stays
+// erased. The clock only decides whether a cutoff is impossible, never
+// where a possible one lies; the next flush writes the repaired cutoff.
+// Callers hold mu.Lock.
+func (db *DB) repairRetentionLocked() {
+	limit := db.opts.Now().Add(MaxFutureSkew).UnixMicro()
+	keys := make([]wsKey, 0, len(db.retention))
+	for k := range db.retention {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b wsKey) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Workspace, b.Workspace))
+	})
+	for _, k := range keys {
+		r := db.retention[k]
+		if r.Cutoff <= retentionCutoff(limit, r.Days) {
+			continue
+		}
+		c := min(r.Cutoff, retentionCutoff(db.retentionRefLocked(k), r.Days))
+		db.log.Warn("engine: retention: lowering a cutoff taken from a far-future timestamp",
+			"tenant", k.Tenant, "workspace", k.Workspace,
+			"cutoff", time.UnixMicro(r.Cutoff).UTC().Format(time.RFC3339), "to", cutoffString(c))
+		r.Cutoff = c
+		db.retention[k] = r
+	}
+}
+
+func cutoffString(c int64) string {
+	if c == math.MinInt64 {
+		return "none"
+	}
+	return time.UnixMicro(c).UTC().Format(time.RFC3339)
+}
+
+// MaxFutureSkew is how far after the server's clock an artifact's
+// timestamp may lie when it is written (CheckFutureTime): clocks of
+// clients and servers differ, and a client may schedule a note for later
+// today, but a time further ahead is a unit or clock error, and would
+// make the artifact the workspace's newest for years.
+const MaxFutureSkew = 24 * time.Hour
+
+// CheckFutureTime refuses a timestamp t given for a write accepted at now
+// (the server's clock) if it lies more than MaxFutureSkew after now. It
+// decides acceptance only, where the write is first accepted (the API,
+// loci import), never where a write is applied (replicas, replay), so what
+// is stored never depends on a clock.
+func CheckFutureTime(field string, t, now time.Time) *InvalidError {
+	if t.After(now.Add(MaxFutureSkew)) {
+		return &InvalidError{field, fmt.Sprintf("%s is more than 24 hours after the server's clock (%s); a timestamp may lie at most 24 hours in the future",
+			t.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339))}
+	}
+	return nil
 }
 
 // eraseLocked erases the visible artifacts es of k as an erase record

@@ -62,6 +62,11 @@ func (r *IngestRequest) input(now time.Time) (engine.IngestInput, error) {
 		if err != nil {
 			return in, err
 		}
+		// A far-future time would make the artifact the workspace's newest
+		// for years; acceptance may use the clock, what is stored does not.
+		if err := engine.CheckFutureTime("timestamp", t, now); err != nil {
+			return in, err
+		}
 		in.Timestamp = t
 	}
 	var p PermissionsJSON

@@ -25,7 +25,8 @@ type Checked struct {
 	ErasedPacks       int `json:"erased_artifact_packs"` // packs that must not cite an erased artifact
 	Retention         int `json:"retention_checks"`
 	RetainedArtifacts int `json:"retained_artifacts"`
-	RetainedGone      int `json:"retained_gone"` // of which erased by retention
+	RetainedGone      int `json:"retained_gone"`       // of which erased by retention
+	Imports           int `json:"imported_workspaces"` // checks of imported workspaces
 }
 
 // checker runs the checks after one restart.

@@ -27,8 +27,24 @@ const retentionWorkspace = "retain-a"
 const dayMicros = int64(24 * time.Hour / time.Microsecond)
 
 // retentionBase is the artifact time of the retention workspace's first
-// artifact; each later one is 6 hours on, some sent up to 5 days back.
+// artifact in the model's tests; a run starts its timeline three days
+// before its start (retainedWS.base). Each later one is 6 hours on, some sent up
+// to 5 days back, and none after the clock: once the timeline reaches it,
+// the ingests are stamped a minute before the clock, and some a little
+// ahead of it (up to 23 hours, accepted: their retention time is their
+// time of ingest). Some are stamped more than a day ahead and must be
+// refused, changing nothing.
 var retentionBase = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+
+// retentionTime is what an artifact adds to the retention reference, as the
+// server takes it: its timestamp, or its time of ingest if earlier (unknown,
+// 0, in the model's tests: the timestamp).
+func retentionTime(a *ackArtifact) int64 {
+	if a.createdMicro == 0 {
+		return a.tsMicro
+	}
+	return min(a.tsMicro, a.createdMicro)
+}
 
 // retOp is one write to the retention workspace: a settings change (set;
 // days 0 clears) or an ingest (art).
@@ -43,6 +59,7 @@ type retainedWS struct {
 	ops     []retOp // acknowledged, in order
 	pending *retOp  // sent, unanswered (resolved by the next check)
 	sent    int     // ingests sent, for their timestamps
+	base    int64   // the first ingest's timestamp (set before the load)
 }
 
 // retentionCutoff is the cutoff of days before newest: UTC midnight of the
@@ -88,7 +105,7 @@ func retentionModel(ops []retOp) (days int, cutoff int64, present, gone []*ackAr
 			continue
 		}
 		arts = append(arts, op.art)
-		newest = max(newest, op.art.tsMicro)
+		newest = max(newest, retentionTime(op.art))
 		advance()
 	}
 	for _, a := range arts {
@@ -101,13 +118,18 @@ func retentionModel(ops []retOp) (days int, cutoff int64, present, gone []*ackAr
 	return days, cutoff, present, gone
 }
 
-// retentionIngestBody is the v1 ingest of the retention workspace's n-th
+// retentionIngest is the v1 ingest of the retention workspace's n-th
 // artifact, and its timestamp.
 func retentionIngest(w *worker, n int) (*ackArtifact, []byte) {
-	ts := retentionBase + int64(n)*dayMicros/4 + int64(n)
+	ts := w.led.retained.base + int64(n)*dayMicros/4 + int64(n)
 	if w.rng.Intn(2) == 0 {
 		ts -= w.rng.Int63n(5 * dayMicros)
 	}
+	return retentionIngestAt(w, min(ts, time.Now().Add(-time.Minute).UnixMicro()))
+}
+
+// retentionIngestAt is a v1 ingest into the retention workspace stamped ts.
+func retentionIngestAt(w *worker, ts int64) (*ackArtifact, []byte) {
 	typ, raw := payload(w.rng, w.nonce())
 	body := v1Body(retentionWorkspace, typ, raw, "")
 	stamp := time.UnixMicro(ts).UTC().Format(time.RFC3339Nano)
@@ -126,6 +148,22 @@ func (w *worker) retention(ctx context.Context) {
 	}
 	n := l.retained.sent
 	l.mu.Unlock()
+	now := time.Now()
+	caughtUp := l.retained.base+int64(n)*dayMicros/4 >= now.Add(-24*time.Hour).UnixMicro()
+	switch r := w.rng.Intn(10); {
+	case r == 0:
+		w.futureIngest(ctx, now)
+		return
+	case r == 1 && caughtUp:
+		// A little ahead of the clock: accepted, and it must not erase
+		// what the clock keeps.
+		a, body := retentionIngestAt(w, now.Add(time.Duration(w.rng.Int63n(int64(23*time.Hour)))).UnixMicro())
+		l.mu.Lock()
+		l.retained.sent++
+		l.mu.Unlock()
+		w.retentionCall(ctx, &retOp{art: a}, "POST", "/v1/ingest", body, http.StatusCreated)
+		return
+	}
 	if w.rng.Intn(5) == 0 {
 		op := &retOp{set: true, days: 1 + w.rng.Intn(4)}
 		body := fmt.Sprintf(`{"retention_days":%d}`, op.days)
@@ -163,12 +201,18 @@ func (w *worker) retentionCall(ctx context.Context, op *retOp, method, path stri
 	if op.art != nil {
 		var out struct {
 			ArtifactID string `json:"artifact_id"`
+			Created    string `json:"created"`
 		}
-		if err := json.Unmarshal(r.body, &out); err != nil || out.ArtifactID == "" {
+		created, terr := time.Time{}, error(nil)
+		err := json.Unmarshal(r.body, &out)
+		if err == nil {
+			created, terr = time.Parse(time.RFC3339Nano, out.Created)
+		}
+		if err != nil || terr != nil || out.ArtifactID == "" {
 			w.fail(fmt.Sprintf("retention workspace: unreadable ingest answer %s", truncate(r.body)))
 			return
 		}
-		op.art.id = out.ArtifactID
+		op.art.id, op.art.createdMicro = out.ArtifactID, created.UnixMicro()
 		l.counts.RetainedArtifacts++
 	} else {
 		l.counts.RetentionChanges++
@@ -406,8 +450,9 @@ func (k *checker) retention(ctx context.Context) {
 			l.retained.ops = append(l.retained.ops, *p)
 		case p.art != nil && len(unknown) == 1:
 			ts, err := time.Parse(time.RFC3339Nano, listing[unknown[0]])
-			if err == nil && ts.UnixMicro() == p.art.tsMicro {
-				p.art.id = unknown[0]
+			created, cerr := k.created(ctx, unknown[0])
+			if err == nil && cerr == nil && ts.UnixMicro() == p.art.tsMicro {
+				p.art.id, p.art.createdMicro = unknown[0], created
 				l.retained.ops = append(l.retained.ops, *p)
 				unknown = nil
 			}
@@ -473,6 +518,45 @@ func (k *checker) retention(ctx context.Context) {
 			}
 		})
 	})
+}
+
+// futureIngest sends an ingest into the retention workspace stamped more
+// than a day after the clock (now): it must be refused with a 400 naming
+// the timestamp, and change nothing (the checks find no unknown artifact
+// and nothing erased that the model keeps).
+func (w *worker) futureIngest(ctx context.Context, now time.Time) {
+	ts := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+	if w.rng.Intn(2) == 0 {
+		ts = now.Add(25*time.Hour + time.Duration(w.rng.Int63n(int64(1000*24*time.Hour))))
+	}
+	_, body := retentionIngestAt(w, ts.UnixMicro())
+	r, ok := w.call(ctx, "retention workspace", "POST", "/v1/ingest", w.admin, body)
+	if !ok {
+		return
+	}
+	if r.status != http.StatusBadRequest || !bytes.Contains(r.body, []byte("timestamp")) {
+		w.fail(fmt.Sprintf("FUTURE ACCEPTED: an ingest stamped %s answered %d: %s", ts.Format(time.RFC3339), r.status, truncate(r.body)))
+		return
+	}
+	w.led.mu.Lock()
+	w.led.counts.FutureRefused++
+	w.led.mu.Unlock()
+}
+
+// created reads an artifact's time of ingest, in Unix µs.
+func (k *checker) created(ctx context.Context, id string) (int64, error) {
+	r, err := k.c.do(ctx, "GET", "/v1/artifacts/"+id, k.admin, nil)
+	if err != nil {
+		return 0, err
+	}
+	var out struct {
+		Created string `json:"created"`
+	}
+	if err := json.Unmarshal(r.body, &out); r.status != http.StatusOK || err != nil {
+		return 0, fmt.Errorf("artifact %s answered %d: %s", id, r.status, truncate(r.body))
+	}
+	t, err := time.Parse(time.RFC3339Nano, out.Created)
+	return t.UnixMicro(), err
 }
 
 func stamp(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }

@@ -74,6 +74,9 @@ type ackArtifact struct {
 	erased  bool   // DELETE acknowledged (200)
 	ts      string // its timestamp as GET returned it before the erase, for listings
 	tsMicro int64  // the retention workspace's artifacts: the timestamp sent
+	// createdMicro is a retention workspace artifact's time of ingest, as
+	// the server answered it (0: unknown, the model's tests).
+	createdMicro int64
 }
 
 // ackJob is an asynchronous ingest job acknowledged with 202.
@@ -108,6 +111,7 @@ type ledger struct {
 	erasables []*erasable
 	erasedArt []*ackArtifact // artifacts whose erase was sent, in order
 	retained  retainedWS     // the retention workspace (erase.go)
+	imports   []*importedWS  // workspaces loci import wrote (imports.go)
 	jobs      []*ackJob
 	keys      []*tenantKey
 	frozen    []frozenPack
@@ -130,6 +134,10 @@ type Counts struct {
 	ArtifactErasures  int `json:"artifact_erasures"`
 	RetainedArtifacts int `json:"retention_artifacts"`
 	RetentionChanges  int `json:"retention_settings"`
+	FutureRefused     int `json:"future_timestamps_refused"`
+	Imports           int `json:"imports"`        // loci import runs that finished
+	ImportsKilled     int `json:"imports_killed"` // loci import runs killed with SIGKILL
+	ImportsRefused    int `json:"imports_refused_while_serving"`
 }
 
 func newLedger() *ledger { return &ledger{byIdem: map[string]*ackArtifact{}} }

@@ -59,8 +59,13 @@ type Config struct {
 	// and the retention workspace (PUT .../settings) to the load and checks
 	// (loci torture turns it on unless --artifact-erasure=false).
 	ArtifactErasure bool
-	StartTimeout    time.Duration // wait for /health 200 (default 2 min)
-	Log             io.Writer     // progress lines (default io.Discard)
+	// Imports adds `loci import` between rounds (into the killed server's
+	// directory, itself killed half of the time) and during the load (into
+	// the served directory: refused), and checks the imported workspaces
+	// (imports.go).
+	Imports      bool
+	StartTimeout time.Duration // wait for /health 200 (default 2 min)
+	Log          io.Writer     // progress lines (default io.Discard)
 
 	// afterKill, when set (tests only), runs between a kill and the checks,
 	// so a test can damage the directory and see the checks fail.
@@ -121,6 +126,9 @@ func Run(cfg Config) (*Summary, error) {
 	}
 	t := &run{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), led: newLedger(),
 		sum: &Summary{Seed: cfg.Seed, KillPoints: map[string]int{}, DataDir: cfg.DataDir}}
+	// The retention workspace's timeline starts three days back (midnight),
+	// so it reaches the clock, where timestamps are bounded, within a run.
+	t.led.retained.base = time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).UnixMicro()
 	start := time.Now()
 	err := t.run()
 	t.sum.Seconds = time.Since(start).Seconds()
@@ -221,6 +229,9 @@ func (t *run) run() error {
 			t.fail(fmt.Sprintf("after kill at %s: %v", detail, err))
 		}
 		t.sum.Checked.Verifies++
+		if t.cfg.Imports {
+			t.importRound()
+		}
 		if srv, err = startServer(&t.cfg, t.addr, t.admin); err != nil {
 			t.fail(fmt.Sprintf("restart after kill at %s: %v", detail, err))
 			return nil
@@ -337,6 +348,7 @@ func (t *run) setupRetention(c *client) error {
 		t.led.retained.sent++
 		w.retentionCall(ctx, &retOp{art: a}, "POST", "/v1/ingest", body, http.StatusCreated)
 	}
+	w.futureIngest(ctx, time.Now()) // refused, changing nothing
 	if t.led.retained.pending != nil || t.failed() {
 		return fmt.Errorf("writing the retention workspace failed: %v", t.sum.Failures)
 	}
@@ -366,6 +378,9 @@ func (t *run) load(srv *server, w *watcher) (kind, detail string) {
 		}()
 	}
 	time.Sleep(armAfter)
+	if t.cfg.Imports && t.rng.Intn(3) == 0 {
+		t.importWhileServing()
+	}
 	w.drain()
 	detail = kind
 	if kind == EventRandom {
@@ -437,6 +452,9 @@ func (t *run) check(full bool) {
 	k.idempotency(ctx, live)
 	if t.cfg.ArtifactErasure {
 		k.retention(ctx)
+	}
+	if t.cfg.Imports {
+		k.imports(ctx)
 	}
 	k.erasures(ctx, es)
 	k.keys(ctx)

@@ -52,7 +52,7 @@ func TestTorture(t *testing.T) {
 	bin := buildLoci(t)
 	var log bytes.Buffer
 	sum, err := Run(Config{Bin: bin, DataDir: t.TempDir(), Rounds: len(AllEvents), Seed: seed(t), MaxLoad: 3 * time.Second,
-		ArtifactErasure: true, Log: &log})
+		ArtifactErasure: true, Imports: true, Log: &log})
 	t.Logf("progress:\n%s", log.String())
 	if err != nil {
 		if sum != nil {
@@ -78,6 +78,7 @@ func TestTorture(t *testing.T) {
 		{"erasures", a.Erasures}, {"artifact erasures", a.ArtifactErasures}, {"retention workspace artifacts", a.RetainedArtifacts},
 		{"artifact reads", c.Artifacts}, {"erased artifact checks", c.ErasedArtifacts}, {"retention checks", c.Retention}, {"idempotency checks", c.IdempotencyKeys},
 		{"key checks", c.Keys}, {"erased workspace checks", c.ErasedWorkspaces}, {"frozen pack checks", c.Packs},
+		{"far-future timestamps refused", a.FutureRefused}, {"imports", a.Imports + a.ImportsKilled}, {"imported workspace checks", c.Imports},
 	} {
 		if got.n == 0 {
 			t.Errorf("no %s", got.what)
@@ -238,6 +239,14 @@ func TestRetentionModel(t *testing.T) {
 	if _, cut, _, _ := retentionModel(ops[:5]); cut != retentionBase+2*dayMicros {
 		t.Errorf("cutoff %s, want day 2", stamp(cut))
 	}
+	// An artifact stamped ahead of its ingest counts its ingest time: one
+	// stamped day 30, ingested on day 4, keeps day 2's artifacts under a
+	// two-day retention.
+	ahead := day(30, 0)
+	ahead.createdMicro = c.tsMicro
+	if _, cut, present, _ := retentionModel([]retOp{{art: b}, {art: ahead}, {set: true, days: 2}}); cut != retentionBase+2*dayMicros || ids(present) != "d2h1,d30h0" {
+		t.Errorf("with an artifact stamped ahead: cutoff %s, present %s; want day 2 and both", stamp(cut), ids(present))
+	}
 }
 
 // fakeServer answers the checker's reads from a fixed state: artifacts
@@ -329,5 +338,49 @@ func TestCheckerRetention(t *testing.T) {
 	}
 	if f := strings.Join(run(map[string]string{"new": `"n"`}, "null"), "\n"); !strings.Contains(f, "RETENTION SETTING") {
 		t.Errorf("a lost setting was not flagged: %s", f)
+	}
+}
+
+// TestCheckerImports: an imported workspace found partial, lost after a
+// finished import, or appearing after it was seen absent is flagged; whole
+// or absent after a kill is not.
+func TestCheckerImports(t *testing.T) {
+	run := func(outcome int, readable map[string]string) ([]string, int) {
+		led := newLedger()
+		imp := &importedWS{ws: "imported-1", ids: []string{"a", "b"}, payloads: map[string][]byte{"a": []byte(`"x"`), "b": []byte(`"y"`)}, outcome: outcome}
+		led.imports = []*importedWS{imp}
+		var fails []string
+		var mu sync.Mutex
+		k := &checker{c: fakeServer(t, readable, "", "null"), led: led, n: &Checked{},
+			fail: func(s string) { mu.Lock(); fails = append(fails, s); mu.Unlock() }}
+		k.imports(context.Background())
+		return fails, imp.outcome
+	}
+	whole := map[string]string{"a": `"x"`, "b": `"y"`}
+	for _, c := range []struct {
+		name     string
+		outcome  int
+		readable map[string]string
+		want     string // "" : no failure
+		after    int
+	}{
+		{"whole", importWhole, whole, "", importWhole},
+		{"killed, whole", importEither, whole, "", importWhole},
+		{"killed, absent", importEither, nil, "", importAbsent},
+		{"partial", importEither, map[string]string{"a": `"x"`}, "IMPORT PARTIAL", importEither},
+		{"lost", importWhole, nil, "IMPORT LOST", importWhole},
+		{"appeared", importAbsent, whole, "IMPORT APPEARED", importAbsent},
+		{"changed", importWhole, map[string]string{"a": `"x"`, "b": `"z"`}, "CHANGED: imported artifact b", importWhole},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fails, after := run(c.outcome, c.readable)
+			got := strings.Join(fails, "\n")
+			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("failures %q, want %q", got, c.want)
+			}
+			if after != c.after {
+				t.Errorf("outcome %d after the check, want %d", after, c.after)
+			}
+		})
 	}
 }

@@ -262,7 +262,9 @@ func runImport(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: loci import --data DIR --in FILE.jsonl [--tenant T --workspace W]\n\n"+
 			"Stores an export's artifacts and feedback events with their ids and timestamps, in their order,\n"+
 			"into a workspace that holds no data yet, and gives it the export's data version, so identical\n"+
-			"context-pack requests give identical packs and receipt ids (docs/format/export.md).\n\nFlags:\n")
+			"context-pack requests give identical packs and receipt ids (docs/format/export.md). It applies\n"+
+			"whole or not at all: a file refused anywhere, or an import killed before it commits, leaves the\n"+
+			"directory as it was.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if done, err := parseFlags(fs, args); done {
@@ -284,22 +286,22 @@ func runImport(args []string) error {
 		b, err := r.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("import: %s ends after line %d without its end line: the export is incomplete", *in, lineNo)
+				return nil, fmt.Errorf("ends after line %d without its end line: the export is incomplete", lineNo)
 			}
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, err
 		}
 		lineNo++
 		var l exportLine
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&l); err != nil {
-			return nil, fmt.Errorf("import: %s line %d: %w", *in, lineNo, err)
+			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
 		return &l, nil
 	}
 	h, err := next()
 	if err != nil {
-		return err
+		return fmt.Errorf("import: %s: %w; nothing was imported", *in, err)
 	}
 	if h.Kind != "header" || h.Format != exportFormat {
 		return fmt.Errorf("import: %s line 1 is not a %s header", *in, exportFormat)
@@ -316,27 +318,70 @@ func runImport(args []string) error {
 	if *name == "" {
 		*name = embedderNameFor(h.Embedder)
 	}
+	if err := engine.CheckImportedVersion(h.DataVersion); err != nil {
+		return fmt.Errorf("import: %s line 1: %w; nothing was imported", *in, err)
+	}
+	// Open and close the directory first: it is created if missing, and an
+	// unfinished import's staging directory is removed.
 	db, err := openOffline(*data, *name, true)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			db.Close()
-		}
-	}()
-	if v := db.DataVersion(*tenant, *ws); v != 0 {
+	v := db.DataVersion(*tenant, *ws)
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if v != 0 {
 		return fmt.Errorf("import: workspace %q of tenant %q in %s already holds data (data version %d); import into a new workspace (--workspace)", *ws, *tenant, *data, v)
 	}
+	// Everything is written to a staging copy, committed only when the
+	// whole file was read and imported: a refused record, or a kill,
+	// leaves the directory as it was.
+	stage, err := engine.StageImport(*data)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	defer stage.Close()
+	arts, events, err := importLines(stage.Dir(), *name, *tenant, *ws, next, func() int { return lineNo })
+	if err == nil {
+		err = engine.SetImportedVersion(stage.Dir(), *tenant, *ws, h.DataVersion)
+	}
+	if err == nil {
+		err = trailing(r)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %s: %w; nothing was imported", *in, err)
+	}
+	if err := stage.Commit(); err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "imported %d artifacts and %d feedback events into %s/%s of %s (data version %d) in %s\n",
+		arts, events, *tenant, *ws, *data, h.DataVersion, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// importLines imports the lines next gives (line: the number of the last
+// one), up to the end line, into the closed data directory dir (the
+// import's staging copy) in batches, and flushes it; it returns the counts
+// read.
+func importLines(dir, embedderName, tenant, ws string, next func() (*exportLine, error), line func() int) (arts, events int, err error) {
+	db, err := openOffline(dir, embedderName, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
 	var batch []engine.ImportItem
-	var batchBytes, arts, events int
+	var batchBytes int
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := db.Import(*tenant, *ws, batch); err != nil {
-			return fmt.Errorf("import: %s before line %d: %w", *in, lineNo+1, err)
+		if err := db.Import(tenant, ws, batch); err != nil {
+			return fmt.Errorf("before line %d: %w", line()+1, err)
 		}
 		batch, batchBytes = batch[:0], 0
 		return nil
@@ -344,17 +389,17 @@ func runImport(args []string) error {
 	for {
 		l, err := next()
 		if err != nil {
-			return err
+			return arts, events, err
 		}
 		if l.Kind == "end" {
 			if l.Artifacts == nil || l.Events == nil || *l.Artifacts != arts || *l.Events != events {
-				return fmt.Errorf("import: %s: the end line counts do not match the %d artifacts and %d feedback events read", *in, arts, events)
+				return arts, events, fmt.Errorf("the end line counts do not match the %d artifacts and %d feedback events read", arts, events)
 			}
 			break
 		}
 		it, size, err := importItem(l)
 		if err != nil {
-			return fmt.Errorf("import: %s line %d: %w", *in, lineNo, err)
+			return arts, events, fmt.Errorf("line %d: %w", line(), err)
 		}
 		if it.Artifact != nil {
 			arts++
@@ -364,26 +409,33 @@ func runImport(args []string) error {
 		batch = append(batch, it)
 		if batchBytes += size; len(batch) >= importBatchItems || batchBytes >= importBatchBytes {
 			if err := flush(); err != nil {
-				return err
+				return arts, events, err
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return err
+		return arts, events, err
 	}
 	if err := db.Flush(); err != nil {
-		return fmt.Errorf("import: flush: %w", err)
+		return arts, events, fmt.Errorf("flush: %w", err)
 	}
-	closed = true
-	if err := db.Close(); err != nil {
-		return fmt.Errorf("import: close: %w", err)
+	return arts, events, nil
+}
+
+// trailing refuses anything but white space after the end line.
+func trailing(r *bufio.Reader) error {
+	for {
+		c, err := r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return fmt.Errorf("data after the end line")
+		}
 	}
-	if err := engine.SetImportedVersion(*data, *tenant, *ws, h.DataVersion); err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "imported %d artifacts and %d feedback events into %s/%s of %s (data version %d) in %s\n",
-		arts, events, *tenant, *ws, *data, h.DataVersion, time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // importItem converts an artifact or feedback line; size is its payload's.
@@ -427,13 +479,11 @@ func importItem(l *exportLine) (engine.ImportItem, int, error) {
 		if p := l.Permissions; p != nil {
 			a.Permissions = artifact.Permissions{Visibility: p.Visibility, AllowedActors: p.AllowedActors, DeniedActors: p.DeniedActors, RBACTags: p.RBACTags}
 		}
-		if l.ContentHash != "" {
-			b, err := hex.DecodeString(l.ContentHash)
-			if err != nil || len(b) != 32 {
-				return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: content_hash is not 64 hex digits", l.ArtifactID)
-			}
-			a.ContentHash = [32]byte(b)
+		hash, err := hex.DecodeString(l.ContentHash)
+		if err != nil || len(hash) != 32 {
+			return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: content_hash is not 64 hex digits", l.ArtifactID)
 		}
+		a.ContentHash = [32]byte(hash)
 		if l.RawPayloadJSON != nil {
 			a.Payload = []byte(*l.RawPayloadJSON)
 		}

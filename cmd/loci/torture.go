@@ -27,6 +27,7 @@ func runTorture(args []string) error {
 	sample := fs.Int("sample", 300, "artifacts from earlier rounds read back after each restart, besides all new ones (the last round reads back all)")
 	pause := fs.Duration("pause", 0, "each load client waits a random time up to this between requests (long runs: bounds the data accumulated)")
 	artErase := fs.Bool("artifact-erasure", true, "also erase single artifacts and run a retention workspace under load, and check them")
+	imports := fs.Bool("imports", false, "also run loci import between rounds (killed with SIGKILL half of the time) and into the served directory (refused), and check the imported workspaces")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress line per round")
 	fs.Usage = func() {
@@ -37,7 +38,7 @@ func runTorture(args []string) error {
 		return err
 	}
 	cfg := torture.Config{Rounds: *rounds, Seed: *seed, Bin: *bin, DataDir: *data, Workers: *workers, FlushMB: *flushMB, Embedder: *embedderFlag,
-		MaxLoad: *maxLoad, Sample: *sample, Pause: *pause, ArtifactErasure: *artErase, Log: os.Stderr}
+		MaxLoad: *maxLoad, Sample: *sample, Pause: *pause, ArtifactErasure: *artErase, Imports: *imports, Log: os.Stderr}
 	if *quiet {
 		cfg.Log = nil
 	}
@@ -100,7 +101,8 @@ func printTortureSummary(s *torture.Summary) {
 	a, c := s.Acknowledged, s.Checked
 	fmt.Printf("  acknowledged: %d artifacts (%d v2 batches), %d idempotent retries, %d feedback, %d packs, %d async jobs, %d keys created, %d revoked, %d erasures, %d artifact erasures\n",
 		a.Artifacts, a.Batches, a.IdempotentRetries, a.Feedback, a.Packs, a.AsyncJobs, a.KeysCreated, a.KeysRevoked, a.Erasures, a.ArtifactErasures)
-	fmt.Printf("  retention workspace: %d artifacts, %d settings acknowledged\n", a.RetainedArtifacts, a.RetentionChanges)
+	fmt.Printf("  retention workspace: %d artifacts, %d settings acknowledged, %d far-future timestamps refused\n", a.RetainedArtifacts, a.RetentionChanges, a.FutureRefused)
+	fmt.Printf("  imports: %d finished, %d killed, %d refused while serving; %d checks of imported workspaces\n", a.Imports, a.ImportsKilled, a.ImportsRefused, s.Checked.Imports)
 	fmt.Printf("  checked: %d artifact reads, %d idempotency keys, %d key checks, %d erased workspaces, %d jobs, %d frozen packs, %d verify runs\n",
 		c.Artifacts, c.IdempotencyKeys, c.Keys, c.ErasedWorkspaces, c.Jobs, c.Packs, c.Verifies)
 	fmt.Printf("  checked erasures: %d erased-artifact reads (%d packs), %d retention checks (%d artifact reads, %d of them erased by retention)\n",
