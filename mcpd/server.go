@@ -469,6 +469,8 @@ func (s *Server) toolError(err error) error {
 		return errors.New("the service is shutting down; retry shortly")
 	case errors.Is(err, engine.ErrUnavailable):
 		return engine.ErrUnavailable
+	case errors.Is(err, engine.ErrBackpressure):
+		return err // says what the server waits for and that nothing was stored
 	case errors.As(err, new(*service.NotServedError)):
 		return errors.New("the workspace's shard is being handed over between the cluster's nodes; retry shortly")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -270,7 +270,7 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	}
 	version := seen.version
 
-	id := receiptID(tenant, req, version)
+	id := receiptID(tenant, req, version, res, served)
 	if p.tag != nil {
 		id = p.tag(id, tenant, req.Workspace)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -15,12 +16,23 @@ import (
 var receiptNamespace = uuid.MustParse("6f1c8a52-3c1e-4c7e-9a55-2b7f0b1d9e11")
 
 // receiptID derives a receipt's id from the tenant, the workspace's data
-// version and the canonical request, so an identical request on identical
-// data maps to one receipt.
-func receiptID(tenant string, req PackRequest, version uint64) uuid.UUID {
+// version, the canonical request and what the pack returned (its hash,
+// which covers the context text and the citations, its confidence,
+// abstention, tokens, exclusions and conflicts, and the profile served), so
+// an identical request on identical data maps to one receipt, and two packs
+// that differ in anything a client reads never share an id, whatever made
+// them differ (a pack that read state its data version does not name would
+// otherwise pass as the same decision).
+func receiptID(tenant string, req PackRequest, version uint64, res *pack.Result, served string) uuid.UUID {
 	canon, _ := json.Marshal(canonicalRequest(req))
 	data := fmt.Appendf(nil, "%s\x00%s\x00%d\x00", tenant, req.Workspace, version)
-	return uuid.NewHash(sha256.New(), receiptNamespace, append(data, canon...), 8)
+	data = append(data, canon...)
+	data = fmt.Appendf(data, "\x00%s\x00%x\x00%t\x00%s\x00%d\x00%d\x00%s", res.PackHash, math.Float64bits(res.Confidence),
+		res.Abstain, res.AbstainReason, res.TotalTokens, len(res.Exclusions), served)
+	for _, c := range res.Conflicts {
+		data = fmt.Appendf(data, "\x00%s", c.ID)
+	}
+	return uuid.NewHash(sha256.New(), receiptNamespace, data, 8)
 }
 
 // canonicalRequest is a request with defaults applied and lists sorted.

@@ -138,6 +138,7 @@ type Counts struct {
 	Imports           int `json:"imports"`        // loci import runs that finished
 	ImportsKilled     int `json:"imports_killed"` // loci import runs killed with SIGKILL
 	ImportsRefused    int `json:"imports_refused_while_serving"`
+	Backpressure      int `json:"ingests_refused_for_backpressure"` // 503 while the server catches up: not acknowledged
 }
 
 func newLedger() *ledger { return &ledger{byIdem: map[string]*ackArtifact{}} }
@@ -241,11 +242,27 @@ func (w *worker) call(ctx context.Context, what, method, path, key string, body 
 		}
 		return r, false
 	}
+	if backpressure(method, path, r) {
+		// The server refused the write while it catches up (a backlog of
+		// embedding or flushing): nothing is stored, nothing acknowledged.
+		w.led.mu.Lock()
+		w.led.counts.Backpressure++
+		w.led.mu.Unlock()
+		return r, false
+	}
 	if r.status >= 500 {
 		w.fail(fmt.Sprintf("%s: %s %s answered %d: %s", what, method, path, r.status, truncate(r.body)))
 		return r, false
 	}
 	return r, true
+}
+
+// backpressure reports whether r is an ingest refused for back-pressure: a
+// 503 with Retry-After saying the server is catching up. Any other 5xx is a
+// failure.
+func backpressure(method, path string, r response) bool {
+	return method == "POST" && (path == "/v1/ingest" || path == "/v2/ingest") && r.status == http.StatusServiceUnavailable &&
+		r.header.Get("Retry-After") != "" && bytes.Contains(r.body, []byte("catching up"))
 }
 
 func (w *worker) run(ctx context.Context) {

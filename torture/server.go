@@ -41,6 +41,9 @@ func startServer(cfg *Config, addr, adminKey string) (*server, error) {
 	}
 	cmd := exec.Command(cfg.Bin, args...)
 	cmd.Env = append(filteredEnv(), "API_KEY="+adminKey)
+	if cfg.provider != nil {
+		cmd.Env = append(cmd.Env, cfg.provider.env()...)
+	}
 	s := &server{cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
 	cmd.Stdout = s.stderr
 	cmd.Stderr = s.stderr

@@ -63,13 +63,21 @@ type Config struct {
 	// directory, itself killed half of the time) and during the load (into
 	// the served directory: refused), and checks the imported workspaces
 	// (imports.go).
-	Imports      bool
-	StartTimeout time.Duration // wait for /health 200 (default 2 min)
-	Log          io.Writer     // progress lines (default io.Discard)
+	Imports bool
+	// FlakyEmbedder makes the server embed (--embedder openai) with an
+	// OpenAI-compatible provider run by the harness on loopback that, while
+	// the load runs, answers 500 or later than the server's time bound to a
+	// third of its requests (embedprovider.go). After the last round every
+	// acknowledged artifact must become embedded: none may settle as failed.
+	FlakyEmbedder bool
+	StartTimeout  time.Duration // wait for /health 200 (default 2 min)
+	Log           io.Writer     // progress lines (default io.Discard)
 
 	// afterKill, when set (tests only), runs between a kill and the checks,
 	// so a test can damage the directory and see the checks fail.
 	afterKill func(dir string)
+
+	provider *flakyProvider // FlakyEmbedder's provider, started by Run
 }
 
 // Summary is what a run did and found.
@@ -84,6 +92,17 @@ type Summary struct {
 	FailureCount  int            `json:"failure_count"` // all of them
 	Seconds       float64        `json:"seconds"`
 	DataDir       string         `json:"data_dir"`
+	// FlakyEmbedder counts what the flaky provider did (FlakyEmbedder).
+	FlakyEmbedder *ProviderCounts `json:"flaky_embedder,omitempty"`
+}
+
+// ProviderCounts are the flaky provider's answers: 500s, answers past the
+// server's time bound, and vectors given.
+type ProviderCounts struct {
+	Failed   int64 `json:"failed"`
+	Slow     int64 `json:"slow"`
+	Answered int64 `json:"answered"`
+	Embedded int   `json:"artifacts_checked_embedded"`
 }
 
 func (c *Config) setDefaults() {
@@ -129,6 +148,21 @@ func Run(cfg Config) (*Summary, error) {
 	// The retention workspace's timeline starts three days back (midnight),
 	// so it reaches the clock, where timestamps are bounded, within a run.
 	t.led.retained.base = time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).UnixMicro()
+	if cfg.FlakyEmbedder {
+		if cfg.Embedder != "" && cfg.Embedder != "openai" {
+			return nil, fmt.Errorf("a flaky embedder is an OpenAI-compatible one: --embedder %q does not go with it", cfg.Embedder)
+		}
+		p, err := startFlakyProvider(cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("flaky embedder: %w", err)
+		}
+		defer p.close()
+		t.cfg.provider, t.cfg.Embedder = p, "openai"
+		t.sum.FlakyEmbedder = &ProviderCounts{}
+		defer func() {
+			t.sum.FlakyEmbedder.Failed, t.sum.FlakyEmbedder.Slow, t.sum.FlakyEmbedder.Answered = p.failed.Load(), p.slow.Load(), p.answered.Load()
+		}()
+	}
 	start := time.Now()
 	err := t.run()
 	t.sum.Seconds = time.Since(start).Seconds()
@@ -241,6 +275,9 @@ func (t *run) run() error {
 		if t.failed() {
 			return nil // state is suspect from here on: stop and report
 		}
+	}
+	if t.cfg.provider != nil {
+		t.checkEmbedded()
 	}
 	// A graceful stop must succeed and leave a clean directory too.
 	err = srv.stop(time.Minute)
@@ -363,6 +400,10 @@ func (t *run) load(srv *server, w *watcher) (kind, detail string) {
 	randomAt := armAfter + time.Duration(t.rng.Int63n(int64(t.cfg.MaxLoad-armAfter)))
 	workerSeed := t.rng.Int63()
 
+	if p := t.cfg.provider; p != nil {
+		p.flaky.Store(true)
+		defer p.flaky.Store(false) // the checks between rounds compare packs
+	}
 	c := newClient(t.addr)
 	defer c.close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -43,16 +43,13 @@ func seed(t *testing.T) int64 {
 	return 20261123
 }
 
-// TestTorture kills a loaded server at every kind of kill point and checks
-// that nothing acknowledged is lost. `loci torture` runs longer ones.
-func TestTorture(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs loci serve")
-	}
-	bin := buildLoci(t)
+// runTorture runs cfg with a freshly built binary, a temporary directory
+// and the test's seed, and fails the test on any failure.
+func runTorture(t *testing.T, cfg Config) *Summary {
+	t.Helper()
 	var log bytes.Buffer
-	sum, err := Run(Config{Bin: bin, DataDir: t.TempDir(), Rounds: len(AllEvents), Seed: seed(t), MaxLoad: 3 * time.Second,
-		ArtifactErasure: true, Imports: true, Log: &log})
+	cfg.Bin, cfg.DataDir, cfg.Seed, cfg.Log = buildLoci(t), t.TempDir(), seed(t), &log
+	sum, err := Run(cfg)
 	t.Logf("progress:\n%s", log.String())
 	if err != nil {
 		if sum != nil {
@@ -62,6 +59,16 @@ func TestTorture(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
+	return sum
+}
+
+// TestTorture kills a loaded server at every kind of kill point and checks
+// that nothing acknowledged is lost. `loci torture` runs longer ones.
+func TestTorture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs loci serve")
+	}
+	sum := runTorture(t, Config{Rounds: len(AllEvents), MaxLoad: 3 * time.Second, ArtifactErasure: true, Imports: true})
 	if sum.Rounds != len(AllEvents) {
 		t.Errorf("ran %d rounds, want %d", sum.Rounds, len(AllEvents))
 	}
@@ -86,6 +93,22 @@ func TestTorture(t *testing.T) {
 	}
 	if c.Artifacts < a.Artifacts {
 		t.Errorf("the last round read back %d artifacts, fewer than the %d acknowledged", c.Artifacts, a.Artifacts)
+	}
+}
+
+// TestTortureFlakyEmbedder kills a server whose embedder, an OpenAI-compatible
+// provider, fails and answers too late during the load: nothing acknowledged
+// is lost, and once the provider answers every artifact becomes embedded
+// (none is given up on).
+func TestTortureFlakyEmbedder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs loci serve")
+	}
+	sum := runTorture(t, Config{Rounds: 3, MaxLoad: 2 * time.Second, ArtifactErasure: true, FlakyEmbedder: true})
+	p := sum.FlakyEmbedder
+	t.Logf("flaky embedder %+v; acknowledged %+v", *p, sum.Acknowledged)
+	if p.Failed == 0 || p.Slow == 0 || p.Embedded == 0 {
+		t.Errorf("the provider failed %d and was slow %d times, %d artifacts checked embedded: the run tested nothing", p.Failed, p.Slow, p.Embedded)
 	}
 }
 

@@ -107,18 +107,21 @@ func (c OpenAIConfig) GoString() string { return c.String() }
 
 // Environment variables read by OpenAIConfigFromEnv.
 const (
-	envEmbeddingsURL    = "EMBEDDINGS_URL"
-	envEmbeddingsModel  = "EMBEDDINGS_MODEL"
-	envEmbeddingsAPIKey = "EMBEDDINGS_API_KEY"
-	envEmbeddingsDim    = "EMBEDDINGS_DIM"
+	envEmbeddingsURL     = "EMBEDDINGS_URL"
+	envEmbeddingsModel   = "EMBEDDINGS_MODEL"
+	envEmbeddingsAPIKey  = "EMBEDDINGS_API_KEY"
+	envEmbeddingsDim     = "EMBEDDINGS_DIM"
+	envEmbeddingsTimeout = "EMBEDDINGS_TIMEOUT"
 )
 
 // OpenAIConfigFromEnv reads EMBEDDINGS_URL, EMBEDDINGS_MODEL,
-// EMBEDDINGS_API_KEY and the optional EMBEDDINGS_DIM, trimming surrounding
+// EMBEDDINGS_API_KEY and the optional EMBEDDINGS_DIM and EMBEDDINGS_TIMEOUT
+// (one request's bound, a Go duration such as 10s), trimming surrounding
 // whitespace. ok is false, with a nil error, when EMBEDDINGS_URL is unset or
 // empty: no remote embedder is configured. When it is set, err reports a
 // configuration that cannot work (no model, a DIM that is not a
-// non-negative integer); the other fields keep their defaults.
+// non-negative integer, a TIMEOUT that is not a positive duration); the
+// other fields keep their defaults.
 func OpenAIConfigFromEnv() (cfg OpenAIConfig, ok bool, err error) {
 	cfg.URL = strings.TrimSpace(os.Getenv(envEmbeddingsURL))
 	if cfg.URL == "" {
@@ -135,6 +138,13 @@ func OpenAIConfigFromEnv() (cfg OpenAIConfig, ok bool, err error) {
 			return cfg, true, fmt.Errorf("vecindex: %s=%q is not a non-negative integer", envEmbeddingsDim, s)
 		}
 		cfg.Dim = n
+	}
+	if s := strings.TrimSpace(os.Getenv(envEmbeddingsTimeout)); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return cfg, true, fmt.Errorf("vecindex: %s=%q is not a positive duration such as 10s", envEmbeddingsTimeout, s)
+		}
+		cfg.Timeout = d
 	}
 	return cfg, true, nil
 }

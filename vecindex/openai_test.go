@@ -820,7 +820,7 @@ func TestRetryDelay(t *testing.T) {
 }
 
 func TestOpenAIConfigFromEnv(t *testing.T) {
-	vars := []string{envEmbeddingsURL, envEmbeddingsModel, envEmbeddingsAPIKey, envEmbeddingsDim}
+	vars := []string{envEmbeddingsURL, envEmbeddingsModel, envEmbeddingsAPIKey, envEmbeddingsDim, envEmbeddingsTimeout}
 	tests := []struct {
 		name    string
 		env     map[string]string // variables not listed are unset
@@ -867,6 +867,24 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 			env:     map[string]string{envEmbeddingsURL: "http://h/v1", envEmbeddingsModel: "m", envEmbeddingsAPIKey: openaiTestKey, envEmbeddingsDim: "large"},
 			wantOK:  true,
 			wantErr: `EMBEDDINGS_DIM="large"`,
+		},
+		{
+			name:   "timeout",
+			env:    map[string]string{envEmbeddingsURL: "http://h/v1", envEmbeddingsModel: "m", envEmbeddingsTimeout: " 750ms "},
+			want:   OpenAIConfig{URL: "http://h/v1", Model: "m", Timeout: 750 * time.Millisecond},
+			wantOK: true,
+		},
+		{
+			name:    "timeout not a duration",
+			env:     map[string]string{envEmbeddingsURL: "http://h/v1", envEmbeddingsModel: "m", envEmbeddingsTimeout: "10"},
+			wantOK:  true,
+			wantErr: `EMBEDDINGS_TIMEOUT="10"`,
+		},
+		{
+			name:    "timeout zero",
+			env:     map[string]string{envEmbeddingsURL: "http://h/v1", envEmbeddingsModel: "m", envEmbeddingsTimeout: "0s"},
+			wantOK:  true,
+			wantErr: `EMBEDDINGS_TIMEOUT="0s"`,
 		},
 		{
 			name:    "dim negative",

@@ -75,9 +75,10 @@ func runServe(args []string) error {
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), `
 Environment only:
-  EMBEDDINGS_URL, EMBEDDINGS_MODEL, EMBEDDINGS_API_KEY, EMBEDDINGS_DIM
+  EMBEDDINGS_URL, EMBEDDINGS_MODEL, EMBEDDINGS_API_KEY, EMBEDDINGS_DIM, EMBEDDINGS_TIMEOUT
         the OpenAI-compatible embeddings endpoint of --embedder openai (the default
-        embedder when EMBEDDINGS_URL is set and LOCI_EMBEDDER is not)
+        embedder when EMBEDDINGS_URL is set and LOCI_EMBEDDER is not); EMBEDDINGS_TIMEOUT
+        bounds one request (default 10s)
 `)
 	}
 	if done, err := parseFlags(fs, args); done {

@@ -28,6 +28,7 @@ func runTorture(args []string) error {
 	pause := fs.Duration("pause", 0, "each load client waits a random time up to this between requests (long runs: bounds the data accumulated)")
 	artErase := fs.Bool("artifact-erasure", true, "also erase single artifacts and run a retention workspace under load, and check them")
 	imports := fs.Bool("imports", false, "also run loci import between rounds (killed with SIGKILL half of the time) and into the served directory (refused), and check the imported workspaces")
+	flaky := fs.Bool("flaky-embedder", false, "embed with an OpenAI-compatible provider run by the harness that answers 500 or too late to a third of its requests during the load; after the last round every acknowledged artifact must become embedded")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress line per round")
 	fs.Usage = func() {
@@ -37,7 +38,7 @@ func runTorture(args []string) error {
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
-	cfg := torture.Config{Rounds: *rounds, Seed: *seed, Bin: *bin, DataDir: *data, Workers: *workers, FlushMB: *flushMB, Embedder: *embedderFlag,
+	cfg := torture.Config{Rounds: *rounds, Seed: *seed, Bin: *bin, DataDir: *data, Workers: *workers, FlushMB: *flushMB, Embedder: *embedderFlag, FlakyEmbedder: *flaky,
 		MaxLoad: *maxLoad, Sample: *sample, Pause: *pause, ArtifactErasure: *artErase, Imports: *imports, Log: os.Stderr}
 	if *quiet {
 		cfg.Log = nil
@@ -107,6 +108,10 @@ func printTortureSummary(s *torture.Summary) {
 		c.Artifacts, c.IdempotencyKeys, c.Keys, c.ErasedWorkspaces, c.Jobs, c.Packs, c.Verifies)
 	fmt.Printf("  checked erasures: %d erased-artifact reads (%d packs), %d retention checks (%d artifact reads, %d of them erased by retention)\n",
 		c.ErasedArtifacts, c.ErasedPacks, c.Retention, c.RetainedArtifacts, c.RetainedGone)
+	fmt.Printf("  ingests refused for back-pressure (503, not acknowledged): %d\n", a.Backpressure)
+	if p := s.FlakyEmbedder; p != nil {
+		fmt.Printf("  flaky embedder: %d requests answered 500, %d too late, %d answered; %d artifacts checked embedded\n", p.Failed, p.Slow, p.Answered, p.Embedded)
+	}
 	if len(s.Failures) == 0 {
 		fmt.Println("  ok: nothing acknowledged was lost")
 	} else {
