@@ -148,6 +148,8 @@ func TestMetricsEndToEnd(t *testing.T) {
 		`loci_segments`:                   0,
 		`loci_compactions_total`:          0,
 		`loci_storage_healthy`:            1,
+		`loci_embedder_unavailable`:       0,
+		`loci_ingest_backpressure`:        0,
 		`loci_build_info{version="test"}`: 1,
 	}
 	if ok != 24 {

@@ -233,13 +233,15 @@ var (
 	descCompactFails   = desc("loci_compaction_failures_total", "Compaction runs that failed (retried later) since the engine opened.")
 	descPacksCancelled = desc("loci_context_packs_cancelled_total", "Context packs dropped before computing: the client left or the server stopped while they waited.")
 	descPacksWaiting   = desc("loci_context_packs_waiting", "Context packs waiting for a computing slot.")
+	descEmbedderDown   = desc("loci_embedder_unavailable", "1 while the background embedder's calls fail and are retried (its artifacts stay pending), else 0.")
+	descRefusing       = desc("loci_ingest_backpressure", "1 while the unflushed data is at its limit, so ingests wait and are refused with 503 after 10 s, else 0.")
 	descHealthy        = desc("loci_storage_healthy", "1 while the storage accepts writes, 0 while it is degraded (a full disk, failing fsyncs).")
 )
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHeadBytes, descHeadArtifacts, descFrozenBytes, descSegments, descSegmentBytes,
 		descSketchBytes, descBacklog, descJobsQueued, descWALRecords, descWALBytes, descWALBatches, descWALFsyncs, descCompactions,
-		descCompactFails, descPacksCancelled, descPacksWaiting, descHealthy} {
+		descCompactFails, descPacksCancelled, descPacksWaiting, descEmbedderDown, descRefusing, descHealthy} {
 		ch <- d
 	}
 }
@@ -264,11 +266,9 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	var st engine.Stats
 	var ws wal.Stats
 	var mc engine.MaintenanceCounts
-	var backlog int
 	healthy := 1.0
 	for _, db := range *dbs {
 		st.Add(db.Stats())
-		backlog += db.EmbeddingBacklog()
 		w := db.WALStats()
 		ws.Records += w.Records
 		ws.Bytes += w.Bytes
@@ -287,7 +287,16 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descSegments, float64(st.Segments))
 	gauge(descSegmentBytes, float64(st.SegmentBytes))
 	gauge(descSketchBytes, float64(st.SketchBytes))
-	gauge(descBacklog, float64(backlog))
+	gauge(descBacklog, float64(st.EmbeddingBacklog))
+	flag := func(d *prometheus.Desc, on bool) {
+		if on {
+			gauge(d, 1)
+		} else {
+			gauge(d, 0)
+		}
+	}
+	flag(descEmbedderDown, st.EmbedderError != "")
+	flag(descRefusing, st.IngestRefused != "")
 	counter(descWALRecords, ws.Records)
 	counter(descWALBytes, ws.Bytes)
 	counter(descWALBatches, ws.Batches)
