@@ -186,6 +186,11 @@ Environment only:
 		return err
 	}
 	defer admin.stop()
+	// Signals are caught before anything answers: a SIGTERM that arrives
+	// once /health has said ok (or while the engine recovers) must stop
+	// the server cleanly, not kill it with the default action.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	// Listen first: while the engine recovers, /health answers 503 "starting".
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -205,7 +210,7 @@ Environment only:
 	engineOpts.Logger, engineOpts.Control = log, ctl
 	if clusterCfg != nil {
 		clusterCfg.Engine, clusterCfg.Control, clusterCfg.Dir, clusterCfg.Logger = engineOpts, ctl, *data, log
-		return serveCluster(*clusterCfg, ln, hcfg, log)
+		return serveCluster(*clusterCfg, ln, hcfg, sig, log)
 	}
 	srv := httpd.NewStarting(hcfg)
 	served := make(chan error, 1)
@@ -220,8 +225,6 @@ Environment only:
 	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version,
 		"auth", *apiKey != "", "async_indexing", asyncIndexing, "embedder", *embedderName)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	if err := waitForStop(sig, served, log); err != nil {
 		srv.Shutdown()
 		db.Close()

@@ -7,10 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/loci-memory/loci/cluster"
 	"github.com/loci-memory/loci/httpd"
@@ -60,14 +58,12 @@ func clusterConfig(urls, node, shards, replicas, nodeReplicas, advertise, addr s
 // serveCluster is serve in cluster mode: the node joins the cluster (its
 // engines catch up with the streams) while /health answers "starting", then
 // serves until SIGINT or SIGTERM.
-func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, log *slog.Logger) error {
+func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, sig <-chan os.Signal, log *slog.Logger) error {
 	var node *cluster.Node
 	hcfg.Cluster = clusterRef{&node}
 	srv := httpd.NewStarting(hcfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
