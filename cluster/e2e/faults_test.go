@@ -60,7 +60,7 @@ func TestClusterKillRounds(t *testing.T) {
 
 func killRounds(t *testing.T, args []string) {
 	rounds := envInt(t, "LOCI_CLUSTER_ROUNDS", 2)
-	h := startHarness(t, options{nats: 3, nodes: 3, logLevel: "warn", args: args})
+	h := startHarness(t, options{nats: 3, nodes: envInt(t, "LOCI_CLUSTER_NODES", 3), logLevel: "warn", args: args})
 	wss := workspaces("load", 6, h.shards)
 	book := newVersionBook()
 	g := newLoadGen(h, wss, book)
@@ -72,6 +72,11 @@ func killRounds(t *testing.T, args []string) {
 		}
 	}()
 	time.Sleep(2 * time.Second) // some data before the first kill
+	all := make([]int, h.N())
+	for i := range all {
+		all[i] = i
+	}
+	totals := make([]readBackResult, h.N())
 	for round := 1; round <= rounds; round++ {
 		victim := (round - 1) % h.N()
 		h.Kill(victim)
@@ -83,6 +88,9 @@ func killRounds(t *testing.T, args []string) {
 			t.Errorf("round %d: packs resumed %v after killing %s, bound %v", round, m, h.Name(victim), failoverBound)
 		}
 		time.Sleep(time.Second) // the load goes on without the node
+		// The survivors serve every write acknowledged so far, those the
+		// killed node acknowledged included.
+		readBack(t, g, round, slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim }), totals)
 		took := h.Restart(victim)
 		caughtUp(t, h, victim, wss, book)
 		t.Logf("%s round %d: %s restarted and healthy after %v, caught up", stamp(), round, h.Name(victim), took.Round(time.Millisecond))
@@ -100,6 +108,7 @@ func killRounds(t *testing.T, args []string) {
 		start := time.Now()
 		h.nats.Restart(nv)
 		t.Logf("%s round %d: nats %s restarted and healthy after %v; load so far: %s", stamp(), round, h.nats.Name(nv), time.Since(start).Round(time.Millisecond), g.summary())
+		readBack(t, g, round, all, totals)
 	}
 	time.Sleep(time.Second)
 	g.stop()
@@ -113,7 +122,33 @@ func killRounds(t *testing.T, args []string) {
 	if g.counts["ingest"] == 0 || g.counts["pack"] == 0 || g.counts["feedback"] == 0 {
 		t.Fatalf("the load did not run: %s", g.summary())
 	}
-	g.verify(t, []int{0, 1, 2})
+	for _, r := range totals {
+		t.Logf("read back over %d rounds: %s", rounds, r)
+	}
+	g.verify(t, all)
+}
+
+// readBack reads every write acknowledged so far from every node at the
+// data version it was acknowledged with (loadGen.readBack), reports what
+// each node answered, and fails the test for any answer but the promised
+// one; totals adds up the rounds.
+func readBack(t *testing.T, g *loadGen, round int, idx []int, totals []readBackResult) {
+	t.Helper()
+	start := time.Now()
+	for _, r := range g.readBack(idx) {
+		t.Logf("%s round %d: read back every acknowledged write at its data version in %v: %s", stamp(), round, time.Since(start).Round(time.Millisecond), r)
+		for _, e := range r.examples {
+			t.Errorf("round %d: %s answered a read of an acknowledged write at its data version with: %s", round, g.h.Name(r.node), e)
+		}
+		tot := &totals[r.node]
+		tot.node, tot.reads, tot.non200 = r.node, tot.reads+r.reads, tot.non200+r.non200
+		if tot.byStatus == nil {
+			tot.byStatus = map[string]int{}
+		}
+		for s, n := range r.byStatus {
+			tot.byStatus[s] += n
+		}
+	}
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
