@@ -136,9 +136,10 @@ func (n *Node) openPartial(ctx context.Context) error {
 		return fmt.Errorf("cluster: catching up with %s (to %d, at %d): %w", n.ctl.stream, target, n.ctl.Applied(), err)
 	}
 	n.ctl.ready.Store(true)
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.keepLease()
 	go n.manage()
+	go n.watchStreams()
 	select {
 	case <-n.firstReady:
 	case <-ctx.Done():

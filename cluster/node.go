@@ -267,8 +267,9 @@ func (n *Node) open(ctx context.Context) error {
 		}
 		s.ready.Store(true)
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.keepLease()
+	go n.watchStreams()
 	n.log.Info("cluster: node caught up", "node", n.cfg.NodeID, "shards", n.cfg.Shards, "control_applied", n.ctl.Applied())
 	return nil
 }
@@ -652,7 +653,8 @@ func (n *Node) Close() error {
 }
 
 // Status describes the node for /health: its id, the live members, the
-// shard count and the data version it has applied.
+// shard count, the data version it has applied and how far behind the
+// streams it is.
 func (n *Node) Status(ctx context.Context) any {
 	st := struct {
 		NodeID      string   `json:"node_id"`
@@ -662,7 +664,14 @@ func (n *Node) Status(ctx context.Context) any {
 		NATS        string   `json:"nats"`
 		Replicas    int      `json:"replicas,omitempty"`
 		Serving     []int    `json:"serving,omitempty"`
-	}{NodeID: n.cfg.NodeID, Shards: len(n.shards), DataVersion: n.DataVersion(), NATS: n.nc.Status().String()}
+		// Behind is how many messages of the streams it serves this node
+		// has not applied yet; Lag details each stream behind.
+		Behind uint64      `json:"behind"`
+		Lag    []StreamLag `json:"lag,omitempty"`
+	}{NodeID: n.cfg.NodeID, Shards: len(n.shards), DataVersion: n.DataVersion(), NATS: n.nc.Status().String(), Lag: n.Lag()}
+	for _, l := range st.Lag {
+		st.Behind += l.Behind
+	}
 	if n.partial() {
 		st.Replicas, st.Serving = n.cfg.Replicas, n.readyShards()
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -366,6 +367,89 @@ func TestClusterNodeRebuiltFromStreams(t *testing.T) {
 		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min())
 		if d := identical(rs); d != "" {
 			t.Fatalf("pack %s after rebuilding node 2: %s", p, d)
+		}
+	}
+}
+
+// clusterHealth is the part of a node's /health this file reads.
+type clusterHealth struct {
+	Status  string `json:"status"`
+	Cluster struct {
+		DataVersion string `json:"data_version"`
+		Behind      uint64 `json:"behind"`
+		Lag         []struct {
+			Stream string `json:"stream"`
+			Behind uint64 `json:"behind"`
+		} `json:"lag"`
+	} `json:"cluster"`
+}
+
+// TestClusterPausedNodeCatchesUp: a node stopped with SIGSTOP while another
+// takes writes falls behind the streams; once it continues, it catches up by
+// itself (nobody asks it for a data version) within 10 s, its /health saying
+// how far behind it is meanwhile, and then serves every write at the
+// version it was acknowledged with.
+func TestClusterPausedNodeCatchesUp(t *testing.T) {
+	h := startHarness(t, options{nats: 3, nodes: 2, logLevel: "warn"})
+	wss := workspaces("paused", h.shards, h.shards)
+	book := newVersionBook()
+	c := newCorpus(31)
+	var all []written
+	h.Pause(1)
+	for k := range 40 {
+		b := batchIn{WorkspaceID: wss[k%len(wss)], ActorID: "agent"}
+		for j := range 5 {
+			b.Artifacts = append(b.Artifacts, c.artifact("", "", fmt.Sprintf("p%d-%d", k, j)))
+		}
+		ws, err := h.ingestBatch(0, b, book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ws...)
+	}
+	target, err := h.parseDataVersion(book.min()[hdrMinDataVersion], wss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Resume(1)
+	resumed := time.Now()
+	var maxBehind uint64
+	reached := func(v string) bool {
+		got, err := h.parseDataVersion(v, wss[0])
+		if err != nil {
+			return false
+		}
+		for i, n := range target.vec {
+			if got.vec[i] < n {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		r := h.doTimeout(2*time.Second, 1, "GET", "/health", nil, nil)
+		var hl clusterHealth
+		if r.err == nil {
+			json.Unmarshal(r.body, &hl)
+			maxBehind = max(maxBehind, hl.Cluster.Behind)
+		}
+		if r.err == nil && r.status == http.StatusOK && hl.Status == "ok" && hl.Cluster.Behind == 0 && reached(hl.Cluster.DataVersion) {
+			break
+		}
+		if time.Since(resumed) > 10*time.Second {
+			t.Fatalf("%s not caught up 10 s after SIGCONT: /health %s; the writer's data version %s%s", h.Name(1), r, target, h.logOf(1))
+		}
+		time.Sleep(pollInterval)
+	}
+	t.Logf("%s caught up by itself %v after SIGCONT (%d artifacts written while it was stopped; /health reported up to %d messages behind)",
+		h.Name(1), time.Since(resumed).Round(time.Millisecond), len(all), maxBehind)
+	for _, w := range all {
+		r := h.doTimeout(10*time.Second, 1, "GET", "/v1/artifacts/"+w.id, nil, map[string]string{hdrMinDataVersion: w.version.String()})
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("artifact %s, acknowledged by %s at %s, on the resumed node: %s", w.id, h.Name(0), w.version, r)
+		}
+		if err := checkStored(r.body, w.id, w.ws, w.payload); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
