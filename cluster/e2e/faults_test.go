@@ -79,6 +79,7 @@ func killRounds(t *testing.T, args []string) {
 	}
 	totals := make([]readBackResult, h.N())
 	for round := 1; round <= rounds; round++ {
+		roundStart := g.acknowledged()
 		victim := (round - 1) % h.N()
 		h.Kill(victim)
 		killed := time.Now()
@@ -91,7 +92,7 @@ func killRounds(t *testing.T, args []string) {
 		time.Sleep(time.Second) // the load goes on without the node
 		// The survivors serve every write acknowledged so far, those the
 		// killed node acknowledged included.
-		readBack(t, g, round, slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim }), totals)
+		readBack(t, g, fmt.Sprintf("round %d, after the kill", round), slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim }), 0, totals)
 		took := h.Restart(victim)
 		caughtUp(t, h, victim, wss, book)
 		t.Logf("%s round %d: %s restarted and healthy after %v, caught up", stamp(), round, h.Name(victim), took.Round(time.Millisecond))
@@ -109,12 +110,15 @@ func killRounds(t *testing.T, args []string) {
 		start := time.Now()
 		h.nats.Restart(nv)
 		t.Logf("%s round %d: nats %s restarted and healthy after %v; load so far: %s", stamp(), round, h.nats.Name(nv), time.Since(start).Round(time.Millisecond), g.summary())
-		readBack(t, g, round, all, totals)
+		// Every node, the restarted one included, serves what was
+		// acknowledged in this round (the survivors served the rest).
+		readBack(t, g, fmt.Sprintf("round %d", round), all, roundStart, totals)
 	}
 	time.Sleep(time.Second)
 	g.stop()
 	stopped = true
 	t.Logf("load: %s", g.summary())
+	readBack(t, g, "after the load", all, 0, totals) // everything, on every node
 	if len(g.anomalies) > 0 {
 		for _, a := range g.anomalies {
 			t.Errorf("anomaly: %s", a)
@@ -129,17 +133,17 @@ func killRounds(t *testing.T, args []string) {
 	g.verify(t, all)
 }
 
-// readBack reads every write acknowledged so far from every node at the
-// data version it was acknowledged with (loadGen.readBack), reports what
-// each node answered, and fails the test for any answer but the promised
-// one; totals adds up the rounds.
-func readBack(t *testing.T, g *loadGen, round int, idx []int, totals []readBackResult) {
+// readBack reads the writes acknowledged from the from-th on from every
+// node in idx at the data version each was acknowledged with
+// (loadGen.readBack), reports what each node answered, and fails the test
+// for any answer but the promised one; totals adds up the rounds.
+func readBack(t *testing.T, g *loadGen, when string, idx []int, from int, totals []readBackResult) {
 	t.Helper()
 	start := time.Now()
-	for _, r := range g.readBack(idx) {
-		t.Logf("%s round %d: read back every acknowledged write at its data version in %v: %s", stamp(), round, time.Since(start).Round(time.Millisecond), r)
+	for _, r := range g.readBack(idx, from) {
+		t.Logf("%s %s: read back the acknowledged artifacts from the %d-th at their data versions in %v: %s", stamp(), when, from+1, time.Since(start).Round(time.Millisecond), r)
 		for _, e := range r.examples {
-			t.Errorf("round %d: %s answered a read of an acknowledged write at its data version with: %s", round, g.h.Name(r.node), e)
+			t.Errorf("%s: %s answered a read of an acknowledged write at its data version with: %s", when, g.h.Name(r.node), e)
 		}
 		tot := &totals[r.node]
 		tot.node, tot.reads, tot.non200 = r.node, tot.reads+r.reads, tot.non200+r.non200
