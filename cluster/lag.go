@@ -15,8 +15,8 @@ import (
 const lagPoll = time.Second
 
 // watchStreams reads the last sequence of every Loci stream (one JetStream
-// API request for all of them) every lagPoll until Close. An applier that
-// is behind and still catches up from there by itself (Shard.watch); the
+// API request for all of them) every lagPoll until Close: an applier
+// behind a stream it knows of catches up by itself (Shard.watch), and the
 // figures are what /health and /metrics report.
 func (n *Node) watchStreams() {
 	defer n.wg.Done()
@@ -97,7 +97,7 @@ func (n *Node) Stalled() error {
 	if len(names) == 0 {
 		return nil
 	}
-	return fmt.Errorf("this node is behind the cluster's log and not catching up: %s", strings.Join(names, ", "))
+	return fmt.Errorf("this node is behind the cluster's log and has applied nothing of it for over %s (it keeps trying): %s", MaxVersionWait, strings.Join(names, ", "))
 }
 
 var (

@@ -21,12 +21,11 @@ import (
 // healthOf is one GET /health: status code, "status", and the cluster
 // section's behind and lag.
 type healthOf struct {
-	code    int
-	status  string
-	reason  string
-	behind  uint64
-	lag     []StreamLag
-	version string
+	code   int
+	status string
+	reason string
+	behind uint64
+	lag    []StreamLag
 }
 
 func getHealth(t *testing.T, base string) healthOf {
@@ -36,15 +35,14 @@ func getHealth(t *testing.T, base string) healthOf {
 		Status  string `json:"status"`
 		Reason  string `json:"reason"`
 		Cluster struct {
-			DataVersion string      `json:"data_version"`
-			Behind      uint64      `json:"behind"`
-			Lag         []StreamLag `json:"lag"`
+			Behind uint64      `json:"behind"`
+			Lag    []StreamLag `json:"lag"`
 		} `json:"cluster"`
 	}
 	if err := json.Unmarshal([]byte(body), &h); err != nil {
 		t.Fatalf("/health: %d %s: %v", resp.StatusCode, body, err)
 	}
-	return healthOf{resp.StatusCode, h.Status, h.Reason, h.Cluster.Behind, h.Cluster.Lag, h.Cluster.DataVersion}
+	return healthOf{resp.StatusCode, h.Status, h.Reason, h.Cluster.Behind, h.Cluster.Lag}
 }
 
 // scrape reads one series of a metrics handler: the value of name with
@@ -134,8 +132,10 @@ func TestLaggingApplierReportedAndCaughtUp(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if !strings.Contains(h.reason, s.stream) || h.behind < writes || len(h.lag) != 1 || h.lag[0].Stream != s.stream ||
-		h.lag[0].Last != last || h.lag[0].Behind < writes || h.lag[0].StalledMS < MaxVersionWait.Milliseconds() {
-		t.Fatalf("lagging node's /health: %+v; want %s behind by at least %d (last %d), stalled over %v", h, s.stream, writes, last, MaxVersionWait)
+		h.lag[0].Last != last || h.lag[0].Behind < writes || h.lag[0].StalledMS < (MaxVersionWait-time.Second).Milliseconds() {
+		// (The cluster section is read a moment before the stall is
+		// judged: stalled_ms may be a little under the 5 s.)
+		t.Fatalf("lagging node's /health: %+v; want %s behind by at least %d (last %d), stalled about %v", h, s.stream, writes, last, MaxVersionWait)
 	}
 	if lag := scrape(t, metrics, "loci_cluster_apply_lag_messages", s.stream); lag < writes {
 		t.Fatalf("loci_cluster_apply_lag_messages{stream=%q} = %v, want at least %d", s.stream, lag, writes)
@@ -160,9 +160,6 @@ func TestLaggingApplierReportedAndCaughtUp(t *testing.T) {
 			t.Fatalf("10 s after its applier could go on, the node is still behind: /health %+v, applied %d of %d", h, s.Applied(), last)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	if h.version != a.DataVersion() {
-		t.Fatalf("caught up at %s, the writer at %s", h.version, a.DataVersion())
 	}
 	if lag := scrape(t, metrics, "loci_cluster_apply_lag_messages", s.stream); lag != 0 {
 		t.Fatalf("caught up, loci_cluster_apply_lag_messages{stream=%q} = %v", s.stream, lag)
