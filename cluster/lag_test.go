@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -171,5 +172,46 @@ func TestLaggingApplierReportedAndCaughtUp(t *testing.T) {
 	}
 	if got := scrape(t, metrics, "loci_cluster_applier_restarts_total", s.stream); got < 1 {
 		t.Fatalf("loci_cluster_applier_restarts_total{stream=%q} = %v", s.stream, got)
+	}
+}
+
+// TestLeaseMissingDuringBucketTrouble: a member whose lease has been
+// missing for longer than a lease lasts leaves the view, unless this node
+// itself could not renew its lease or read the leases meanwhile (the
+// bucket electing a leader after a NATS server died, when every lease
+// expires alike): then its absence counts from LeaseTTL after the trouble.
+// (Kill rounds with --cluster-replicas 2 saw nodes answer 503 "no live
+// node serves shard" for shards served by a live node, right after a NATS
+// server was killed and restarted.)
+func TestLeaseMissingDuringBucketTrouble(t *testing.T) {
+	nc := natstest.Start(t, 3)
+	n := openNodes(t, nc, 1, 2)[0]
+	now := time.Now()
+	for _, c := range []struct {
+		name    string
+		trouble time.Time // zero: none
+		kept    bool
+	}{
+		{"no trouble", time.Time{}, false},
+		{"trouble a second ago", now.Add(-time.Second), true},
+		{"trouble just under a lease ago", now.Add(-LeaseTTL + 100*time.Millisecond), true},
+		{"trouble over a lease ago", now.Add(-LeaseTTL - time.Second), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n.leaseTrouble.Store(0)
+			if !c.trouble.IsZero() {
+				n.leaseTrouble.Store(c.trouble.UnixNano())
+			}
+			// "ghost" was last seen renewed 10 s ago; its lease is gone.
+			seen := map[string]*sighting{"ghost": {member: Member{NodeID: "ghost", Addr: "127.0.0.1:1", Shards: []int{0}}, rev: 1, at: now.Add(-10 * time.Second)}}
+			members, err := n.pollMembers(seen, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept := slices.ContainsFunc(members, func(m Member) bool { return m.NodeID == "ghost" })
+			if kept != c.kept {
+				t.Fatalf("members %+v: ghost kept %v, want %v", members, kept, c.kept)
+			}
+		})
 	}
 }

@@ -111,6 +111,11 @@ type Node struct {
 
 	// Partial replication (assign.go).
 	view       atomic.Pointer[memberView] // the live members, as last polled
+	// leaseTrouble is when (Unix ns) this node last failed to renew its
+	// own lease or to read the leases: while the bucket cannot be
+	// written (its leader being elected after a NATS server died) no node
+	// can renew, so a lease missing then says nothing of its node.
+	leaseTrouble atomic.Int64
 	leaseNow   chan struct{}              // asks keepLease to publish the lease at once
 	firstReady chan struct{}              // closed once the first assignment is ready
 	onEngines  atomic.Pointer[func([]*engine.DB)]
@@ -588,6 +593,7 @@ func (n *Node) keepLease() {
 		val, _ := json.Marshal(m)
 		ctx, cancel := context.WithTimeout(n.ctx, leaseRenew)
 		if _, err := n.members.Put(ctx, n.cfg.NodeID, val); err != nil && n.ctx.Err() == nil {
+			n.leaseTrouble.Store(time.Now().UnixNano())
 			n.log.Warn("cluster: lease not renewed", "err", err)
 		}
 		cancel()
