@@ -110,15 +110,15 @@ type Node struct {
 	secret string
 
 	// Partial replication (assign.go).
-	view       atomic.Pointer[memberView] // the live members, as last polled
+	view atomic.Pointer[memberView] // the live members, as last polled
 	// leaseTrouble is when (Unix ns) this node last failed to renew its
 	// own lease or to read the leases: while the bucket cannot be
 	// written (its leader being elected after a NATS server died) no node
 	// can renew, so a lease missing then says nothing of its node.
 	leaseTrouble atomic.Int64
-	leaseNow   chan struct{}              // asks keepLease to publish the lease at once
-	firstReady chan struct{}              // closed once the first assignment is ready
-	onEngines  atomic.Pointer[func([]*engine.DB)]
+	leaseNow     chan struct{} // asks keepLease to publish the lease at once
+	firstReady   chan struct{} // closed once the first assignment is ready
+	onEngines    atomic.Pointer[func([]*engine.DB)]
 
 	ctx    context.Context
 	cancel context.CancelFunc
