@@ -136,9 +136,10 @@ func (n *Node) openPartial(ctx context.Context) error {
 		return fmt.Errorf("cluster: catching up with %s (to %d, at %d): %w", n.ctl.stream, target, n.ctl.Applied(), err)
 	}
 	n.ctl.ready.Store(true)
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.keepLease()
 	go n.manage()
+	go n.watchStreams()
 	select {
 	case <-n.firstReady:
 	case <-ctx.Done():
@@ -178,9 +179,12 @@ func (n *Node) manage() {
 					close(n.firstReady)
 				}
 			}
-		} else if failures++; n.ctx.Err() == nil && failures%20 == 1 {
-			// The assignment stays as it is until the leases are read.
-			n.log.Warn("cluster: members not read; the shards served stay as they are", "failures", failures, "err", err)
+		} else {
+			n.leaseTrouble.Store(time.Now().UnixNano())
+			if failures++; n.ctx.Err() == nil && failures%20 == 1 {
+				// The assignment stays as it is until the leases are read.
+				n.log.Warn("cluster: members not read; the shards served stay as they are", "failures", failures, "err", err)
+			}
 		}
 		select {
 		case <-n.ctx.Done():
@@ -194,7 +198,11 @@ func (n *Node) manage() {
 // whose lease is missing from one read is kept while its lease cannot
 // have expired yet (LeaseTTL after this node last saw it renewed): a read
 // of the bucket may miss a key being rewritten, and a member must not
-// seem gone (its shards reassigned) for that. A member that stops cleanly
+// seem gone (its shards reassigned) for that. Nor is a lease missing
+// while this node itself could not renew its own or read the leases
+// (leaseTrouble: the bucket electing a leader after a NATS server died,
+// when every lease expires alike) held against its node: its absence
+// counts from LeaseTTL after the trouble. A member that stops cleanly
 // deletes its lease and is gone from the view LeaseTTL later.
 func (n *Node) pollMembers(seen map[string]*sighting, now time.Time) ([]Member, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, 2*time.Second)
@@ -209,9 +217,14 @@ func (n *Node) pollMembers(seen map[string]*sighting, now time.Time) ([]Member, 
 			seen[l.NodeID] = &sighting{member: l.Member, rev: l.rev, at: now}
 		}
 	}
+	trouble := time.Unix(0, n.leaseTrouble.Load())
 	var members []Member
 	for id, s := range seen {
-		if now.Sub(s.at) >= LeaseTTL && !slices.ContainsFunc(leases, func(l lease) bool { return l.NodeID == id }) {
+		since := s.at
+		if trouble.After(since) {
+			since = trouble
+		}
+		if now.Sub(since) >= LeaseTTL && !slices.ContainsFunc(leases, func(l lease) bool { return l.NodeID == id }) {
 			delete(seen, id)
 			continue
 		}

@@ -110,10 +110,15 @@ type Node struct {
 	secret string
 
 	// Partial replication (assign.go).
-	view       atomic.Pointer[memberView] // the live members, as last polled
-	leaseNow   chan struct{}              // asks keepLease to publish the lease at once
-	firstReady chan struct{}              // closed once the first assignment is ready
-	onEngines  atomic.Pointer[func([]*engine.DB)]
+	view atomic.Pointer[memberView] // the live members, as last polled
+	// leaseTrouble is when (Unix ns) this node last failed to renew its
+	// own lease or to read the leases: while the bucket cannot be
+	// written (its leader being elected after a NATS server died) no node
+	// can renew, so a lease missing then says nothing of its node.
+	leaseTrouble atomic.Int64
+	leaseNow     chan struct{} // asks keepLease to publish the lease at once
+	firstReady   chan struct{} // closed once the first assignment is ready
+	onEngines    atomic.Pointer[func([]*engine.DB)]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -267,8 +272,9 @@ func (n *Node) open(ctx context.Context) error {
 		}
 		s.ready.Store(true)
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.keepLease()
+	go n.watchStreams()
 	n.log.Info("cluster: node caught up", "node", n.cfg.NodeID, "shards", n.cfg.Shards, "control_applied", n.ctl.Applied())
 	return nil
 }
@@ -587,6 +593,7 @@ func (n *Node) keepLease() {
 		val, _ := json.Marshal(m)
 		ctx, cancel := context.WithTimeout(n.ctx, leaseRenew)
 		if _, err := n.members.Put(ctx, n.cfg.NodeID, val); err != nil && n.ctx.Err() == nil {
+			n.leaseTrouble.Store(time.Now().UnixNano())
 			n.log.Warn("cluster: lease not renewed", "err", err)
 		}
 		cancel()
@@ -652,7 +659,8 @@ func (n *Node) Close() error {
 }
 
 // Status describes the node for /health: its id, the live members, the
-// shard count and the data version it has applied.
+// shard count, the data version it has applied and how far behind the
+// streams it is.
 func (n *Node) Status(ctx context.Context) any {
 	st := struct {
 		NodeID      string   `json:"node_id"`
@@ -662,7 +670,14 @@ func (n *Node) Status(ctx context.Context) any {
 		NATS        string   `json:"nats"`
 		Replicas    int      `json:"replicas,omitempty"`
 		Serving     []int    `json:"serving,omitempty"`
-	}{NodeID: n.cfg.NodeID, Shards: len(n.shards), DataVersion: n.DataVersion(), NATS: n.nc.Status().String()}
+		// Behind is how many messages of the streams it serves this node
+		// has not applied yet; Lag details each stream behind.
+		Behind uint64      `json:"behind"`
+		Lag    []StreamLag `json:"lag,omitempty"`
+	}{NodeID: n.cfg.NodeID, Shards: len(n.shards), DataVersion: n.DataVersion(), NATS: n.nc.Status().String(), Lag: n.Lag()}
+	for _, l := range st.Lag {
+		st.Behind += l.Behind
+	}
 	if n.partial() {
 		st.Replicas, st.Serving = n.cfg.Replicas, n.readyShards()
 	}

@@ -47,6 +47,15 @@ type Shard struct {
 	droppedAt     time.Time          // left the ready set (the engine closes a drain period later)
 
 	applied atomic.Uint64 // the last stream sequence applied
+	// last is the stream's last sequence as this node last learnt it
+	// (consumer metadata, direct reads, publish acknowledgements, the
+	// node's poll of the streams): applied is behind while it is lower.
+	last atomic.Uint64
+	// behindSince is when (Unix ns) this node learnt of a message it had not
+	// applied, reset by every apply: 0 while caught up.
+	behindSince atomic.Int64
+	// restarts counts the applier's consumers re-created (metrics).
+	restarts atomic.Uint64
 	// handle reads messages by sequence (readDirect); nil until a stream
 	// info answer gave one.
 	handle atomic.Pointer[jetstream.Stream]
@@ -144,6 +153,7 @@ func (s *Shard) publish(msgID string, entries []wal.Entry) error {
 		forget()
 		return fmt.Errorf("%w: %s: %v", engine.ErrUnavailable, s.stream, err)
 	}
+	s.sawLast(ack.Sequence)
 	if ack.Duplicate {
 		forget()
 		if err := s.waitApplied(ctx, ack.Sequence); err != nil {
@@ -160,10 +170,40 @@ func (s *Shard) publish(msgID string, entries []wal.Entry) error {
 	}
 }
 
+// sawLast notes that the stream holds a message at seq.
+func (s *Shard) sawLast(seq uint64) {
+	raise(&s.last, seq)
+	if seq > s.Applied() {
+		s.behindSince.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
+// raise sets v to n if n is higher.
+func raise(v *atomic.Uint64, n uint64) {
+	for o := v.Load(); n > o && !v.CompareAndSwap(o, n); o = v.Load() {
+	}
+}
+
+// Last is the stream's last sequence as this node last learnt it (at least
+// what it applied).
+func (s *Shard) Last() uint64 { return max(s.last.Load(), s.Applied()) }
+
+// Lag is how many messages of the stream this node has not applied yet.
+func (s *Shard) Lag() uint64 { return s.Last() - s.Applied() }
+
+// stalledFor is how long the applier has been behind the stream without
+// applying anything (0 when it is not behind).
+func (s *Shard) stalledFor(now time.Time) time.Duration {
+	since := s.behindSince.Load()
+	if since == 0 || s.Lag() == 0 {
+		return 0
+	}
+	return max(now.Sub(time.Unix(0, since)), 0)
+}
+
 // waitApplied waits until the stream is applied up to seq, or ctx ends.
 func (s *Shard) waitApplied(ctx context.Context, seq uint64) error {
-	for w := s.wanted.Load(); w < seq && !s.wanted.CompareAndSwap(w, seq); w = s.wanted.Load() {
-	}
+	raise(&s.wanted, seq)
 	for {
 		s.mu.Lock()
 		ch := s.changed
@@ -189,7 +229,8 @@ func (s *Shard) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.node.log.Warn("cluster: applier restarts", "stream", s.stream, "applied", s.Applied(), "err", err)
+		s.restarts.Add(1)
+		s.node.log.Warn("cluster: applier restarts", "stream", s.stream, "applied", s.Applied(), "last", s.Last(), "err", err)
 		// Making a consumer needs JetStream's meta leader, which a dead
 		// server may have been; reading by sequence needs only a replica of
 		// the stream. Meanwhile, read directly what is there.
@@ -263,6 +304,7 @@ func (s *Shard) consume(ctx context.Context) error {
 		if n := meta.Sequence.Stream; n > s.Applied()+1 {
 			return fmt.Errorf("message %d delivered after %d: a message was lost in flight", n, s.Applied())
 		}
+		s.sawLast(meta.Sequence.Stream + meta.NumPending)
 		if err := s.apply(ctx, meta.Sequence.Stream, msg.Headers(), msg.Data()); err != nil {
 			return err
 		}
@@ -292,6 +334,7 @@ func (s *Shard) readDirect(ctx context.Context, d time.Duration) error {
 		if err != nil {
 			return err
 		}
+		s.sawLast(m.Sequence)
 		if err := s.apply(ctx, m.Sequence, m.Header, m.Data); err != nil {
 			return err
 		}
@@ -307,9 +350,11 @@ const consumerTimeout = 2 * time.Second
 // but not delivering).
 const stallAfter = 2 * time.Second
 
-// watch checks the applier until done: if someone waits for a message the
-// applier has not reached and it has not moved for stallAfter, it stops the
-// iterator (consume returns and run re-creates the consumer).
+// watch checks the applier until done: if the stream holds a message the
+// applier has not reached (as far as this node knows: a writer or reader
+// waits for it, or the stream said so) and it has not moved for
+// stallAfter, it stops the iterator (consume returns and run re-creates the
+// consumer). Nobody needs to wait: a node behind catches up by itself.
 func (s *Shard) watch(it jetstream.MessagesContext, done <-chan struct{}) {
 	t := time.NewTicker(stallAfter / 4)
 	defer t.Stop()
@@ -319,8 +364,8 @@ func (s *Shard) watch(it jetstream.MessagesContext, done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if s.wanted.Load() > s.Applied() && time.Since(time.Unix(0, s.progress.Load())) >= stallAfter {
-			s.node.log.Warn("cluster: applier stalled; re-creating its consumer", "stream", s.stream, "applied", s.Applied(), "wanted", s.wanted.Load())
+		if max(s.wanted.Load(), s.Last()) > s.Applied() && time.Since(time.Unix(0, s.progress.Load())) >= stallAfter {
+			s.node.log.Warn("cluster: applier stalled; re-creating its consumer", "stream", s.stream, "applied", s.Applied(), "wanted", s.wanted.Load(), "last", s.Last())
 			it.Stop()
 			return
 		}
@@ -366,9 +411,15 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	s.progress.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	s.progress.Store(now)
 	s.mu.Lock()
 	s.applied.Store(n)
+	if n >= s.last.Load() {
+		s.behindSince.Store(0)
+	} else {
+		s.behindSince.Store(now) // still behind, but moving
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()

@@ -28,6 +28,7 @@ import (
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
@@ -102,6 +103,10 @@ type Cluster interface {
 	WaitDataVersion(ctx context.Context, version string) error
 	// Status describes the cluster for /health.
 	Status(ctx context.Context) any
+	// Stalled is why the node cannot serve reads at the data versions
+	// clients send (an applier behind the log and not moving), or nil:
+	// /health answers 503 "lagging" with it.
+	Stalled() error
 	// ForwardSecret marks requests one node forwards to another (the
 	// same on every node; see forward.go).
 	ForwardSecret() string
@@ -242,6 +247,9 @@ func (s *Server) StartSharded(shards service.Shards, ctl *control.Store) {
 	s.start1(service.NewSharded(shards, ctl, s.serviceConfig()), db)
 	if w, ok := shards.(interface{ OnEngines(func([]*engine.DB)) }); ok {
 		w.OnEngines(s.metrics.WatchEngines)
+	}
+	if c, ok := shards.(prometheus.Collector); ok {
+		s.metrics.Register(c) // the cluster's series (per-stream apply lag)
 	}
 }
 
@@ -566,6 +574,17 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 				body["reason"] = body["reason"].(string) + " (" + err.Error() + ")"
 			}
 			ctx.Response.Header.Set("Retry-After", strconv.Itoa(diskFullRetrySeconds))
+		}
+	} else if s.cfg.Cluster != nil {
+		// Behind the cluster's log and not moving: reads at the data
+		// versions clients send would time out here.
+		if err := s.cfg.Cluster.Stalled(); err != nil {
+			status = fasthttp.StatusServiceUnavailable
+			body["status"], body["reason"] = "lagging", "this node is behind the cluster's log; details need an API key"
+			if detailed {
+				body["reason"] = err.Error()
+			}
+			ctx.Response.Header.Set("Retry-After", "1")
 		}
 	}
 	writeJSON(ctx, status, body)

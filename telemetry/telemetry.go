@@ -183,6 +183,12 @@ func (m *Metrics) WatchEngines(dbs []*engine.DB) {
 	m.dbs.Store(&dbs)
 }
 
+// Register adds a collector's series to the scrapes (cluster mode: the
+// node's per-stream apply lag). A collector registered twice is ignored.
+func (m *Metrics) Register(c prometheus.Collector) {
+	m.reg.Register(c)
+}
+
 // WatchPacks makes scrapes report p's admission counters (packs cancelled
 // while waiting, packs waiting now).
 func (m *Metrics) WatchPacks(p *retrieval.Packer) { m.packer.Store(p) }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func TestClusterKillRounds(t *testing.T) {
 
 func killRounds(t *testing.T, args []string) {
 	rounds := envInt(t, "LOCI_CLUSTER_ROUNDS", 2)
-	h := startHarness(t, options{nats: 3, nodes: 3, logLevel: "warn", args: args})
+	h := startHarness(t, options{nats: 3, nodes: envInt(t, "LOCI_CLUSTER_NODES", 3), logLevel: "warn", args: args})
 	wss := workspaces("load", 6, h.shards)
 	book := newVersionBook()
 	g := newLoadGen(h, wss, book)
@@ -72,7 +73,13 @@ func killRounds(t *testing.T, args []string) {
 		}
 	}()
 	time.Sleep(2 * time.Second) // some data before the first kill
+	all := make([]int, h.N())
+	for i := range all {
+		all[i] = i
+	}
+	totals := make([]readBackResult, h.N())
 	for round := 1; round <= rounds; round++ {
+		roundStart := g.acknowledged()
 		victim := (round - 1) % h.N()
 		h.Kill(victim)
 		killed := time.Now()
@@ -83,6 +90,9 @@ func killRounds(t *testing.T, args []string) {
 			t.Errorf("round %d: packs resumed %v after killing %s, bound %v", round, m, h.Name(victim), failoverBound)
 		}
 		time.Sleep(time.Second) // the load goes on without the node
+		// The survivors serve every write acknowledged so far, those the
+		// killed node acknowledged included.
+		readBack(t, g, fmt.Sprintf("round %d, after the kill", round), slices.DeleteFunc(slices.Clone(all), func(i int) bool { return i == victim }), 0, totals)
 		took := h.Restart(victim)
 		caughtUp(t, h, victim, wss, book)
 		t.Logf("%s round %d: %s restarted and healthy after %v, caught up", stamp(), round, h.Name(victim), took.Round(time.Millisecond))
@@ -100,11 +110,15 @@ func killRounds(t *testing.T, args []string) {
 		start := time.Now()
 		h.nats.Restart(nv)
 		t.Logf("%s round %d: nats %s restarted and healthy after %v; load so far: %s", stamp(), round, h.nats.Name(nv), time.Since(start).Round(time.Millisecond), g.summary())
+		// Every node, the restarted one included, serves what was
+		// acknowledged in this round (the survivors served the rest).
+		readBack(t, g, fmt.Sprintf("round %d", round), all, roundStart, totals)
 	}
 	time.Sleep(time.Second)
 	g.stop()
 	stopped = true
 	t.Logf("load: %s", g.summary())
+	readBack(t, g, "after the load", all, 0, totals) // everything, on every node
 	if len(g.anomalies) > 0 {
 		for _, a := range g.anomalies {
 			t.Errorf("anomaly: %s", a)
@@ -113,7 +127,33 @@ func killRounds(t *testing.T, args []string) {
 	if g.counts["ingest"] == 0 || g.counts["pack"] == 0 || g.counts["feedback"] == 0 {
 		t.Fatalf("the load did not run: %s", g.summary())
 	}
-	g.verify(t, []int{0, 1, 2})
+	for _, r := range totals {
+		t.Logf("read back over %d rounds: %s", rounds, r)
+	}
+	g.verify(t, all)
+}
+
+// readBack reads the writes acknowledged from the from-th on from every
+// node in idx at the data version each was acknowledged with
+// (loadGen.readBack), reports what each node answered, and fails the test
+// for any answer but the promised one; totals adds up the rounds.
+func readBack(t *testing.T, g *loadGen, when string, idx []int, from int, totals []readBackResult) {
+	t.Helper()
+	start := time.Now()
+	for _, r := range g.readBack(idx, from) {
+		t.Logf("%s %s: read back the acknowledged artifacts from the %d-th at their data versions in %v: %s", stamp(), when, from+1, time.Since(start).Round(time.Millisecond), r)
+		for _, e := range r.examples {
+			t.Errorf("%s: %s answered a read of an acknowledged write at its data version with: %s", when, g.h.Name(r.node), e)
+		}
+		tot := &totals[r.node]
+		tot.node, tot.reads, tot.non200 = r.node, tot.reads+r.reads, tot.non200+r.non200
+		if tot.byStatus == nil {
+			tot.byStatus = map[string]int{}
+		}
+		for s, n := range r.byStatus {
+			tot.byStatus[s] += n
+		}
+	}
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
@@ -331,6 +371,89 @@ func TestClusterNodeRebuiltFromStreams(t *testing.T) {
 		rs := h.allNodes(nodes, 20*time.Second, "POST", p.path(), mustJSON(p.body), book.min())
 		if d := identical(rs); d != "" {
 			t.Fatalf("pack %s after rebuilding node 2: %s", p, d)
+		}
+	}
+}
+
+// clusterHealth is the part of a node's /health this file reads.
+type clusterHealth struct {
+	Status  string `json:"status"`
+	Cluster struct {
+		DataVersion string `json:"data_version"`
+		Behind      uint64 `json:"behind"`
+		Lag         []struct {
+			Stream string `json:"stream"`
+			Behind uint64 `json:"behind"`
+		} `json:"lag"`
+	} `json:"cluster"`
+}
+
+// TestClusterPausedNodeCatchesUp: a node stopped with SIGSTOP while another
+// takes writes falls behind the streams; once it continues, it catches up by
+// itself (nobody asks it for a data version) within 10 s, its /health saying
+// how far behind it is meanwhile, and then serves every write at the
+// version it was acknowledged with.
+func TestClusterPausedNodeCatchesUp(t *testing.T) {
+	h := startHarness(t, options{nats: 3, nodes: 2, logLevel: "warn"})
+	wss := workspaces("paused", h.shards, h.shards)
+	book := newVersionBook()
+	c := newCorpus(31)
+	var all []written
+	h.Pause(1)
+	for k := range 40 {
+		b := batchIn{WorkspaceID: wss[k%len(wss)], ActorID: "agent"}
+		for j := range 5 {
+			b.Artifacts = append(b.Artifacts, c.artifact("", "", fmt.Sprintf("p%d-%d", k, j)))
+		}
+		ws, err := h.ingestBatch(0, b, book)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ws...)
+	}
+	target, err := h.parseDataVersion(book.min()[hdrMinDataVersion], wss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Resume(1)
+	resumed := time.Now()
+	var maxBehind uint64
+	reached := func(v string) bool {
+		got, err := h.parseDataVersion(v, wss[0])
+		if err != nil {
+			return false
+		}
+		for i, n := range target.vec {
+			if got.vec[i] < n {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		r := h.doTimeout(2*time.Second, 1, "GET", "/health", nil, nil)
+		var hl clusterHealth
+		if r.err == nil {
+			json.Unmarshal(r.body, &hl)
+			maxBehind = max(maxBehind, hl.Cluster.Behind)
+		}
+		if r.err == nil && r.status == http.StatusOK && hl.Status == "ok" && hl.Cluster.Behind == 0 && reached(hl.Cluster.DataVersion) {
+			break
+		}
+		if time.Since(resumed) > 10*time.Second {
+			t.Fatalf("%s not caught up 10 s after SIGCONT: /health %s; the writer's data version %s%s", h.Name(1), r, target, h.logOf(1))
+		}
+		time.Sleep(pollInterval)
+	}
+	t.Logf("%s caught up by itself %v after SIGCONT (%d artifacts written while it was stopped; /health reported up to %d messages behind)",
+		h.Name(1), time.Since(resumed).Round(time.Millisecond), len(all), maxBehind)
+	for _, w := range all {
+		r := h.doTimeout(10*time.Second, 1, "GET", "/v1/artifacts/"+w.id, nil, map[string]string{hdrMinDataVersion: w.version.String()})
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("artifact %s, acknowledged by %s at %s, on the resumed node: %s", w.id, h.Name(0), w.version, r)
+		}
+		if err := checkStored(r.body, w.id, w.ws, w.payload); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -11,6 +11,7 @@
 // Environment:
 //
 //	LOCI_CLUSTER_ROUNDS=20   kill rounds of TestClusterKillRounds (default 2)
+//	LOCI_CLUSTER_NODES=2     Loci nodes of TestClusterKillRounds (default 3)
 //	LOCI_FAILOVER_KILLS=20   runs TestClusterFailoverTime (skipped without it)
 //	E2E_LOG_DIR=dir          keep the nodes' logs in dir/<test name>/
 //	E2E_LOG_LEVEL=info       the nodes' --log-level (default info, warn for load tests)
@@ -328,7 +329,7 @@ func (h *harness) health(ctx context.Context, i int) (int, string, error) {
 }
 
 // waitHealthy waits until node i answers /health 200 {"status":"ok"}. Until
-// then a starting node answers 503 "starting" or not at all; any other answer,
+// then a starting node answers 503 "starting" (or "lagging") or not at all; any other answer,
 // an exit or the timeout fails the test.
 func (h *harness) waitHealthy(i int, timeout time.Duration) time.Duration {
 	h.t.Helper()
@@ -353,8 +354,8 @@ func (h *harness) waitHealthy(i int, timeout time.Duration) time.Duration {
 			last = err.Error()
 		case code == http.StatusOK && status == "ok":
 			return time.Since(start)
-		case code == http.StatusServiceUnavailable && status == "starting":
-			last = "503 starting"
+		case code == http.StatusServiceUnavailable && (status == "starting" || status == "lagging"):
+			last = "503 " + status // lagging: behind the streams, catching up
 		default:
 			h.t.Fatalf("e2e: %s /health: %d %q while starting, want 503 starting or 200 ok%s", n.name, code, status, h.logOf(i))
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -235,14 +236,20 @@ func (g *loadGen) feedbacker() {
 				break
 			}
 			if erase {
+				// In doubt from the moment it is sent (readBack may read it
+				// meanwhile); erased once acknowledged.
+				g.mu.Lock()
+				g.uncertain[w.id] = true
+				g.mu.Unlock()
 				rep := g.h.doTimeout(5*time.Second, i, "DELETE", "/v1/artifacts/"+w.id, nil, hdr)
 				g.mu.Lock()
 				switch {
 				case rep.err == nil && rep.status == http.StatusOK:
 					g.erased[w.id] = true
+					delete(g.uncertain, w.id)
 					g.counts["erase"]++
 				case retryable(rep):
-					g.uncertain[w.id] = true // never retried: it may have been applied
+					// Stays in doubt, never retried: it may have been applied.
 				default:
 					g.anomalies = append(g.anomalies, fmt.Sprintf("erase %s: %s", w.id, rep))
 				}
@@ -464,4 +471,103 @@ func (g *loadGen) verify(t *testing.T, idx []int) {
 		}
 	}
 	t.Logf("verified %d acknowledged artifacts, the listings of %d workspaces and %d packs on %d nodes", len(ids), len(g.wss), 2*len(g.wss), len(idx))
+}
+
+// acknowledged is how many artifacts have been acknowledged so far.
+func (g *loadGen) acknowledged() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.ids)
+}
+
+// readBackResult counts, for one node, the reads of acknowledged artifacts
+// at their own data versions (readBack).
+type readBackResult struct {
+	node     int
+	reads    int
+	non200   int            // answers that were not what the write's acknowledgement promises
+	byStatus map[string]int // those answers, by status ("no answer" for none)
+	examples []string       // a few of them
+}
+
+func (r readBackResult) String() string {
+	keys := make([]string, 0, len(r.byStatus))
+	for k := range r.byStatus {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, r.byStatus[k]))
+	}
+	return fmt.Sprintf("node %d: %d reads, %d not 200 (%s)", r.node, r.reads, r.non200, strings.Join(parts, ", "))
+}
+
+// readBack reads every artifact acknowledged so far from every node in idx,
+// once, with X-Loci-Min-Data-Version set to the data version its write was
+// acknowledged with (what a client that wrote it sends to any node to read
+// it back): the contract promises 200 with the payload sent (or 404 once an
+// erasure of it was sent), within the server's own wait. Every other answer
+// counts, a 503 after the wait included; nothing is retried. It reads the
+// artifacts acknowledged from the from-th on, while the load goes on.
+func (g *loadGen) readBack(idx []int, from int) []readBackResult {
+	g.mu.Lock()
+	ids := slices.Clone(g.ids[min(from, len(g.ids)):])
+	g.mu.Unlock()
+	out := make([]readBackResult, len(idx))
+	for k, i := range idx {
+		out[k] = readBackResult{node: i, byStatus: map[string]int{}}
+	}
+	type job struct{ k, i int }
+	var mu sync.Mutex
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				g.mu.Lock()
+				w := g.acked[ids[j.k]]
+				g.mu.Unlock()
+				r := g.h.doTimeout(2*time.Minute, j.i, "GET", "/v1/artifacts/"+w.id, nil, map[string]string{hdrMinDataVersion: w.version.String()})
+				g.mu.Lock()
+				erased, uncertain := g.erased[w.id], g.uncertain[w.id]
+				g.mu.Unlock()
+				// At the ingest's version an erasure acknowledged since
+				// may not be applied yet: either answer (verify checks
+				// 404 at the last version).
+				ok := r.err == nil && (r.status == http.StatusOK ||
+					r.status == http.StatusNotFound && (erased || uncertain))
+				if ok && r.status == http.StatusOK {
+					if err := checkStored(r.body, w.id, w.ws, w.payload); err != nil {
+						ok, r.err = false, err
+					}
+				}
+				mu.Lock()
+				res := &out[slices.Index(idx, j.i)]
+				res.reads++
+				if !ok {
+					res.non200++
+					what := "no answer"
+					if r.err == nil {
+						what = strconv.Itoa(r.status)
+					}
+					res.byStatus[what]++
+					if len(res.examples) < 5 {
+						res.examples = append(res.examples, fmt.Sprintf("%s (%s, acknowledged by node %d at %s): %s", w.id, w.ws, w.node, w.version, r))
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for k := range ids {
+		for _, i := range idx {
+			work <- job{k, i}
+		}
+	}
+	close(work)
+	wg.Wait()
+	return out
 }
