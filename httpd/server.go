@@ -594,6 +594,13 @@ func (s *Server) shardStats() engine.Stats {
 	return st
 }
 
+// KeyValid reports whether key is the admin key or a live tenant key (true
+// for any key when authentication is off); false while the server starts.
+// The console's metrics endpoint uses it to answer an invalid key 401.
+func (s *Server) KeyValid(key string) bool {
+	return s.ready.Load() && s.svc.KeyValid(key)
+}
+
 // mayReadHealth reports whether the /health caller may see the engine's
 // counters: authentication is off, or the request carries a valid key.
 func (s *Server) mayReadHealth(ctx *fasthttp.RequestCtx) bool {

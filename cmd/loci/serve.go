@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -190,7 +191,11 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	ui, err := console.New(console.Config{AdminKey: *apiKey, Metrics: metrics})
+	// The console's metrics endpoint tells an invalid key (401) from a
+	// tenant's key (403) by the server's keys, once the server exists.
+	var server atomic.Pointer[httpd.Server]
+	ui, err := console.New(console.Config{AdminKey: *apiKey, Metrics: metrics,
+		KeyValid: func(k string) bool { s := server.Load(); return s != nil && s.KeyValid(k) }})
 	if err != nil {
 		return err
 	}
@@ -204,9 +209,10 @@ Environment only:
 	engineOpts.Logger, engineOpts.Control = log, ctl
 	if clusterCfg != nil {
 		clusterCfg.Engine, clusterCfg.Control, clusterCfg.Dir, clusterCfg.Logger = engineOpts, ctl, *data, log
-		return serveCluster(*clusterCfg, ln, hcfg, log)
+		return serveCluster(*clusterCfg, ln, hcfg, &server, log)
 	}
 	srv := httpd.NewStarting(hcfg)
+	server.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	db, err := engine.Open(*data, engineOpts)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/loci-memory/loci/cluster"
@@ -60,10 +61,11 @@ func clusterConfig(urls, node, shards, replicas, nodeReplicas, advertise, addr s
 // serveCluster is serve in cluster mode: the node joins the cluster (its
 // engines catch up with the streams) while /health answers "starting", then
 // serves until SIGINT or SIGTERM.
-func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, log *slog.Logger) error {
+func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, server *atomic.Pointer[httpd.Server], log *slog.Logger) error {
 	var node *cluster.Node
 	hcfg.Cluster = clusterRef{&node}
 	srv := httpd.NewStarting(hcfg)
+	server.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	sig := make(chan os.Signal, 1)
