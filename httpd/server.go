@@ -82,6 +82,12 @@ type Config struct {
 	// Console, when set, serves every method on /ui and /ui/... (the web
 	// console, package console), before routing and while starting.
 	Console fasthttp.RequestHandler
+	// AllowedOrigins lists the origins (scheme://host[:port]) whose pages
+	// may call the server cross-origin, or "*"; any other Origin but the
+	// server's own is refused (403). AllowedHosts lists the host names a
+	// server listening on loopback answers besides loopback ones, or "*";
+	// when set, it applies on any listener. See browser.go.
+	AllowedOrigins, AllowedHosts []string
 }
 
 // Connection defaults: below the file limits of a server (`loci serve`
@@ -139,6 +145,11 @@ type Server struct {
 	stopBase context.CancelFunc
 
 	ready atomic.Bool // Start ran
+
+	// hostGuard: the server listens on loopback, so requests must name a
+	// loopback host (checkHost); listenAddr is the listener's IP (net.IP).
+	hostGuard  atomic.Bool
+	listenAddr atomic.Value
 }
 
 // DefaultTenant is the tenant every request acts as when authentication is
@@ -273,6 +284,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	if perIP < 0 {
 		perIP = 0
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.listenAddr.Store(ta.IP)
+		if ta.IP.IsLoopback() {
+			s.hostGuard.Store(true)
+		}
+	}
 	gl := newGuardedListener(ln, perIP, s.log)
 	gl.refused = func() { s.metrics.RateLimited(telemetry.RateConnections) }
 	return s.srv.Serve(gl)
@@ -389,6 +406,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
+	if s.guardBrowser(ctx) {
+		return
+	}
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
@@ -413,6 +433,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			return
 		}
 		writeError(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no route for %s", rawPath))
+		return
+	}
+	if err := checkJSONBody(ctx); err != nil {
+		writeError(ctx, fasthttp.StatusUnsupportedMediaType, err.Error())
 		return
 	}
 	if !s.ready.Load() {

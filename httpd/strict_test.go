@@ -235,7 +235,7 @@ func rawPostClose(addr, path string, body []byte) (int, []byte, bool, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(20 * time.Second))
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: loci\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, len(body))
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, len(body))
 	if _, err := c.Write(append([]byte(head), body...)); err != nil {
 		return 0, nil, false, fmt.Errorf("writing the body: %w", err)
 	}
