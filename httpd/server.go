@@ -406,9 +406,6 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
-	if s.guardBrowser(ctx) {
-		return
-	}
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
@@ -416,7 +413,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		if sv.route = s.console[string(ctx.Method())]; sv.route == nil {
 			sv.route = s.console["OTHER"]
 		}
-		s.cfg.Console(ctx)
+		if !s.guardBrowser(ctx) {
+			s.cfg.Console(ctx)
+		}
 		return
 	}
 	segs, err := splitPath(rawPath)
@@ -426,6 +425,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	}
 	rt, params, allowed := s.router.match(string(ctx.Method()), segs)
 	sv.route = rt
+	if s.guardBrowser(ctx) { // counted under the route it was sent to
+		return
+	}
 	if rt == nil {
 		if allowed != "" {
 			ctx.Response.Header.Set("Allow", allowed)
