@@ -88,6 +88,11 @@ type Config struct {
 	// server listening on loopback answers besides loopback ones, or "*";
 	// when set, it applies on any listener. See browser.go.
 	AllowedOrigins, AllowedHosts []string
+	// MaxBodyBytesInFlight bounds the request body bytes the server reads
+	// or holds at once (default DefaultMaxBodyBytesInFlight, at least
+	// MaxRequestBytes); a request that would pass it gets 503 with
+	// Retry-After. Bodies are read only once a request is authenticated.
+	MaxBodyBytesInFlight int64
 }
 
 // Connection defaults: below the file limits of a server (`loci serve`
@@ -146,6 +151,9 @@ type Server struct {
 
 	ready atomic.Bool // Start ran
 
+	// bodies is the budget of request body bytes held at once (body.go).
+	bodies bodyBudget
+
 	// hostGuard: the server listens on loopback, so requests must name a
 	// loopback host (checkHost); listenAddr is the listener's IP (net.IP).
 	hostGuard  atomic.Bool
@@ -191,7 +199,12 @@ func NewStarting(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 60 * time.Second
 	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	cfg.MaxBodyBytesInFlight = max(cfg.MaxBodyBytesInFlight, int64(cfg.MaxRequestBytes))
 	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now()}
+	s.bodies.limit = cfg.MaxBodyBytesInFlight
 	s.router = s.routes()
 	if cfg.Metrics == nil {
 		cfg.Metrics = telemetry.New(cfg.Version)
@@ -212,18 +225,28 @@ func NewStarting(cfg Config) *Server {
 	}
 	s.base, s.stopBase = context.WithCancel(context.Background())
 	s.srv = &fasthttp.Server{
-		Handler:               s.handle,
-		ErrorHandler:          s.transportError,
-		Name:                  "loci",
-		MaxRequestBodySize:    cfg.MaxRequestBytes,
-		Concurrency:           cfg.MaxConns,
-		ReadTimeout:           cfg.ReadTimeout,
-		WriteTimeout:          cfg.WriteTimeout,
-		IdleTimeout:           cfg.IdleTimeout,
-		NoDefaultServerHeader: true,
-		NoDefaultContentType:  true,
-		NoDefaultDate:         true,
-		Logger:                fasthttpLogger{cfg.Logger},
+		Handler:            s.handle,
+		ErrorHandler:       s.transportError,
+		Name:               "loci",
+		MaxRequestBodySize: cfg.MaxRequestBytes,
+		// Bodies are streamed and read by readBody, after authentication
+		// (body.go). fasthttp reads the first min(Content-Length,
+		// MaxRequestBodySize) bytes before the handler runs; HeaderReceived
+		// makes that one byte (the limit itself is checked by dispatch and
+		// readBody), and multipart bodies are not pre-parsed.
+		StreamRequestBody: true,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
+		},
+		DisablePreParseMultipartForm: true,
+		Concurrency:                  cfg.MaxConns,
+		ReadTimeout:                  cfg.ReadTimeout,
+		WriteTimeout:                 cfg.WriteTimeout,
+		IdleTimeout:                  cfg.IdleTimeout,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		NoDefaultDate:                true,
+		Logger:                       fasthttpLogger{cfg.Logger},
 	}
 	return s
 }
@@ -330,7 +353,8 @@ type served struct {
 	route       *route // nil: no route matched
 	call        *call  // nil: refused before a handler ran
 	tenant      string
-	planLimited bool // refused by the tenant's rate limit
+	planLimited bool  // refused by the tenant's rate limit
+	budget      int64 // bytes taken from the body budget (readBody)
 }
 
 // handle serves one request, then counts it in the metrics and writes its
@@ -339,6 +363,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	var sv served
 	s.dispatch(ctx, &sv)
+	closeUnread(ctx)
+	s.bodies.give(sv.budget)
 	s.observe(ctx, &sv, time.Since(start))
 }
 
@@ -390,12 +416,21 @@ func (s *Server) accessLog(ctx *fasthttp.RequestCtx, method, route, tenant strin
 		slog.String("route", route),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-		slog.Int("bytes_in", len(ctx.Request.Body())),
+		slog.Int("bytes_in", bytesIn(ctx)),
 		slog.Int("bytes_out", len(ctx.Response.Body())))
 }
 
-// dispatch routes, authenticates, rate-limits and runs the handler, noting
-// in sv what observe needs.
+// bytesIn is the size of the request body as read: 0 for one refused
+// before it was read (reading it for the log would hold it in memory).
+func bytesIn(ctx *fasthttp.RequestCtx) int {
+	if bodyPending(ctx) {
+		return 0
+	}
+	return len(ctx.Request.Body())
+}
+
+// dispatch routes, authenticates, rate-limits, reads the body and runs the
+// handler, noting in sv what observe needs.
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
 	defer func() {
@@ -406,6 +441,11 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
+	if int64(ctx.Request.Header.ContentLength()) > int64(s.cfg.MaxRequestBytes) {
+		// Refused by its declared size, before anything is read.
+		s.tooLarge(ctx)
+		return
+	}
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
@@ -454,6 +494,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	c := &call{params: params}
 	sv.call = c
 	if rt.public {
+		if rt.pattern == "/mcp" && !s.mcpBody(ctx, sv) {
+			return
+		}
 		rt.h(ctx, c)
 		return
 	}
@@ -485,6 +528,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			s.metrics.RateLimited(telemetry.RatePlan)
 		}
 		s.serviceFail(ctx, err)
+		return
+	}
+	if err := s.readBody(ctx, sv); err != nil {
+		s.bodyFail(ctx, err)
 		return
 	}
 	if cl := s.cfg.Cluster; cl != nil {

@@ -281,6 +281,7 @@ func TestOversizedBodyIs413(t *testing.T) {
 	t.Run("chunked", func(t *testing.T) {
 		req, _ := http.NewRequest("POST", h.base+"/v1/ingest", io.MultiReader(bytes.NewReader(big(1<<20))))
 		req.ContentLength = -1 // unknown: sent chunked
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

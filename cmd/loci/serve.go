@@ -62,6 +62,7 @@ func runServe(args []string) error {
 	maxFinishedJobs := fs.String("max-finished-jobs", envOr("LOCI_MAX_FINISHED_JOBS", strconv.Itoa(control.DefaultMaxFinishedJobs)), "finished jobs kept per tenant, newest first (env LOCI_MAX_FINISHED_JOBS)")
 	maxUnfinishedJobs := fs.String("max-unfinished-jobs", envOr("LOCI_MAX_UNFINISHED_JOBS", strconv.Itoa(control.DefaultMaxUnfinishedJobs)), "unfinished jobs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOBS)")
 	adminAddr := fs.String("admin-addr", envOr("LOCI_ADMIN_ADDR", ""), "admin listener HOST:PORT serving /metrics and /debug/pprof/; empty: none. Keep it on loopback or a private network: it has no authentication (env LOCI_ADMIN_ADDR)")
+	bodyBudget := fs.String("max-body-bytes-in-flight", envOr("LOCI_MAX_BODY_BYTES_IN_FLIGHT", strconv.Itoa(httpd.DefaultMaxBodyBytesInFlight)), "request body bytes the server reads or holds at once, across connections (at least --max-request-size); a request over it gets 503 with Retry-After. Bodies are read only after the API key is checked (env LOCI_MAX_BODY_BYTES_IN_FLIGHT)")
 	allowedOrigins := fs.String("allowed-origins", envOr("LOCI_ALLOWED_ORIGINS", ""), "comma-separated origins (scheme://host[:port]) whose web pages may call the API cross-origin (CORS), or *; requests with any other Origin but the server's own get 403 (env LOCI_ALLOWED_ORIGINS)")
 	allowedHosts := fs.String("allowed-hosts", envOr("LOCI_ALLOWED_HOSTS", ""), "comma-separated host names the server answers besides loopback names and addresses when it listens on loopback (a reverse proxy's name, say), or *; other Host headers get 403, a defence against DNS rebinding; when set, applies on any listener (env LOCI_ALLOWED_HOSTS)")
 	logFormat := fs.String("log-format", envOr("LOG_FORMAT", "text"), "log format: text | json (env LOG_FORMAT)")
@@ -151,6 +152,10 @@ Environment only:
 	if err != nil {
 		return fmt.Errorf("OPEN_REGISTRATION: %q is not true or false", *openReg)
 	}
+	inFlight, err := strconv.ParseInt(*bodyBudget, 10, 64)
+	if err != nil || inFlight <= 0 {
+		return fmt.Errorf("LOCI_MAX_BODY_BYTES_IN_FLIGHT: %q is not a positive integer", *bodyBudget)
+	}
 	origins, err := httpd.ParseAllowedOrigins(*allowedOrigins)
 	if err != nil {
 		return fmt.Errorf("LOCI_ALLOWED_ORIGINS: %w", err)
@@ -213,7 +218,7 @@ Environment only:
 		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
 		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
 		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve,
-		AllowedOrigins: origins, AllowedHosts: hosts}
+		AllowedOrigins: origins, AllowedHosts: hosts, MaxBodyBytesInFlight: inFlight}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})
