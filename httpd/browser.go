@@ -63,7 +63,9 @@ func ParseAllowedHosts(list string) ([]string, error) {
 		if h = strings.TrimSpace(h); h == "" {
 			continue
 		}
-		if h != "*" && (strings.ContainsAny(h, "/:@ ") || strings.Trim(h, ".") == "") {
+		if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil {
+			h = ip.String() // an address, IPv6 without brackets
+		} else if h != "*" && (strings.ContainsAny(h, "/:@ ") || strings.Trim(h, ".") == "") {
 			return nil, fmt.Errorf("%q is not a host name such as loci.example.com (no scheme, no port)", h)
 		}
 		out = append(out, strings.ToLower(h))
@@ -151,6 +153,9 @@ func (s *Server) checkHost(ctx *fasthttp.RequestCtx) error {
 		return nil // not a browser: browsers always send Host
 	}
 	name, _ := splitHost(host, "")
+	if ip := net.ParseIP(name); ip != nil {
+		name = ip.String()
+	}
 	if name == "localhost" || strings.HasSuffix(name, ".localhost") || slices.Contains(s.cfg.AllowedHosts, "*") || slices.Contains(s.cfg.AllowedHosts, name) {
 		return nil
 	}

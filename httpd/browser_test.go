@@ -108,7 +108,7 @@ func TestAllowedOriginsAndHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts, err := ParseAllowedHosts("loci.internal")
+	hosts, err := ParseAllowedHosts("loci.internal, [fd00::0:1]")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,9 @@ func TestAllowedOriginsAndHosts(t *testing.T) {
 		fails(t, 403, "Origin")
 	if r := h.send("GET", "/health", map[string]string{"Host": "LOCI.internal:443"}, ""); r.status != 200 {
 		t.Fatalf("allowed host: %d %s", r.status, r.body)
+	}
+	if r := h.send("GET", "/health", map[string]string{"Host": "[fd00::1]:3000"}, ""); r.status != 200 {
+		t.Fatalf("allowed address: %d %s", r.status, r.body)
 	}
 	h.send("GET", "/health", map[string]string{"Host": "other.internal"}, "").fails(t, 403, "Host")
 
