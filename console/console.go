@@ -43,6 +43,11 @@ type Config struct {
 	// AdminKey is the operator's admin key; empty means authentication is
 	// off, so anyone may read the metrics (as anyone may call the API).
 	AdminKey string
+	// KeyValid reports whether a key other than the admin key is one of the
+	// server's (a tenant's), so that the metrics endpoint answers an invalid
+	// key 401 and a valid key lacking the right 403, as the API does. Nil:
+	// every other key is invalid.
+	KeyValid func(key string) bool
 	// Metrics is the registry served at MetricsPath; nil answers 404 there.
 	Metrics *telemetry.Metrics
 }
@@ -60,6 +65,7 @@ type asset struct {
 // Console serves the /ui tree.
 type Console struct {
 	adminKey string
+	keyValid func(string) bool
 	index    asset
 	assets   map[string]asset // by request path, such as /ui/assets/app-HASH.js
 	metrics  fasthttp.RequestHandler
@@ -68,7 +74,7 @@ type Console struct {
 // New loads the embedded assets. It fails only when the embedded build is
 // broken (no index.html), which the package's tests rule out.
 func New(cfg Config) (*Console, error) {
-	c := &Console{adminKey: cfg.AdminKey, assets: map[string]asset{}}
+	c := &Console{adminKey: cfg.AdminKey, keyValid: cfg.KeyValid, assets: map[string]asset{}}
 	idx, err := dist.ReadFile("dist/index.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: the embedded build has no index.html: %w", err)
@@ -204,6 +210,10 @@ func (c *Console) serveMetrics(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		if subtle.ConstantTimeCompare(key, []byte(c.adminKey)) != 1 {
+			if c.keyValid == nil || !c.keyValid(string(key)) {
+				writeError(ctx, fasthttp.StatusUnauthorized, "invalid API key")
+				return
+			}
 			writeError(ctx, fasthttp.StatusForbidden, "the server's metrics need the admin key")
 			return
 		}

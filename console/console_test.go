@@ -157,12 +157,15 @@ func TestMetricsNeedTheAdminKey(t *testing.T) {
 		t.Errorf("metrics Cache-Control %q", r.h.Get("Cache-Control"))
 	}
 
-	locked := serve(t, Config{AdminKey: "admin-secret", Metrics: m})
+	locked := serve(t, Config{AdminKey: "admin-secret", Metrics: m, KeyValid: func(k string) bool { return k == "a-tenant-key" }})
 	if r := do(t, "GET", locked+MetricsPath, nil); r.status != 401 || detail(t, r) != "missing X-API-Key header" {
 		t.Errorf("no key: %d %s", r.status, r.body)
 	}
 	if r := do(t, "GET", locked+MetricsPath, map[string]string{"X-API-Key": "a-tenant-key"}); r.status != 403 || strings.Contains(r.body, "loci_") {
 		t.Errorf("tenant key: %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", locked+MetricsPath, map[string]string{"X-API-Key": "not-a-key"}); r.status != 401 || detail(t, r) != "invalid API key" {
+		t.Errorf("invalid key: %d %s", r.status, r.body)
 	}
 	if r := do(t, "GET", locked+MetricsPath, map[string]string{"X-API-Key": "admin-secret"}); r.status != 200 || !strings.Contains(r.body, "loci_ingested_artifacts_total 3") {
 		t.Errorf("admin key: %d %.200s", r.status, r.body)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/console"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 )
@@ -43,4 +44,35 @@ func TestConsoleMount(t *testing.T) {
 	// Without a console, /ui is an ordinary unknown path.
 	bare := newHarness(t, Config{})
 	bare.do("GET", "/ui", "", nil).fails(t, 404, "no route for /ui")
+}
+
+// TestConsoleMetricsKeys serves the real console through the real server:
+// its metrics endpoint answers an invalid key 401, as the API does (it was
+// 403), a tenant's valid key 403 (it lacks the right), the admin key 200.
+func TestConsoleMetricsKeys(t *testing.T) {
+	m := telemetry.New("test")
+	var h *harness
+	ui, err := console.New(console.Config{AdminKey: adminKey, Metrics: m,
+		KeyValid: func(k string) bool { return h.srv.KeyValid(k) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = newHarness(t, Config{APIKey: adminKey, Console: ui.Serve, Metrics: m})
+	_, tenant := register(t, h, "metrics@example.com", "pro")
+	for _, c := range []struct {
+		name, key string
+		status    int
+		detail    string
+	}{
+		{"no key", "", 401, "missing X-API-Key header"},
+		{"invalid key", "not-a-key", 401, "invalid API key"},
+		{"tenant key", tenant, 403, "admin key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h.do("GET", console.MetricsPath, c.key, nil).fails(t, c.status, c.detail)
+		})
+	}
+	if r := h.do("GET", console.MetricsPath, adminKey, nil); r.status != 200 || !strings.Contains(string(r.body), "loci_") {
+		t.Fatalf("admin key: %d %.200s", r.status, r.body)
+	}
 }

@@ -150,6 +150,7 @@ func (s *Server) outgoing(ctx *fasthttp.RequestCtx, req *fasthttp.Request, addr 
 	req.UseHostHeader = false
 	req.Header.SetHost(addr)
 	req.Header.Del("Connection")
+	req.Header.Del("Origin") // checked here (guardBrowser); the Host is the node's
 	req.Header.Set("X-Request-ID", requestID(ctx))
 	req.Header.Set(forwardHeader, s.cfg.Cluster.ForwardSecret())
 }

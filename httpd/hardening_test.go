@@ -86,7 +86,7 @@ func abandonPack(t *testing.T, h *harness, query string) {
 		t.Fatal(err)
 	}
 	body := fmt.Sprintf(`{"workspace_id":"ws","query":%q}`, query)
-	fmt.Fprintf(c, "POST /v1/context-pack HTTP/1.1\r\nHost: loci\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprintf(c, "POST /v1/context-pack HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	c.Close()
 }
 

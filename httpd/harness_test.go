@@ -111,9 +111,16 @@ func (h *harness) do(method, path, key string, body any) reply {
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return h.roundTrip(req)
+}
+
+// roundTrip sends req and reads the whole answer, which must carry an
+// X-Request-ID.
+func (h *harness) roundTrip(req *http.Request) reply {
+	h.t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		h.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -121,7 +128,7 @@ func (h *harness) do(method, path, key string, body any) reply {
 		h.t.Fatal(err)
 	}
 	if resp.Header.Get("X-Request-ID") == "" {
-		h.t.Errorf("%s %s: no X-Request-ID", method, path)
+		h.t.Errorf("%s %s: no X-Request-ID", req.Method, req.URL.Path)
 	}
 	return reply{resp.StatusCode, resp.Header, b}
 }

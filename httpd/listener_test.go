@@ -124,7 +124,7 @@ func TestConnectionCapPerAddress(t *testing.T) {
 	h := newHarness(t, Config{MaxConnsPerIP: 3})
 	addr := strings.TrimPrefix(h.base, "http://")
 	get := func(c net.Conn) (int, error) {
-		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
@@ -207,7 +207,7 @@ func TestConnectionCapPerServer(t *testing.T) {
 		}
 	}()
 	get := func(c net.Conn) (int, error) {
-		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {

@@ -32,7 +32,7 @@ func (h *harness) rawDoKey(method, rawPath, key string) reply {
 	if key != "" {
 		auth = "X-API-Key: " + key + "\r\n"
 	}
-	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: loci\r\nConnection: close\r\n%s\r\n", method, rawPath, auth)
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s\r\n", method, rawPath, auth)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {

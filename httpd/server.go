@@ -83,6 +83,17 @@ type Config struct {
 	// Console, when set, serves every method on /ui and /ui/... (the web
 	// console, package console), before routing and while starting.
 	Console fasthttp.RequestHandler
+	// AllowedOrigins lists the origins (scheme://host[:port]) whose pages
+	// may call the server cross-origin, or "*"; any other Origin but the
+	// server's own is refused (403). AllowedHosts lists the host names a
+	// server listening on loopback answers besides loopback ones, or "*";
+	// when set, it applies on any listener. See browser.go.
+	AllowedOrigins, AllowedHosts []string
+	// MaxBodyBytesInFlight bounds the request body bytes the server reads
+	// or holds at once (default DefaultMaxBodyBytesInFlight, at least
+	// MaxRequestBytes); a request that would pass it gets 503 with
+	// Retry-After. Bodies are read only once a request is authenticated.
+	MaxBodyBytesInFlight int64
 }
 
 // Connection defaults: below the file limits of a server (`loci serve`
@@ -144,6 +155,14 @@ type Server struct {
 	stopBase context.CancelFunc
 
 	ready atomic.Bool // Start ran
+
+	// bodies is the budget of request body bytes held at once (body.go).
+	bodies bodyBudget
+
+	// hostGuard: the server listens on loopback, so requests must name a
+	// loopback host (checkHost); listenAddr is the listener's IP (net.IP).
+	hostGuard  atomic.Bool
+	listenAddr atomic.Value
 }
 
 // DefaultTenant is the tenant every request acts as when authentication is
@@ -185,7 +204,12 @@ func NewStarting(cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 60 * time.Second
 	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = DefaultMaxBodyBytesInFlight
+	}
+	cfg.MaxBodyBytesInFlight = max(cfg.MaxBodyBytesInFlight, int64(cfg.MaxRequestBytes))
 	s := &Server{cfg: cfg, log: cfg.Logger, start: time.Now()}
+	s.bodies.limit = cfg.MaxBodyBytesInFlight
 	s.router = s.routes()
 	if cfg.Metrics == nil {
 		cfg.Metrics = telemetry.New(cfg.Version)
@@ -206,18 +230,28 @@ func NewStarting(cfg Config) *Server {
 	}
 	s.base, s.stopBase = context.WithCancel(context.Background())
 	s.srv = &fasthttp.Server{
-		Handler:               s.handle,
-		ErrorHandler:          s.transportError,
-		Name:                  "loci",
-		MaxRequestBodySize:    cfg.MaxRequestBytes,
-		Concurrency:           cfg.MaxConns,
-		ReadTimeout:           cfg.ReadTimeout,
-		WriteTimeout:          cfg.WriteTimeout,
-		IdleTimeout:           cfg.IdleTimeout,
-		NoDefaultServerHeader: true,
-		NoDefaultContentType:  true,
-		NoDefaultDate:         true,
-		Logger:                fasthttpLogger{cfg.Logger},
+		Handler:            s.handle,
+		ErrorHandler:       s.transportError,
+		Name:               "loci",
+		MaxRequestBodySize: cfg.MaxRequestBytes,
+		// Bodies are streamed and read by readBody, after authentication
+		// (body.go). fasthttp reads the first min(Content-Length,
+		// MaxRequestBodySize) bytes before the handler runs; HeaderReceived
+		// makes that one byte (the limit itself is checked by dispatch and
+		// readBody), and multipart bodies are not pre-parsed.
+		StreamRequestBody: true,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
+		},
+		DisablePreParseMultipartForm: true,
+		Concurrency:                  cfg.MaxConns,
+		ReadTimeout:                  cfg.ReadTimeout,
+		WriteTimeout:                 cfg.WriteTimeout,
+		IdleTimeout:                  cfg.IdleTimeout,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		NoDefaultDate:                true,
+		Logger:                       fasthttpLogger{cfg.Logger},
 	}
 	return s
 }
@@ -281,6 +315,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	if perIP < 0 {
 		perIP = 0
 	}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.listenAddr.Store(ta.IP)
+		if ta.IP.IsLoopback() {
+			s.hostGuard.Store(true)
+		}
+	}
 	gl := newGuardedListener(ln, perIP, s.log)
 	gl.refused = func() { s.metrics.RateLimited(telemetry.RateConnections) }
 	return s.srv.Serve(gl)
@@ -321,7 +361,8 @@ type served struct {
 	route       *route // nil: no route matched
 	call        *call  // nil: refused before a handler ran
 	tenant      string
-	planLimited bool // refused by the tenant's rate limit
+	planLimited bool  // refused by the tenant's rate limit
+	budget      int64 // bytes taken from the body budget (readBody)
 }
 
 // handle serves one request, then counts it in the metrics and writes its
@@ -330,6 +371,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	var sv served
 	s.dispatch(ctx, &sv)
+	closeUnread(ctx)
+	s.bodies.give(sv.budget)
 	s.observe(ctx, &sv, time.Since(start))
 }
 
@@ -381,12 +424,21 @@ func (s *Server) accessLog(ctx *fasthttp.RequestCtx, method, route, tenant strin
 		slog.String("route", route),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-		slog.Int("bytes_in", len(ctx.Request.Body())),
+		slog.Int("bytes_in", bytesIn(ctx)),
 		slog.Int("bytes_out", len(ctx.Response.Body())))
 }
 
-// dispatch routes, authenticates, rate-limits and runs the handler, noting
-// in sv what observe needs.
+// bytesIn is the size of the request body as read: 0 for one refused
+// before it was read (reading it for the log would hold it in memory).
+func bytesIn(ctx *fasthttp.RequestCtx) int {
+	if bodyPending(ctx) {
+		return 0
+	}
+	return len(ctx.Request.Body())
+}
+
+// dispatch routes, authenticates, rate-limits, reads the body and runs the
+// handler, noting in sv what observe needs.
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
 	defer func() {
@@ -397,6 +449,11 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
+	if int64(ctx.Request.Header.ContentLength()) > int64(s.cfg.MaxRequestBytes) {
+		// Refused by its declared size, before anything is read.
+		s.tooLarge(ctx)
+		return
+	}
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
@@ -404,7 +461,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		if sv.route = s.console[string(ctx.Method())]; sv.route == nil {
 			sv.route = s.console["OTHER"]
 		}
-		s.cfg.Console(ctx)
+		if !s.guardBrowser(ctx) {
+			s.cfg.Console(ctx)
+		}
 		return
 	}
 	segs, err := splitPath(rawPath)
@@ -414,6 +473,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	}
 	rt, params, allowed := s.router.match(string(ctx.Method()), segs)
 	sv.route = rt
+	if s.guardBrowser(ctx) { // counted under the route it was sent to
+		return
+	}
 	if rt == nil {
 		if allowed != "" {
 			ctx.Response.Header.Set("Allow", allowed)
@@ -421,6 +483,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			return
 		}
 		writeError(ctx, fasthttp.StatusNotFound, fmt.Sprintf("no route for %s", rawPath))
+		return
+	}
+	if err := checkJSONBody(ctx); err != nil {
+		writeError(ctx, fasthttp.StatusUnsupportedMediaType, err.Error())
 		return
 	}
 	if !s.ready.Load() {
@@ -436,6 +502,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	c := &call{params: params}
 	sv.call = c
 	if rt.public {
+		if rt.pattern == "/mcp" && !s.mcpBody(ctx, sv) {
+			return
+		}
 		rt.h(ctx, c)
 		return
 	}
@@ -467,6 +536,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			s.metrics.RateLimited(telemetry.RatePlan)
 		}
 		s.serviceFail(ctx, err)
+		return
+	}
+	if err := s.readBody(ctx, sv); err != nil {
+		s.bodyFail(ctx, err)
 		return
 	}
 	if cl := s.cfg.Cluster; cl != nil {
@@ -611,6 +684,13 @@ func (s *Server) shardStats() engine.Stats {
 		st.Add(db.Stats())
 	}
 	return st
+}
+
+// KeyValid reports whether key is the admin key or a live tenant key (true
+// for any key when authentication is off); false while the server starts.
+// The console's metrics endpoint uses it to answer an invalid key 401.
+func (s *Server) KeyValid(key string) bool {
+	return s.ready.Load() && s.svc.KeyValid(key)
 }
 
 // mayReadHealth reports whether the /health caller may see the engine's

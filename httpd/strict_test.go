@@ -235,7 +235,7 @@ func rawPostClose(addr, path string, body []byte) (int, []byte, bool, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(20 * time.Second))
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: loci\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, len(body))
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, len(body))
 	if _, err := c.Write(append([]byte(head), body...)); err != nil {
 		return 0, nil, false, fmt.Errorf("writing the body: %w", err)
 	}
@@ -281,6 +281,7 @@ func TestOversizedBodyIs413(t *testing.T) {
 	t.Run("chunked", func(t *testing.T) {
 		req, _ := http.NewRequest("POST", h.base+"/v1/ingest", io.MultiReader(bytes.NewReader(big(1<<20))))
 		req.ContentLength = -1 // unknown: sent chunked
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

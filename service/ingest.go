@@ -35,6 +35,9 @@ type IngestRequest struct {
 	SessionID      string          `json:"session_id"`
 	ThreadID       string          `json:"thread_id"`
 	Metadata       json.RawMessage `json:"metadata"`
+	// BlobPointer is an attachment's pointer to its binary content, stored
+	// as raw_payload.blob_pointer (withBlobPointer).
+	BlobPointer json.RawMessage `json:"blob_pointer"`
 }
 
 // PermissionsJSON is an artifact's permissions as the API names them.
@@ -57,6 +60,11 @@ func (r *IngestRequest) input(now time.Time) (engine.IngestInput, error) {
 	if len(r.RawPayload) > 0 && string(r.RawPayload) != "null" {
 		in.Payload = r.RawPayload
 	}
+	payload, err := withBlobPointer(r.ArtifactType, in.Payload, r.BlobPointer)
+	if err != nil {
+		return in, err
+	}
+	in.Payload = payload
 	if r.Timestamp != nil {
 		t, err := ParseTime("timestamp", *r.Timestamp)
 		if err != nil {

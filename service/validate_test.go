@@ -50,7 +50,7 @@ func TestIngestBatchValidation(t *testing.T) {
 		{"async and wait", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{ok}, AsyncIndex: true, WaitForEmbedding: true},
 			"wait_for_embedding: cannot be combined with async_index (poll the jobs, then each artifact's status)"},
 		{"unknown item field", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{ok, item(`{"artifact_type":"note","metdata":{}}`)}},
-			"artifacts[1].metdata: unknown field; allowed fields here: workspace_id, actor_id, artifact_type, raw_payload, timestamp, permissions, idempotency_key, session_id, thread_id, metadata"},
+			"artifacts[1].metdata: unknown field; allowed fields here: workspace_id, actor_id, artifact_type, raw_payload, timestamp, permissions, idempotency_key, session_id, thread_id, metadata, blob_pointer"},
 		{"item not an object", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`"x"`)}},
 			"artifacts[0]: expected an object, got JSON string"},
 		{"item workspace differs", IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", Artifacts: []json.RawMessage{item(`{"workspace_id":"other","artifact_type":"note"}`)}},

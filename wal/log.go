@@ -66,6 +66,10 @@ type Log struct {
 	good     int64 // bytes of f holding acknowledged records: the size to go back to after a failure
 	broken   bool  // a write or fsync of f failed: cut f back to good and fsync before writing
 	dirty    bool  // f has writes not yet fsynced
+	// refused is the size of the last batch a write failed for, while the
+	// log fails: the idle check (probe) writes as much, so that the log is
+	// not declared healthy while that batch would still not fit.
+	refused int
 	lastSync time.Time
 	syncFile func(vfs.File) error // File.Sync; replaced by tests
 }
@@ -461,8 +465,9 @@ func (l *Log) Close() error {
 
 // Err returns the error of the last failed write or fsync while the log
 // cannot write (a full disk, a failing device), or nil. It becomes nil
-// again once a write succeeds: the next Append, or the check the idle log
-// makes every Options.RetryInterval.
+// again once a write at least as large as the refused batch succeeds: an
+// Append, or the check the log makes every Options.RetryInterval while it
+// fails (which writes that much). Smaller appends may succeed meanwhile.
 func (l *Log) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -645,6 +650,9 @@ func (l *Log) process(b *batch) writtenBatch {
 	if err == nil && len(b.buf) > 0 {
 		err = l.write(b.buf)
 		l.obs.written(b.records, err)
+		if err != nil {
+			l.refused = len(b.buf)
+		}
 	}
 	if err == nil && l.dirty && l.needSync(b) {
 		err = l.sync(l.f)
@@ -662,7 +670,10 @@ func (l *Log) process(b *batch) writtenBatch {
 	}
 	if rotErr != nil {
 		l.fail(rotErr)
-	} else if len(b.buf) > 0 || b.rotate {
+	} else if (len(b.buf) > 0 || b.rotate) && len(b.buf) >= l.refused {
+		// A smaller write fitting (a control record) does not show that
+		// the refused batch would: the failure stays until one as large
+		// fits, or the idle check (probe) finds room for it.
 		l.recovered()
 	}
 	if b.close {
@@ -791,13 +802,20 @@ func (l *Log) repair() error {
 	return nil
 }
 
-// probeSize is how much the idle check after a failure writes: a page.
-const probeSize = 4096
+// probeSize is the least the idle check after a failure writes: a page;
+// maxProbeSize the most (a refused batch larger than that is retried by
+// its next append).
+const (
+	probeSize    = 4096
+	maxProbeSize = 64 << 20
+)
 
 // probe is the idle log's check, after a failure, whether it can write
-// again: it repairs the file, writes a page of zeros past its end, fsyncs
-// and cuts them off again. A crash in between leaves zeros after the last
-// record, which replay cuts as a torn tail.
+// again: it repairs the file, writes zeros past its end, as many as the
+// refused batch needed (at least a page: a page fitting on a full disk
+// made /health say ok while every write of that size was still refused),
+// fsyncs and cuts them off again. A crash in between leaves zeros after the
+// last record, which replay cuts as a torn tail.
 func (l *Log) probe() {
 	err := func() error {
 		if l.broken {
@@ -806,7 +824,7 @@ func (l *Log) probe() {
 			}
 		}
 		l.broken = true // from here the file holds bytes to cut off
-		if _, err := l.f.WriteAt(make([]byte, probeSize), l.good); err != nil {
+		if _, err := l.f.WriteAt(make([]byte, min(max(l.refused, probeSize), maxProbeSize)), l.good); err != nil {
 			return fmt.Errorf("wal: write %s at offset %d: %w", l.f.Name(), l.good, err)
 		}
 		l.dirty = true
@@ -868,6 +886,7 @@ func (l *Log) fail(err error) {
 
 // recovered clears the failure once a write has succeeded.
 func (l *Log) recovered() {
+	l.refused = 0
 	l.mu.Lock()
 	was := l.err
 	l.err = nil

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +62,9 @@ func runServe(args []string) error {
 	maxFinishedJobs := fs.String("max-finished-jobs", envOr("LOCI_MAX_FINISHED_JOBS", strconv.Itoa(control.DefaultMaxFinishedJobs)), "finished jobs kept per tenant, newest first (env LOCI_MAX_FINISHED_JOBS)")
 	maxUnfinishedJobs := fs.String("max-unfinished-jobs", envOr("LOCI_MAX_UNFINISHED_JOBS", strconv.Itoa(control.DefaultMaxUnfinishedJobs)), "unfinished jobs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOBS)")
 	adminAddr := fs.String("admin-addr", envOr("LOCI_ADMIN_ADDR", ""), "admin listener HOST:PORT serving /metrics and /debug/pprof/; empty: none. Keep it on loopback or a private network: it has no authentication (env LOCI_ADMIN_ADDR)")
+	bodyBudget := fs.String("max-body-bytes-in-flight", envOr("LOCI_MAX_BODY_BYTES_IN_FLIGHT", strconv.Itoa(httpd.DefaultMaxBodyBytesInFlight)), "request body bytes the server reads or holds at once, across connections (at least --max-request-size); a request over it gets 503 with Retry-After. Bodies are read only after the API key is checked (env LOCI_MAX_BODY_BYTES_IN_FLIGHT)")
+	allowedOrigins := fs.String("allowed-origins", envOr("LOCI_ALLOWED_ORIGINS", ""), "comma-separated origins (scheme://host[:port]) whose web pages may call the API cross-origin (CORS), or *; requests with any other Origin but the server's own get 403 (env LOCI_ALLOWED_ORIGINS)")
+	allowedHosts := fs.String("allowed-hosts", envOr("LOCI_ALLOWED_HOSTS", ""), "comma-separated host names the server answers besides loopback names and addresses when it listens on loopback (a reverse proxy's name, say), or *; other Host headers get 403, a defence against DNS rebinding; when set, applies on any listener (env LOCI_ALLOWED_HOSTS)")
 	logFormat := fs.String("log-format", envOr("LOG_FORMAT", "text"), "log format: text | json (env LOG_FORMAT)")
 	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "info"), "lowest level logged: debug | info | warn | error; info includes one access log line per request (env LOG_LEVEL)")
 	clusterNATS := fs.String("cluster-nats", envOr("LOCI_CLUSTER_NATS", ""), "cluster mode: the NATS JetStream servers, comma-separated URLs such as nats://10.0.0.1:4222; empty: a single node (env LOCI_CLUSTER_NATS)")
@@ -149,6 +153,18 @@ Environment only:
 	if err != nil {
 		return fmt.Errorf("OPEN_REGISTRATION: %q is not true or false", *openReg)
 	}
+	inFlight, err := strconv.ParseInt(*bodyBudget, 10, 64)
+	if err != nil || inFlight <= 0 {
+		return fmt.Errorf("LOCI_MAX_BODY_BYTES_IN_FLIGHT: %q is not a positive integer", *bodyBudget)
+	}
+	origins, err := httpd.ParseAllowedOrigins(*allowedOrigins)
+	if err != nil {
+		return fmt.Errorf("LOCI_ALLOWED_ORIGINS: %w", err)
+	}
+	hosts, err := httpd.ParseAllowedHosts(*allowedHosts)
+	if err != nil {
+		return fmt.Errorf("LOCI_ALLOWED_HOSTS: %w", err)
+	}
 	asyncIndexing, err := strconv.ParseBool(*async)
 	if err != nil {
 		return fmt.Errorf("ASYNC_INDEXING: %q is not true or false", *async)
@@ -196,23 +212,29 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	ui, err := console.New(console.Config{AdminKey: *apiKey, Metrics: metrics})
+	// The console's metrics endpoint tells an invalid key (401) from a
+	// tenant's key (403) by the server's keys, once the server exists.
+	var server atomic.Pointer[httpd.Server]
+	ui, err := console.New(console.Config{AdminKey: *apiKey, Metrics: metrics,
+		KeyValid: func(k string) bool { s := server.Load(); return s != nil && s.KeyValid(k) }})
 	if err != nil {
 		return err
 	}
 	hcfg := httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
 		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
 		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
-		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve}
+		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve,
+		AllowedOrigins: origins, AllowedHosts: hosts, MaxBodyBytesInFlight: inFlight}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})
 	engineOpts.Logger, engineOpts.Control = log, ctl
 	if clusterCfg != nil {
 		clusterCfg.Engine, clusterCfg.Control, clusterCfg.Dir, clusterCfg.Logger = engineOpts, ctl, *data, log
-		return serveCluster(*clusterCfg, ln, hcfg, sig, log)
+		return serveCluster(*clusterCfg, ln, hcfg, &server, sig, log)
 	}
 	srv := httpd.NewStarting(hcfg)
+	server.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	db, err := engine.Open(*data, engineOpts)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/loci-memory/loci/cluster"
 	"github.com/loci-memory/loci/httpd"
@@ -58,10 +59,11 @@ func clusterConfig(urls, node, shards, replicas, nodeReplicas, advertise, addr s
 // serveCluster is serve in cluster mode: the node joins the cluster (its
 // engines catch up with the streams) while /health answers "starting", then
 // serves until SIGINT or SIGTERM.
-func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, sig <-chan os.Signal, log *slog.Logger) error {
+func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, server *atomic.Pointer[httpd.Server], sig <-chan os.Signal, log *slog.Logger) error {
 	var node *cluster.Node
 	hcfg.Cluster = clusterRef{&node}
 	srv := httpd.NewStarting(hcfg)
+	server.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ctx, cancel := context.WithCancel(context.Background())

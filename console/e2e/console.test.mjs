@@ -8,6 +8,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
+import { createServer } from "node:http";
 import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -114,7 +115,9 @@ before(async () => {
     executablePath: process.env.LOCI_CHROMIUM || "/usr/bin/chromium",
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
+      "--disable-component-update", "--disable-sync",
+      // rebind.test stands for a DNS-rebinding attacker's name, resolving to the loopback server.
+      "--host-resolver-rules=MAP rebind.test 127.0.0.1"],
   });
 });
 
@@ -126,6 +129,7 @@ after(async () => {
   rmSync(bin, { force: true });
   rmSync(join(tmp, "data"), { recursive: true, force: true });
   rmSync(join(tmp, "open"), { recursive: true, force: true });
+  rmSync(join(tmp, "browsers"), { recursive: true, force: true });
 });
 
 test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
@@ -390,6 +394,70 @@ test("with authentication off the console opens directly", async () => {
   assert.match(await page.locator("header").innerText(), /authentication off/);
   assert.equal(await page.getByLabel("API key").count(), 0);
   assert.deepEqual(page.problems, []);
+});
+
+test("a page of another origin cannot write into a loopback server, nor read it by DNS rebinding", async () => {
+  // The defaults: loopback, authentication off. The attacker's page is served
+  // from another loopback port, so a different origin.
+  const target = await startServer("browsers", []);
+  const evil = createServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "text/html" });
+    res.end("<!doctype html><title>another site</title><p>another site</p>");
+  });
+  await new Promise((res) => evil.listen(0, "127.0.0.1", res));
+  const page = await newPage(desktop);
+  // This page's refused requests are the point: its console errors are not checked.
+  try {
+    await page.goto(`http://127.0.0.1:${evil.address().port}/`);
+    const sent = await page.evaluate(async (base) => {
+      const note = (how) => JSON.stringify({ workspace_id: "victim", actor_id: "page", artifact_type: "note", raw_payload: { content: "written by " + how } });
+      const out = [];
+      // A CORS simple request: text/plain, no preflight; the browser sends it
+      // and only hides the answer.
+      try {
+        const r = await fetch(base + "/v1/ingest", { method: "POST", headers: { "Content-Type": "text/plain" }, body: note("text/plain fetch") });
+        out.push("fetch " + r.status);
+      } catch (e) { out.push("fetch refused by the browser"); }
+      // no-cors: sent, the answer opaque.
+      const r = await fetch(base + "/v1/ingest", { method: "POST", mode: "no-cors", body: note("no-cors fetch") });
+      out.push("no-cors " + r.type);
+      out.push("beacon " + navigator.sendBeacon(base + "/v1/ingest", note("beacon")));
+      try {
+        await fetch(base + "/mcp", { method: "POST", mode: "no-cors", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call",
+          params: { name: "remember", arguments: { workspace_id: "victim", actor_id: "page", artifact_type: "note", raw_payload: { content: "via mcp" } } } }) });
+      } catch (e) { /* opaque either way */ }
+      return out;
+    }, target);
+    assert.deepEqual(sent, ["fetch refused by the browser", "no-cors opaque", "beacon true"]);
+
+    // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1
+    // makes the page same-origin with the server; its Host gives it away.
+    const port = new URL(target).port;
+    const rebound = await page.goto(`http://rebind.test:${port}/v1/workspaces/victim/artifacts`);
+    assert.equal(rebound.status(), 403);
+    assert.match(await rebound.text(), /Host .*refused/);
+    const health = await page.goto(`http://rebind.test:${port}/health`);
+    assert.equal(health.status(), 403);
+  } finally {
+    await page.context().close();
+    evil.close();
+  }
+
+  // Nothing was stored, and the requests did arrive: they were refused (403,
+  // the Origin), as the server's metrics count them.
+  const stored = await call(target, "GET", "/v1/workspaces/victim/artifacts", undefined, "");
+  assert.deepEqual(stored.artifacts, []);
+  const metrics = await (await fetch(target + "/ui/api/metrics")).text();
+  const refused = (route) => Number((metrics.match(new RegExp(`loci_http_requests_total\\{method="POST",route="${escapeRe(route)}",status="403"\\} (\\d+)`)) || [])[1] || 0);
+  assert.ok(refused("/v1/ingest") >= 3, "the page's ingests reached the server and were refused:\n" + metrics.split("\n").filter((l) => l.includes("requests_total")).join("\n"));
+  assert.ok(refused("/mcp") >= 1, "the page's MCP call reached the server and was refused");
+
+  // The console, same-origin, still works on that server.
+  const ui = await newPage(desktop);
+  await call(target, "POST", "/v1/ingest", { workspace_id: "own", actor_id: "me", artifact_type: "note", raw_payload: { content: "mine" } }, "");
+  await ui.goto(target + "/ui/");
+  await ui.getByRole("link", { name: "own" }).waitFor();
+  assert.deepEqual(ui.problems, []);
 });
 
 function escapeRe(s) {

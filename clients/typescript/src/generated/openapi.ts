@@ -715,6 +715,8 @@ export interface components {
             session_id?: string;
             thread_id?: string;
             metadata?: components["schemas"]["Metadata"];
+            /** @description attachment only: a reference to the attachment's binary content (a non-empty string such as s3://bucket/key, or an object). It is stored as raw_payload.blob_pointer, added at the end of the raw_payload object (which must then be an object; absent: the payload becomes {"blob_pointer": ...}); GET /v1/artifacts/{id} returns it there and content_hash hashes the payload with it. It may also be sent inside raw_payload directly; both at once must be equal. It is stored, never fetched nor indexed. Another artifact_type, an empty string, another JSON type or a differing raw_payload.blob_pointer is a 400 naming blob_pointer. */
+            blob_pointer?: string | Record<string, unknown>;
         };
         /** @description Id of the workspace written to: 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -, and not . or .. (an id travels as a URL path segment). Others are refused with 400. */
         NewWorkspaceID: string;
@@ -727,7 +729,7 @@ export interface components {
         IngestResponse: {
             /** Format: uuid */
             artifact_id: string;
-            /** @description sha256 followed by a colon and the hex SHA-256 of the raw_payload bytes as sent. */
+            /** @description sha256 followed by a colon and the hex SHA-256 of the raw_payload bytes as sent (with an attachment's top-level blob_pointer added, see ArtifactInput.blob_pointer). */
             content_hash: string;
             /** @description Whether indexing completed inline; false with asynchronous indexing. */
             indexed: boolean;
@@ -1391,6 +1393,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request has a body whose Content-Type is not application/json (parameters such as charset=utf-8 are allowed), or none. Nothing was read or stored. */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-ID": components["headers"]["RequestID"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The tenant exceeded its plan's requests per minute, or (asynchronous ingest) its backlog of unfinished indexing jobs is full (LOCI_MAX_UNFINISHED_JOBS, LOCI_MAX_UNFINISHED_JOB_BYTES): nothing was queued; retry after Retry-After seconds. */
         TooManyRequests: {
             headers: {
@@ -1578,6 +1590,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description The tenant exceeded its plan's requests per minute, or (open registration) the client address its registrations per window. */
             429: {
                 headers: {
@@ -1653,6 +1666,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             507: components["responses"]["InsufficientStorage"];
@@ -1764,6 +1778,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             507: components["responses"]["InsufficientStorage"];
@@ -1917,6 +1932,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["PackUnavailable"];
@@ -1956,6 +1972,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             507: components["responses"]["InsufficientStorage"];
@@ -2325,6 +2342,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             507: components["responses"]["InsufficientStorage"];
@@ -2437,6 +2455,7 @@ export interface operations {
             405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             507: components["responses"]["InsufficientStorage"];
@@ -2475,6 +2494,7 @@ export interface operations {
             403: components["responses"]["PlanForbidden"];
             405: components["responses"]["MethodNotAllowed"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["PackUnavailable"];
@@ -2561,7 +2581,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description A request that arrived on a loopback address with another host name (DNS rebinding protection). */
+            /** @description An Origin header that is not the server's own origin nor one of LOCI_ALLOWED_ORIGINS, or, on a server listening on loopback, a Host header that is not a loopback name or address nor one of LOCI_ALLOWED_HOSTS (DNS rebinding protection). */
             403: {
                 headers: {
                     "X-Request-ID": components["headers"]["RequestID"];
