@@ -393,7 +393,7 @@ export interface paths {
         get: operations["getWorkspaceSettings"];
         /**
          * Change a workspace's settings
-         * @description Sets the workspace's retention in days (1 to 36500), or clears it with null. While set, artifacts whose timestamp is before the cutoff (UTC midnight of the day retention_days days before the day of the workspace's newest artifact timestamp, not the wall clock, so packs stay deterministic) are erased: excluded at once from reads, listings, search and context packs, the workspace's data version moves, and compaction removes their bytes. The cutoff only moves forward; an artifact ingested later with an older timestamp is erased as it arrives. Clearing or lengthening the retention brings nothing back. Erasing the workspace clears it. Unknown fields are a 400.
+         * @description Sets the workspace's retention in days (1 to 36500), or clears it with null. While set, artifacts whose timestamp is before the cutoff (UTC midnight of the day retention_days days before the day of the workspace's reference time, not the wall clock, so packs stay deterministic) are erased: excluded at once from reads, listings, search and context packs, the workspace's data version moves, and compaction removes their bytes. The reference time is the newest over the workspace's artifacts of each one's timestamp, or its time of ingest if that is earlier, so no single write (one stamped in the future included) moves the cutoff past the server's clock at that write. The cutoff only moves forward; an artifact ingested later with an older timestamp is erased as it arrives. Clearing or lengthening the retention brings nothing back. Erasing the workspace clears it. Unknown fields are a 400.
          */
         put: operations["setWorkspaceSettings"];
         post?: never;
@@ -562,7 +562,7 @@ export interface paths {
         put?: never;
         /**
          * Model Context Protocol over streamable HTTP
-         * @description The MCP server (stateless, one JSON response per POST; no event streams and no Mcp-Session-Id). Tools: remember, recall, feedback, explain, list, forget; resources loci://workspaces, loci://workspaces/{id} and loci://receipts/{id}. The key goes in X-API-Key or Authorization: Bearer; a request without a valid key is refused with 401 before any MCP processing. Every tool call and resource read is admitted and metered like an API request of the caller's plan (usage endpoints "MCP remember", ...), and a call refused by the rate limit is a tool error, not an HTTP error. Protocol errors are JSON-RPC errors in a 200 answer; a message that is not JSON-RPC gets 400.
+         * @description The MCP server (stateless, one JSON response per POST; no event streams and no Mcp-Session-Id). Tools: remember, recall, feedback, explain, list, forget; resources loci://workspaces, loci://workspaces/{id} and loci://receipts/{id}. The key goes in X-API-Key or Authorization: Bearer; a request without a valid key is refused with 401 before any MCP processing. Every JSON-RPC message, whatever its method and each element of a batch, is one request against the caller's rate limit and is metered like an API request of the caller's plan (usage endpoints "MCP remember", "MCP tools/list", "MCP notifications", ...). Past the limit, a tool call is a tool error (isError, which the model reads) and any other call a JSON-RPC error with code -32029 and data {"retry_after_s": N}, in a 200 answer with Retry-After; X-RateLimit-Limit and X-RateLimit-Remaining are on every answer to an authenticated caller. Batches (protocol 2025-03-26 and earlier; refused from clients sending Mcp-Protocol-Version 2025-06-18 or later, which removed them) hold at most 32 messages, served in order. The answers to one request are bounded (16 MiB): an answer that would pass the bound is replaced by a JSON-RPC error with code -32030, and a batch's calls left once it is reached are not run. In remember, raw_payload is stored byte for byte as sent: its content_hash is the one POST /v1/ingest gives for the same bytes. Resource reads are labelled cacheScope "private". Protocol errors are JSON-RPC errors in a 200 answer; a body that is not a JSON-RPC message or batch the server accepts gets 400.
          */
         post: operations["postMCP"];
         delete?: never;
@@ -605,10 +605,10 @@ export interface components {
         };
         HealthUnavailable: {
             /**
-             * @description starting while recovering; degraded when storage fails.
+             * @description starting while recovering; degraded when storage fails; lagging (cluster mode) when the node has applied nothing of a stream it is behind for over 5 s (it keeps catching up).
              * @enum {string}
              */
-            status: "starting" | "degraded";
+            status: "starting" | "degraded" | "lagging";
             /** @description Why the service is not serving. */
             reason: string;
             version?: string;
@@ -706,7 +706,7 @@ export interface components {
             raw_payload?: Record<string, unknown> | string | unknown[] | null;
             /**
              * Format: date-time
-             * @description When the artifact was created; default the time of ingest.
+             * @description When the artifact was created; default the time of ingest. At most 24 hours after the server's clock at ingest (a later time is a 400 naming timestamp); any earlier time is accepted.
              */
             timestamp?: string;
             permissions?: components["schemas"]["Permissions"];
@@ -1427,6 +1427,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The write was refused and nothing of it stored: the server is catching up (the data waiting to be written to segments, mostly artifacts waiting for the background embedder, is at its limit, 4 x the flush threshold, and no room came within 10 s), in cluster mode the replicated log did not acknowledge it, or the service is shutting down. Send the same request again after Retry-After. */
+        IngestBackpressure: {
+            headers: {
+                "X-Request-ID": components["headers"]["RequestID"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The pack did not run: it waited too long for a slot under load, or the service is shutting down. Retry after Retry-After. */
         PackUnavailable: {
             headers: {
@@ -1781,6 +1792,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["IngestBackpressure"];
             507: components["responses"]["InsufficientStorage"];
         };
     };
@@ -2497,7 +2509,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["PackUnavailable"];
+            503: components["responses"]["IngestBackpressure"];
             507: components["responses"]["InsufficientStorage"];
         };
     };
@@ -2552,28 +2564,35 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The JSON-RPC response. */
+            /** @description The JSON-RPC response (an array of them for a batch). */
             200: {
                 headers: {
                     "X-Request-ID": components["headers"]["RequestID"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": Record<string, unknown> | Record<string, unknown>[];
                 };
             };
             /** @description A notification or a response was accepted; there is no body. */
             202: {
                 headers: {
                     "X-Request-ID": components["headers"]["RequestID"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Not a JSON-RPC message the server accepts; detail says why. */
+            /** @description Not a JSON-RPC message or batch the server accepts; detail says why. A body that is not UTF-8 or not JSON (JSON-RPC code -32700), an empty batch, a batch of more than 32 messages, a batch from a client of protocol 2025-06-18 or later, or an element that is not a message (-32600) is also a JSON-RPC error response (id null, error.message the same text as detail); nothing of it is run, and it counts as one request against the rate limit. */
             400: {
                 headers: {
                     "X-Request-ID": components["headers"]["RequestID"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2597,6 +2616,19 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-ID": components["headers"]["RequestID"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A notification (which has no answer to carry the refusal) past the caller's rate limit; detail says when to retry. Calls past the limit are answered in a 200 (see above). */
+            429: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
