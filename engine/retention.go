@@ -111,6 +111,23 @@ func (db *DB) Retention(tenant, ws string) (int, error) {
 	return int(db.retention[wsKey{tenant, ws}].Days), nil
 }
 
+// RetentionCutoff returns the cutoff of tenant's workspace ws (Unix µs):
+// an artifact timestamped before it is erased as soon as it is applied.
+// ok is false when the workspace has no retention or no cutoff yet.
+func (db *DB) RetentionCutoff(tenant, ws string) (cutoff int64, ok bool, err error) {
+	if err := db.enter(); err != nil {
+		return 0, false, err
+	}
+	defer db.leave()
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	r, set := db.retention[wsKey{tenant, ws}]
+	if !set || r.Days == 0 || r.Cutoff == math.MinInt64 {
+		return 0, false, nil
+	}
+	return r.Cutoff, true, nil
+}
+
 // SetRetention sets the retention of tenant's workspace ws to days (1 to
 // MaxRetentionDays), or clears it (0), durably. Artifacts the new cutoff
 // leaves behind are erased before it returns.

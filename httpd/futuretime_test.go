@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loci-memory/loci/engine"
 )
 
 // TestFarFutureTimestamp: a timestamp more than a day after the server's
@@ -16,13 +15,7 @@ import (
 // the workspace's newest and its cutoff erased every other one.
 func TestFarFutureTimestamp(t *testing.T) {
 	now := time.Date(2026, 6, 1, 1, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	h := &harness{t: t, dir: t.TempDir(), cfg: Config{APIKey: adminKey, Now: clock},
-		opts: engine.Options{NoEmbedder: true, Now: clock}}
-	h.start()
-	t.Cleanup(h.stop)
-	_, a := register(t, h, "a@example.com", "pro")
-	h.do("PUT", "/v1/workspaces/w/settings", a, `{"retention_days": 1}`).must(t, 200)
+	h, a := retentionHarness(t, now)
 
 	ingest := func(ts time.Time, content string) reply {
 		return h.do("POST", "/v1/ingest", a, map[string]any{"workspace_id": "w", "actor_id": "agent-1", "artifact_type": "note",

@@ -90,6 +90,25 @@ func (r *IngestRequest) input(now time.Time) (engine.IngestInput, error) {
 	return in, nil
 }
 
+// checkRetained refuses inputs timestamped before the workspace's retention
+// cutoff: the engine would store them and erase them as they are applied,
+// acknowledging an artifact that no read then finds. field names input i's
+// timestamp. The cutoff only moves forward, so an input that passes may
+// still meet a later cutoff; then it is erased as the retention documents.
+func checkRetained(db *engine.DB, tenant, ws string, ins []engine.IngestInput, field func(i int) string) error {
+	cutoff, ok, err := db.RetentionCutoff(tenant, ws)
+	if err != nil || !ok {
+		return err
+	}
+	for i, in := range ins {
+		if in.Timestamp.UnixMicro() < cutoff {
+			return &InvalidError{Field: field(i), Reason: fmt.Sprintf("%s lies before the workspace's retention cutoff (%s): it would be erased at once; send a later time or lengthen retention_days",
+				FormatTime(in.Timestamp), FormatTime(time.UnixMicro(cutoff)))}
+		}
+	}
+	return nil
+}
+
 // IngestResult is what one ingest stored, or found again by its
 // idempotency key (Replayed).
 type IngestResult struct {
@@ -122,6 +141,9 @@ func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (Ing
 	// forwarded to the node serving the workspace is served there whole.
 	db, err := s.engine(p.TenantID, in.Workspace)
 	if err != nil {
+		return IngestResult{}, err
+	}
+	if err := checkRetained(db, p.TenantID, in.Workspace, []engine.IngestInput{in}, func(int) string { return "timestamp" }); err != nil {
 		return IngestResult{}, err
 	}
 	if err := s.ctl.ClaimWorkspace(p.TenantID, in.Workspace); err != nil {
@@ -380,6 +402,9 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 	// The routing decision comes before any write (the claim).
 	db, err := s.engine(p.TenantID, r.WorkspaceID)
 	if err != nil {
+		return IngestBatchResult{}, err
+	}
+	if err := checkRetained(db, p.TenantID, r.WorkspaceID, ins, func(i int) string { return fmt.Sprintf("artifacts[%d].timestamp", i) }); err != nil {
 		return IngestBatchResult{}, err
 	}
 	if err := s.ctl.ClaimWorkspace(p.TenantID, r.WorkspaceID); err != nil {

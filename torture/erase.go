@@ -194,6 +194,14 @@ func (w *worker) retentionCall(ctx context.Context, op *retOp, method, path stri
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.retained.pending = nil
+	if op.art != nil && r.status == http.StatusBadRequest && bytes.Contains(r.body, []byte("retention cutoff")) {
+		// An artifact older than the cutoff is refused, changing nothing:
+		// right only if the acknowledged writes put the cutoff past it.
+		if _, cutoff, _, _ := retentionModel(l.retained.ops); op.art.tsMicro < cutoff {
+			l.counts.RetentionRefused++
+			return
+		}
+	}
 	if r.status != want {
 		w.fail(fmt.Sprintf("retention workspace: %s %s answered %d: %s", method, path, r.status, truncate(r.body)))
 		return

@@ -135,8 +135,9 @@ type Counts struct {
 	RetainedArtifacts int `json:"retention_artifacts"`
 	RetentionChanges  int `json:"retention_settings"`
 	FutureRefused     int `json:"future_timestamps_refused"`
-	Imports           int `json:"imports"`        // loci import runs that finished
-	ImportsKilled     int `json:"imports_killed"` // loci import runs killed with SIGKILL
+	RetentionRefused  int `json:"retention_refused"` // ingests older than the cutoff, refused with 400
+	Imports           int `json:"imports"`           // loci import runs that finished
+	ImportsKilled     int `json:"imports_killed"`    // loci import runs killed with SIGKILL
 	ImportsRefused    int `json:"imports_refused_while_serving"`
 	Backpressure      int `json:"ingests_refused_for_backpressure"` // 503 while the server catches up: not acknowledged
 }

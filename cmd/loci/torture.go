@@ -102,7 +102,8 @@ func printTortureSummary(s *torture.Summary) {
 	a, c := s.Acknowledged, s.Checked
 	fmt.Printf("  acknowledged: %d artifacts (%d v2 batches), %d idempotent retries, %d feedback, %d packs, %d async jobs, %d keys created, %d revoked, %d erasures, %d artifact erasures\n",
 		a.Artifacts, a.Batches, a.IdempotentRetries, a.Feedback, a.Packs, a.AsyncJobs, a.KeysCreated, a.KeysRevoked, a.Erasures, a.ArtifactErasures)
-	fmt.Printf("  retention workspace: %d artifacts, %d settings acknowledged, %d far-future timestamps refused\n", a.RetainedArtifacts, a.RetentionChanges, a.FutureRefused)
+	fmt.Printf("  retention workspace: %d artifacts, %d settings acknowledged, %d far-future timestamps refused, %d ingests before the cutoff refused\n",
+		a.RetainedArtifacts, a.RetentionChanges, a.FutureRefused, a.RetentionRefused)
 	fmt.Printf("  imports: %d finished, %d killed, %d refused while serving; %d checks of imported workspaces\n", a.Imports, a.ImportsKilled, a.ImportsRefused, s.Checked.Imports)
 	fmt.Printf("  checked: %d artifact reads, %d idempotency keys, %d key checks, %d erased workspaces, %d jobs, %d frozen packs, %d verify runs\n",
 		c.Artifacts, c.IdempotencyKeys, c.Keys, c.ErasedWorkspaces, c.Jobs, c.Packs, c.Verifies)

@@ -393,7 +393,7 @@ export interface paths {
         get: operations["getWorkspaceSettings"];
         /**
          * Change a workspace's settings
-         * @description Sets the workspace's retention in days (1 to 36500), or clears it with null. While set, artifacts whose timestamp is before the cutoff (UTC midnight of the day retention_days days before the day of the workspace's reference time, not the wall clock, so packs stay deterministic) are erased: excluded at once from reads, listings, search and context packs, the workspace's data version moves, and compaction removes their bytes. The reference time is the newest over the workspace's artifacts of each one's timestamp, or its time of ingest if that is earlier, so no single write (one stamped in the future included) moves the cutoff past the server's clock at that write. The cutoff only moves forward; an artifact ingested later with an older timestamp is erased as it arrives. Clearing or lengthening the retention brings nothing back. Erasing the workspace clears it. Unknown fields are a 400.
+         * @description Sets the workspace's retention in days (1 to 36500), or clears it with null. While set, artifacts whose timestamp is before the cutoff (UTC midnight of the day retention_days days before the day of the workspace's reference time, not the wall clock, so packs stay deterministic) are erased: excluded at once from reads, listings, search and context packs, the workspace's data version moves, and compaction removes their bytes. The reference time is the newest over the workspace's artifacts of each one's timestamp, or its time of ingest if that is earlier, so no single write (one stamped in the future included) moves the cutoff past the server's clock at that write. The cutoff only moves forward; an ingest timestamped before the current cutoff is refused with a 400 naming its timestamp (one that meets a cutoff advanced meanwhile is erased as it arrives). Clearing or lengthening the retention brings nothing back. Erasing the workspace clears it. Unknown fields are a 400.
          */
         put: operations["setWorkspaceSettings"];
         post?: never;
@@ -2470,6 +2470,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["IngestBackpressure"];
             507: components["responses"]["InsufficientStorage"];
         };
     };
@@ -2509,7 +2510,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["IngestBackpressure"];
+            503: components["responses"]["PackUnavailable"];
             507: components["responses"]["InsufficientStorage"];
         };
     };
