@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
 )
 
 // TestFarFutureTimestamp: a timestamp more than a day after the server's
