@@ -16,7 +16,8 @@ const microsPerHour = 3600e6
 // best score among the gathered candidates, so that the best candidate of
 // each channel scores 1 and the others keep their distance to it:
 //
-//	lexical  = Lexical / the largest Lexical among the candidates the lexical channel returned; 0 when not returned
+//	L        = Lexical × (1 + AdjacencyBonus × adjacency), adjacency = the share of the query's adjacent term pairs the span holds adjacent
+//	lexical  = L / the largest L among the candidates the lexical channel returned; 0 when not returned
 //	semantic = max(0, Semantic) / the largest Semantic among those the semantic channel returned; likewise
 //	temporal = 2^(-age / half-life), age = max(0, asOf - Timestamp) in hours
 //	own      = w.Lexical*lexical + w.Semantic*semantic + w.Temporal*temporal
@@ -33,7 +34,7 @@ const microsPerHour = 3600e6
 // a candidate holds; rank fusion threw both away (on LoCoMo dev with the
 // encoder, evidence recall at 2,048 tokens 0.766 by rank, 0.784 by
 // max-normalised score; docs/pack.md).
-func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, query []uint64) {
+func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, query []uint64, pairs *termPairs) {
 	normalise := func(in func(*cand) bool, val func(*cand) float64, set func(*cand, float64)) {
 		top := 0.0
 		for _, c := range cs {
@@ -50,7 +51,21 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, query []uin
 			}
 		}
 	}
-	normalise(func(c *cand) bool { return c.InLexical }, func(c *cand) float64 { return c.Lexical }, func(c *cand, v float64) { c.lex = v })
+	if pairs != nil {
+		held := make([]int, len(cs))
+		for i, c := range cs {
+			if c.InLexical {
+				held[i] = pairs.count(c.Text)
+			}
+		}
+		if n := pairs.reachable(); n > 0 {
+			for i, c := range cs {
+				c.adj = float64(held[i]) / float64(n)
+			}
+		}
+	}
+	lexical := func(c *cand) float64 { return finite(c.Lexical) * float64(1+float64(AdjacencyBonus*c.adj)) }
+	normalise(func(c *cand) bool { return c.InLexical }, lexical, func(c *cand, v float64) { c.lex = v })
 	normalise(func(c *cand) bool { return c.InSemantic }, func(c *cand) float64 { return c.Semantic }, func(c *cand, v float64) { c.sem = v })
 	for _, c := range cs {
 		age := 0.0
