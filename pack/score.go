@@ -16,7 +16,8 @@ const microsPerHour = 3600e6
 // best score among the gathered candidates, so that the best candidate of
 // each channel scores 1 and the others keep their distance to it:
 //
-//	L        = Lexical × (1 + AdjacencyBonus × adjacency), adjacency = the share of the query's adjacent term pairs the span holds adjacent
+//	L        = Lexical × (1 + AdjacencyBonus × adjacency), adjacency = the share of the query's adjacent term pairs
+//	           that the span holds side by side, over the pairs whose two terms some lexical candidate holds (termPairs)
 //	lexical  = L / the largest L among the candidates the lexical channel returned; 0 when not returned
 //	semantic = max(0, Semantic) / the largest Semantic among those the semantic channel returned; likewise
 //	temporal = 2^(-age / half-life), age = max(0, asOf - Timestamp) in hours
