@@ -112,9 +112,29 @@ func TestDirectAnswerOutranksLooseMatches(t *testing.T) {
 		} `json:"ingested"`
 	}
 	post("/v2/ingest", map[string]any{"workspace_id": "ops", "actor_id": "me", "artifacts": items, "wait_for_embedding": true}, &ingested)
+	// wait_for_embedding waits at most 20 s; on a loaded machine the
+	// encoder may need longer, so poll each artifact's status until it is
+	// embedded (waiting for a state, not timing anything).
+	deadline := time.Now().Add(5 * time.Minute)
 	for i, it := range ingested.Ingested {
-		if it.Embedding != "embedded" {
-			t.Fatalf("item %d: embedding %q", i, it.Embedding)
+		for state := it.Embedding; state != "embedded"; {
+			if state != "pending" || time.Now().After(deadline) {
+				t.Fatalf("item %d: embedding %q", i, state)
+			}
+			time.Sleep(100 * time.Millisecond)
+			resp, err := http.Get(base + "/v1/artifacts/" + it.ArtifactID + "/status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				Embedding string `json:"embedding"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			state = st.Embedding
 		}
 	}
 	runbooks := map[string]bool{ingested.Ingested[0].ArtifactID: true, ingested.Ingested[1].ArtifactID: true}
