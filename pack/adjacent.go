@@ -19,6 +19,11 @@ import "github.com/loci-memory/loci/invindex"
 // (docs/pack.md, § Scoring).
 const AdjacencyBonus = 1.0
 
+// adjacencyCandidates bounds the candidates whose adjacency is measured: the
+// best of the lexical channel by BM25 (ties in the packer's tie order); the
+// others count no bonus.
+const adjacencyCandidates = 32
+
 // termPairs are the adjacent term pairs of a query as the lexical channel
 // analyses it (invindex.AnalyzeQuestion: Lucene's English analysis, stop
 // words and a question's scaffolding left out): "How do I rotate the
@@ -30,7 +35,6 @@ type termPairs struct {
 	pairs map[[2]int32]int // pair of ordinals -> pair number
 	found []bool           // the query terms some text seen by count holds
 	hit   []bool           // scratch: the pairs the text at hand holds
-	terms []string         // scratch: the text's terms
 }
 
 // newTermPairs returns the pairs of query, or nil when it has none.
@@ -60,13 +64,12 @@ func newTermPairs(query string) *termPairs {
 // query terms text holds (see found).
 func (tp *termPairs) count(text string) int {
 	clear(tp.hit)
-	tp.terms = invindex.Analyze(text, tp.terms[:0])
 	prev, n := int32(-1), 0
-	for _, t := range tp.terms {
-		o, ok := tp.index[t]
+	invindex.EachTerm(text, func(term []byte) {
+		o, ok := tp.index[string(term)] // no allocation: a map index by a converted []byte
 		if !ok {
 			prev = -1
-			continue
+			return
 		}
 		tp.found[o] = true
 		if prev >= 0 {
@@ -76,7 +79,7 @@ func (tp *termPairs) count(text string) int {
 			}
 		}
 		prev = o
-	}
+	})
 	return n
 }
 
