@@ -62,6 +62,24 @@ func Analyze(text string, dst []string) []string {
 	}
 }
 
+// EachTerm calls fn with the index terms of text, in order, as Analyze
+// returns them, without allocating: term is valid only during the call.
+// Readers that only look terms up (the packer's adjacency of query terms)
+// use it instead of Analyze.
+func EachTerm(text string, fn func(term []byte)) {
+	sc := tokenScanner{s: text}
+	var buf [termBufSize]byte
+	for {
+		start, end, ascii, ok := sc.next()
+		if !ok {
+			return
+		}
+		if term := analyzeToken(text[start:end], ascii, &buf); term != nil {
+			fn(term)
+		}
+	}
+}
+
 // analyzeToken returns the index term of one token as the tokenizer cut it
 // (ascii: the token is pure ASCII), in buf, or nil for a stop word. The term
 // depends on the token's bytes alone.

@@ -122,3 +122,18 @@ func BenchmarkPackLineCounts(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdjacency: the query's term pairs counted in 200 candidates of
+// about 200 tokens (800 bytes), what score adds to a pack whose lexical
+// channel returned them all (ns/op is per pack).
+func BenchmarkAdjacency(b *testing.B) {
+	cs := benchCandidates(200)
+	b.ReportAllocs()
+	for b.Loop() {
+		tp := newTermPairs("refund window policy for enterprise customers")
+		for i := range cs {
+			tp.count(cs[i].Text)
+		}
+		tp.reachable()
+	}
+}

@@ -12,6 +12,7 @@ import (
 type cand struct {
 	Candidate
 	pinned bool
+	adj    float64 // share of the query's adjacent term pairs the span holds (see AdjacencyBonus)
 	lex    float64 // normalised lexical score in [0,1]
 	sem    float64 // semantic score in [0,1]
 	temp   float64 // temporal score in [0,1]

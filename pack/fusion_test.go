@@ -35,7 +35,7 @@ func TestChannelNormalisation(t *testing.T) {
 				in = append(in, c)
 			}
 			cs := gather(nil, in, "")
-			score(cs, DefaultWeights().effective(true), in[0].Timestamp, 720, nil)
+			score(cs, DefaultWeights().effective(true), in[0].Timestamp, 720, nil, nil)
 			for i, c := range cs {
 				if c.lex != tt.wantLex[i] || c.sem != tt.wantSem[i] {
 					t.Errorf("span %d: lexical %v semantic %v, want %v %v", i+1, c.lex, c.sem, tt.wantLex[i], tt.wantSem[i])
@@ -78,12 +78,80 @@ func TestSpeakerPrior(t *testing.T) {
 	} {
 		t.Run(tt.query, func(t *testing.T) {
 			cs := gather(nil, in, "")
-			score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, queryTerms(tt.query))
+			score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, queryTerms(tt.query), newTermPairs(tt.query))
 			for i, c := range cs {
 				if c.rel != tt.want[i] {
 					t.Errorf("span %d: relevance %v, want %v", i+1, c.rel, tt.want[i])
 				}
 			}
 		})
+	}
+}
+
+// TestAdjacency: a span holds a query's adjacent term pair when both terms
+// are next to each other in its text, in the query's order, after the
+// lexical channel's analysis (stop words and question words dropped,
+// Porter stems); a pair listed twice counts once, and only pairs whose
+// terms some span holds count in the share.
+func TestAdjacency(t *testing.T) {
+	// "i" is a term of the lexical channel (Lucene's stop set lacks it):
+	// the pairs are (i, rotat), (rotat, databas), (databas, credenti).
+	const q = "How do I rotate the database credentials?"
+	for _, tt := range []struct {
+		query, text string
+		want        int
+	}{
+		{q, "Runbook: rotate the database credentials. 1. Create a new password.", 2},
+		{q, "Rotating database credentials takes a minute.", 2},
+		{q, "Here I rotate the database credentials.", 3},
+		{q, "The billing database credentials are kept in Vault.", 1},
+		{q, "We rotate the Kafka credentials every 30 days.", 0},
+		{q, "The DBA database on-call rotation starts on Monday.", 0},
+		{q, "Credentials of the database: rotate them.", 0},
+		{q, "", 0},
+		{"rotate rotate database", "rotate database rotate database", 1},         // (rotat, rotat) is no pair
+		{"database credentials database credentials", "database credentials", 1}, // (databas, credenti) once; (credenti, databas)
+	} {
+		if got := newTermPairs(tt.query).count(tt.text); got != tt.want {
+			t.Errorf("%q in %q: %d pairs, want %d", tt.query, tt.text, got, tt.want)
+		}
+	}
+	for _, q := range []string{"credentials", "How?", "the of and", "rotate rotate"} {
+		if tp := newTermPairs(q); tp != nil {
+			t.Errorf("%q: pairs %v, want none", q, tp.pairs)
+		}
+	}
+	tp := newTermPairs(q)
+	tp.count("The billing database credentials are kept in Vault.")
+	if n := tp.reachable(); n != 1 {
+		t.Errorf("reachable pairs after one text: %d, want 1", n)
+	}
+	tp.count("We rotate the Kafka credentials every 30 days.")
+	if n := tp.reachable(); n != 2 {
+		t.Errorf("reachable pairs after two texts: %d, want 2 (no text holds i)", n)
+	}
+}
+
+// TestAdjacencyBonus: the lexical channel's score counts (1 +
+// AdjacencyBonus × adjacency) times before it is normalised, so a span
+// that states the query's terms together outranks shorter spans with a
+// higher BM25 that share its words apart; candidates only the semantic
+// channel returned are left alone.
+func TestAdjacencyBonus(t *testing.T) {
+	in := []Candidate{
+		cnd(1, 1, "Runbook: rotate the database credentials. Step one is long.", 0.425),
+		cnd(2, 2, "The billing database credentials are kept in Vault.", 0.44),
+		cnd(3, 3, "We rotate the Kafka credentials every 30 days.", 0.43),
+		cnd(4, 4, "Rotate the database credentials before Friday.", 0),
+	}
+	in[3].Semantic, in[3].InSemantic = 0.5, true
+	cs := gather(nil, in, "")
+	const q = "rotate the database credentials" // pairs (rotat, databas), (databas, credenti)
+	score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, queryTerms(q), newTermPairs(q))
+	want := []float64{1, round6(0.44 * 1.5 / (0.425 * 2)), round6(0.43 / (0.425 * 2)), 0}
+	for i, c := range cs {
+		if round6(c.lex) != want[i] {
+			t.Errorf("span %d: lexical %v, want %v", i+1, c.lex, want[i])
+		}
 	}
 }

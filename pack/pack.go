@@ -49,7 +49,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	budget := max(req.MaxTokens, 0)
 
 	cs := gather(pinned, candidates, req.SessionID)
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, queryTerms(req.Query))
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, queryTerms(req.Query), newTermPairs(req.Query))
 	slices.SortFunc(cs, byRelevance)
 
 	tokens := 0
