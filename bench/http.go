@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -34,7 +34,7 @@ type server struct {
 // nil means lexical only. A server embeds in the background, as loci serve
 // does.
 type Embedding struct {
-	Embedder vecindex.Embedder
+	Embedder embed.Embedder
 }
 
 func (e Embedding) options(o *engine.Options) {

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/vecindex"
 )
 
 // gatedEmbedder is GloVe behind a gate: Embed blocks until the test opens
 // it, so a test sees artifacts pending, then embedded. down makes it fail.
 type gatedEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	mu    sync.Mutex
 	gate  chan struct{}
 	down  bool
@@ -42,7 +43,7 @@ func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	down := g.down
 	g.mu.Unlock()
 	if down {
-		return nil, fmt.Errorf("connection refused: %w", vecindex.ErrUnavailable)
+		return nil, fmt.Errorf("connection refused: %w", embed.ErrUnavailable)
 	}
 	return g.Embedder.Embed(ctx, texts)
 }
@@ -248,10 +249,10 @@ func TestBackgroundEmbeddingRetriesUnavailable(t *testing.T) {
 }
 
 // rejectingEmbedder is GloVe that rejects, as a provider rejects input its
-// model cannot take (a plain error, not vecindex.ErrUnavailable), every
+// model cannot take (a plain error, not embed.ErrUnavailable), every
 // call with a text containing "REJECT".
 type rejectingEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	calls int
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
@@ -57,7 +58,7 @@ type Options struct {
 	TokenCounter text.TokenCounter
 	// Embedder embeds span texts at ingest and queries at search (default:
 	// the built-in GloVe embedder). NoEmbedder turns the semantic channel off.
-	Embedder   vecindex.Embedder
+	Embedder   embed.Embedder
 	NoEmbedder bool
 	// EmbedInBackground acknowledges ingests once they are durable and
 	// lexically indexed, and embeds their spans on a background worker that

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -44,11 +45,11 @@ func (db *DB) SearchLexicalTerms(tenant, ws string, terms []invindex.Term, k int
 // SearchSemantic embeds query and returns the top k spans of a workspace by
 // cosine similarity of int8 vectors, exact (a flat scan's answer), best
 // first, ties as SearchLexical's; spans without a vector of the engine's model are
-// not candidates. An error wrapping vecindex.ErrUnavailable means the
+// not candidates. An error wrapping embed.ErrUnavailable means the
 // embedder cannot answer: callers fall back to lexical retrieval.
 func (db *DB) SearchSemantic(ctx context.Context, tenant, ws, query string, k int) ([]SearchHit, error) {
 	if db.opts.Embedder == nil {
-		return nil, fmt.Errorf("engine: no embedder configured: %w", vecindex.ErrUnavailable)
+		return nil, fmt.Errorf("engine: no embedder configured: %w", embed.ErrUnavailable)
 	}
 	vecs, err := db.opts.Embedder.Embed(ctx, []string{query})
 	if err != nil {
@@ -56,7 +57,7 @@ func (db *DB) SearchSemantic(ctx context.Context, tenant, ws, query string, k in
 	}
 	_, dim := db.embedModel()
 	if len(vecs) != 1 || len(vecs[0]) != dim {
-		return nil, fmt.Errorf("engine: embedder returned a malformed query vector: %w", vecindex.ErrUnavailable)
+		return nil, fmt.Errorf("engine: embedder returned a malformed query vector: %w", embed.ErrUnavailable)
 	}
 	q := make([]int8, dim)
 	qscale := vecindex.Quantize(vecs[0], q)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/embed"
 )
 
 func TestSearchChannels(t *testing.T) {
@@ -75,7 +75,7 @@ type failingEmbedder struct{}
 func (failingEmbedder) Model() string { return "test:down:8" }
 func (failingEmbedder) Dim() int      { return 8 }
 func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
-	return nil, fmt.Errorf("connection refused: %w", vecindex.ErrUnavailable)
+	return nil, fmt.Errorf("connection refused: %w", embed.ErrUnavailable)
 }
 
 func TestEmbedderUnavailable(t *testing.T) {
@@ -91,7 +91,7 @@ func TestEmbedderUnavailable(t *testing.T) {
 	if h, err := db.SearchLexical("t", "ws", "deploy", 5); err != nil || len(h) != 1 {
 		t.Fatalf("lexical: %v %v", h, err)
 	}
-	if _, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); !errors.Is(err, vecindex.ErrUnavailable) {
+	if _, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); !errors.Is(err, embed.ErrUnavailable) {
 		t.Fatalf("semantic: %v", err)
 	}
 	if err := db.Compact(); err != nil {
@@ -114,7 +114,7 @@ func TestNoEmbedder(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SearchSemantic(context.Background(), "t", "ws", "hello", 5); !errors.Is(err, vecindex.ErrUnavailable) {
+	if _, err := db.SearchSemantic(context.Background(), "t", "ws", "hello", 5); !errors.Is(err, embed.ErrUnavailable) {
 		t.Fatalf("semantic without embedder: %v", err)
 	}
 	if h, _ := db.SearchLexical("t", "ws", "hello", 5); len(h) != 1 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/vecindex"
@@ -17,7 +18,7 @@ import (
 // gives, so a test can take packs between any two vectors records. Query
 // embeddings (one text) pass at once.
 type steppedEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	step chan struct{}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -299,7 +300,7 @@ func TestJobInputKeepsPayloadBytes(t *testing.T) {
 
 // countingEmbedder counts the texts it embeds.
 type countingEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	mu    sync.Mutex
 	texts int
 }

@@ -2,6 +2,7 @@ package vecindex
 
 import (
 	"context"
+	"github.com/loci-memory/loci/embed"
 	"math"
 )
 
@@ -38,10 +39,10 @@ func (*GloVe) Model() string { return GloVeModel }
 // Dim implements Embedder.
 func (*GloVe) Dim() int { return GloVeDim }
 
-// InProcess marks the embedder as computing in this process (vecindex.InProcess).
+// InProcess marks the embedder as computing in this process (embed.InProcess).
 func (*GloVe) InProcess() {}
 
-var _ InProcess = (*GloVe)(nil)
+var _ embed.InProcess = (*GloVe)(nil)
 
 // Embed implements Embedder: one unit-length (or zero) vector per text. It
 // fails only if the embedded table is damaged (an error wrapping

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/loci-memory/loci/embed"
 	"math"
 	"sync"
 	"unsafe"
@@ -59,7 +60,7 @@ func loadGloVe() (*gloveTable, error) {
 	gloveOnce.Do(func() {
 		gloveTab, gloveError = parseGloVe(gloveData, gloveSHA256)
 		if gloveError != nil {
-			gloveError = fmt.Errorf("vecindex: embedded GloVe table glove/glove100d.bin: %w (%w)", gloveError, ErrUnavailable)
+			gloveError = fmt.Errorf("vecindex: embedded GloVe table glove/glove100d.bin: %w (%w)", gloveError, embed.ErrUnavailable)
 		}
 	})
 	return gloveTab, gloveError

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"github.com/loci-memory/loci/embed"
 	"math"
 	"slices"
 	"strings"
@@ -128,7 +129,7 @@ func TestGloVeEmbed(t *testing.T) {
 	if g.Model() != "glove-6b-100d-sif" || g.Dim() != 100 {
 		t.Fatalf("model %q dim %d", g.Model(), g.Dim())
 	}
-	var _ Embedder = g
+	var _ embed.Embedder = g
 	sentence := "The quarterly budget meeting was moved to Friday afternoon."
 	v := embed1(t, sentence)
 	if n := norm(v); math.Abs(n-1) > 1e-6 {
