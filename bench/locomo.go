@@ -13,11 +13,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/retrieval"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -86,7 +86,7 @@ func evalEmbedder(name string) (embed.Embedder, error) {
 		}
 		return e, nil
 	case EmbedderGloVe:
-		return vecindex.NewGloVe(), nil
+		return glove.New(), nil
 	case EmbedderNone:
 		return nil, nil
 	}

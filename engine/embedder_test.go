@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
-	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/embed/glove"
 )
 
 // gatedEmbedder is GloVe behind a gate: Embed blocks until the test opens
@@ -26,7 +26,7 @@ type gatedEmbedder struct {
 }
 
 func newGatedEmbedder() *gatedEmbedder {
-	return &gatedEmbedder{Embedder: vecindex.NewGloVe(), gate: make(chan struct{})}
+	return &gatedEmbedder{Embedder: glove.New(), gate: make(chan struct{})}
 }
 
 func (g *gatedEmbedder) open() { close(g.gate) }
@@ -141,7 +141,7 @@ func TestBackgroundEmbeddingFlushWaitsAndReplays(t *testing.T) {
 	v := db.DataVersion("t", "ws")
 	db.Close()
 
-	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: glove.New(), EmbedInBackground: true})
 	defer db.Close()
 	after, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
 	if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
@@ -178,7 +178,7 @@ func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
 	if err := db.Close(); err != nil { // must not hang on the blocked embedder
 		t.Fatal(err)
 	}
-	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: glove.New(), EmbedInBackground: true})
 	defer db.Close()
 	waitEmbedded(t, db, "t", ids...)
 	req := PackProbe{Workspace: "ws", Query: "when is the deploy?", MaxTokens: 512}
@@ -272,7 +272,7 @@ func (r *rejectingEmbedder) Embed(ctx context.Context, texts []string) ([][]floa
 // back at the next open (it used to fail: "vectors record: bad span count").
 func TestBackgroundEmbeddingRejectedInput(t *testing.T) {
 	dir := t.TempDir()
-	emb := &rejectingEmbedder{Embedder: vecindex.NewGloVe()}
+	emb := &rejectingEmbedder{Embedder: glove.New()}
 	gate := newGatedEmbedder()
 	gate.Embedder = emb
 	db := openTest(t, dir, Options{DisableBackground: true, Embedder: gate, EmbedInBackground: true})

@@ -20,10 +20,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )
@@ -122,7 +122,7 @@ func (o *Options) setDefaults() {
 		o.TokenCounter = text.O200kBase()
 	}
 	if o.Embedder == nil && !o.NoEmbedder {
-		o.Embedder = vecindex.NewGloVe()
+		o.Embedder = glove.New()
 	}
 	if o.NoEmbedder {
 		o.Embedder = nil

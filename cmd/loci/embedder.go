@@ -8,10 +8,10 @@ import (
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/embed/openai"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/vecindex"
 )
 
 // Embedder names accepted by --embedder (env LOCI_EMBEDDER).
@@ -53,7 +53,7 @@ func embedderOptions(name string, o *engine.Options) error {
 		}
 		o.Embedder = e
 	case embedderGloVe:
-		o.Embedder = vecindex.NewGloVe()
+		o.Embedder = glove.New()
 	case embedderOpenAI:
 		e, err := openAIFromEnv()
 		if err != nil {
