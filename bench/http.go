@@ -14,6 +14,7 @@ import (
 
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/wal"
@@ -53,14 +54,13 @@ func (e Embedding) Name() string {
 	return e.Embedder.Model()
 }
 
-// startServer starts a server with the engine's default embedder (GloVe,
-// inline).
+// startServer starts a server with the built-in GloVe embedder, inline.
 func startServer(prefix string, sync wal.SyncPolicy) (*server, error) {
 	return startServerWith(prefix, sync, nil)
 }
 
-// startServerWith starts a server whose semantic channel is emb's (nil: the
-// engine's default), in a fresh temporary directory.
+// startServerWith starts a server whose semantic channel is emb's (nil:
+// GloVe, inline), in a fresh temporary directory.
 func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {
 	return startServerIn("", prefix, sync, emb)
 }
@@ -94,6 +94,8 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()}
 	if emb != nil {
 		emb.options(&opts)
+	} else {
+		opts.Embedder = glove.New()
 	}
 	db, err := engine.Open(dir, opts)
 	if err != nil {

@@ -94,7 +94,7 @@ func TestBackgroundEmbedding(t *testing.T) {
 	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingEmbedded {
 		t.Fatalf("state %q, want embedded", s)
 	}
-	if h, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); err != nil || len(h) != 1 {
+	if h, err := searchSemantic(db, "t", "ws", "deploy", 5); err != nil || len(h) != 1 {
 		t.Fatalf("semantic after embedding: %v %v", h, err)
 	}
 	if v := db.DataVersion("t", "ws"); v <= v0 {
@@ -134,7 +134,7 @@ func TestBackgroundEmbeddingFlushWaitsAndReplays(t *testing.T) {
 	if st := db.Stats(); st.Segments != 1 {
 		t.Fatalf("segments %d", st.Segments)
 	}
-	before, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
+	before, err := searchSemantic(db, "t", "ws", "deploy Friday", 10)
 	if err != nil || len(before) != 5 {
 		t.Fatalf("semantic from the segment: %v %v", before, err)
 	}
@@ -143,7 +143,7 @@ func TestBackgroundEmbeddingFlushWaitsAndReplays(t *testing.T) {
 
 	db = openTest(t, dir, Options{DisableBackground: true, Embedder: glove.New(), EmbedInBackground: true})
 	defer db.Close()
-	after, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
+	after, err := searchSemantic(db, "t", "ws", "deploy Friday", 10)
 	if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("after restart:\n%v\nbefore:\n%v (%v)", after, before, err)
 	}
@@ -341,7 +341,7 @@ func TestBackgroundEmbeddingErasedBeforeEmbedding(t *testing.T) {
 	if db.EmbeddingBacklog() != 0 {
 		t.Fatalf("backlog %d", db.EmbeddingBacklog())
 	}
-	if h, _ := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); len(h) != 0 {
+	if h, _ := searchSemantic(db, "t", "ws", "deploy", 5); len(h) != 0 {
 		t.Fatal("erased artifact found")
 	}
 }
@@ -387,7 +387,7 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 	ids = append(ids, late.ArtifactID)
 	db.Close()
 
-	_, err = Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+	_, err = testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
 	if !errors.Is(err, errEmbedderMismatch) || !strings.Contains(err.Error(), `"none"`) || !strings.Contains(err.Error(), "glove") {
 		t.Fatalf("opening with another embedder: %v", err)
 	}
@@ -403,7 +403,7 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 	db.Close()
 
 	db = openTest(t, dir, Options{DisableBackground: true})
-	h, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5)
+	h, err := searchSemantic(db, "t", "ws", "deploy", 5)
 	if err != nil || len(h) != 3 {
 		t.Fatalf("semantic after reindex: %v %v", h, err)
 	}
@@ -413,7 +413,7 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 		}
 	}
 	db.Close()
-	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
+	if _, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
 		t.Fatalf("lexical-only open of a reindexed directory: %v", err)
 	}
 }

@@ -20,20 +20,14 @@ import (
 
 // embedQuery returns the quantized query vector, or a degradation note.
 func (p *Packer) embedQuery(ctx context.Context, query string) ([]int8, float32, string) {
-	emb := p.db.Embedder()
-	if emb == nil {
-		return nil, 0, pack.AssumeNoSemantic
-	}
-	vecs, err := emb.Embed(ctx, []string{query})
-	dim := emb.Dim()
-	if err != nil || len(vecs) != 1 || len(vecs[0]) != dim {
-		if err != nil && !errors.Is(err, embed.ErrUnavailable) {
+	q, scale, err := quantizedQuery(ctx, p.db.Embedder(), query)
+	if err != nil {
+		if !errors.Is(err, embed.ErrUnavailable) {
 			p.db.Logger().Warn("retrieval: query embedding failed", "err", err)
 		}
 		return nil, 0, pack.AssumeNoSemantic
 	}
-	q := make([]int8, dim)
-	return q, vecindex.Quantize(vecs[0], q), ""
+	return q, scale, ""
 }
 
 // queryVector is a query's embedding, possibly still being computed.
