@@ -12,6 +12,7 @@ import (
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 // BEIRConfig sets up `loci eval beir`.
@@ -176,7 +177,7 @@ func EvalBEIR(cfg BEIRConfig) (*BEIRResult, error) {
 		return hits
 	}
 	semSearch := func(q string, k int) []engine.SearchHit {
-		hits, err := db.SearchSemantic(context.Background(), "eval", "beir", q, k)
+		hits, err := retrieval.SearchSemantic(context.Background(), db, "eval", "beir", q, k)
 		if err != nil {
 			searchErr = err
 		}

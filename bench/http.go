@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -34,7 +35,7 @@ type server struct {
 // nil means lexical only. A server embeds in the background, as loci serve
 // does.
 type Embedding struct {
-	Embedder vecindex.Embedder
+	Embedder embed.Embedder
 }
 
 func (e Embedding) options(o *engine.Options) {
@@ -53,14 +54,13 @@ func (e Embedding) Name() string {
 	return e.Embedder.Model()
 }
 
-// startServer starts a server with the engine's default embedder (GloVe,
-// inline).
+// startServer starts a server with the built-in GloVe embedder, inline.
 func startServer(prefix string, sync wal.SyncPolicy) (*server, error) {
 	return startServerWith(prefix, sync, nil)
 }
 
-// startServerWith starts a server whose semantic channel is emb's (nil: the
-// engine's default), in a fresh temporary directory.
+// startServerWith starts a server whose semantic channel is emb's (nil:
+// GloVe, inline), in a fresh temporary directory.
 func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {
 	return startServerIn("", prefix, sync, emb)
 }
@@ -94,6 +94,8 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()}
 	if emb != nil {
 		emb.options(&opts)
+	} else {
+		opts.Embedder = glove.New()
 	}
 	db, err := engine.Open(dir, opts)
 	if err != nil {

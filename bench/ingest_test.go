@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -25,11 +25,11 @@ func BenchmarkIngestPipeline(b *testing.B) {
 // embedder and the drain.
 func TestIngestBackgroundEmbedding(t *testing.T) {
 	r, err := Ingest(IngestConfig{Dir: t.TempDir(), Writers: 4, Artifacts: 300, Sync: wal.SyncAlways, Seed: 1,
-		Embedding: Embedding{Embedder: vecindex.NewGloVe()}, Drain: true, DrainTimeout: time.Minute})
+		Embedding: Embedding{Embedder: glove.New()}, Drain: true, DrainTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Embedder != vecindex.NewGloVe().Model() || r.EmbeddingBacklog == nil || r.Drained == nil || !*r.Drained ||
+	if r.Embedder != glove.New().Model() || r.EmbeddingBacklog == nil || r.Drained == nil || !*r.Drained ||
 		r.DrainSeconds < 0 || r.Open != nil || r.CPUusPerArt <= 0 {
 		t.Fatalf("implausible result %+v", r)
 	}
@@ -40,7 +40,7 @@ func TestIngestBackgroundEmbedding(t *testing.T) {
 // artifact's lag is measured.
 func TestIngestOpenLoop(t *testing.T) {
 	r, err := Ingest(IngestConfig{Dir: t.TempDir(), Writers: 8, Sync: wal.SyncAlways, Seed: 1,
-		Rate: 500, Duration: 400 * time.Millisecond, Embedding: Embedding{Embedder: vecindex.NewGloVe()},
+		Rate: 500, Duration: 400 * time.Millisecond, Embedding: Embedding{Embedder: glove.New()},
 		Drain: true, DrainTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/retrieval"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -76,7 +77,7 @@ const (
 
 // evalEmbedder returns the embedder called name ("" is EmbedderMiniLM),
 // nil for EmbedderNone.
-func evalEmbedder(name string) (vecindex.Embedder, error) {
+func evalEmbedder(name string) (embed.Embedder, error) {
 	switch name {
 	case "", EmbedderMiniLM:
 		e, err := minilm.Default()
@@ -85,7 +86,7 @@ func evalEmbedder(name string) (vecindex.Embedder, error) {
 		}
 		return e, nil
 	case EmbedderGloVe:
-		return vecindex.NewGloVe(), nil
+		return glove.New(), nil
 	case EmbedderNone:
 		return nil, nil
 	}
@@ -94,14 +95,14 @@ func evalEmbedder(name string) (vecindex.Embedder, error) {
 
 // evalOptions are the engine options of an evaluation's scratch engine:
 // fsync off (the figures are about reads) and the embedder emb (nil: none).
-func evalOptions(emb vecindex.Embedder) engine.Options {
+func evalOptions(emb embed.Embedder) engine.Options {
 	return engine.Options{Sync: wal.SyncOff, Embedder: emb, NoEmbedder: emb == nil}
 }
 
 // evalEngine opens an engine with evalOptions(emb) and no background
 // maintenance in a new temporary directory, and returns a cleanup that
 // closes it and removes the directory.
-func evalEngine(prefix string, emb vecindex.Embedder) (*engine.DB, func(), error) {
+func evalEngine(prefix string, emb embed.Embedder) (*engine.DB, func(), error) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return nil, nil, err
@@ -293,7 +294,7 @@ type engineStore struct {
 // IngestBatch per session (each turn a chat_turn, actor its speaker,
 // idempotency key its dialogue id), and compacts. turnOf[ci] maps an
 // artifact to its dialogue id.
-func ingestEngine(convs []locomoConv, style string, emb vecindex.Embedder, p *progress) (*engineStore, []map[uuid.UUID]string, error) {
+func ingestEngine(convs []locomoConv, style string, emb embed.Embedder, p *progress) (*engineStore, []map[uuid.UUID]string, error) {
 	db, cleanup, err := evalEngine("loci-eval-locomo-", emb)
 	if err != nil {
 		return nil, nil, err
@@ -388,7 +389,7 @@ func (h *httpStore) do(method, path string, body any, want int, out any) error {
 // ingestHTTP starts a server and ingests each conversation with POST
 // /v2/ingest in batches of locomoHTTPBatch turns, in conversation order
 // (a batch may span sessions; session_id says which turn is in which).
-func ingestHTTP(convs []locomoConv, style string, emb vecindex.Embedder, p *progress) (*httpStore, []map[uuid.UUID]string, error) {
+func ingestHTTP(convs []locomoConv, style string, emb embed.Embedder, p *progress) (*httpStore, []map[uuid.UUID]string, error) {
 	// The server embeds in the background, as loci serve does; each batch
 	// asks to be answered once embedded (wait_for_embedding), as a client
 	// that packs right after ingesting would.

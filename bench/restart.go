@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/wal"
 )
@@ -67,7 +68,7 @@ func Restart(cfg RestartConfig) (*RestartResult, error) {
 		p.tick("reopening: %d of %d done", i, cfg.Restarts)
 		runtime.GC()
 		t := time.Now()
-		db, err := engine.Open(dir, engine.Options{DisableBackground: true})
+		db, err := engine.Open(dir, engine.Options{DisableBackground: true, Embedder: glove.New()})
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +101,7 @@ func Restart(cfg RestartConfig) (*RestartResult, error) {
 }
 
 func build(dir string, cfg RestartConfig) error {
-	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff})
+	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, Embedder: glove.New()})
 	if err != nil {
 		return err
 	}

@@ -109,11 +109,11 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 100); return err }, "lexical top 100"},
 		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 10); return err }, "lexical top 10"},
 		{&res.SemanticTop100, func(q string) error {
-			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 100)
+			_, err := retrieval.SearchSemantic(context.Background(), db, "bench", "bench", q, 100)
 			return err
 		}, "semantic top 100"},
 		{&res.SemanticTop10, func(q string) error {
-			_, err := db.SearchSemantic(context.Background(), "bench", "bench", q, 10)
+			_, err := retrieval.SearchSemantic(context.Background(), db, "bench", "bench", q, 10)
 			return err
 		}, "semantic top 10"},
 		{&res.Pack2048, func(q string) error {

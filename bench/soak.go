@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/wal"
@@ -181,7 +182,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{MaxFinished: cfg.MaxFinishedJobs, MaxUnfinished: cfg.MaxUnfinishedJobs})
-	db, err := engine.Open(dir, engine.Options{Sync: cfg.Sync, Control: ctl, Logger: quietLogger(),
+	db, err := engine.Open(dir, engine.Options{Sync: cfg.Sync, Control: ctl, Logger: quietLogger(), Embedder: glove.New(),
 		ReceiptsPerWorkspace: cfg.ReceiptsPerWorkspace, FlushThreshold: cfg.FlushThreshold})
 	if err != nil {
 		return nil, err

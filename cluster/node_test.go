@@ -13,6 +13,7 @@ import (
 
 	"github.com/loci-memory/loci/cluster/natstest"
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 )
 
@@ -106,7 +107,7 @@ func TestNodesReplicate(t *testing.T) {
 	// A node configured unlike the cluster refuses to start.
 	for name, mod := range map[string]func(*Config){
 		"shards":   func(c *Config) { c.Shards = 5 },
-		"embedder": func(c *Config) { c.Engine = engine.Options{DisableBackground: true, Logger: testLogger(t)} }, // GloVe
+		"embedder": func(c *Config) { c.Engine.Embedder, c.Engine.NoEmbedder = glove.New(), false },
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		cfg := Config{URLs: nc.URLs(), NodeID: "odd", Shards: 4, Dir: t.TempDir(), Control: control.New(time.Now),

@@ -18,7 +18,7 @@ import (
 // began, verify clean, and open; Restore brings them back the same.
 func TestBackupRacesMaintenance(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := Open(src, Options{FlushThreshold: 32 << 10, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
+	db, err := testOpen(src, Options{FlushThreshold: 32 << 10, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestBackupRacesMaintenance(t *testing.T) {
 		if len(r.Faults) > 0 {
 			t.Fatalf("round %d: verify of the restored backup: %v", round, r.Faults)
 		}
-		got, err := Open(restored, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+		got, err := testOpen(restored, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 		if err != nil {
 			t.Fatalf("round %d: open restored: %v", round, err)
 		}
@@ -107,7 +107,7 @@ func TestBackupRacesMaintenance(t *testing.T) {
 // Backup and Restore refuse what they cannot do, saying why.
 func TestBackupRestoreRefusals(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := Open(src, Options{NoEmbedder: true, Logger: quietLogger()})
+	db, err := testOpen(src, Options{NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestBackupRestoreRefusals(t *testing.T) {
 // attempt start over, and the backup taken then is complete.
 func TestBackupRetriesAfterCompaction(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := Open(src, Options{DisableBackground: true, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
+	db, err := testOpen(src, Options{DisableBackground: true, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestBackupRetriesAfterCompaction(t *testing.T) {
 	if info.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2 (the first raced the compaction)", info.Attempts)
 	}
-	got, err := Open(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	got, err := testOpen(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestBackupRetriesAfterCompaction(t *testing.T) {
 // the copy, as replay would cut it, so the backup verifies without warnings.
 func TestBackupCutsTornTail(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := Open(src, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	db, err := testOpen(src, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestBackupCutsTornTail(t *testing.T) {
 	if err != nil || len(r.Faults)+len(r.Warnings) > 0 || r.Artifacts != 1 {
 		t.Fatalf("verify: %v %+v", err, r)
 	}
-	got, err := Open(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	got, err := testOpen(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

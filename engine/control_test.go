@@ -63,7 +63,7 @@ func (c *logControl) state() string {
 
 func openControl(t *testing.T, dir string, c ControlState) *DB {
 	t.Helper()
-	db, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger(), Control: c})
+	db, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger(), Control: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestControlSnapshotNewerThanCheckpoint(t *testing.T) {
 
 func TestControlWithoutControlState(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	db, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,13 +163,13 @@ func TestControlWithoutControlState(t *testing.T) {
 	db = openControl(t, dir, &logControl{})
 	db.AppendControl(0, []byte("x"))
 	db.Close()
-	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, ErrNoControl) {
+	if _, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, ErrNoControl) {
 		t.Fatalf("open with control records in the WAL: %v", err)
 	}
 	db = openControl(t, dir, &logControl{})
 	db.Flush()
 	db.Close()
-	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, ErrNoControl) {
+	if _, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, ErrNoControl) {
 		t.Fatalf("open with a control snapshot: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestControlFileCorruption(t *testing.T) {
 		b := append([]byte(nil), orig...)
 		b[off] ^= 0x10
 		os.WriteFile(path, b, 0o644)
-		_, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger(), Control: &logControl{}})
+		_, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger(), Control: &logControl{}})
 		if err == nil || !strings.Contains(err.Error(), controlName) {
 			t.Fatalf("flip at %d: open error %v, want one naming %s", off, err, controlName)
 		}
@@ -210,7 +210,7 @@ func TestControlFileCorruption(t *testing.T) {
 		}
 	}
 	os.WriteFile(path, orig[:5], 0o644)
-	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger(), Control: &logControl{}}); err == nil {
+	if _, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger(), Control: &logControl{}}); err == nil {
 		t.Fatal("truncated control file accepted")
 	}
 }

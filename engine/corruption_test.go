@@ -76,7 +76,7 @@ func TestSegmentCorruptionNeverServesWrongData(t *testing.T) {
 			t.Fatalf("offset %d: verify faults do not name the file: %v", off, rep.Faults)
 		}
 		detectedByVerify++
-		db, err := Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+		db, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
 		if err != nil {
 			var ce *segment.CorruptionError
 			if !errors.As(err, &ce) || !strings.HasSuffix(ce.File, segment.FileName(1)) {
@@ -105,7 +105,7 @@ func TestSegmentCorruptionNeverServesWrongData(t *testing.T) {
 func TestManifestCorruptionFailsOpen(t *testing.T) {
 	dir, _, _ := corruptDir(t)
 	flipByte(t, filepath.Join(dir, manifestName), 20)
-	_, err := Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+	_, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
 	var me *ManifestError
 	if !errors.As(err, &me) || me.Offset == 0 {
 		t.Fatalf("open with damaged manifest: %v", err)
@@ -119,12 +119,12 @@ func TestManifestCorruptionFailsOpen(t *testing.T) {
 func TestMissingSegmentFailsOpen(t *testing.T) {
 	dir, _, _ := corruptDir(t)
 	os.Remove(filepath.Join(dir, segmentDir, segment.FileName(1)))
-	if _, err := Open(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil {
+	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil {
 		t.Fatal("open succeeded without a listed segment")
 	}
 	os.Remove(filepath.Join(dir, manifestName))
 	os.WriteFile(filepath.Join(dir, segmentDir, segment.FileName(2)), []byte("x"), 0o644)
-	if _, err := Open(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
+	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
 		t.Fatalf("open of segments without manifest: %v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestWALCorruption(t *testing.T) {
 
 	// Damage in an older file: Open refuses, naming file and offset.
 	flipByte(t, first, 30)
-	_, err := Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+	_, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
 	var ce *wal.CorruptionError
 	if !errors.As(err, &ce) || filepath.Base(ce.File) != wal.FileName(files[0]) {
 		t.Fatalf("open with damaged older wal file: %v", err)

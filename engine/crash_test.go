@@ -62,7 +62,7 @@ func crc(s string) uint32 {
 // erases a scratch workspace now and then, and retries earlier keys to check
 // idempotency across crashes.
 func crashChild(dir, round string) {
-	db, err := Open(dir, Options{FlushThreshold: 48 << 10, WALFileSize: 64 << 10, CompactionMinSegments: 2, Logger: quietLogger()})
+	db, err := testOpen(dir, Options{FlushThreshold: 48 << 10, WALFileSize: 64 << 10, CompactionMinSegments: 2, Logger: quietLogger()})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)

@@ -57,7 +57,7 @@ func checkNoGarbage(t *testing.T, dir string) {
 func diskFullRound(t *testing.T, budget int64, closeFull bool) {
 	dir := t.TempDir()
 	fsys := vfs.NewInject(vfs.Default)
-	db, err := Open(dir, diskFullOptions(fsys))
+	db, err := testOpen(dir, diskFullOptions(fsys))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func diskFullRound(t *testing.T, budget int64, closeFull bool) {
 	if rep.Artifacts != len(acked) {
 		t.Fatalf("budget %d: %d artifacts on disk, %d acknowledged", budget, rep.Artifacts, len(acked))
 	}
-	db, err = Open(dir, diskFullOptions(vfs.Default))
+	db, err = testOpen(dir, diskFullOptions(vfs.Default))
 	if err != nil {
 		t.Fatalf("budget %d: reopen: %v", budget, err)
 	}
@@ -169,7 +169,7 @@ func TestFsyncFailureInjected(t *testing.T) {
 			t.Run(fmt.Sprintf("%s#%d", op, nth), func(t *testing.T) {
 				dir := t.TempDir()
 				fsys := vfs.NewInject(vfs.Default)
-				db, err := Open(dir, diskFullOptions(fsys))
+				db, err := testOpen(dir, diskFullOptions(fsys))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -210,7 +210,7 @@ func TestFsyncFailureInjected(t *testing.T) {
 				if err != nil || len(rep.Faults) != 0 {
 					t.Fatalf("verify: %+v %v", rep, err)
 				}
-				db, err = Open(dir, diskFullOptions(vfs.Default))
+				db, err = testOpen(dir, diskFullOptions(vfs.Default))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -237,7 +237,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
 	dir := filepath.Join(mnt, "data")
-	db, err := Open(dir, Options{NoEmbedder: true, FlushThreshold: 256 << 10, WALFileSize: 256 << 10,
+	db, err := testOpen(dir, Options{NoEmbedder: true, FlushThreshold: 256 << 10, WALFileSize: 256 << 10,
 		WALRetryInterval: 10 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	db, err = Open(dir, Options{NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
+	db, err = testOpen(dir, Options{NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}

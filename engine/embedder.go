@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
@@ -42,7 +43,7 @@ var (
 	embedRetryMax     = 30 * time.Second
 )
 
-// An embedder that is unavailable (vecindex.ErrUnavailable: down, slow,
+// An embedder that is unavailable (embed.ErrUnavailable: down, slow,
 // rate limited, or a remote call past embedTimeout) is asked again, with
 // back-off, for as long as the engine runs: the artifacts stay pending and
 // the backlog grows until ingest is refused (waitForRoom). Only an embedder
@@ -59,7 +60,7 @@ var errEmbedderMismatch = errors.New(`the data directory's vectors are of anothe
 const EmbedderNone = "none"
 
 // embedderName is the name recorded for an embedder (EmbedderNone for nil).
-func embedderName(e vecindex.Embedder) string {
+func embedderName(e embed.Embedder) string {
 	if e == nil {
 		return EmbedderNone
 	}
@@ -287,12 +288,12 @@ func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRe
 }
 
 // embedRetrying calls the embedder until it answers, rejects the input (a
-// non-nil error that is not vecindex.ErrUnavailable), or ctx ends.
+// non-nil error that is not embed.ErrUnavailable), or ctx ends.
 func (db *DB) embedRetrying(ctx context.Context, texts []string) ([][]float32, error) {
 	backoff := embedRetryBackoff
 	for attempt := 1; ; attempt++ {
 		vecs, err := db.embedOnce(ctx, texts)
-		if err == nil || ctx.Err() != nil || !errors.Is(err, vecindex.ErrUnavailable) {
+		if err == nil || ctx.Err() != nil || !errors.Is(err, embed.ErrUnavailable) {
 			db.embedding.noteFailure(nil)
 			return vecs, err
 		}
@@ -314,17 +315,17 @@ func (db *DB) embedRetrying(ctx context.Context, texts []string) ([][]float32, e
 // has no reason to time out (under CPU contention it is slow, not down);
 // a remote one gets embedTimeout, and a call past it counts as unavailable.
 func (db *DB) embedOnce(ctx context.Context, texts []string) ([][]float32, error) {
-	if _, local := db.opts.Embedder.(vecindex.InProcess); !local {
+	if _, local := db.opts.Embedder.(embed.InProcess); !local {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, embedTimeout)
 		defer cancel()
 	}
 	vecs, err := db.opts.Embedder.Embed(ctx, texts)
 	switch {
-	case err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, vecindex.ErrUnavailable):
-		err = fmt.Errorf("%w: no answer within %v: %w", vecindex.ErrUnavailable, embedTimeout, err)
+	case err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, embed.ErrUnavailable):
+		err = fmt.Errorf("%w: no answer within %v: %w", embed.ErrUnavailable, embedTimeout, err)
 	case err == nil && len(vecs) != len(texts):
-		err = fmt.Errorf("%w: embedder returned %d vectors for %d texts", vecindex.ErrUnavailable, len(vecs), len(texts))
+		err = fmt.Errorf("%w: embedder returned %d vectors for %d texts", embed.ErrUnavailable, len(vecs), len(texts))
 	}
 	return vecs, err
 }

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 )
 
 // gatedEmbedder is GloVe behind a gate: Embed blocks until the test opens
 // it, so a test sees artifacts pending, then embedded. down makes it fail.
 type gatedEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	mu    sync.Mutex
 	gate  chan struct{}
 	down  bool
@@ -25,7 +26,7 @@ type gatedEmbedder struct {
 }
 
 func newGatedEmbedder() *gatedEmbedder {
-	return &gatedEmbedder{Embedder: vecindex.NewGloVe(), gate: make(chan struct{})}
+	return &gatedEmbedder{Embedder: glove.New(), gate: make(chan struct{})}
 }
 
 func (g *gatedEmbedder) open() { close(g.gate) }
@@ -42,7 +43,7 @@ func (g *gatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	down := g.down
 	g.mu.Unlock()
 	if down {
-		return nil, fmt.Errorf("connection refused: %w", vecindex.ErrUnavailable)
+		return nil, fmt.Errorf("connection refused: %w", embed.ErrUnavailable)
 	}
 	return g.Embedder.Embed(ctx, texts)
 }
@@ -93,7 +94,7 @@ func TestBackgroundEmbedding(t *testing.T) {
 	if s := embeddingState(t, db, "t", r.ArtifactID); s != EmbeddingEmbedded {
 		t.Fatalf("state %q, want embedded", s)
 	}
-	if h, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); err != nil || len(h) != 1 {
+	if h, err := searchSemantic(db, "t", "ws", "deploy", 5); err != nil || len(h) != 1 {
 		t.Fatalf("semantic after embedding: %v %v", h, err)
 	}
 	if v := db.DataVersion("t", "ws"); v <= v0 {
@@ -133,16 +134,16 @@ func TestBackgroundEmbeddingFlushWaitsAndReplays(t *testing.T) {
 	if st := db.Stats(); st.Segments != 1 {
 		t.Fatalf("segments %d", st.Segments)
 	}
-	before, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
+	before, err := searchSemantic(db, "t", "ws", "deploy Friday", 10)
 	if err != nil || len(before) != 5 {
 		t.Fatalf("semantic from the segment: %v %v", before, err)
 	}
 	v := db.DataVersion("t", "ws")
 	db.Close()
 
-	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: glove.New(), EmbedInBackground: true})
 	defer db.Close()
-	after, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy Friday", 10)
+	after, err := searchSemantic(db, "t", "ws", "deploy Friday", 10)
 	if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("after restart:\n%v\nbefore:\n%v (%v)", after, before, err)
 	}
@@ -177,7 +178,7 @@ func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
 	if err := db.Close(); err != nil { // must not hang on the blocked embedder
 		t.Fatal(err)
 	}
-	db = openTest(t, dir, Options{DisableBackground: true, Embedder: vecindex.NewGloVe(), EmbedInBackground: true})
+	db = openTest(t, dir, Options{DisableBackground: true, Embedder: glove.New(), EmbedInBackground: true})
 	defer db.Close()
 	waitEmbedded(t, db, "t", ids...)
 	req := PackProbe{Workspace: "ws", Query: "when is the deploy?", MaxTokens: 512}
@@ -248,10 +249,10 @@ func TestBackgroundEmbeddingRetriesUnavailable(t *testing.T) {
 }
 
 // rejectingEmbedder is GloVe that rejects, as a provider rejects input its
-// model cannot take (a plain error, not vecindex.ErrUnavailable), every
+// model cannot take (a plain error, not embed.ErrUnavailable), every
 // call with a text containing "REJECT".
 type rejectingEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	calls int
 }
 
@@ -271,7 +272,7 @@ func (r *rejectingEmbedder) Embed(ctx context.Context, texts []string) ([][]floa
 // back at the next open (it used to fail: "vectors record: bad span count").
 func TestBackgroundEmbeddingRejectedInput(t *testing.T) {
 	dir := t.TempDir()
-	emb := &rejectingEmbedder{Embedder: vecindex.NewGloVe()}
+	emb := &rejectingEmbedder{Embedder: glove.New()}
 	gate := newGatedEmbedder()
 	gate.Embedder = emb
 	db := openTest(t, dir, Options{DisableBackground: true, Embedder: gate, EmbedInBackground: true})
@@ -340,7 +341,7 @@ func TestBackgroundEmbeddingErasedBeforeEmbedding(t *testing.T) {
 	if db.EmbeddingBacklog() != 0 {
 		t.Fatalf("backlog %d", db.EmbeddingBacklog())
 	}
-	if h, _ := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); len(h) != 0 {
+	if h, _ := searchSemantic(db, "t", "ws", "deploy", 5); len(h) != 0 {
 		t.Fatal("erased artifact found")
 	}
 }
@@ -386,7 +387,7 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 	ids = append(ids, late.ArtifactID)
 	db.Close()
 
-	_, err = Open(dir, Options{DisableBackground: true, Logger: quietLogger()})
+	_, err = testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
 	if !errors.Is(err, errEmbedderMismatch) || !strings.Contains(err.Error(), `"none"`) || !strings.Contains(err.Error(), "glove") {
 		t.Fatalf("opening with another embedder: %v", err)
 	}
@@ -402,7 +403,7 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 	db.Close()
 
 	db = openTest(t, dir, Options{DisableBackground: true})
-	h, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5)
+	h, err := searchSemantic(db, "t", "ws", "deploy", 5)
 	if err != nil || len(h) != 3 {
 		t.Fatalf("semantic after reindex: %v %v", h, err)
 	}
@@ -412,7 +413,7 @@ func TestEmbedderRecordedAndReindex(t *testing.T) {
 		}
 	}
 	db.Close()
-	if _, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
+	if _, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
 		t.Fatalf("lexical-only open of a reindexed directory: %v", err)
 	}
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
-	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )
@@ -33,7 +33,9 @@ import (
 // engines opened while requests are served, in cluster mode).
 func init() { uuid.EnableRandPool() }
 
-// Options configures a DB. The zero value gives production defaults.
+// Options configures a DB. Zero fields take production defaults, except
+// the embedder: the engine knows no concrete embedder, so the caller
+// chooses one (Embedder) or none (NoEmbedder), and Open refuses neither.
 type Options struct {
 	// Sync is the WAL fsync policy. SyncAlways (the default) makes every
 	// acknowledged write durable; the others are for benchmarks only.
@@ -55,9 +57,10 @@ type Options struct {
 	// TokenCounter counts span tokens at indexing and pack tokens (default:
 	// the exact o200k_base BPE counter, text.O200kBase).
 	TokenCounter text.TokenCounter
-	// Embedder embeds span texts at ingest and queries at search (default:
-	// the built-in GloVe embedder). NoEmbedder turns the semantic channel off.
-	Embedder   vecindex.Embedder
+	// Embedder embeds span texts at ingest; its model names the vectors
+	// stored. NoEmbedder turns the semantic channel off. One of the two is
+	// required (cmd/loci chooses, by --embedder).
+	Embedder   embed.Embedder
 	NoEmbedder bool
 	// EmbedInBackground acknowledges ingests once they are durable and
 	// lexically indexed, and embeds their spans on a background worker that
@@ -120,9 +123,6 @@ func (o *Options) setDefaults() {
 	if o.TokenCounter == nil {
 		o.TokenCounter = text.O200kBase()
 	}
-	if o.Embedder == nil && !o.NoEmbedder {
-		o.Embedder = vecindex.NewGloVe()
-	}
 	if o.NoEmbedder {
 		o.Embedder = nil
 	}
@@ -142,6 +142,10 @@ func (o *Options) setDefaults() {
 		o.FS = vfs.Default
 	}
 }
+
+// errNoEmbedderChosen is Open's answer to Options that name no embedder:
+// a programming error, not a state of the data directory.
+var errNoEmbedderChosen = errors.New("engine: no embedder chosen: set Options.Embedder, or Options.NoEmbedder for lexical retrieval only")
 
 // Errors callers test for.
 var (
@@ -312,6 +316,9 @@ func (db *DB) embedModel() (string, int) {
 // Open opens or creates the data directory dir. It takes an exclusive lock on
 // it: a second process gets an error naming the holder.
 func Open(dir string, opts Options) (*DB, error) {
+	if opts.Embedder == nil && !opts.NoEmbedder {
+		return nil, errNoEmbedderChosen
+	}
 	opts.setDefaults()
 	_, statErr := opts.FS.Stat(filepath.Join(dir, segmentDir))
 	if err := opts.FS.MkdirAll(filepath.Join(dir, segmentDir), 0o755); err != nil {

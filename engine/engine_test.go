@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +20,7 @@ func openTest(t *testing.T, dir string, opts Options) *DB {
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
-	db, err := Open(dir, opts)
+	db, err := testOpen(dir, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
@@ -211,11 +213,28 @@ func TestConcurrentIdempotency(t *testing.T) {
 	}
 }
 
+// TestOpenNeedsAnEmbedderChoice: the engine has no default embedder; Open
+// with neither Embedder nor NoEmbedder is refused and creates nothing.
+func TestOpenNeedsAnEmbedderChoice(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := Open(dir, Options{Logger: quietLogger()}); !errors.Is(err, errNoEmbedderChosen) {
+		t.Fatalf("Open without an embedder choice: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("refused Open left %s behind: %v", dir, err)
+	}
+	db, err := Open(dir, Options{NoEmbedder: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
 func TestSecondOpenFails(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, Options{DisableBackground: true})
 	defer db.Close()
-	_, err := Open(dir, Options{Logger: quietLogger()})
+	_, err := testOpen(dir, Options{Logger: quietLogger()})
 	if err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second Open: %v", err)
 	}

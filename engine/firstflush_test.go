@@ -35,7 +35,7 @@ func (s stallAfterSegment) Rename(oldname, newname string) error {
 // firstFlushChild ingests, acknowledging each artifact, then flushes into
 // stallAfterSegment.
 func firstFlushChild(dir string) {
-	db, err := Open(dir, Options{FS: stallAfterSegment{vfs.Default}, DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	db, err := testOpen(dir, Options{FS: stallAfterSegment{vfs.Default}, DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)

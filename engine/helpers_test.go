@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -10,9 +11,33 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/loci-memory/loci/embed/glove"
+	"github.com/loci-memory/loci/vecindex"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testOpen is Open with the embedder engine tests use when they choose
+// none: the built-in GloVe, offline and deterministic. Open itself has no
+// default (the program chooses).
+func testOpen(dir string, opts Options) (*DB, error) {
+	if opts.Embedder == nil && !opts.NoEmbedder {
+		opts.Embedder = glove.New()
+	}
+	return Open(dir, opts)
+}
+
+// searchSemantic embeds query with db's embedder and searches the semantic
+// channel with it: retrieval.SearchSemantic, which engine tests cannot
+// import.
+func searchSemantic(db *DB, tenant, ws, query string, k int) ([]SearchHit, error) {
+	vecs, err := db.Embedder().Embed(context.Background(), []string{query})
+	if err != nil {
+		return nil, err
+	}
+	q := make([]int8, len(vecs[0]))
+	return db.SearchSemantic(tenant, ws, q, vecindex.Quantize(vecs[0], q), k)
+}
 
 // assertNotOnDisk fails if any file under dir contains needle, raw or inside a
 // zstd frame (segment payloads may be compressed).

@@ -12,7 +12,7 @@ import (
 // TestObserve checks the accessors the metrics read: compactions are
 // counted, WAL stats move, and the fsync observer sees the ingests' records.
 func TestObserve(t *testing.T) {
-	db, err := Open(t.TempDir(), Options{Logger: quietLogger(), NoEmbedder: true, DisableBackground: true})
+	db, err := testOpen(t.TempDir(), Options{Logger: quietLogger(), NoEmbedder: true, DisableBackground: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestWALFlipInLastFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+		db, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 		if k == len(offs)-1 {
 			if err != nil {
 				t.Fatalf("flip at %d (last record): Open: %v", off, err)
@@ -215,7 +215,7 @@ func TestManifestAtCreation(t *testing.T) {
 func TestLostManifest(t *testing.T) {
 	dir, _, _ := corruptDir(t)
 	os.Remove(filepath.Join(dir, manifestName))
-	_, err := Open(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	_, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
 		t.Fatalf("open: %v", err)
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -195,7 +194,7 @@ func replicaReads(t *testing.T, db *DB) string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sem, err := db.SearchSemantic(context.Background(), tenant, ws, query, 20)
+			sem, err := searchSemantic(db, tenant, ws, query, 20)
 			if err != nil {
 				t.Fatal(err)
 			}

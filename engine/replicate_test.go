@@ -60,7 +60,7 @@ func (r memReplica) Replicate(msgID string, entries []wal.Entry) error {
 
 func openReplicated(t *testing.T, l *memLog, dir string) *DB {
 	t.Helper()
-	db, err := Open(dir, Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
+	db, err := testOpen(dir, Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestReplicatedEngines(t *testing.T) {
 	applied := a.AppliedSeq()
 	a.Close()
 	b.Close()
-	re, err := Open(dirs[0], Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
+	re, err := testOpen(dirs[0], Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

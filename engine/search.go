@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -41,27 +40,21 @@ func (db *DB) SearchLexicalTerms(tenant, ws string, terms []invindex.Term, k int
 	return out, err
 }
 
-// SearchSemantic embeds query and returns the top k spans of a workspace by
-// cosine similarity of int8 vectors, exact (a flat scan's answer), best
-// first, ties as SearchLexical's; spans without a vector of the engine's model are
-// not candidates. An error wrapping vecindex.ErrUnavailable means the
-// embedder cannot answer: callers fall back to lexical retrieval.
-func (db *DB) SearchSemantic(ctx context.Context, tenant, ws, query string, k int) ([]SearchHit, error) {
-	if db.opts.Embedder == nil {
-		return nil, fmt.Errorf("engine: no embedder configured: %w", vecindex.ErrUnavailable)
+// SearchSemantic returns the top k spans of a workspace by cosine
+// similarity to the query vector q (int8 codes with scale qscale, as
+// vecindex.Quantize makes them from an embedding by the engine's
+// embedder), exact (a flat scan's answer), best first, ties as
+// SearchLexical's; spans without a vector of the engine's model are not
+// candidates. q must have the embedder's dimension (none without an
+// embedder: no span is a candidate then). Embedding the query is
+// retrieval's (retrieval.SearchSemantic): the engine embeds only what it
+// stores.
+func (db *DB) SearchSemantic(tenant, ws string, q []int8, qscale float32, k int) ([]SearchHit, error) {
+	if _, dim := db.embedModel(); len(q) != dim {
+		return nil, fmt.Errorf("engine: semantic search: query vector of %d values, want %d", len(q), dim)
 	}
-	vecs, err := db.opts.Embedder.Embed(ctx, []string{query})
-	if err != nil {
-		return nil, fmt.Errorf("engine: embed query: %w", err)
-	}
-	_, dim := db.embedModel()
-	if len(vecs) != 1 || len(vecs[0]) != dim {
-		return nil, fmt.Errorf("engine: embedder returned a malformed query vector: %w", vecindex.ErrUnavailable)
-	}
-	q := make([]int8, dim)
-	qscale := vecindex.Quantize(vecs[0], q)
 	var out []SearchHit
-	err = db.View(tenant, ws, func(v *View) error {
+	err := db.View(tenant, ws, func(v *View) error {
 		parts, at := v.VectorParts()
 		var err error
 		out, err = resolveHits(v, vecindex.Search(parts, q, qscale, k), func(h vecindex.Hit) (int, uint32, float64) {

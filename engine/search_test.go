@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
-	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/embed"
 )
 
 func TestSearchChannels(t *testing.T) {
@@ -51,7 +52,7 @@ func TestSearchChannels(t *testing.T) {
 		}
 	}
 	// No word in common with document 3, but close in meaning.
-	sem, err := db.SearchSemantic(context.Background(), "t", "ws", "monarch crown princess", 10)
+	sem, err := searchSemantic(db, "t", "ws", "monarch crown princess", 10)
 	if err != nil || top(sem) != "3" {
 		t.Fatalf("semantic: top %s, %v", top(sem), err)
 	}
@@ -59,8 +60,12 @@ func TestSearchChannels(t *testing.T) {
 	if h, _ := db.SearchLexical("other", "ws", "budget", 10); len(h) != 0 {
 		t.Fatal("lexical search crossed tenants")
 	}
-	if h, _ := db.SearchSemantic(context.Background(), "other", "ws", "budget", 10); len(h) != 0 {
+	if h, _ := searchSemantic(db, "other", "ws", "budget", 10); len(h) != 0 {
 		t.Fatal("semantic search crossed tenants")
+	}
+	// A query vector of another dimension than the embedder's is refused.
+	if _, err := db.SearchSemantic("t", "ws", make([]int8, 8), 1, 10); err == nil || !strings.Contains(err.Error(), "query vector of 8 values, want 100") {
+		t.Fatalf("query vector of the wrong dimension: %v", err)
 	}
 	db.EraseWorkspace("t", "ws")
 	if h, _ := db.SearchLexical("t", "ws", "budget", 10); len(h) != 0 {
@@ -75,7 +80,7 @@ type failingEmbedder struct{}
 func (failingEmbedder) Model() string { return "test:down:8" }
 func (failingEmbedder) Dim() int      { return 8 }
 func (failingEmbedder) Embed(context.Context, []string) ([][]float32, error) {
-	return nil, fmt.Errorf("connection refused: %w", vecindex.ErrUnavailable)
+	return nil, fmt.Errorf("connection refused: %w", embed.ErrUnavailable)
 }
 
 func TestEmbedderUnavailable(t *testing.T) {
@@ -91,16 +96,13 @@ func TestEmbedderUnavailable(t *testing.T) {
 	if h, err := db.SearchLexical("t", "ws", "deploy", 5); err != nil || len(h) != 1 {
 		t.Fatalf("lexical: %v %v", h, err)
 	}
-	if _, err := db.SearchSemantic(context.Background(), "t", "ws", "deploy", 5); !errors.Is(err, vecindex.ErrUnavailable) {
-		t.Fatalf("semantic: %v", err)
-	}
 	if err := db.Compact(); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
 	// Reopened with a working embedder of another model: refused, so the
 	// two models' vectors never mix (loci reindex rebuilds them).
-	if _, err := Open(dir, Options{DisableBackground: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
+	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); !errors.Is(err, errEmbedderMismatch) {
 		t.Fatalf("reopened with another embedder: %v", err)
 	}
 }
@@ -114,8 +116,8 @@ func TestNoEmbedder(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SearchSemantic(context.Background(), "t", "ws", "hello", 5); !errors.Is(err, vecindex.ErrUnavailable) {
-		t.Fatalf("semantic without embedder: %v", err)
+	if h, err := db.SearchSemantic("t", "ws", nil, 0, 5); err != nil || len(h) != 0 {
+		t.Fatalf("semantic without embedder: %v %v", h, err)
 	}
 	if h, _ := db.SearchLexical("t", "ws", "hello", 5); len(h) != 1 {
 		t.Fatal("lexical without embedder")

@@ -132,7 +132,7 @@ func TestStrictCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	count := &crashAt{Strict: s}
-	db, err := Open(dir, strictOptions(count))
+	db, err := testOpen(dir, strictOptions(count))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func checkStrictCrash(t *testing.T, n int) {
 	c := &crashAt{Strict: s, n: n}
 	var acked map[uuid.UUID][]byte
 	var erased map[uuid.UUID]bool
-	if db, err := Open(dir, strictOptions(c)); err == nil {
+	if db, err := testOpen(dir, strictOptions(c)); err == nil {
 		acked, erased = strictWorkload(db)
 		db.Close() // after the crash: its errors are the dead process's
 	} else if !errors.Is(err, vfs.ErrCrashed) {
@@ -176,7 +176,7 @@ func checkStrictCrash(t *testing.T, n int) {
 	if len(rep.Faults) != 0 {
 		t.Fatalf("crash at op %d: verify faults: %v", n, rep.Faults)
 	}
-	db, err := Open(dir, strictOptions(s))
+	db, err := testOpen(dir, strictOptions(s))
 	if err != nil {
 		t.Fatalf("crash at op %d: reopen: %v", n, err)
 	}
@@ -222,7 +222,7 @@ func TestStrictCrashConcurrent(t *testing.T) {
 		opts := strictOptions(c)
 		opts.DisableBackground = false
 		opts.FlushThreshold = 24 << 10
-		db, err := Open(dir, opts)
+		db, err := testOpen(dir, opts)
 		if err != nil {
 			t.Fatalf("round %d: open: %v", round, err)
 		}
@@ -254,7 +254,7 @@ func TestStrictCrashConcurrent(t *testing.T) {
 		if rep, err := Verify(dir); err != nil || len(rep.Faults) != 0 {
 			t.Fatalf("round %d (crash at op %d): verify: %+v %v", round, n, rep, err)
 		}
-		db, err = Open(dir, strictOptions(s))
+		db, err = testOpen(dir, strictOptions(s))
 		if err != nil {
 			t.Fatalf("round %d (crash at op %d): reopen: %v", round, n, err)
 		}

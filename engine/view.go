@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
@@ -186,7 +187,7 @@ func (v *View) Pinned() []uuid.UUID { return v.fb.pinned() }
 
 // Embedder returns the engine's embedder (nil without one): it embeds span
 // texts at ingest, so queries must be embedded by it too.
-func (db *DB) Embedder() vecindex.Embedder { return db.opts.Embedder }
+func (db *DB) Embedder() embed.Embedder { return db.opts.Embedder }
 
 // TokenCounter returns the tokenizer that counted the spans' tokens.
 func (db *DB) TokenCounter() text.TokenCounter { return db.opts.TokenCounter }

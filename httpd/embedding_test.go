@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/vecindex"
 )
 
 // With background embedding, v2 ingest with wait_for_embedding answers once
 // the batch is embedded; the status endpoint reports the embedding state.
 func TestWaitForEmbedding(t *testing.T) {
-	h := &harness{t: t, dir: t.TempDir(), opts: engine.Options{Embedder: vecindex.NewGloVe(), EmbedInBackground: true}}
+	h := &harness{t: t, dir: t.TempDir(), opts: engine.Options{Embedder: glove.New(), EmbedInBackground: true}}
 	h.start()
 	t.Cleanup(h.stop)
 	arts := []map[string]any{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/mcpd"
 	"github.com/loci-memory/loci/service"
@@ -26,7 +27,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func newService(t *testing.T, cfg service.Config) *service.Service {
 	t.Helper()
 	ctl := control.New(time.Now)
-	db, err := engine.Open(t.TempDir(), engine.Options{Logger: quiet, Control: ctl})
+	db, err := engine.Open(t.TempDir(), engine.Options{Embedder: glove.New(), Logger: quiet, Control: ctl})
 	if err != nil {
 		t.Fatal(err)
 	}

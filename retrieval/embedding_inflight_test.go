@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
-	"github.com/loci-memory/loci/vecindex"
 )
 
 // steppedEmbedder is GloVe that answers one Embed call per step the test
 // gives, so a test can take packs between any two vectors records. Query
 // embeddings (one text) pass at once.
 type steppedEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	step chan struct{}
 }
 
@@ -37,7 +38,7 @@ func (s *steppedEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 // pack that read other vectors than another pack of the same request must
 // have seen another data version.
 func TestPacksWhileEmbeddingInFlight(t *testing.T) {
-	emb := &steppedEmbedder{Embedder: vecindex.NewGloVe(), step: make(chan struct{})}
+	emb := &steppedEmbedder{Embedder: glove.New(), step: make(chan struct{})}
 	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, Embedder: emb, EmbedInBackground: true})
 	defer db.Close()
 	p := New(db)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
@@ -19,20 +20,14 @@ import (
 
 // embedQuery returns the quantized query vector, or a degradation note.
 func (p *Packer) embedQuery(ctx context.Context, query string) ([]int8, float32, string) {
-	emb := p.db.Embedder()
-	if emb == nil {
-		return nil, 0, pack.AssumeNoSemantic
-	}
-	vecs, err := emb.Embed(ctx, []string{query})
-	dim := emb.Dim()
-	if err != nil || len(vecs) != 1 || len(vecs[0]) != dim {
-		if err != nil && !errors.Is(err, vecindex.ErrUnavailable) {
+	q, scale, err := quantizedQuery(ctx, p.db.Embedder(), query)
+	if err != nil {
+		if !errors.Is(err, embed.ErrUnavailable) {
 			p.db.Logger().Warn("retrieval: query embedding failed", "err", err)
 		}
 		return nil, 0, pack.AssumeNoSemantic
 	}
-	q := make([]int8, dim)
-	return q, vecindex.Quantize(vecs[0], q), ""
+	return q, scale, ""
 }
 
 // queryVector is a query's embedding, possibly still being computed.
@@ -44,7 +39,7 @@ type queryVector struct {
 }
 
 // startQueryEmbedding embeds the query: on its own goroutine when the
-// embedder computes in this process (vecindex.InProcess), so that it
+// embedder computes in this process (embed.InProcess), so that it
 // overlaps with the lexical search; otherwise before returning.
 func (p *Packer) startQueryEmbedding(ctx context.Context, query string) *queryVector {
 	qv := &queryVector{done: make(chan struct{})}
@@ -52,7 +47,7 @@ func (p *Packer) startQueryEmbedding(ctx context.Context, query string) *queryVe
 		qv.q8, qv.scale, qv.assumption = p.embedQuery(ctx, query)
 		close(qv.done)
 	}
-	if _, local := p.db.Embedder().(vecindex.InProcess); local {
+	if _, local := p.db.Embedder().(embed.InProcess); local {
 		go run()
 	} else {
 		run()

@@ -7,10 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// openEngine is engine.Open with the embedder retrieval tests use when
+// they choose none: the built-in GloVe, offline and deterministic (the
+// engine has no default; the program chooses).
+func openEngine(dir string, opts engine.Options) (*engine.DB, error) {
+	if opts.Embedder == nil && !opts.NoEmbedder {
+		opts.Embedder = glove.New()
+	}
+	return engine.Open(dir, opts)
+}
 
 // openTest opens an engine in dir, quiet unless opts sets a logger.
 func openTest(t *testing.T, dir string, opts engine.Options) *engine.DB {
@@ -18,7 +29,7 @@ func openTest(t *testing.T, dir string, opts engine.Options) *engine.DB {
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
-	db, err := engine.Open(dir, opts)
+	db, err := openEngine(dir, opts)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}

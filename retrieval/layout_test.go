@@ -89,7 +89,7 @@ func takeSnapshot(t *testing.T, db *engine.DB, tenants, workspaces []string) sna
 				if err != nil {
 					t.Fatal(err)
 				}
-				sem, err := db.SearchSemantic(context.Background(), tn, ws, q, 20)
+				sem, err := SearchSemantic(context.Background(), db, tn, ws, q, 20)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -224,7 +224,7 @@ func TestLayoutIndependence(t *testing.T) {
 			{"restart", func() error {
 				db.Close()
 				var err error
-				db, err = engine.Open(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
+				db, err = openEngine(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
 				return err
 			}},
 			{"compact after restart", func() error { return db.Compact() }},

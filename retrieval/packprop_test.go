@@ -412,7 +412,7 @@ func TestPackLayoutProperty(t *testing.T) {
 			{"restart", func() error {
 				db.Close()
 				var err error
-				db, err = engine.Open(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
+				db, err = openEngine(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
 				return err
 			}},
 			{"flush and compaction after restart", func() error {

@@ -14,8 +14,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/vecindex"
 )
 
 // dataHarness is a started service over a real engine and control state in
@@ -299,7 +300,7 @@ func TestJobInputKeepsPayloadBytes(t *testing.T) {
 
 // countingEmbedder counts the texts it embeds.
 type countingEmbedder struct {
-	vecindex.Embedder
+	embed.Embedder
 	mu    sync.Mutex
 	texts int
 }
@@ -317,7 +318,7 @@ func (c *countingEmbedder) count() int { c.mu.Lock(); defer c.mu.Unlock(); retur
 // wait_for_embedding) is answered from the stored artifact and does not
 // pay the embedder again: idempotency is resolved before embedding.
 func TestRetriesDoNotPayTheEmbedder(t *testing.T) {
-	emb := &countingEmbedder{Embedder: vecindex.NewGloVe()}
+	emb := &countingEmbedder{Embedder: glove.New()}
 	h := newDataWith(t, Config{}, engine.Options{Embedder: emb, EmbedInBackground: true})
 	one := json.RawMessage(`{"artifact_type":"note","raw_payload":"the deploy moved to Friday","idempotency_key":"k1"}`)
 	req := IngestBatchRequest{WorkspaceID: "ws", ActorID: "a", WaitForEmbedding: true, Artifacts: []json.RawMessage{one}}

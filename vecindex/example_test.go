@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/vecindex"
 )
 
 // Embed texts with the offline GloVe embedder, store them quantized in the
 // head's MemVectors and a segment's SegVectors, and search both at once.
 func Example() {
-	g := vecindex.NewGloVe()
+	g := glove.New()
 	texts := []string{
 		"The database migration failed and the rollback corrupted two tables.",
 		"Buy milk, bread and eggs on the way home.",

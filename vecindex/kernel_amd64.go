@@ -105,12 +105,16 @@ func gatherInBounds(data []int8, dim int, idx []int32) bool {
 	return true
 }
 
-// useAVX2Axpy selects the AVX2 axpy. axpyInt8 calls it directly, not
+// useAVX2Axpy selects the AVX2 axpy. AxpyInt8 calls it directly, not
 // through activeKernel, so that escape analysis sees the accumulator stay on
 // the caller's stack.
 var useAVX2Axpy = hasAVX2()
 
-func axpyInt8(c float32, x []int8, y []float32) {
+// AxpyInt8 sets y[i] += float32(c * float32(x[i])) for i < len(x), the
+// product rounded to float32 before the add (no fused multiply-add), so
+// every kernel gives the same bits; len(y) >= len(x). It is the inner loop
+// of embed/glove, which sums int8 word vectors.
+func AxpyInt8(c float32, x []int8, y []float32) {
 	if useAVX2Axpy {
 		axpyInt8AVX2Go(c, x, y)
 		return

@@ -25,7 +25,7 @@ func BenchmarkQuantize(b *testing.B) {
 func BenchmarkOpenSegVectors(b *testing.B) {
 	r := rand.New(rand.NewPCG(33, 34))
 	d := randDocs(r, 100_000, 100)
-	sec, err := BuildSection(100, GloVeModel, d.keys, d.vecs, d.scales)
+	sec, err := BuildSection(100, "glove-6b-100d-sif", d.keys, d.vecs, d.scales)
 	if err != nil {
 		b.Fatal(err)
 	}

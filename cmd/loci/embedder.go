@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/bench"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
+	"github.com/loci-memory/loci/embed/openai"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/vecindex"
 )
 
 // Embedder names accepted by --embedder (env LOCI_EMBEDDER).
@@ -22,7 +24,7 @@ const (
 
 // The encoder computes in process: packs embed the query while the lexical
 // channel searches (retrieval.Packer.ContextPack).
-var _ vecindex.InProcess = (*minilm.Embedder)(nil)
+var _ embed.InProcess = (*minilm.Embedder)(nil)
 
 const embedderNames = "minilm | glove | openai | none"
 
@@ -51,7 +53,7 @@ func embedderOptions(name string, o *engine.Options) error {
 		}
 		o.Embedder = e
 	case embedderGloVe:
-		o.Embedder = vecindex.NewGloVe()
+		o.Embedder = glove.New()
 	case embedderOpenAI:
 		e, err := openAIFromEnv()
 		if err != nil {
@@ -71,8 +73,8 @@ func embedderOptions(name string, o *engine.Options) error {
 // at start, so the provider must answer then; with it, the service starts
 // regardless and a provider that is down only degrades packs to lexical
 // retrieval, with a note.
-func openAIFromEnv() (vecindex.Embedder, error) {
-	cfg, ok, err := vecindex.OpenAIConfigFromEnv()
+func openAIFromEnv() (embed.Embedder, error) {
+	cfg, ok, err := openai.ConfigFromEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +83,7 @@ func openAIFromEnv() (vecindex.Embedder, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := vecindex.NewOpenAI(ctx, cfg)
+	e, err := openai.New(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("EMBEDDINGS_URL: %w (set EMBEDDINGS_DIM to start without asking the provider)", err)
 	}

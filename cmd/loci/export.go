@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
-	"github.com/loci-memory/loci/vecindex"
 )
 
 // exportFormat and exportVersion name the JSON Lines format of
@@ -87,7 +87,7 @@ func embedderNameFor(model string) string {
 	switch {
 	case model == "" || model == engine.EmbedderNone:
 		return embedderNone
-	case model == vecindex.GloVeModel:
+	case model == glove.Model:
 		return embedderGloVe
 	case strings.Contains(strings.ToLower(model), "minilm"):
 		return embedderMiniLM

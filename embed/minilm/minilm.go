@@ -27,7 +27,7 @@ import (
 var modelFile []byte
 
 // Embedder embeds texts with a model: tokenizer plus encoder. Its method set
-// is that of vecindex.Embedder. It is safe for concurrent use.
+// is that of embed.Embedder. It is safe for concurrent use.
 type Embedder struct {
 	tok *Tokenizer
 	enc *Encoder
@@ -82,7 +82,7 @@ func (e *Embedder) EmbedOne(text string, dst []float32) error {
 	return e.enc.EncodeIDs(ids, dst)
 }
 
-// InProcess marks the embedder as computing in this process (vecindex.InProcess).
+// InProcess marks the embedder as computing in this process (embed.InProcess).
 func (*Embedder) InProcess() {}
 
 // Embed returns one unit-length vector per text, in order, encoding texts

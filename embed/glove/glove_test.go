@@ -1,4 +1,4 @@
-package vecindex
+package glove
 
 import (
 	"context"
@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/embed"
 )
 
 func TestGloVeFileHash(t *testing.T) {
 	sum := sha256.Sum256(gloveData)
 	if got := hex.EncodeToString(sum[:]); got != gloveSHA256 {
-		t.Fatalf("glove/glove100d.bin SHA-256 %s, gloveSHA256 %s", got, gloveSHA256)
+		t.Fatalf("model/glove100d.bin SHA-256 %s, gloveSHA256 %s", got, gloveSHA256)
 	}
 	if _, err := loadGloVe(); err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func TestGloVeTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tab.ranks) != 100_000 || tab.dim != GloVeDim {
+	if len(tab.ranks) != 100_000 || tab.dim != Dim {
 		t.Fatalf("%d words of dim %d", len(tab.ranks), tab.dim)
 	}
 	for i := range tab.ranks {
@@ -106,7 +108,7 @@ func TestGloVeTable(t *testing.T) {
 
 func embed1(t *testing.T, s string) []float32 {
 	t.Helper()
-	v, err := NewGloVe().Embed(context.Background(), []string{s})
+	v, err := New().Embed(context.Background(), []string{s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +126,11 @@ func cosine(a, b []float32) float64 {
 func norm(v []float32) float64 { return math.Sqrt(cosine(v, v)) }
 
 func TestGloVeEmbed(t *testing.T) {
-	g := NewGloVe()
+	g := New()
 	if g.Model() != "glove-6b-100d-sif" || g.Dim() != 100 {
 		t.Fatalf("model %q dim %d", g.Model(), g.Dim())
 	}
-	var _ Embedder = g
+	var _ embed.Embedder = g
 	sentence := "The quarterly budget meeting was moved to Friday afternoon."
 	v := embed1(t, sentence)
 	if n := norm(v); math.Abs(n-1) > 1e-6 {
@@ -185,7 +187,7 @@ func TestGloVeSemantics(t *testing.T) {
 }
 
 func TestGloVeEmbedInto(t *testing.T) {
-	g := NewGloVe()
+	g := New()
 	dst := make([]float32, 100)
 	known, err := g.EmbedInto(dst, "King Arthur's knights, and an unknownwordxyz")
 	if err != nil || known != 5 { // king arthur knights and an
@@ -203,7 +205,7 @@ func TestGloVeEmbedInto(t *testing.T) {
 func TestGloVeEmbedCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := NewGloVe().Embed(ctx, []string{"x"}); !errors.Is(err, context.Canceled) {
+	if _, err := New().Embed(ctx, []string{"x"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -1,4 +1,9 @@
-package vecindex
+// Package openai is an embedder backed by any OpenAI-compatible embeddings
+// API (OpenAI itself, Azure-style gateways, vLLM, Ollama, llama.cpp,
+// TEI...), configured by EMBEDDINGS_URL and friends (ConfigFromEnv). Its
+// errors say whether the provider cannot answer now (embed.ErrUnavailable)
+// or rejected the input; none ever contains the API key.
+package openai
 
 import (
 	"bytes"
@@ -18,9 +23,11 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/loci-memory/loci/embed"
 )
 
-// Defaults for OpenAIConfig fields left at zero.
+// Defaults for Config fields left at zero.
 const (
 	defaultOpenAIBatchSize  = 64
 	defaultOpenAITimeout    = 10 * time.Second
@@ -53,9 +60,9 @@ const (
 	emptySubstitute = " "
 )
 
-// OpenAIConfig configures an OpenAI-compatible embeddings client. Zero
+// Config configures an OpenAI-compatible embeddings client. Zero
 // values of the optional fields select the documented defaults.
-type OpenAIConfig struct {
+type Config struct {
 	// URL is the API base (e.g. https://api.openai.com/v1) or the full
 	// .../embeddings endpoint; both are accepted. A query string is kept
 	// (some gateways carry an API version there). From EMBEDDINGS_URL.
@@ -67,7 +74,7 @@ type OpenAIConfig struct {
 	// is never logged and never appears in an error message or in the
 	// String form of the config. From EMBEDDINGS_API_KEY.
 	APIKey string
-	// Dim is the vector length. Zero means unknown: NewOpenAI then embeds
+	// Dim is the vector length. Zero means unknown: New then embeds
 	// one probe text to learn it, so construction needs the provider to be
 	// up. A positive Dim needs no request at construction, and every
 	// response is checked against it. The "dimensions" request parameter
@@ -79,7 +86,7 @@ type OpenAIConfig struct {
 	// body is read (default 10s). A retry gets a fresh Timeout.
 	Timeout time.Duration
 	// MaxRetries is how many times a failed request is retried (default 3;
-	// negative means never). See NewOpenAI for what is retried.
+	// negative means never). See New for what is retried.
 	MaxRetries int
 	// Client sends the requests. Nil selects a client dedicated to this
 	// embedder, with bounded connection pooling and dial and TLS timeouts.
@@ -93,7 +100,7 @@ type OpenAIConfig struct {
 
 // String describes the config with the API key redacted, so that printing
 // a config with %v or %+v cannot leak the key.
-func (c OpenAIConfig) String() string {
+func (c Config) String() string {
 	key := "none"
 	if c.APIKey != "" {
 		key = "[redacted]"
@@ -103,9 +110,9 @@ func (c OpenAIConfig) String() string {
 }
 
 // GoString is String, so that %#v cannot leak the key either.
-func (c OpenAIConfig) GoString() string { return c.String() }
+func (c Config) GoString() string { return c.String() }
 
-// Environment variables read by OpenAIConfigFromEnv.
+// Environment variables read by ConfigFromEnv.
 const (
 	envEmbeddingsURL     = "EMBEDDINGS_URL"
 	envEmbeddingsModel   = "EMBEDDINGS_MODEL"
@@ -114,7 +121,7 @@ const (
 	envEmbeddingsTimeout = "EMBEDDINGS_TIMEOUT"
 )
 
-// OpenAIConfigFromEnv reads EMBEDDINGS_URL, EMBEDDINGS_MODEL,
+// ConfigFromEnv reads EMBEDDINGS_URL, EMBEDDINGS_MODEL,
 // EMBEDDINGS_API_KEY and the optional EMBEDDINGS_DIM and EMBEDDINGS_TIMEOUT
 // (one request's bound, a Go duration such as 10s), trimming surrounding
 // whitespace. ok is false, with a nil error, when EMBEDDINGS_URL is unset or
@@ -122,10 +129,10 @@ const (
 // configuration that cannot work (no model, a DIM that is not a
 // non-negative integer, a TIMEOUT that is not a positive duration); the
 // other fields keep their defaults.
-func OpenAIConfigFromEnv() (cfg OpenAIConfig, ok bool, err error) {
+func ConfigFromEnv() (cfg Config, ok bool, err error) {
 	cfg.URL = strings.TrimSpace(os.Getenv(envEmbeddingsURL))
 	if cfg.URL == "" {
-		return OpenAIConfig{}, false, nil
+		return Config{}, false, nil
 	}
 	cfg.Model = strings.TrimSpace(os.Getenv(envEmbeddingsModel))
 	cfg.APIKey = strings.TrimSpace(os.Getenv(envEmbeddingsAPIKey))
@@ -149,10 +156,10 @@ func OpenAIConfigFromEnv() (cfg OpenAIConfig, ok bool, err error) {
 	return cfg, true, nil
 }
 
-// OpenAI is an Embedder backed by an OpenAI-compatible embeddings API
+// Embedder is an embedder backed by an OpenAI-compatible embeddings API
 // (OpenAI itself, Azure-style gateways, vLLM, Ollama, llama.cpp, TEI...).
 // It is immutable after construction and safe for concurrent use.
-type OpenAI struct {
+type Embedder struct {
 	endpoint    string // full URL of the embeddings endpoint
 	host        string // endpoint host, the only part of the URL put in errors
 	model       string
@@ -166,13 +173,13 @@ type OpenAI struct {
 	backoffCap  time.Duration
 }
 
-var _ Embedder = (*OpenAI)(nil)
+var _ embed.Embedder = (*Embedder)(nil)
 
-// NewOpenAI validates cfg and returns an embedder for it. Configuration
+// New validates cfg and returns an embedder for it. Configuration
 // mistakes (no URL or model, a negative field, a key with whitespace in it)
-// are plain errors. When cfg.Dim is zero, NewOpenAI embeds one probe text to
+// are plain errors. When cfg.Dim is zero, New embeds one probe text to
 // learn the dimension; if the provider cannot answer, the error wraps
-// ErrUnavailable.
+// embed.ErrUnavailable.
 //
 // Requests: each batch of at most BatchSize texts is one POST of
 // {"model", "input", "encoding_format": "float"} to the endpoint; batches
@@ -187,22 +194,22 @@ var _ Embedder = (*OpenAI)(nil)
 // Cancelling ctx stops at once, including during a wait.
 //
 // Errors: what the provider side causes by being down, slow, overloaded
-// or misconfigured wraps ErrUnavailable: network errors and 408/429/5xx
+// or misconfigured wraps embed.ErrUnavailable: network errors and 408/429/5xx
 // once retries are spent, 401/403 (bad key), 404 (wrong URL or model),
 // unexpected statuses, malformed responses (bad JSON, wrong count, missing
 // or duplicate index, wrong dimension, zero vector). Any other 4xx, such as
 // the 400 a provider returns for a text longer than its model accepts, is
 // a plain error quoting the provider's message: retrying cannot help and
 // the provider is up. A cancelled ctx yields an error wrapping ctx.Err();
-// when ctx's deadline passed, it wraps ErrUnavailable too, since the
+// when ctx's deadline passed, it wraps embed.ErrUnavailable too, since the
 // provider did not answer in the time the caller could give it. Errors
 // name the endpoint host and the status, never the key or the full URL.
-func NewOpenAI(ctx context.Context, cfg OpenAIConfig) (*OpenAI, error) {
+func New(ctx context.Context, cfg Config) (*Embedder, error) {
 	endpoint, host, err := embeddingsEndpoint(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
-	e := &OpenAI{
+	e := &Embedder{
 		endpoint:    endpoint,
 		host:        host,
 		model:       strings.TrimSpace(cfg.Model),
@@ -329,28 +336,28 @@ func redactURL(raw string) string {
 }
 
 // Model names the vector space: "openai:" + model + ":" + dimension.
-func (e *OpenAI) Model() string {
+func (e *Embedder) Model() string {
 	return "openai:" + e.model + ":" + strconv.Itoa(e.dim)
 }
 
 // Dim is the vector length, configured or probed at construction.
-func (e *OpenAI) Dim() int { return e.dim }
+func (e *Embedder) Dim() int { return e.dim }
 
 // String describes the embedder without its key, so that printing it with
 // %v cannot leak the key.
-func (e *OpenAI) String() string {
+func (e *Embedder) String() string {
 	return "OpenAI embedder " + e.Model() + " at " + e.host
 }
 
 // GoString is String, so that %#v cannot leak the key either.
-func (e *OpenAI) GoString() string { return e.String() }
+func (e *Embedder) GoString() string { return e.String() }
 
 // Embed returns one unit-length vector per text, in order, sending
 // BatchSize texts per request. An empty text is sent as a single space,
 // since OpenAI rejects empty inputs; its vector is whatever the provider
 // gives for whitespace. No texts means no request and an empty result. On
 // error no vectors are returned, even if earlier batches succeeded.
-func (e *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for lo := 0; lo < len(texts); lo += e.batchSize {
 		hi := min(lo+e.batchSize, len(texts))
@@ -390,7 +397,7 @@ type embeddingsResponse struct {
 // embedBatch embeds one batch with one (retried) request. where names the
 // batch in errors. When e.dim is zero (probing), any dimension is accepted
 // as long as all vectors agree.
-func (e *OpenAI) embedBatch(ctx context.Context, texts []string, where string) ([][]float32, error) {
+func (e *Embedder) embedBatch(ctx context.Context, texts []string, where string) ([][]float32, error) {
 	input := make([]string, len(texts))
 	for i, t := range texts {
 		if t == "" {
@@ -487,9 +494,9 @@ type httpReply struct {
 	failure    string // set when no complete response arrived
 }
 
-// post sends payload, retrying as NewOpenAI documents, and returns the body
+// post sends payload, retrying as New documents, and returns the body
 // of a 2xx response.
-func (e *OpenAI) post(ctx context.Context, where string, payload []byte, limit int64) ([]byte, error) {
+func (e *Embedder) post(ctx context.Context, where string, payload []byte, limit int64) ([]byte, error) {
 	attempts := e.maxRetries + 1
 	for try := 1; ; try++ {
 		r := e.attempt(ctx, payload, limit)
@@ -529,7 +536,7 @@ func (e *OpenAI) post(ctx context.Context, where string, payload []byte, limit i
 }
 
 // attempt makes one request, bounded by e.timeout, and reads its body.
-func (e *OpenAI) attempt(ctx context.Context, payload []byte, limit int64) httpReply {
+func (e *Embedder) attempt(ctx context.Context, payload []byte, limit int64) httpReply {
 	actx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, e.endpoint, bytes.NewReader(payload))
@@ -564,7 +571,7 @@ func (e *OpenAI) attempt(ctx context.Context, payload []byte, limit int64) httpR
 
 // failure describes a transport error. actx is the attempt's context and
 // ctx the caller's: when only the former is done, the attempt timed out.
-func (e *OpenAI) failure(actx, ctx context.Context, err error) string {
+func (e *Embedder) failure(actx, ctx context.Context, err error) string {
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		return fmt.Sprintf("no response within %v", e.timeout)
 	}
@@ -585,7 +592,7 @@ func transportReason(err error) string {
 // retryDelay is the wait before retry number retry (0 for the first). A
 // parsable Retry-After header wins over the computed backoff; either way
 // the wait is at most e.backoffCap.
-func (e *OpenAI) retryDelay(retry int, retryAfter string, now time.Time) time.Duration {
+func (e *Embedder) retryDelay(retry int, retryAfter string, now time.Time) time.Duration {
 	if d, ok := parseRetryAfter(retryAfter, now); ok {
 		return min(d, e.backoffCap)
 	}
@@ -634,18 +641,18 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// unavailable returns an error wrapping ErrUnavailable that names the
+// unavailable returns an error wrapping embed.ErrUnavailable that names the
 // endpoint host and the batch.
-func (e *OpenAI) unavailable(where, format string, args ...any) error {
-	return fmt.Errorf("%w: embeddings at %s, %s: %s", ErrUnavailable, e.host, where, fmt.Sprintf(format, args...))
+func (e *Embedder) unavailable(where, format string, args ...any) error {
+	return fmt.Errorf("%w: embeddings at %s, %s: %s", embed.ErrUnavailable, e.host, where, fmt.Sprintf(format, args...))
 }
 
 // canceled returns the error for a caller's context that is done. A passed
 // deadline also counts as the provider being unavailable: it did not
 // answer within the time the caller could give it.
-func (e *OpenAI) canceled(where string, err error) error {
+func (e *Embedder) canceled(where string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: embeddings at %s, %s: %w", ErrUnavailable, e.host, where, err)
+		return fmt.Errorf("%w: embeddings at %s, %s: %w", embed.ErrUnavailable, e.host, where, err)
 	}
 	return fmt.Errorf("vecindex: embeddings at %s, %s: %w", e.host, where, err)
 }
@@ -655,7 +662,7 @@ func (e *OpenAI) canceled(where string, err error) error {
 // {"error": {"message": ...}}, {"error": "..."} and {"message": ...}, and
 // otherwise quotes the body. The API key is redacted, control characters
 // and runs of whitespace are collapsed, and the result is cut short.
-func (e *OpenAI) providerMessage(body []byte) string {
+func (e *Embedder) providerMessage(body []byte) string {
 	var msg string
 	var env struct {
 		Error   json.RawMessage `json:"error"`
@@ -697,7 +704,7 @@ func (e *OpenAI) providerMessage(body []byte) string {
 }
 
 // redact removes the API key from s.
-func (e *OpenAI) redact(s string) string {
+func (e *Embedder) redact(s string) string {
 	if e.key == "" {
 		return s
 	}

@@ -1,4 +1,4 @@
-package vecindex
+package openai
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/embed"
 )
 
 // openaiTestKey is the API key every test uses; checkNoKey makes sure no
@@ -186,8 +188,8 @@ func wantEmbedding(text string, dim int) []float64 {
 
 // openaiTestConfig is a config for p with the test key and tiny backoffs,
 // so that retries cost milliseconds.
-func openaiTestConfig(p *fakeProvider) OpenAIConfig {
-	return OpenAIConfig{
+func openaiTestConfig(p *fakeProvider) Config {
+	return Config{
 		URL:         p.srv.URL + "/v1",
 		Model:       openaiTestModel,
 		APIKey:      openaiTestKey,
@@ -196,12 +198,12 @@ func openaiTestConfig(p *fakeProvider) OpenAIConfig {
 	}
 }
 
-func newTestOpenAI(t *testing.T, cfg OpenAIConfig) *OpenAI {
+func newTestOpenAI(t *testing.T, cfg Config) *Embedder {
 	t.Helper()
-	e, err := NewOpenAI(context.Background(), cfg)
+	e, err := New(context.Background(), cfg)
 	checkNoKey(t, err)
 	if err != nil {
-		t.Fatalf("NewOpenAI: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return e
 }
@@ -329,7 +331,7 @@ func TestOpenAIDimension(t *testing.T) {
 		name         string
 		cfgDim       int
 		serverDim    int
-		wantRequests int // made by NewOpenAI
+		wantRequests int // made by New
 	}{
 		{"probed", 0, 12, 1},
 		{"configured", 12, 12, 0},
@@ -344,7 +346,7 @@ func TestOpenAIDimension(t *testing.T) {
 			e := newTestOpenAI(t, cfg)
 			seen := p.seen()
 			if seen.requests != tt.wantRequests {
-				t.Errorf("NewOpenAI made %d requests, want %d", seen.requests, tt.wantRequests)
+				t.Errorf("New made %d requests, want %d", seen.requests, tt.wantRequests)
 			}
 			wantDim := tt.cfgDim
 			if wantDim == 0 {
@@ -363,7 +365,7 @@ func TestOpenAIDimension(t *testing.T) {
 			checkNoKey(t, err)
 			if tt.cfgDim != 0 && tt.cfgDim != tt.serverDim {
 				want := fmt.Sprintf("has %d dimensions, want %d", tt.serverDim, tt.cfgDim)
-				if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), want) {
+				if !errors.Is(err, embed.ErrUnavailable) || !strings.Contains(err.Error(), want) {
 					t.Errorf("Embed error = %v, want ErrUnavailable saying %q", err, want)
 				}
 			} else if err != nil {
@@ -402,33 +404,33 @@ func TestOpenAIEndpointURL(t *testing.T) {
 }
 
 func TestOpenAIInvalidConfig(t *testing.T) {
-	good := OpenAIConfig{URL: "http://127.0.0.1:1/v1", Model: openaiTestModel, APIKey: openaiTestKey, Dim: 4}
+	good := Config{URL: "http://127.0.0.1:1/v1", Model: openaiTestModel, APIKey: openaiTestKey, Dim: 4}
 	tests := []struct {
 		name   string
-		modify func(*OpenAIConfig)
+		modify func(*Config)
 		want   string
 	}{
-		{"no URL", func(c *OpenAIConfig) { c.URL = " " }, "no URL"},
-		{"bad scheme", func(c *OpenAIConfig) { c.URL = "ftp://example.com/v1" }, `scheme is "ftp"`},
-		{"no scheme", func(c *OpenAIConfig) { c.URL = "example.com/v1" }, `scheme is ""`},
-		{"no host", func(c *OpenAIConfig) { c.URL = "http:///v1" }, "no host"},
-		{"unparsable", func(c *OpenAIConfig) { c.URL = "http://user:" + openaiTestKey + "@bad host/" }, "does not parse"},
-		{"no model", func(c *OpenAIConfig) { c.Model = "" }, "no model"},
-		{"negative dim", func(c *OpenAIConfig) { c.Dim = -1 }, "Dim is -1"},
-		{"negative batch size", func(c *OpenAIConfig) { c.BatchSize = -1 }, "BatchSize is -1"},
-		{"negative timeout", func(c *OpenAIConfig) { c.Timeout = -time.Second }, "Timeout is -1s"},
-		{"key with newline", func(c *OpenAIConfig) { c.APIKey = openaiTestKey + "\n" }, "API key contains whitespace"},
+		{"no URL", func(c *Config) { c.URL = " " }, "no URL"},
+		{"bad scheme", func(c *Config) { c.URL = "ftp://example.com/v1" }, `scheme is "ftp"`},
+		{"no scheme", func(c *Config) { c.URL = "example.com/v1" }, `scheme is ""`},
+		{"no host", func(c *Config) { c.URL = "http:///v1" }, "no host"},
+		{"unparsable", func(c *Config) { c.URL = "http://user:" + openaiTestKey + "@bad host/" }, "does not parse"},
+		{"no model", func(c *Config) { c.Model = "" }, "no model"},
+		{"negative dim", func(c *Config) { c.Dim = -1 }, "Dim is -1"},
+		{"negative batch size", func(c *Config) { c.BatchSize = -1 }, "BatchSize is -1"},
+		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "Timeout is -1s"},
+		{"key with newline", func(c *Config) { c.APIKey = openaiTestKey + "\n" }, "API key contains whitespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := good
 			tt.modify(&cfg)
-			e, err := NewOpenAI(context.Background(), cfg)
+			e, err := New(context.Background(), cfg)
 			checkNoKey(t, err)
 			if err == nil || e != nil {
-				t.Fatalf("NewOpenAI = %v, %v; want an error", e, err)
+				t.Fatalf("New = %v, %v; want an error", e, err)
 			}
-			if errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tt.want) {
+			if errors.Is(err, embed.ErrUnavailable) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q: want a plain error containing %q", err, tt.want)
 			}
 		})
@@ -515,7 +517,7 @@ func TestOpenAIRetries(t *testing.T) {
 			if err == nil {
 				t.Fatal("Embed succeeded, want an error")
 			}
-			if errors.Is(err, ErrUnavailable) != tt.wantUnavailable {
+			if errors.Is(err, embed.ErrUnavailable) != tt.wantUnavailable {
 				t.Errorf("errors.Is(%q, ErrUnavailable) = %v, want %v", err, !tt.wantUnavailable, tt.wantUnavailable)
 			}
 			for _, want := range append(tt.wantMsg, p.host()) {
@@ -578,7 +580,7 @@ func TestOpenAITimeout(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no response within 50ms") {
+			if !errors.Is(err, embed.ErrUnavailable) || !strings.Contains(err.Error(), "no response within 50ms") {
 				t.Errorf("Embed error = %v, want ErrUnavailable saying no response within 50ms", err)
 			}
 		})
@@ -652,7 +654,7 @@ func TestOpenAIContextDone(t *testing.T) {
 			if !errors.Is(err, tt.wantCause) {
 				t.Errorf("Embed error = %v, want it to wrap %v", err, tt.wantCause)
 			}
-			if errors.Is(err, ErrUnavailable) != tt.wantUnavailable {
+			if errors.Is(err, embed.ErrUnavailable) != tt.wantUnavailable {
 				t.Errorf("errors.Is(%q, ErrUnavailable) = %v, want %v", err, !tt.wantUnavailable, tt.wantUnavailable)
 			}
 		})
@@ -666,7 +668,7 @@ func TestOpenAIConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg := OpenAIConfig{
+	cfg := Config{
 		URL:         "http://" + addr + "/v1",
 		Model:       openaiTestModel,
 		APIKey:      openaiTestKey,
@@ -678,23 +680,23 @@ func TestOpenAIConnectionRefused(t *testing.T) {
 		name string
 		dim  int
 	}{
-		{"probe in NewOpenAI", 0},
+		{"probe in New", 0},
 		{"Embed", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := cfg
 			cfg.Dim = tt.dim
-			e, err := NewOpenAI(context.Background(), cfg)
+			e, err := New(context.Background(), cfg)
 			checkNoKey(t, err)
 			if tt.dim != 0 {
 				if err != nil {
-					t.Fatalf("NewOpenAI with a Dim must not need the provider: %v", err)
+					t.Fatalf("New with a Dim must not need the provider: %v", err)
 				}
 				_, err = e.Embed(context.Background(), []string{"a"})
 				checkNoKey(t, err)
 			}
-			if !errors.Is(err, ErrUnavailable) {
+			if !errors.Is(err, embed.ErrUnavailable) {
 				t.Fatalf("error = %v, want ErrUnavailable", err)
 			}
 			for _, want := range []string{addr, "refused", "after 2 attempts"} {
@@ -740,7 +742,7 @@ func TestOpenAIMalformedResponse(t *testing.T) {
 			e := newTestOpenAI(t, cfg)
 			_, err := e.Embed(context.Background(), []string{"a", "b"})
 			checkNoKey(t, err)
-			if !errors.Is(err, ErrUnavailable) {
+			if !errors.Is(err, embed.ErrUnavailable) {
 				t.Fatalf("Embed error = %v, want ErrUnavailable", err)
 			}
 			for _, want := range []string{"malformed response", tt.want, p.host(), "texts 0-1"} {
@@ -778,7 +780,7 @@ func TestOpenAIKeyNotLeaked(t *testing.T) {
 			}
 		})
 	}
-	cfg := OpenAIConfig{URL: "https://user:pw-" + openaiTestKey + "@api.example.com/v1", Model: openaiTestModel, APIKey: openaiTestKey}
+	cfg := Config{URL: "https://user:pw-" + openaiTestKey + "@api.example.com/v1", Model: openaiTestModel, APIKey: openaiTestKey}
 	if s := fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg); strings.Contains(s, openaiTestKey) {
 		t.Errorf("printing the config leaks the key: %s", s)
 	}
@@ -786,7 +788,7 @@ func TestOpenAIKeyNotLeaked(t *testing.T) {
 
 func TestRetryDelay(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	e := &OpenAI{backoffBase: 100 * time.Millisecond, backoffCap: 2 * time.Second}
+	e := &Embedder{backoffBase: 100 * time.Millisecond, backoffCap: 2 * time.Second}
 	tests := []struct {
 		name       string
 		retry      int
@@ -824,7 +826,7 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string // variables not listed are unset
-		want    OpenAIConfig
+		want    Config
 		wantOK  bool
 		wantErr string
 	}{
@@ -834,26 +836,26 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 			name: "all set",
 			env: map[string]string{envEmbeddingsURL: "https://api.openai.com/v1", envEmbeddingsModel: "text-embedding-3-small",
 				envEmbeddingsAPIKey: openaiTestKey, envEmbeddingsDim: "1536"},
-			want:   OpenAIConfig{URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", APIKey: openaiTestKey, Dim: 1536},
+			want:   Config{URL: "https://api.openai.com/v1", Model: "text-embedding-3-small", APIKey: openaiTestKey, Dim: 1536},
 			wantOK: true,
 		},
 		{
 			name:   "no key, no dim",
 			env:    map[string]string{envEmbeddingsURL: "http://localhost:11434/v1", envEmbeddingsModel: "nomic-embed-text"},
-			want:   OpenAIConfig{URL: "http://localhost:11434/v1", Model: "nomic-embed-text"},
+			want:   Config{URL: "http://localhost:11434/v1", Model: "nomic-embed-text"},
 			wantOK: true,
 		},
 		{
 			name: "whitespace trimmed",
 			env: map[string]string{envEmbeddingsURL: " http://h/v1\n", envEmbeddingsModel: "\tm ",
 				envEmbeddingsAPIKey: " " + openaiTestKey + "\n", envEmbeddingsDim: " 8 "},
-			want:   OpenAIConfig{URL: "http://h/v1", Model: "m", APIKey: openaiTestKey, Dim: 8},
+			want:   Config{URL: "http://h/v1", Model: "m", APIKey: openaiTestKey, Dim: 8},
 			wantOK: true,
 		},
 		{
 			name:   "dim zero means probe",
 			env:    map[string]string{envEmbeddingsURL: "http://h/v1", envEmbeddingsModel: "m", envEmbeddingsDim: "0"},
-			want:   OpenAIConfig{URL: "http://h/v1", Model: "m"},
+			want:   Config{URL: "http://h/v1", Model: "m"},
 			wantOK: true,
 		},
 		{
@@ -871,7 +873,7 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 		{
 			name:   "timeout",
 			env:    map[string]string{envEmbeddingsURL: "http://h/v1", envEmbeddingsModel: "m", envEmbeddingsTimeout: " 750ms "},
-			want:   OpenAIConfig{URL: "http://h/v1", Model: "m", Timeout: 750 * time.Millisecond},
+			want:   Config{URL: "http://h/v1", Model: "m", Timeout: 750 * time.Millisecond},
 			wantOK: true,
 		},
 		{
@@ -903,7 +905,7 @@ func TestOpenAIConfigFromEnv(t *testing.T) {
 					os.Unsetenv(v)
 				}
 			}
-			cfg, ok, err := OpenAIConfigFromEnv()
+			cfg, ok, err := ConfigFromEnv()
 			checkNoKey(t, err)
 			if ok != tt.wantOK {
 				t.Errorf("ok = %v, want %v", ok, tt.wantOK)

@@ -1,4 +1,4 @@
-package vecindex
+package glove
 
 import (
 	"strings"
@@ -23,8 +23,8 @@ The weather forecast says it will rain all weekend, so the picnic is probably ca
 // BenchmarkGloVeEmbed measures embedding throughput over English prose,
 // about 1 KB and 8 KB per text.
 func BenchmarkGloVeEmbed(b *testing.B) {
-	g := NewGloVe()
-	dst := make([]float32, GloVeDim)
+	g := New()
+	dst := make([]float32, Dim)
 	if _, err := g.EmbedInto(dst, "warm up"); err != nil {
 		b.Fatal(err)
 	}

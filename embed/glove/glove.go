@@ -1,17 +1,25 @@
-package vecindex
+// Package glove is Loci's built-in word-vector embedder ("glove" to
+// loci serve --embedder): the SIF-weighted mean of GloVe 6B 100d word
+// vectors, from a table embedded in the binary (docs/format/glove.md). It
+// needs no network and no model file, and gives the same bits on every
+// platform.
+package glove
 
 import (
 	"context"
 	"math"
+
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/vecindex"
 )
 
-// GloVe model name and dimension.
+// The model name and dimension of the GloVe embedder.
 const (
-	GloVeModel = "glove-6b-100d-sif"
-	GloVeDim   = 100
+	Model = "glove-6b-100d-sif"
+	Dim   = 100
 )
 
-// GloVe is Loci's default, offline embedder: the SIF-weighted mean of the
+// Embedder is Loci's offline word-vector embedder: the SIF-weighted mean of the
 // GloVe 6B 100d vectors of a text's words (Arora, Liang and Ma, "A Simple but
 // Tough-to-Beat Baseline for Sentence Embeddings", 2017, without the
 // common-component removal, which needs a corpus), normalised to unit
@@ -27,40 +35,40 @@ const (
 // forbid fused multiply-adds, so every platform gives the same bits.
 //
 // The zero value is ready to use and safe for concurrent use.
-type GloVe struct{}
+type Embedder struct{}
 
-// NewGloVe returns the GloVe embedder.
-func NewGloVe() *GloVe { return &GloVe{} }
+// New returns the GloVe embedder.
+func New() *Embedder { return &Embedder{} }
 
-// Model implements Embedder.
-func (*GloVe) Model() string { return GloVeModel }
+// Model implements embed.Embedder.
+func (*Embedder) Model() string { return Model }
 
-// Dim implements Embedder.
-func (*GloVe) Dim() int { return GloVeDim }
+// Dim implements embed.Embedder.
+func (*Embedder) Dim() int { return Dim }
 
-// InProcess marks the embedder as computing in this process (vecindex.InProcess).
-func (*GloVe) InProcess() {}
+// InProcess marks the embedder as computing in this process (embed.InProcess).
+func (*Embedder) InProcess() {}
 
-var _ InProcess = (*GloVe)(nil)
+var _ embed.InProcess = (*Embedder)(nil)
 
-// Embed implements Embedder: one unit-length (or zero) vector per text. It
+// Embed implements embed.Embedder: one unit-length (or zero) vector per text. It
 // fails only if the embedded table is damaged (an error wrapping
-// ErrUnavailable, from the first call on) or ctx is done.
-func (g *GloVe) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// embed.ErrUnavailable, from the first call on) or ctx is done.
+func (g *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	t, err := loadGloVe()
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]float32, len(texts))
-	flat := make([]float32, len(texts)*GloVeDim)
+	flat := make([]float32, len(texts)*Dim)
 	for i, s := range texts {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		v := flat[i*GloVeDim : (i+1)*GloVeDim : (i+1)*GloVeDim]
-		t.embed(s, (*[GloVeDim]float32)(v))
+		v := flat[i*Dim : (i+1)*Dim : (i+1)*Dim]
+		t.embed(s, (*[Dim]float32)(v))
 		out[i] = v
 	}
 	return out, nil
@@ -69,21 +77,21 @@ func (g *GloVe) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 // EmbedInto writes the embedding of text into dst, which must hold Dim()
 // values, and returns how many of its words were known (0: dst is zero). It
 // does not allocate.
-func (g *GloVe) EmbedInto(dst []float32, text string) (known int, err error) {
+func (g *Embedder) EmbedInto(dst []float32, text string) (known int, err error) {
 	t, err := loadGloVe()
 	if err != nil {
 		return 0, err
 	}
-	if len(dst) != GloVeDim {
-		panic("BUG: vecindex.GloVe.EmbedInto: dst must hold GloVeDim values")
+	if len(dst) != Dim {
+		panic("BUG: glove.Embedder.EmbedInto: dst must hold Dim values")
 	}
-	return t.embed(text, (*[GloVeDim]float32)(dst)), nil
+	return t.embed(text, (*[Dim]float32)(dst)), nil
 }
 
 // embed sums the weighted vectors of text's known words into dst and
 // normalises it; it returns the number of known words.
-func (t *gloveTable) embed(text string, dst *[GloVeDim]float32) int {
-	var acc [GloVeDim]float32
+func (t *gloveTable) embed(text string, dst *[Dim]float32) int {
+	var acc [Dim]float32
 	known := 0
 	var tok tokenizer
 	tok.reset(text)
@@ -97,7 +105,7 @@ func (t *gloveTable) embed(text string, dst *[GloVeDim]float32) int {
 			continue
 		}
 		known++
-		axpyInt8(t.coef[r], t.rows[r*GloVeDim:(r+1)*GloVeDim], acc[:])
+		vecindex.AxpyInt8(t.coef[r], t.rows[r*Dim:(r+1)*Dim], acc[:])
 	}
 	var ss float64
 	for _, x := range acc {

@@ -1,8 +1,10 @@
-// Package vecindex is Loci's semantic channel: embedders that turn text into
-// vectors, int8 quantization, an int8 dot-product kernel (SIMD with a pure-Go
-// fallback), and exact top-k search over the head's and segments' vectors.
-// Search is exact, never approximate: packs must not depend on index layout.
-package vecindex
+// Package embed is what Loci knows of an embedder: the Embedder interface
+// that turns text into vectors, the InProcess marker and ErrUnavailable.
+// The embedders themselves live beneath it (embed/minilm, embed/glove,
+// embed/openai); only the program that wires Loci together (cmd/loci),
+// benchmarks and tests import them, so the storage engine, retrieval and
+// the index (vecindex) know the interface and nothing else.
+package embed
 
 import (
 	"context"
@@ -32,5 +34,6 @@ type InProcess interface {
 }
 
 // ErrUnavailable marks an embedder that cannot answer now (down, timing
-// out, rate limited past its retries, misconfigured).
+// out, rate limited past its retries, misconfigured). Its text predates
+// this package and is kept, so that messages read as they did.
 var ErrUnavailable = errors.New("vecindex: embedder unavailable")

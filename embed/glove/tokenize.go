@@ -1,4 +1,4 @@
-package vecindex
+package glove
 
 import (
 	"unicode"

