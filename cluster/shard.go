@@ -47,6 +47,10 @@ type Shard struct {
 	droppedAt     time.Time          // left the ready set (the engine closes a drain period later)
 
 	applied atomic.Uint64 // the last stream sequence applied
+	// applying is the highest stream sequence handed to the engine: its
+	// records may be readable (an idempotency key found, an artifact
+	// listed) before applied moves to it.
+	applying atomic.Uint64
 	// last is the stream's last sequence as this node last learnt it
 	// (consumer metadata, direct reads, publish acknowledgements, the
 	// node's poll of the streams): applied is behind while it is lower.
@@ -65,6 +69,9 @@ type Shard struct {
 	wanted   atomic.Uint64
 	progress atomic.Int64
 	seq      atomic.Uint64 // numbers this node's publications (pubHeader)
+	// engineApplied, when set (tests only), is called with a message's
+	// sequence once the engine has applied it, before applied moves.
+	engineApplied atomic.Pointer[func(uint64)]
 
 	mu      sync.Mutex
 	changed chan struct{}       // closed and replaced whenever applied moves
@@ -106,6 +113,13 @@ func (s *Shard) engine() *engine.DB { return s.db.Load() }
 
 // Applied is the last stream sequence this node applied.
 func (s *Shard) Applied() uint64 { return s.applied.Load() }
+
+// Visible is the last stream sequence whose records this node may have
+// served: the one applied, or the one being applied (the engine makes
+// records readable before applied moves). An answer's data version takes
+// this, so that a node asked for that version serves whatever the answer
+// saw, e.g. a write found by its idempotency key mid-apply.
+func (s *Shard) Visible() uint64 { return max(s.applied.Load(), s.applying.Load()) }
 
 // Replicate publishes a write and waits for the quorum's acknowledgement
 // and this node's apply (engine.Replicator).
@@ -393,6 +407,7 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 		s.node.log.Error("cluster: message skipped", "stream", s.stream, "seq", n, "err", err)
 		entries = nil
 	}
+	raise(&s.applying, n) // before the engine makes any of it readable
 	db := s.engine()
 	for attempt := 0; ; attempt++ {
 		err := db.ApplyReplicated(n<<recordBits, entries)
@@ -410,6 +425,9 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	if fn := s.engineApplied.Load(); fn != nil {
+		(*fn)(n)
 	}
 	now := time.Now().UnixNano()
 	s.progress.Store(now)
