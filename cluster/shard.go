@@ -114,12 +114,28 @@ func (s *Shard) engine() *engine.DB { return s.db.Load() }
 // Applied is the last stream sequence this node applied.
 func (s *Shard) Applied() uint64 { return s.applied.Load() }
 
-// Visible is the last stream sequence whose records this node may have
-// served: the one applied, or the one being applied (the engine makes
-// records readable before applied moves). An answer's data version takes
-// this, so that a node asked for that version serves whatever the answer
-// saw, e.g. a write found by its idempotency key mid-apply.
-func (s *Shard) Visible() uint64 { return max(s.applied.Load(), s.applying.Load()) }
+// Position is the stream position an answer of this node reports
+// (DataVersion): the last message applied, after the one being applied, if
+// any, is applied too, since its records may be readable before applied
+// moves (a retried write found by its idempotency key mid-apply must not be
+// answered with a version below it). Should that apply take longer than
+// settleWait, it is that message's sequence: a node asked for it waits
+// until it has applied it.
+func (s *Shard) Position() uint64 {
+	v := s.applying.Load()
+	if v <= s.Applied() {
+		return s.Applied()
+	}
+	ctx, cancel := context.WithTimeout(s.node.ctx, settleWait)
+	defer cancel()
+	if s.waitApplied(ctx, v) != nil {
+		return max(s.Applied(), v)
+	}
+	return s.Applied()
+}
+
+// settleWait bounds how long Position waits for an apply in progress.
+const settleWait = time.Second
 
 // Replicate publishes a write and waits for the quorum's acknowledgement
 // and this node's apply (engine.Replicator).
