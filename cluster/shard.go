@@ -185,6 +185,9 @@ func (s *Shard) publish(msgID string, entries []wal.Entry) error {
 	}
 	s.sawLast(ack.Sequence)
 	if ack.Duplicate {
+		// The earlier copy may still be on its way to a quorum: a
+		// clustered stream then answers sequence 0 (nats-server 2.9 stages
+		// the id so), and this returns at once; the engine passes again.
 		forget()
 		if err := s.waitApplied(ctx, ack.Sequence); err != nil {
 			return fmt.Errorf("%w: %s: the earlier copy (sequence %d) is not applied here yet", engine.ErrUnavailable, s.stream, ack.Sequence)
