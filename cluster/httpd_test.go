@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,88 @@ func TestHTTPDataVersions(t *testing.T) {
 	if l := strings.Split(strings.TrimSpace(all.String()), "\n"); l[0] != l[1] {
 		t.Fatalf("workspace listings differ: %s", all.String())
 	}
+}
+
+// TestReplayVersionCoversWrite: a write's answer carries a data version at
+// which every node serves it, also when the answer is an idempotent replay
+// of a copy stored by another node. The replay is answered by node A while
+// A's applier has handed that copy to A's engine (so it is found by its key)
+// but has not yet moved A's applied position past it; the version on the
+// answer must still cover the copy's stream position. (Before the fix the
+// answer carried the position before it, and another node, asked at that
+// version, could list the workspace without the write:
+// TestClusterPausedNodeNeverAcks saw it once under load.)
+func TestReplayVersionCoversWrite(t *testing.T) {
+	nc := natstest.Start(t, 3)
+	nodes := openNodes(t, nc, 2, 1)
+	a, b := serveHTTP(t, nodes[0]), serveHTTP(t, nodes[1])
+
+	// Hold A's applier after its engine applied the first message of the
+	// shard, before A's applied position moves.
+	held := make(chan uint64, 1)
+	release := make(chan struct{})
+	hook := func(n uint64) {
+		select {
+		case held <- n:
+			<-release
+		default:
+		}
+	}
+	nodes[0].shards[0].engineApplied.Store(&hook)
+	released := false
+	free := func() {
+		if !released {
+			released = true
+			close(release)
+		}
+	}
+	defer free()
+
+	body := `{"workspace_id":"w","actor_id":"a","artifact_type":"note","idempotency_key":"k1","raw_payload":{"text":"stored through node B"}}`
+	resp, out := plainCall(t, "POST", b+"/v1/ingest", body)
+	if resp.StatusCode != 201 {
+		t.Fatalf("ingest through node B: %d %s", resp.StatusCode, out)
+	}
+	var seq uint64
+	select {
+	case seq = <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("node A's applier never reached the write")
+	}
+	if got := shardPart(t, resp.Header.Get("X-Loci-Data-Version")); got < seq {
+		t.Fatalf("node B's answer: shard position %d, below the write's %d", got, seq)
+	}
+
+	resp, out = plainCall(t, "POST", a+"/v1/ingest", body)
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("the same write through node A: %d %q %s, want 200, an idempotent replay", resp.StatusCode, resp.Header.Get("Idempotent-Replay"), out)
+	}
+	v := resp.Header.Get("X-Loci-Data-Version")
+	if got := shardPart(t, v); got < seq {
+		t.Fatalf("node A's replay answered with data version %s: shard position %d, below the write's stream position %d: a node asked at that version may not serve it", v, got, seq)
+	}
+	free()
+
+	// At that version, both nodes serve the write.
+	for i, base := range []string{a, b} {
+		resp, out := plainCall(t, "GET", base+"/v1/workspaces/w/artifacts", "", "X-Loci-Min-Data-Version", v)
+		if resp.StatusCode != 200 || !strings.Contains(out, `"k1"`) {
+			t.Fatalf("node %d at data version %s: %d %s, want the write listed", i, v, resp.StatusCode, out)
+		}
+	}
+}
+
+// shardPart is the position of shard 0 in a data version of a one-shard
+// cluster ("<control>.<shard 0>").
+func shardPart(t *testing.T, v string) uint64 {
+	t.Helper()
+	parts := strings.Split(v, ".")
+	if len(parts) != 2 {
+		t.Fatalf("data version %q: want 2 parts", v)
+	}
+	n, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		t.Fatalf("data version %q: %v", v, err)
+	}
+	return n
 }

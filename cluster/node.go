@@ -466,15 +466,16 @@ func (n *Node) enginesChanged() {
 }
 
 // DataVersion is what this node has applied: the control stream's and each
-// shard stream's last applied sequence, joined by dots. A client that sends
-// it back as X-Loci-Min-Data-Version to any node reads at least what this
-// node had applied (its own writes included).
+// shard stream's last applied sequence (Shard.Position), joined by dots. A
+// client that sends it back as X-Loci-Min-Data-Version to any node reads at
+// least what this node could have served before (its own writes included,
+// and a write it answered as an idempotent replay while applying it).
 func (n *Node) DataVersion() string {
 	b := make([]byte, 0, 8*(len(n.shards)+1))
-	b = strconv.AppendUint(b, n.ctl.Applied(), 10)
+	b = strconv.AppendUint(b, n.ctl.Position(), 10)
 	for _, s := range n.shards {
 		b = append(b, '.')
-		b = strconv.AppendUint(b, s.Applied(), 10)
+		b = strconv.AppendUint(b, s.Position(), 10)
 	}
 	return string(b)
 }

@@ -47,6 +47,10 @@ type Shard struct {
 	droppedAt     time.Time          // left the ready set (the engine closes a drain period later)
 
 	applied atomic.Uint64 // the last stream sequence applied
+	// applying is the highest stream sequence handed to the engine: its
+	// records may be readable (an idempotency key found, an artifact
+	// listed) before applied moves to it.
+	applying atomic.Uint64
 	// last is the stream's last sequence as this node last learnt it
 	// (consumer metadata, direct reads, publish acknowledgements, the
 	// node's poll of the streams): applied is behind while it is lower.
@@ -65,6 +69,9 @@ type Shard struct {
 	wanted   atomic.Uint64
 	progress atomic.Int64
 	seq      atomic.Uint64 // numbers this node's publications (pubHeader)
+	// engineApplied, when set (tests only), is called with a message's
+	// sequence once the engine has applied it, before applied moves.
+	engineApplied atomic.Pointer[func(uint64)]
 
 	mu      sync.Mutex
 	changed chan struct{}       // closed and replaced whenever applied moves
@@ -106,6 +113,29 @@ func (s *Shard) engine() *engine.DB { return s.db.Load() }
 
 // Applied is the last stream sequence this node applied.
 func (s *Shard) Applied() uint64 { return s.applied.Load() }
+
+// Position is the stream position an answer of this node reports
+// (DataVersion): the last message applied, after the one being applied, if
+// any, is applied too, since its records may be readable before applied
+// moves (a retried write found by its idempotency key mid-apply must not be
+// answered with a version below it). Should that apply take longer than
+// settleWait, it is that message's sequence: a node asked for it waits
+// until it has applied it.
+func (s *Shard) Position() uint64 {
+	v := s.applying.Load()
+	if v <= s.Applied() {
+		return s.Applied()
+	}
+	ctx, cancel := context.WithTimeout(s.node.ctx, settleWait)
+	defer cancel()
+	if s.waitApplied(ctx, v) != nil {
+		return max(s.Applied(), v)
+	}
+	return s.Applied()
+}
+
+// settleWait bounds how long Position waits for an apply in progress.
+const settleWait = time.Second
 
 // Replicate publishes a write and waits for the quorum's acknowledgement
 // and this node's apply (engine.Replicator).
@@ -155,6 +185,9 @@ func (s *Shard) publish(msgID string, entries []wal.Entry) error {
 	}
 	s.sawLast(ack.Sequence)
 	if ack.Duplicate {
+		// The earlier copy may still be on its way to a quorum: a
+		// clustered stream then answers sequence 0 (nats-server 2.9 stages
+		// the id so), and this returns at once; the engine passes again.
 		forget()
 		if err := s.waitApplied(ctx, ack.Sequence); err != nil {
 			return fmt.Errorf("%w: %s: the earlier copy (sequence %d) is not applied here yet", engine.ErrUnavailable, s.stream, ack.Sequence)
@@ -393,6 +426,7 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 		s.node.log.Error("cluster: message skipped", "stream", s.stream, "seq", n, "err", err)
 		entries = nil
 	}
+	raise(&s.applying, n) // before the engine makes any of it readable
 	db := s.engine()
 	for attempt := 0; ; attempt++ {
 		err := db.ApplyReplicated(n<<recordBits, entries)
@@ -410,6 +444,9 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	if fn := s.engineApplied.Load(); fn != nil {
+		(*fn)(n)
 	}
 	now := time.Now().UnixNano()
 	s.progress.Store(now)
