@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/internal/varint"
 )
 
@@ -55,6 +56,9 @@ type DecodeError struct {
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("artifact: decode %s at byte %d: %s", e.Field, e.Offset, e.Reason)
 }
+
+// Is reports a DecodeError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *DecodeError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 // AppendArtifact appends the encoding of a (every field, Tenant, Workspace, Seq
 // and Payload included) to dst and returns the extended slice.

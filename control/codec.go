@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/internal/varint"
 )
 
@@ -25,6 +26,9 @@ type DecodeError struct {
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("control: decode %s: %s at byte %d: %s", e.What, e.Field, e.Offset, e.Reason)
 }
+
+// Is reports a DecodeError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *DecodeError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
@@ -539,7 +540,7 @@ func Restore(from, dir string) (*VerifyReport, error) {
 			}
 		}
 		if n != bf.Size || (!bf.Linked && crc != bf.CRC) {
-			return nil, fmt.Errorf("restore: %s is %d bytes with CRC-32C %08x; the backup recorded %d bytes, %08x: the backup is damaged",
+			return nil, codec.Errorf("restore: %s is %d bytes with CRC-32C %08x; the backup recorded %d bytes, %08x: the backup is damaged",
 				filepath.Join(from, bf.Path), n, crc, bf.Size, bf.CRC)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -140,15 +141,15 @@ func decodeFramedFile(path string, magic, b []byte) ([]byte, error) {
 	hdr := len(magic) + 1 + 4
 	switch {
 	case len(b) < hdr:
-		return nil, fmt.Errorf("%s: %d bytes, shorter than the %d-byte header", path, len(b), hdr)
+		return nil, codec.Errorf("%s: %d bytes, shorter than the %d-byte header", path, len(b), hdr)
 	case !bytes.Equal(b[:len(magic)], magic):
-		return nil, fmt.Errorf("%s: offset 0: bad magic", path)
+		return nil, codec.Errorf("%s: offset 0: bad magic", path)
 	case b[len(magic)] != controlVersion:
-		return nil, fmt.Errorf("%s: offset %d: unsupported version %d", path, len(magic), b[len(magic)])
+		return nil, codec.Errorf("%s: offset %d: unsupported version %d", path, len(magic), b[len(magic)])
 	}
 	snap := b[hdr:]
 	if got, want := crc32.Checksum(snap, castagnoli), binary.LittleEndian.Uint32(b[len(magic)+1:]); got != want {
-		return nil, fmt.Errorf("%s: offset %d: checksum mismatch (stored %08x, computed %08x)", path, len(magic)+1, want, got)
+		return nil, codec.Errorf("%s: offset %d: checksum mismatch (stored %08x, computed %08x)", path, len(magic)+1, want, got)
 	}
 	return snap, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
@@ -101,7 +102,7 @@ func encodeFeedbackRecord(e *feedbackEvent) []byte {
 
 func decodeFeedbackRecord(b []byte) (*feedbackEvent, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("feedback record: unsupported version")
+		return nil, codec.Errorf("feedback record: unsupported version")
 	}
 	d := decoder{b: b[1:]}
 	e := &feedbackEvent{}
@@ -119,10 +120,10 @@ func decodeFeedbackRecord(b []byte) (*feedbackEvent, error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("feedback record: %w", d.err)
+		return nil, codec.Errorf("feedback record: %w", d.err)
 	}
 	if !slices.Contains(FeedbackActions, e.Action) {
-		return nil, fmt.Errorf("feedback record: unknown action %q", e.Action)
+		return nil, codec.Errorf("feedback record: unknown action %q", e.Action)
 	}
 	return e, nil
 }
@@ -265,12 +266,12 @@ func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
 		return nil, err
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("feedback section: %d trailing bytes", len(rest))
+		return nil, codec.Errorf("feedback section: %d trailing bytes", len(rest))
 	}
 	out := make([]*feedbackEvent, len(frames))
 	for i, f := range frames {
 		if out[i], err = decodeFeedbackRecord(b[f.off : f.off+f.len]); err != nil {
-			return nil, fmt.Errorf("feedback section: event %d: %w", i, err)
+			return nil, codec.Errorf("feedback section: event %d: %w", i, err)
 		}
 		out[i].Seq = f.seq
 	}

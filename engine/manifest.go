@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/internal/varint"
 	"github.com/loci-memory/loci/vfs"
 )
@@ -165,6 +166,9 @@ type ManifestError struct {
 func (e *ManifestError) Error() string {
 	return fmt.Sprintf("manifest %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
+
+// Is reports a ManifestError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *ManifestError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 func decodeManifest(file string, b []byte) (*manifest, error) {
 	bad := func(off int, reason string) error {
@@ -342,7 +346,7 @@ func (d *decoder) off() int { return d.base + d.read }
 
 func (d *decoder) fail(reason string) {
 	if d.err == nil {
-		d.err = errors.New(reason)
+		d.err = codec.Mark(errors.New(reason))
 	}
 	d.b = nil
 }

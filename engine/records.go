@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/internal/varint"
 	"github.com/loci-memory/loci/wal"
 )
@@ -160,11 +161,11 @@ func decodeVectorBlock(b []byte, spans int) (*spanVectors, error) {
 		return nil, d.err
 	}
 	if dim == 0 || dim > maxVectorDim || v.Model == "" {
-		return nil, fmt.Errorf("bad vector block: model %q, dim %d", v.Model, dim)
+		return nil, codec.Errorf("bad vector block: model %q, dim %d", v.Model, dim)
 	}
 	v.Dim = int(dim)
 	if uint64(len(d.b)) != uint64(spans)*(4+dim) {
-		return nil, fmt.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", len(d.b), uint64(spans)*(4+dim), spans, dim)
+		return nil, codec.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", len(d.b), uint64(spans)*(4+dim), spans, dim)
 	}
 	v.Data = make([]int8, spans*v.Dim)
 	v.Scales = make([]float32, spans)
@@ -194,11 +195,11 @@ func decodeFencedArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, 
 	case len(b) > 0 && b[0] == fencedArtifactVersion:
 		f, n, err := varint.Uvarint(b[1:])
 		if err != nil || f == 0 {
-			return nil, nil, nil, 0, fmt.Errorf("artifact record: bad erasure fence")
+			return nil, nil, nil, 0, codec.Errorf("artifact record: bad erasure fence")
 		}
 		fence, b = f, b[1+n:]
 	default:
-		return nil, nil, nil, 0, fmt.Errorf("artifact record: unsupported version")
+		return nil, nil, nil, 0, codec.Errorf("artifact record: unsupported version")
 	}
 	a, spans, vecs, err := decodeArtifactBody(b)
 	return a, spans, vecs, fence, err
@@ -209,22 +210,22 @@ func decodeFencedArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, 
 func decodeArtifactBody(b []byte) (*artifact.Artifact, []artifact.Span, *spanVectors, error) {
 	a, n, err := artifact.DecodeArtifact(b)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
+		return nil, nil, nil, codec.Errorf("artifact record: %w", err)
 	}
 	b = b[n:]
 	cnt, n, err := varint.Uvarint(b)
 	if err != nil || cnt > uint64(len(b)) {
-		return nil, nil, nil, fmt.Errorf("artifact record: bad span count")
+		return nil, nil, nil, codec.Errorf("artifact record: bad span count")
 	}
 	b = b[n:]
 	spans := make([]artifact.Span, 0, cnt)
 	for i := uint64(0); i < cnt; i++ {
 		s, n, err := artifact.DecodeSpan(b)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("artifact record: span %d: %w", i, err)
+			return nil, nil, nil, codec.Errorf("artifact record: span %d: %w", i, err)
 		}
 		if s.ArtifactID != a.ID {
-			return nil, nil, nil, fmt.Errorf("artifact record: span %d belongs to artifact %s, not %s", i, s.ArtifactID, a.ID)
+			return nil, nil, nil, codec.Errorf("artifact record: span %d belongs to artifact %s, not %s", i, s.ArtifactID, a.ID)
 		}
 		spans = append(spans, s)
 		b = b[n:]
@@ -232,14 +233,14 @@ func decodeArtifactBody(b []byte) (*artifact.Artifact, []artifact.Span, *spanVec
 	var vecs *spanVectors
 	switch {
 	case len(b) == 0:
-		return nil, nil, nil, fmt.Errorf("artifact record: missing vectors flag")
+		return nil, nil, nil, codec.Errorf("artifact record: missing vectors flag")
 	case b[0] == 0 && len(b) == 1:
 	case b[0] == 1 && len(spans) > 0:
 		if vecs, err = decodeVectorBlock(b[1:], len(spans)); err != nil {
-			return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
+			return nil, nil, nil, codec.Errorf("artifact record: %w", err)
 		}
 	default:
-		return nil, nil, nil, fmt.Errorf("artifact record: bad vectors flag %d or %d trailing bytes", b[0], len(b)-1)
+		return nil, nil, nil, codec.Errorf("artifact record: bad vectors flag %d or %d trailing bytes", b[0], len(b)-1)
 	}
 	return &a, spans, vecs, nil
 }
@@ -253,7 +254,7 @@ func encodeEraseRecord(tenant, ws string) []byte {
 
 func decodeEraseRecord(b []byte) (tenant, ws string, err error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return "", "", fmt.Errorf("erase record: unsupported version")
+		return "", "", codec.Errorf("erase record: unsupported version")
 	}
 	d := decoder{b: b[1:]}
 	tenant, ws = d.string(), d.string()
@@ -261,7 +262,7 @@ func decodeEraseRecord(b []byte) (tenant, ws string, err error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return "", "", fmt.Errorf("erase record: %w", d.err)
+		return "", "", codec.Errorf("erase record: %w", d.err)
 	}
 	return tenant, ws, nil
 }
@@ -293,7 +294,7 @@ func encodeVectorsRecord(dst []byte, r *vectorsRecord) []byte {
 
 func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("vectors record: unsupported version")
+		return nil, codec.Errorf("vectors record: unsupported version")
 	}
 	d := decoder{b: b[1:]}
 	r := &vectorsRecord{Tenant: d.string(), Workspace: d.string()}
@@ -315,7 +316,7 @@ func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 		d.fail(fmt.Sprintf("bad span count %d", n))
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("vectors record: %w", d.err)
+		return nil, codec.Errorf("vectors record: %w", d.err)
 	}
 	r.Spans = int(n)
 	switch {
@@ -323,11 +324,11 @@ func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 	case d.b[0] == 1:
 		v, err := decodeVectorBlock(d.b[1:], r.Spans)
 		if err != nil {
-			return nil, fmt.Errorf("vectors record: %w", err)
+			return nil, codec.Errorf("vectors record: %w", err)
 		}
 		r.Vecs = v
 	default:
-		return nil, fmt.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.b[0], len(d.b)-1)
+		return nil, codec.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.b[0], len(d.b)-1)
 	}
 	return r, nil
 }
@@ -353,7 +354,7 @@ func encodeEraseArtifactRecord(r *eraseArtifactRecord) []byte {
 
 func decodeEraseArtifactRecord(b []byte) (*eraseArtifactRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("erase artifact record: unsupported version")
+		return nil, codec.Errorf("erase artifact record: unsupported version")
 	}
 	d := decoder{b: b[1:]}
 	r := &eraseArtifactRecord{Tenant: d.string(), Workspace: d.string()}
@@ -366,7 +367,7 @@ func decodeEraseArtifactRecord(b []byte) (*eraseArtifactRecord, error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("erase artifact record: %w", d.err)
+		return nil, codec.Errorf("erase artifact record: %w", d.err)
 	}
 	return r, nil
 }

@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -83,7 +84,7 @@ func encodeRetentionRecord(r *retentionRecord) []byte {
 
 func decodeRetentionRecord(b []byte) (*retentionRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("retention record: unsupported version")
+		return nil, codec.Errorf("retention record: unsupported version")
 	}
 	d := decoder{b: b[1:]}
 	r := &retentionRecord{Tenant: d.string(), Workspace: d.string(), Days: d.uvarint()}
@@ -94,7 +95,7 @@ func decodeRetentionRecord(b []byte) (*retentionRecord, error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, fmt.Errorf("retention record: %w", d.err)
+		return nil, codec.Errorf("retention record: %w", d.err)
 	}
 	return r, nil
 }
