@@ -369,7 +369,7 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 		}
 		add(c.name, n, crc, false)
 	}
-	if err := writeFileAtomic(vfs.Default, dst, manifestName, s.manifestBytes); err != nil {
+	if err := codec.WriteFile(vfs.Default, dst, manifestName, s.manifestBytes); err != nil {
 		return nil, err
 	}
 	add(manifestName, int64(len(s.manifestBytes)), crc32.Checksum(s.manifestBytes, castagnoli), false)
@@ -461,7 +461,7 @@ func writeBackupInfo(dst string, info *BackupInfo) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(vfs.Default, dst, BackupInfoName, append(b, '\n'))
+	return codec.WriteFile(vfs.Default, dst, BackupInfoName, append(b, '\n'))
 }
 
 // ReadBackupInfo reads a backup's BACKUP.json; a directory without one is
@@ -524,7 +524,7 @@ func Restore(from, dir string) (*VerifyReport, error) {
 			}
 			n, crc = int64(len(b)), crc32.Checksum(b, castagnoli)
 			if n == bf.Size && crc == bf.CRC {
-				if err := writeFileAtomic(vfs.Default, dir, manifestName, b); err != nil {
+				if err := codec.WriteFile(vfs.Default, dir, manifestName, b); err != nil {
 					return nil, fmt.Errorf("restore: %w", err)
 				}
 			}

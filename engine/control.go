@@ -214,11 +214,11 @@ func (db *DB) writeControlSnapshot(snap []byte) error {
 	// The payloads first: they may be newer than the snapshot, never older.
 	if p, ok := db.opts.Control.(ControlPayloads); ok {
 		if b, gen, changed := p.SnapshotPayloads(); changed {
-			if err := writeFileAtomic(db.opts.FS, db.dir, controlPayloadsName, encodeFramedFile(controlPayloadsMagic, b)); err != nil {
+			if err := codec.WriteFile(db.opts.FS, db.dir, controlPayloadsName, encodeFramedFile(controlPayloadsMagic, b)); err != nil {
 				return err
 			}
 			p.PayloadsWritten(gen)
 		}
 	}
-	return writeFileAtomic(db.opts.FS, db.dir, controlName, encodeControlFile(snap))
+	return codec.WriteFile(db.opts.FS, db.dir, controlName, encodeControlFile(snap))
 }

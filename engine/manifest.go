@@ -286,46 +286,7 @@ func readManifest(dir string) (*manifest, error) {
 
 // writeManifest replaces the manifest atomically.
 func writeManifest(fsys vfs.FS, dir string, m *manifest) error {
-	return writeFileAtomic(fsys, dir, manifestName, m.encode())
-}
-
-// errRenamedNotSynced marks a failure of writeFileAtomic after the rename:
-// the new content is in place but may not be durable, and the old content
-// is gone, so nothing the new content refers to may be removed.
-var errRenamedNotSynced = errors.New("replaced, but the directory fsync failed")
-
-// writeFileAtomic writes name in dir so that a crash leaves either the old or
-// the new content, never a mix: temp file, fsync, rename, fsync of the
-// directory. A failure before the rename (a full disk, say) removes the temp
-// file and leaves the old content; one after it wraps errRenamedNotSynced.
-func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		fsys.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fail(fmt.Errorf("write %s: %w", tmp, err))
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fail(fmt.Errorf("sync %s: %w", tmp, err))
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fail(err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("%s: %w: %w", filepath.Join(dir, name), errRenamedNotSynced, err)
-	}
-	return nil
+	return codec.WriteFile(fsys, dir, manifestName, m.encode())
 }
 
 func appendString(b []byte, s string) []byte {
