@@ -152,36 +152,36 @@ func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 		return nil, codec.Errorf("receipt record: unsupported version")
 	}
 	version := b[0]
-	d := decoder{b: b[1:]}
+	d := codec.Decoder{B: b[1:]}
 	r := &Receipt{}
-	r.ID = d.uuid()
-	r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash = d.string(), d.string(), d.string(), d.string(), d.string()
-	r.Timestamp = d.varint()
-	if d.err == nil && len(d.b) < 9 {
-		d.fail("short confidence")
+	r.ID = d.UUID("")
+	r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash = d.Str(""), d.Str(""), d.Str(""), d.Str(""), d.Str("")
+	r.Timestamp = d.Varint("")
+	if d.Err == nil && d.Remaining() < 9 {
+		d.Failf("", d.Off, "short confidence")
 	}
-	if d.err == nil {
-		r.Confidence = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-		switch d.b[8] {
+	if d.Err == nil {
+		r.Confidence = math.Float64frombits(binary.LittleEndian.Uint64(d.Rest()))
+		switch d.Rest()[8] {
 		case 0:
 		case 1:
 			r.Abstain = true
 		default:
-			d.fail("bad abstain byte")
+			d.Failf("", d.Off, "bad abstain byte")
 		}
-		d.b, d.read = d.b[9:], d.read+9
+		d.Off += 9
 	}
-	r.TotalTokens = int(d.uvarint())
+	r.TotalTokens = int(d.Uvarint(""))
 	if version == receiptVersion {
-		n := d.uvarint()
-		if d.err == nil && n > uint64(len(d.b))/2 {
-			d.fail("bad preview cut count")
+		n := d.Uvarint("")
+		if d.Err == nil && n > uint64(d.Remaining())/2 {
+			d.Failf("", d.Off, "bad preview cut count")
 		}
 		at := 0
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			delta, length := d.uvarint(), d.uvarint()
+		for i := uint64(0); i < n && d.Err == nil; i++ {
+			delta, length := d.Uvarint(""), d.Uvarint("")
 			if delta > maxReceiptBody || length > maxReceiptBody || i > 0 && delta < 2 {
-				d.fail("bad preview cut")
+				d.Failf("", d.Off, "bad preview cut")
 			}
 			at += int(delta)
 			if withBody {
@@ -189,7 +189,7 @@ func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 			}
 		}
 	}
-	if body := d.bytes(); withBody && d.err == nil {
+	if body := d.Bytes(""); withBody && d.Err == nil {
 		if version == receiptVersion {
 			r.packed = body
 			if clone {
@@ -200,11 +200,11 @@ func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 			r.pack()
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, codec.Errorf("receipt record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("receipt record: %w", d.Err)
 	}
 	return r, nil
 }

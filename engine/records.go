@@ -154,22 +154,22 @@ const maxVectorDim = 1 << 14
 const maxRecordSpans = wal.MaxPayload / 16
 
 func decodeVectorBlock(b []byte, spans int) (*spanVectors, error) {
-	d := decoder{b: b}
-	v := &spanVectors{Model: d.string()}
-	dim := d.uvarint()
-	if d.err != nil {
-		return nil, d.err
+	d := codec.Decoder{B: b}
+	v := &spanVectors{Model: d.Str("")}
+	dim := d.Uvarint("")
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	if dim == 0 || dim > maxVectorDim || v.Model == "" {
 		return nil, codec.Errorf("bad vector block: model %q, dim %d", v.Model, dim)
 	}
 	v.Dim = int(dim)
-	if uint64(len(d.b)) != uint64(spans)*(4+dim) {
-		return nil, codec.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", len(d.b), uint64(spans)*(4+dim), spans, dim)
+	if uint64(d.Remaining()) != uint64(spans)*(4+dim) {
+		return nil, codec.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", d.Remaining(), uint64(spans)*(4+dim), spans, dim)
 	}
 	v.Data = make([]int8, spans*v.Dim)
 	v.Scales = make([]float32, spans)
-	rest := d.b
+	rest := d.Rest()
 	for i := 0; i < spans; i++ {
 		v.Scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest))
 		for j := 0; j < v.Dim; j++ {
@@ -256,13 +256,13 @@ func decodeEraseRecord(b []byte) (tenant, ws string, err error) {
 	if len(b) == 0 || b[0] != recordVersion {
 		return "", "", codec.Errorf("erase record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	tenant, ws = d.string(), d.string()
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	d := codec.Decoder{B: b[1:]}
+	tenant, ws = d.Str(""), d.Str("")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return "", "", codec.Errorf("erase record: %w", d.err)
+	if d.Err != nil {
+		return "", "", codec.Errorf("erase record: %w", d.Err)
 	}
 	return tenant, ws, nil
 }
@@ -296,39 +296,39 @@ func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
 		return nil, codec.Errorf("vectors record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	r := &vectorsRecord{Tenant: d.string(), Workspace: d.string()}
-	if d.err == nil && len(d.b) < 16 {
-		d.fail("short artifact id")
+	d := codec.Decoder{B: b[1:]}
+	r := &vectorsRecord{Tenant: d.Str(""), Workspace: d.Str("")}
+	if d.Err == nil && d.Remaining() < 16 {
+		d.Failf("", d.Off, "short artifact id")
 	}
-	if d.err == nil {
-		copy(r.ArtifactID[:], d.b)
-		d.b = d.b[16:]
+	if d.Err == nil {
+		copy(r.ArtifactID[:], d.Rest())
+		d.Off += 16
 	}
-	n := d.uvarint()
+	n := d.Uvarint("")
 	// A span count is bounded by the vector block it announces (at least 5
 	// bytes a span); a record without vectors carries only the count, so
 	// its bound is the largest count an artifact record can hold.
-	if d.err == nil && len(d.b) == 0 {
-		d.fail("missing vectors flag")
+	if d.Err == nil && d.Remaining() == 0 {
+		d.Failf("", d.Off, "missing vectors flag")
 	}
-	if d.err == nil && (n == 0 || n > maxRecordSpans || (d.b[0] != 0 && n > uint64(len(d.b)))) {
-		d.fail(fmt.Sprintf("bad span count %d", n))
+	if d.Err == nil && (n == 0 || n > maxRecordSpans || (d.Rest()[0] != 0 && n > uint64(d.Remaining()))) {
+		d.Failf("", d.Off, "bad span count %d", n)
 	}
-	if d.err != nil {
-		return nil, codec.Errorf("vectors record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("vectors record: %w", d.Err)
 	}
 	r.Spans = int(n)
 	switch {
-	case d.b[0] == 0 && len(d.b) == 1:
-	case d.b[0] == 1:
-		v, err := decodeVectorBlock(d.b[1:], r.Spans)
+	case d.Rest()[0] == 0 && d.Remaining() == 1:
+	case d.Rest()[0] == 1:
+		v, err := decodeVectorBlock(d.Rest()[1:], r.Spans)
 		if err != nil {
 			return nil, codec.Errorf("vectors record: %w", err)
 		}
 		r.Vecs = v
 	default:
-		return nil, codec.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.b[0], len(d.b)-1)
+		return nil, codec.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.Rest()[0], d.Remaining()-1)
 	}
 	return r, nil
 }
@@ -356,18 +356,18 @@ func decodeEraseArtifactRecord(b []byte) (*eraseArtifactRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
 		return nil, codec.Errorf("erase artifact record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	r := &eraseArtifactRecord{Tenant: d.string(), Workspace: d.string()}
-	r.ArtifactID = d.uuid()
-	r.ArtifactSeq = d.uvarint()
-	if d.err == nil && r.ArtifactSeq == 0 {
-		d.fail("artifact seq 0")
+	d := codec.Decoder{B: b[1:]}
+	r := &eraseArtifactRecord{Tenant: d.Str(""), Workspace: d.Str("")}
+	r.ArtifactID = d.UUID("")
+	r.ArtifactSeq = d.Uvarint("")
+	if d.Err == nil && r.ArtifactSeq == 0 {
+		d.Failf("", d.Off, "artifact seq 0")
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, codec.Errorf("erase artifact record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("erase artifact record: %w", d.Err)
 	}
 	return r, nil
 }
