@@ -33,6 +33,7 @@ func TestEveryDecoderMarksCorruption(t *testing.T) {
 		{Name: "minilm model file", Decode: func() error { _, err := minilm.ParseModel(junk); return err }},
 		{Name: "artifact encoding", Decode: func() error { _, _, err := artifact.DecodeArtifact(junk); return err }},
 		{Name: "span encoding", Decode: func() error { _, _, err := artifact.DecodeSpan(junk); return err }},
+		{Name: "framed file", Decode: func() error { _, err := codec.DecodeFramed("F", []byte("MAGIC"), 1, junk); return err }},
 		{Name: "control snapshot", Decode: func() error { return control.New(nil).RestoreControl(junk) }},
 	})
 }
