@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/loci-memory/loci/internal/varint"
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // The binary encoding of artifacts and spans, shared by WAL records and segment
@@ -55,6 +55,9 @@ type DecodeError struct {
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("artifact: decode %s at byte %d: %s", e.Field, e.Offset, e.Reason)
 }
+
+// Is reports a DecodeError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *DecodeError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 // AppendArtifact appends the encoding of a (every field, Tenant, Workspace, Seq
 // and Payload included) to dst and returns the extended slice.
@@ -108,36 +111,36 @@ func MetadataKeys(m map[string]string) []string {
 // number of bytes consumed. The result never aliases b (b may be an mmap'd
 // region). Any malformed or truncated input gives a *DecodeError; it never panics.
 func DecodeArtifact(b []byte) (Artifact, int, error) {
-	d := decoder{b: b}
+	d := newDecoder(b)
 	var a Artifact
 	v := d.version("artifact version", ArtifactEncodingVersion, ArtifactMetadataEncodingVersion)
 	d.uuid("artifact id", a.ID[:])
-	a.Tenant = d.str("tenant")
-	a.Workspace = d.str("workspace")
-	a.Seq = d.uvarint("seq")
-	a.Type = d.str("type")
-	a.ActorID = d.str("actor id")
-	a.SessionID = d.str("session id")
-	a.ThreadID = d.str("thread id")
-	a.IdempotencyKey = d.str("idempotency key")
-	a.Timestamp = d.varint("timestamp")
-	a.IngestedAt = d.varint("ingested at")
-	a.Permissions.Visibility = d.str("visibility")
+	a.Tenant = d.Str("tenant")
+	a.Workspace = d.Str("workspace")
+	a.Seq = d.Uvarint("seq")
+	a.Type = d.Str("type")
+	a.ActorID = d.Str("actor id")
+	a.SessionID = d.Str("session id")
+	a.ThreadID = d.Str("thread id")
+	a.IdempotencyKey = d.Str("idempotency key")
+	a.Timestamp = d.Varint("timestamp")
+	a.IngestedAt = d.Varint("ingested at")
+	a.Permissions.Visibility = d.Str("visibility")
 	a.Permissions.AllowedActors = d.strs("allowed actors")
 	a.Permissions.DeniedActors = d.strs("denied actors")
 	a.Permissions.RBACTags = d.strs("rbac tags")
 	d.fixed("content hash", a.ContentHash[:])
 	a.Indexed = d.bool("indexed")
-	if p := d.bytes("payload"); len(p) > 0 {
+	if p := d.Bytes("payload"); len(p) > 0 {
 		a.Payload = append([]byte(nil), p...)
 	}
 	if v == ArtifactMetadataEncodingVersion {
 		a.Metadata = d.metadata("metadata")
 	}
-	if d.err != nil {
-		return Artifact{}, 0, d.err
+	if d.Err != nil {
+		return Artifact{}, 0, d.Err
 	}
-	return a, d.off, nil
+	return a, d.Off, nil
 }
 
 // AppendSpan appends the encoding of s to dst and returns the extended slice.
@@ -156,7 +159,7 @@ func AppendSpan(dst []byte, s *Span) []byte {
 // DecodeSpan decodes one span at the start of b and returns it with the number
 // of bytes consumed. Same rules as DecodeArtifact.
 func DecodeSpan(b []byte) (Span, int, error) {
-	d := decoder{b: b}
+	d := newDecoder(b)
 	var s Span
 	d.version("span version", SpanEncodingVersion, SpanEncodingVersion)
 	d.uuid("span id", s.ID[:])
@@ -165,12 +168,12 @@ func DecodeSpan(b []byte) (Span, int, error) {
 	s.Start = d.uint32("span start")
 	s.End = d.uint32("span end")
 	s.Tokens = d.uint32("span tokens")
-	s.Timestamp = d.varint("span timestamp")
-	s.Text = d.str("span text")
-	if d.err != nil {
-		return Span{}, 0, d.err
+	s.Timestamp = d.Varint("span timestamp")
+	s.Text = d.Str("span text")
+	if d.Err != nil {
+		return Span{}, 0, d.Err
 	}
-	return s, d.off, nil
+	return s, d.Off, nil
 }
 
 // MaxArtifactSize bounds the length of AppendArtifact's encoding of a, so an
@@ -223,41 +226,35 @@ func appendBool(dst []byte, v bool) []byte {
 	return append(dst, 0)
 }
 
-// decoder reads fields from b with a sticky error: after the first fault every
-// read returns a zero value, so decode functions check d.err once at the end.
-type decoder struct {
-	b   []byte
-	off int
-	err error
-}
+// decoder is codec.Decoder whose faults are *DecodeError, with the
+// artifact encoding's own field kinds.
+type decoder struct{ codec.Decoder }
 
-func (d *decoder) fail(field string, at int, format string, args ...any) {
-	if d.err == nil {
-		d.err = &DecodeError{Field: field, Offset: at, Reason: fmt.Sprintf(format, args...)}
-	}
-}
+func newDecoder(b []byte) decoder { return decoder{codec.Decoder{B: b, Fault: decodeFault}} }
 
-func (d *decoder) remaining() int { return len(d.b) - d.off }
+func decodeFault(field string, at int, reason string) error {
+	return &DecodeError{Field: field, Offset: at, Reason: reason}
+}
 
 // version reads a version byte between lo and hi (inclusive) and returns it.
 func (d *decoder) version(field string, lo, hi byte) byte {
-	if d.err != nil {
+	if d.Err != nil {
 		return 0
 	}
-	if d.remaining() < 1 {
-		d.fail(field, d.off, "truncated")
+	if d.Remaining() < 1 {
+		d.Failf(field, d.Off, "truncated")
 		return 0
 	}
-	v := d.b[d.off]
+	v := d.B[d.Off]
 	if v < lo || v > hi {
 		if lo == hi {
-			d.fail(field, d.off, "unsupported version %d (want %d)", v, lo)
+			d.Failf(field, d.Off, "unsupported version %d (want %d)", v, lo)
 		} else {
-			d.fail(field, d.off, "unsupported version %d (want %d to %d)", v, lo, hi)
+			d.Failf(field, d.Off, "unsupported version %d (want %d to %d)", v, lo, hi)
 		}
 		return 0
 	}
-	d.off++
+	d.Off++
 	return v
 }
 
@@ -265,31 +262,31 @@ func (d *decoder) version(field string, lo, hi byte) byte {
 // (no metadata is written as version 1), then key and value strings with
 // keys in strictly ascending byte order, so the encoding stays canonical.
 func (d *decoder) metadata(field string) map[string]string {
-	at := d.off
-	n := d.uvarint(field)
-	if d.err != nil {
+	at := d.Off
+	n := d.Uvarint(field)
+	if d.Err != nil {
 		return nil
 	}
 	if n == 0 {
-		d.fail(field, at, "count 0 (an artifact without metadata is encoded as version 1)")
+		d.Failf(field, at, "count 0 (an artifact without metadata is encoded as version 1)")
 		return nil
 	}
 	// Every pair takes at least its two one-byte lengths.
-	if n > uint64(d.remaining())/2 {
-		d.fail(field, at, "count %d exceeds what the %d bytes remaining can hold", n, d.remaining())
+	if n > uint64(d.Remaining())/2 {
+		d.Failf(field, at, "count %d exceeds what the %d bytes remaining can hold", n, d.Remaining())
 		return nil
 	}
 	m := make(map[string]string, n)
 	prev := ""
 	for i := uint64(0); i < n; i++ {
-		kat := d.off
-		k := d.str(field + " key")
-		v := d.str(field + " value")
-		if d.err != nil {
+		kat := d.Off
+		k := d.Str(field + " key")
+		v := d.Str(field + " value")
+		if d.Err != nil {
 			return nil
 		}
 		if i > 0 && k <= prev {
-			d.fail(field+" key", kat, "key %q does not follow %q in ascending order", k, prev)
+			d.Failf(field+" key", kat, "key %q does not follow %q in ascending order", k, prev)
 			return nil
 		}
 		m[k], prev = v, k
@@ -299,92 +296,45 @@ func (d *decoder) metadata(field string) map[string]string {
 
 // fixed copies len(dst) bytes into dst.
 func (d *decoder) fixed(field string, dst []byte) {
-	if d.err != nil {
+	if d.Err != nil {
 		return
 	}
-	if d.remaining() < len(dst) {
-		d.fail(field, d.off, "truncated: need %d bytes, have %d", len(dst), d.remaining())
+	if d.Remaining() < len(dst) {
+		d.Failf(field, d.Off, "truncated: need %d bytes, have %d", len(dst), d.Remaining())
 		return
 	}
-	copy(dst, d.b[d.off:])
-	d.off += len(dst)
+	copy(dst, d.B[d.Off:])
+	d.Off += len(dst)
 }
 
 func (d *decoder) uuid(field string, dst []byte) { d.fixed(field, dst) }
 
-func (d *decoder) uvarint(field string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n, err := varint.Uvarint(d.b[d.off:])
-	if err != nil {
-		d.fail(field, d.off, "%s", err)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *decoder) varint(field string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n, err := varint.Varint(d.b[d.off:])
-	if err != nil {
-		d.fail(field, d.off, "%s", err)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
 func (d *decoder) uint32(field string) uint32 {
-	at := d.off
-	v := d.uvarint(field)
+	at := d.Off
+	v := d.Uvarint(field)
 	if v > math.MaxUint32 {
-		d.fail(field, at, "value %d overflows 32 bits", v)
+		d.Failf(field, at, "value %d overflows 32 bits", v)
 		return 0
 	}
 	return uint32(v)
 }
 
-// bytes returns a length-prefixed byte string. The result aliases d.b: callers
-// copy it.
-func (d *decoder) bytes(field string) []byte {
-	at := d.off
-	n := d.uvarint(field)
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(d.remaining()) {
-		d.fail(field, at, "length %d exceeds the %d bytes remaining", n, d.remaining())
-		return nil
-	}
-	p := d.b[d.off : d.off+int(n)]
-	d.off += int(n)
-	return p
-}
-
-func (d *decoder) str(field string) string {
-	return string(d.bytes(field)) // string conversion copies
-}
-
 func (d *decoder) strs(field string) []string {
-	at := d.off
-	n := d.uvarint(field)
-	if d.err != nil || n == 0 {
+	at := d.Off
+	n := d.Uvarint(field)
+	if d.Err != nil || n == 0 {
 		return nil
 	}
 	// Every string takes at least its one-byte length, which bounds the
 	// allocation by the input size.
-	if n > uint64(d.remaining()) {
-		d.fail(field, at, "count %d exceeds the %d bytes remaining", n, d.remaining())
+	if n > uint64(d.Remaining()) {
+		d.Failf(field, at, "count %d exceeds the %d bytes remaining", n, d.Remaining())
 		return nil
 	}
 	ss := make([]string, n)
 	for i := range ss {
-		ss[i] = d.str(field)
-		if d.err != nil {
+		ss[i] = d.Str(field)
+		if d.Err != nil {
 			return nil
 		}
 	}
@@ -392,18 +342,18 @@ func (d *decoder) strs(field string) []string {
 }
 
 func (d *decoder) bool(field string) bool {
-	if d.err != nil {
+	if d.Err != nil {
 		return false
 	}
-	if d.remaining() < 1 {
-		d.fail(field, d.off, "truncated")
+	if d.Remaining() < 1 {
+		d.Failf(field, d.Off, "truncated")
 		return false
 	}
-	v := d.b[d.off]
+	v := d.B[d.Off]
 	if v > 1 {
-		d.fail(field, d.off, "invalid bool byte %#x", v)
+		d.Failf(field, d.Off, "invalid bool byte %#x", v)
 		return false
 	}
-	d.off++
+	d.Off++
 	return v == 1
 }

@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -55,7 +55,7 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-var errMessage = errors.New("cluster: malformed message")
+var errMessage = codec.Sentinel("cluster: malformed message")
 
 // decodeMessage parses a message into entries whose payloads alias b.
 func decodeMessage(b []byte) ([]wal.Entry, error) {

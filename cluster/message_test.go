@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -83,5 +85,16 @@ func TestSplitEntries(t *testing.T) {
 	}
 	if _, err := splitEntries(entries(10, 2000), limit); err == nil || !strings.Contains(err.Error(), "2000 bytes") {
 		t.Fatalf("a record larger than a message: %v", err)
+	}
+}
+
+// TestMalformedMessageIsCorruption: a damaged stream message matches
+// codec.ErrCorrupt, as every storage decoder's error does.
+func TestMalformedMessageIsCorruption(t *testing.T) {
+	for _, b := range [][]byte{{0xff}, {2, 1}, {1, 1, 0x7f}} {
+		_, err := decodeMessage(b)
+		if err == nil || !errors.Is(err, codec.ErrCorrupt) {
+			t.Errorf("decodeMessage(%x) = %v, want a codec.ErrCorrupt", b, err)
+		}
 	}
 }

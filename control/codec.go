@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/internal/varint"
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // formatVersion is the leading byte of every record payload and of the
@@ -26,6 +26,9 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("control: decode %s: %s at byte %d: %s", e.What, e.Field, e.Offset, e.Reason)
 }
 
+// Is reports a DecodeError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *DecodeError) Is(target error) bool { return target == codec.ErrCorrupt }
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -36,120 +39,39 @@ func appendBytes(b, p []byte) []byte {
 	return append(b, p...)
 }
 
-// decoder reads fields with a sticky error: after the first fault every read
-// returns a zero value, so decode functions check the error once at the end.
-type decoder struct {
-	what string
-	b    []byte
-	off  int
-	err  error
-}
+// decoder is codec.Decoder whose faults are *DecodeError naming what is
+// decoded (the snapshot or a record kind).
+type decoder struct{ codec.Decoder }
 
-func (d *decoder) fail(field string, at int, format string, args ...any) {
-	if d.err == nil {
-		d.err = &DecodeError{What: d.what, Field: field, Offset: at, Reason: fmt.Sprintf(format, args...)}
-	}
-}
-
-func (d *decoder) remaining() int { return len(d.b) - d.off }
-
-// take consumes n bytes; the result aliases the input.
-func (d *decoder) take(field string, n uint64) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(d.remaining()) {
-		d.fail(field, d.off, "%d bytes needed, %d remaining", n, d.remaining())
-		return nil
-	}
-	p := d.b[d.off : d.off+int(n)]
-	d.off += int(n)
-	return p
-}
-
-func (d *decoder) byte(field string) byte {
-	if p := d.take(field, 1); p != nil {
-		return p[0]
-	}
-	return 0
-}
-
-func (d *decoder) uvarint(field string) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n, err := varint.Uvarint(d.b[d.off:])
-	if err != nil {
-		d.fail(field, d.off, "%s", err)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-// varint reads a zig-zag signed varint, as binary.AppendVarint writes it.
-func (d *decoder) varint(field string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n, err := varint.Varint(d.b[d.off:])
-	if err != nil {
-		d.fail(field, d.off, "%s", err)
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-// count reads an element count and rejects one that cannot fit in the rest
-// of the input, given each element takes at least minSize bytes.
-func (d *decoder) count(field string, minSize int) int {
-	at := d.off
-	v := d.uvarint(field)
-	if d.err == nil && v > uint64(d.remaining()/minSize) {
-		d.fail(field, at, "count %d exceeds the %d bytes remaining", v, d.remaining())
-		return 0
-	}
-	return int(v)
-}
-
-func (d *decoder) str(field string) string {
-	return string(d.take(field, d.uvarint(field))) // the conversion copies
+func newDecoder(what string, b []byte) *decoder {
+	return &decoder{codec.Decoder{B: b, Fault: func(field string, at int, reason string) error {
+		return &DecodeError{What: what, Field: field, Offset: at, Reason: reason}
+	}}}
 }
 
 // bytes returns a copy of a length-prefixed byte string, nil when empty.
 func (d *decoder) bytes(field string) []byte {
-	p := d.take(field, d.uvarint(field))
+	p := d.Bytes(field)
 	if len(p) == 0 {
 		return nil
 	}
 	return append([]byte(nil), p...)
 }
 
-func (d *decoder) uuid(field string) (id uuid.UUID) {
-	copy(id[:], d.take(field, 16))
-	return id
-}
+func (d *decoder) uuid(field string) uuid.UUID { return d.UUID(field) }
 
 func (d *decoder) hash(field string) (h [32]byte) {
-	copy(h[:], d.take(field, 32))
+	copy(h[:], d.Take(field, 32))
 	return h
 }
 
 // header checks the version byte and returns the op byte of a record.
 func (d *decoder) header() byte {
-	at := d.off
-	if v := d.byte("version"); d.err == nil && v != formatVersion {
-		d.fail("version", at, "unsupported version %d", v)
+	at := d.Off
+	if v := d.Byte("version"); d.Err == nil && v != formatVersion {
+		d.Failf("version", at, "unsupported version %d", v)
 	}
-	return d.byte("op")
-}
-
-// end rejects trailing bytes.
-func (d *decoder) end() {
-	if d.err == nil && d.remaining() != 0 {
-		d.fail("end", d.off, "%d trailing bytes", d.remaining())
-	}
+	return d.Byte("op")
 }
 
 // micros converts a time to the Unix microseconds records carry, so that

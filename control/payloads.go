@@ -87,25 +87,25 @@ func (s *state) encodePayloads() []byte {
 }
 
 func decodePayloads(b []byte) ([]payloadEntry, error) {
-	d := &decoder{what: "payloads", b: b}
-	if v := d.byte("version"); d.err == nil && v != payloadsVersion {
-		d.fail("version", 0, "unsupported version %d", v)
+	d := newDecoder("payloads", b)
+	if v := d.Byte("version"); d.Err == nil && v != payloadsVersion {
+		d.Failf("version", 0, "unsupported version %d", v)
 	}
-	n := d.count("job count", 17)
+	n := d.Count("job count", 17)
 	out := make([]payloadEntry, 0, n)
 	seen := make(map[uuid.UUID]bool, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.off
+	for i := 0; i < n && d.Err == nil; i++ {
+		at := d.Off
 		e := payloadEntry{id: d.uuid("job id"), input: d.bytes("input")}
-		if d.err == nil && (e.id == uuid.Nil || seen[e.id]) {
-			d.fail("job id", at, "nil or repeated job id %s", e.id)
+		if d.Err == nil && (e.id == uuid.Nil || seen[e.id]) {
+			d.Failf("job id", at, "nil or repeated job id %s", e.id)
 		}
 		seen[e.id] = true
 		out = append(out, e)
 	}
-	d.end()
-	if d.err != nil {
-		return nil, fmt.Errorf("control: %w", d.err)
+	d.End("end")
+	if d.Err != nil {
+		return nil, fmt.Errorf("control: %w", d.Err)
 	}
 	return out, nil
 }

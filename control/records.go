@@ -187,115 +187,115 @@ func decodeRecord(kind uint8, payload []byte) (any, error) {
 	if int(kind) >= len(kindNames) {
 		return nil, fmt.Errorf("control: unknown record kind %d", kind)
 	}
-	d := &decoder{what: kindNames[kind], b: payload}
+	d := newDecoder(kindNames[kind], payload)
 	op := d.header()
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	var rec any
 	switch {
 	case kind == kindTenant && op == opTenantCreate:
 		r := tenantCreateRec{}
-		r.tenant = tenantState{id: d.str("tenant id"), email: d.str("email"), plan: d.str("plan"), created: d.varint("created at")}
-		r.key = keyState{tenantID: r.tenant.id, id: d.uuid("key id"), hash: d.hash("key hash"), prefix: d.str("key prefix"), created: r.tenant.created}
+		r.tenant = tenantState{id: d.Str("tenant id"), email: d.Str("email"), plan: d.Str("plan"), created: d.Varint("created at")}
+		r.key = keyState{tenantID: r.tenant.id, id: d.uuid("key id"), hash: d.hash("key hash"), prefix: d.Str("key prefix"), created: r.tenant.created}
 		d.check("tenant", validTenant(r.tenant))
 		d.check("key", validKey(r.key))
 		rec = r
 	case kind == kindTenant && op == opTenantPlan:
-		r := planRec{tenantID: d.str("tenant id"), plan: d.str("plan")}
+		r := planRec{tenantID: d.Str("tenant id"), plan: d.Str("plan")}
 		d.check("plan", validPlanName(r.plan))
 		rec = r
 	case kind == kindAPIKey && op == opKeyCreate:
-		k := keyState{tenantID: d.str("tenant id"), id: d.uuid("key id"), hash: d.hash("key hash"), prefix: d.str("key prefix"), created: d.varint("created at")}
+		k := keyState{tenantID: d.Str("tenant id"), id: d.uuid("key id"), hash: d.hash("key hash"), prefix: d.Str("key prefix"), created: d.Varint("created at")}
 		d.check("key", validKey(k))
 		rec = keyRec{k}
 	case kind == kindAPIKey && op == opKeyRevoke:
-		rec = revokeRec{tenantID: d.str("tenant id"), keyID: d.uuid("key id")}
+		rec = revokeRec{tenantID: d.Str("tenant id"), keyID: d.uuid("key id")}
 	case kind == kindUsage && op == opUsageDelta:
 		r := usageRec{entries: decodeUsage(d)}
-		n := d.count("last-used count", 17)
-		for i := 0; i < n && d.err == nil; i++ {
-			at := d.off
-			u := lastUsed{keyID: d.uuid("key id"), at: d.varint("last used at")}
-			if d.err == nil && i > 0 && string(u.keyID[:]) <= string(r.used[i-1].keyID[:]) {
-				d.fail("key id", at, "last-used entries not in ascending key order")
+		n := d.Count("last-used count", 17)
+		for i := 0; i < n && d.Err == nil; i++ {
+			at := d.Off
+			u := lastUsed{keyID: d.uuid("key id"), at: d.Varint("last used at")}
+			if d.Err == nil && i > 0 && string(u.keyID[:]) <= string(r.used[i-1].keyID[:]) {
+				d.Failf("key id", at, "last-used entries not in ascending key order")
 			}
 			d.check("last used at", validTimeErr(u.at))
 			r.used = append(r.used, u)
 		}
 		rec = r
 	case kind == kindJob && op == opJobsCreate:
-		r := jobsCreateRec{tenantID: d.str("tenant id"), ws: d.str("workspace"), created: d.varint("created at")}
+		r := jobsCreateRec{tenantID: d.Str("tenant id"), ws: d.Str("workspace"), created: d.Varint("created at")}
 		d.check("workspace", validWorkspace(r.ws))
 		d.check("created at", validTimeErr(r.created))
-		n := d.count("job count", 34)
-		if d.err == nil && n == 0 {
-			d.fail("job count", d.off, "no jobs")
+		n := d.Count("job count", 34)
+		if d.Err == nil && n == 0 {
+			d.Failf("job count", d.Off, "no jobs")
 		}
-		for i := 0; i < n && d.err == nil; i++ {
-			j := jobInRec{id: d.uuid("job id"), artifact: d.uuid("artifact id"), idem: d.str("idempotency key"), input: d.bytes("input")}
-			if d.err == nil && (j.id == uuid.Nil || j.artifact == uuid.Nil) {
-				d.fail("job id", d.off, "nil job or artifact id")
+		for i := 0; i < n && d.Err == nil; i++ {
+			j := jobInRec{id: d.uuid("job id"), artifact: d.uuid("artifact id"), idem: d.Str("idempotency key"), input: d.bytes("input")}
+			if d.Err == nil && (j.id == uuid.Nil || j.artifact == uuid.Nil) {
+				d.Failf("job id", d.Off, "nil job or artifact id")
 			}
 			r.jobs = append(r.jobs, j)
 		}
 		rec = r
 	case kind == kindJob && op == opJobStatus:
 		r := statusRec{jobID: d.uuid("job id")}
-		at := d.off
-		code := d.byte("status")
+		at := d.Off
+		code := d.Byte("status")
 		r.status = statusOf(code)
-		if d.err == nil && (r.status == "" || r.status == StatusPending) {
-			d.fail("status", at, "bad status code %d", code)
+		if d.Err == nil && (r.status == "" || r.status == StatusPending) {
+			d.Failf("status", at, "bad status code %d", code)
 		}
-		r.at = d.varint("updated at")
-		r.errMsg = d.str("error message")
+		r.at = d.Varint("updated at")
+		r.errMsg = d.Str("error message")
 		d.check("updated at", validTimeErr(r.at))
-		if d.err == nil && r.errMsg != "" && r.status != StatusFailed {
-			d.fail("error message", at, "error message on a %s job", r.status)
+		if d.Err == nil && r.errMsg != "" && r.status != StatusFailed {
+			d.Failf("error message", at, "error message on a %s job", r.status)
 		}
 		rec = r
 	case kind == kindJob && op == opJobsErase:
-		rec = eraseJobsRec{tenantID: d.str("tenant id"), ws: d.str("workspace")}
+		rec = eraseJobsRec{tenantID: d.Str("tenant id"), ws: d.Str("workspace")}
 	case kind == kindJob && op == opJobsCancel:
-		r := cancelJobsRec{tenantID: d.str("tenant id"), ws: d.str("workspace")}
-		at := d.off
-		r.fence = d.uvarint("fence")
-		if d.err == nil && r.fence == 0 {
-			d.fail("fence", at, "fence 0")
+		r := cancelJobsRec{tenantID: d.Str("tenant id"), ws: d.Str("workspace")}
+		at := d.Off
+		r.fence = d.Uvarint("fence")
+		if d.Err == nil && r.fence == 0 {
+			d.Failf("fence", at, "fence 0")
 		}
-		r.at = d.varint("updated at")
+		r.at = d.Varint("updated at")
 		d.check("workspace", validWorkspace(r.ws))
 		d.check("updated at", validTimeErr(r.at))
 		rec = r
 	case kind == kindJob && op == opJobsExpire:
-		n := d.count("job count", 16)
-		if d.err == nil && n == 0 {
-			d.fail("job count", d.off, "no jobs")
+		n := d.Count("job count", 16)
+		if d.Err == nil && n == 0 {
+			d.Failf("job count", d.Off, "no jobs")
 		}
 		r := expireJobsRec{ids: make([]uuid.UUID, 0, n)}
-		for i := 0; i < n && d.err == nil; i++ {
+		for i := 0; i < n && d.Err == nil; i++ {
 			r.ids = append(r.ids, d.uuid("job id"))
 		}
 		rec = r
 	case kind == kindWorkspace && (op == opWorkspaceClaim || op == opWorkspaceRelease):
-		r := workspaceRec{release: op == opWorkspaceRelease, tenantID: d.str("tenant id"), ws: d.str("workspace")}
+		r := workspaceRec{release: op == opWorkspaceRelease, tenantID: d.Str("tenant id"), ws: d.Str("workspace")}
 		d.check("workspace", validWorkspace(r.ws))
 		rec = r
 	default:
-		d.fail("op", 1, "unknown op %d", op)
+		d.Failf("op", 1, "unknown op %d", op)
 	}
-	d.end()
-	if d.err != nil {
-		return nil, d.err
+	d.End("end")
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	return rec, nil
 }
 
 // check records a validation failure of the field just read.
 func (d *decoder) check(field string, err error) {
-	if d.err == nil && err != nil {
-		d.fail(field, d.off, "%v", err)
+	if d.Err == nil && err != nil {
+		d.Failf(field, d.Off, "%v", err)
 	}
 }
 
@@ -330,25 +330,25 @@ func appendUsage(b []byte, m map[usageKey]*counts) []byte {
 }
 
 func decodeUsage(d *decoder) []usageEntry {
-	n := d.count("usage count", 8)
+	n := d.Count("usage count", 8)
 	var out []usageEntry
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.off
-		e := usageEntry{key: usageKey{tenant: d.str("usage tenant"), period: d.str("usage period")}, c: &counts{}}
-		if d.err == nil && i > 0 && compareUsageKey(out[i-1].key, e.key) >= 0 {
-			d.fail("usage tenant", at, "usage entries not in ascending (tenant, period) order")
+	for i := 0; i < n && d.Err == nil; i++ {
+		at := d.Off
+		e := usageEntry{key: usageKey{tenant: d.Str("usage tenant"), period: d.Str("usage period")}, c: &counts{}}
+		if d.Err == nil && i > 0 && compareUsageKey(out[i-1].key, e.key) >= 0 {
+			d.Failf("usage tenant", at, "usage entries not in ascending (tenant, period) order")
 		}
-		if d.err == nil && e.key.tenant == "" {
-			d.fail("usage tenant", at, "empty tenant")
+		if d.Err == nil && e.key.tenant == "" {
+			d.Failf("usage tenant", at, "empty tenant")
 		}
 		d.check("usage period", validPeriod(e.key.period))
-		nr := d.count("request count", 2)
+		nr := d.Count("request count", 2)
 		prev := ""
-		for j := 0; j < nr && d.err == nil; j++ {
-			at := d.off
-			name, v := d.str("endpoint"), d.uvarint("requests")
-			if d.err == nil && name <= prev {
-				d.fail("endpoint", at, "endpoints empty or not in ascending order")
+		for j := 0; j < nr && d.Err == nil; j++ {
+			at := d.Off
+			name, v := d.Str("endpoint"), d.Uvarint("requests")
+			if d.Err == nil && name <= prev {
+				d.Failf("endpoint", at, "endpoints empty or not in ascending order")
 			}
 			if e.c.requests == nil {
 				e.c.requests = make(map[string]uint64, nr)
@@ -356,8 +356,8 @@ func decodeUsage(d *decoder) []usageEntry {
 			e.c.requests[name] = v
 			prev = name
 		}
-		e.c.artifacts, e.c.rawBytes, e.c.packs = d.uvarint("artifacts"), d.uvarint("raw bytes"), d.uvarint("packs")
-		e.c.tokens, e.c.rateLimited = d.uvarint("tokens"), d.uvarint("rate limited")
+		e.c.artifacts, e.c.rawBytes, e.c.packs = d.Uvarint("artifacts"), d.Uvarint("raw bytes"), d.Uvarint("packs")
+		e.c.tokens, e.c.rateLimited = d.Uvarint("tokens"), d.Uvarint("rate limited")
 		out = append(out, e)
 	}
 	return out

@@ -435,75 +435,75 @@ func sortedValues[K comparable, V any](m map[K]V, compare func(a, b V) int) []V 
 // It requires what encodeSnapshot guarantees: canonical order, no
 // duplicates, every reference resolved.
 func decodeSnapshot(b []byte) (*state, error) {
-	d := &decoder{what: "snapshot", b: b}
-	version := d.byte("version")
-	if d.err == nil && version != snapshotVersion && version != snapshotVersionWithInputs {
-		d.fail("version", 0, "unsupported version %d", version)
+	d := newDecoder("snapshot", b)
+	version := d.Byte("version")
+	if d.Err == nil && version != snapshotVersion && version != snapshotVersionWithInputs {
+		d.Failf("version", 0, "unsupported version %d", version)
 	}
 	s := newState()
-	s.seq = d.uvarint("applied seq")
+	s.seq = d.Uvarint("applied seq")
 
-	n := d.count("tenant count", 4)
+	n := d.Count("tenant count", 4)
 	var prevTenant string
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.off
-		t := &tenantState{id: d.str("tenant id"), email: d.str("email"), plan: d.str("plan"), created: d.varint("created at")}
+	for i := 0; i < n && d.Err == nil; i++ {
+		at := d.Off
+		t := &tenantState{id: d.Str("tenant id"), email: d.Str("email"), plan: d.Str("plan"), created: d.Varint("created at")}
 		d.check("tenant", validTenant(*t))
-		if d.err == nil && i > 0 && t.id <= prevTenant {
-			d.fail("tenant id", at, "tenants not in ascending id order")
+		if d.Err == nil && i > 0 && t.id <= prevTenant {
+			d.Failf("tenant id", at, "tenants not in ascending id order")
 		}
-		if _, dup := s.emails[strings.ToLower(t.email)]; d.err == nil && dup {
-			d.fail("email", at, "email of tenant %s repeats another tenant's", t.id)
+		if _, dup := s.emails[strings.ToLower(t.email)]; d.Err == nil && dup {
+			d.Failf("email", at, "email of tenant %s repeats another tenant's", t.id)
 		}
-		if d.err == nil {
+		if d.Err == nil {
 			s.addTenant(t)
 			prevTenant = t.id
 		}
 	}
 
-	n = d.count("key count", 16+1+32+1+1+1)
+	n = d.Count("key count", 16+1+32+1+1+1)
 	var prevKey uuid.UUID
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.off
-		k := &keyState{id: d.uuid("key id"), tenantID: d.str("key tenant"), hash: d.hash("key hash"), prefix: d.str("key prefix"), created: d.varint("created at")}
-		flags := d.byte("key flags")
+	for i := 0; i < n && d.Err == nil; i++ {
+		at := d.Off
+		k := &keyState{id: d.uuid("key id"), tenantID: d.Str("key tenant"), hash: d.hash("key hash"), prefix: d.Str("key prefix"), created: d.Varint("created at")}
+		flags := d.Byte("key flags")
 		if flags&^(flagRevoked|flagUsed) != 0 {
-			d.fail("key flags", d.off-1, "unknown flags %#x", flags)
+			d.Failf("key flags", d.Off-1, "unknown flags %#x", flags)
 		}
 		k.revoked, k.used = flags&flagRevoked != 0, flags&flagUsed != 0
 		if k.used {
-			k.lastUsed = d.varint("last used at")
+			k.lastUsed = d.Varint("last used at")
 			d.check("last used at", validTimeErr(k.lastUsed))
 		}
 		d.check("key", validKey(*k))
-		if d.err == nil && i > 0 && string(k.id[:]) <= string(prevKey[:]) {
-			d.fail("key id", at, "keys not in ascending id order")
+		if d.Err == nil && i > 0 && string(k.id[:]) <= string(prevKey[:]) {
+			d.Failf("key id", at, "keys not in ascending id order")
 		}
-		if _, ok := s.tenants[k.tenantID]; d.err == nil && !ok {
-			d.fail("key tenant", at, "key of unknown tenant %q", k.tenantID)
+		if _, ok := s.tenants[k.tenantID]; d.Err == nil && !ok {
+			d.Failf("key tenant", at, "key of unknown tenant %q", k.tenantID)
 		}
-		if _, dup := s.byHash[k.hash]; d.err == nil && dup {
-			d.fail("key hash", at, "repeated key hash")
+		if _, dup := s.byHash[k.hash]; d.Err == nil && dup {
+			d.Failf("key hash", at, "repeated key hash")
 		}
-		if d.err == nil {
+		if d.Err == nil {
 			s.addKey(k)
 			prevKey = k.id
 		}
 	}
 
-	n = d.count("workspace count", 2)
+	n = d.Count("workspace count", 2)
 	var prevWS wsKey
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.off
-		w := wsKey{d.str("workspace tenant"), d.str("workspace")}
+	for i := 0; i < n && d.Err == nil; i++ {
+		at := d.Off
+		w := wsKey{d.Str("workspace tenant"), d.Str("workspace")}
 		d.check("workspace", validWorkspace(w.ws))
-		if d.err == nil && i > 0 && compareWSKey(prevWS, w) >= 0 {
-			d.fail("workspace", at, "workspaces not in ascending order")
+		if d.Err == nil && i > 0 && compareWSKey(prevWS, w) >= 0 {
+			d.Failf("workspace", at, "workspaces not in ascending order")
 		}
-		if d.err == nil && !s.hasTenant(w.tenant) {
-			d.fail("workspace tenant", at, "workspace of unknown tenant %q", w.tenant)
+		if d.Err == nil && !s.hasTenant(w.tenant) {
+			d.Failf("workspace tenant", at, "workspace of unknown tenant %q", w.tenant)
 		}
-		if d.err == nil {
+		if d.Err == nil {
 			s.addWorkspace(w.tenant, w.ws)
 			prevWS = w
 		}
@@ -513,51 +513,51 @@ func decodeSnapshot(b []byte) (*state, error) {
 		s.usage[e.key] = e.c
 	}
 
-	n = d.count("job count", 16+1+1+16+1+1+1+1+1+1+1)
+	n = d.Count("job count", 16+1+1+16+1+1+1+1+1+1+1)
 	var prevJob *jobState
-	for i := 0; i < n && d.err == nil; i++ {
-		at := d.off
-		j := &jobState{id: d.uuid("job id"), tenantID: d.str("job tenant"), ws: d.str("job workspace"), artifact: d.uuid("artifact id"), idem: d.str("idempotency key")}
-		code := d.byte("status")
+	for i := 0; i < n && d.Err == nil; i++ {
+		at := d.Off
+		j := &jobState{id: d.uuid("job id"), tenantID: d.Str("job tenant"), ws: d.Str("job workspace"), artifact: d.uuid("artifact id"), idem: d.Str("idempotency key")}
+		code := d.Byte("status")
 		j.status = statusOf(code)
-		j.created, j.updated = d.varint("created at"), d.varint("updated at")
-		j.errMsg = d.str("error message")
-		j.seq = d.uvarint("creation seq")
-		idx := d.uvarint("creation index")
+		j.created, j.updated = d.Varint("created at"), d.Varint("updated at")
+		j.errMsg = d.Str("error message")
+		j.seq = d.Uvarint("creation seq")
+		idx := d.Uvarint("creation index")
 		j.idx = int(min(idx, 1<<31))
 		if version == snapshotVersionWithInputs {
 			j.input = d.bytes("input")
 		}
 		switch {
-		case d.err != nil:
+		case d.Err != nil:
 		case j.status == "":
-			d.fail("status", at, "bad status code %d", code)
+			d.Failf("status", at, "bad status code %d", code)
 		case j.id == uuid.Nil || j.artifact == uuid.Nil:
-			d.fail("job id", at, "nil job or artifact id")
+			d.Failf("job id", at, "nil job or artifact id")
 		case validWorkspace(j.ws) != nil:
-			d.fail("job workspace", at, "%v", validWorkspace(j.ws))
+			d.Failf("job workspace", at, "%v", validWorkspace(j.ws))
 		case !s.hasTenant(j.tenantID):
-			d.fail("job tenant", at, "job of unknown tenant %q", j.tenantID)
+			d.Failf("job tenant", at, "job of unknown tenant %q", j.tenantID)
 		case !validTime(j.created) || !validTime(j.updated):
-			d.fail("created at", at, "time out of range")
+			d.Failf("created at", at, "time out of range")
 		case j.errMsg != "" && j.status != StatusFailed:
-			d.fail("error message", at, "error message on a %s job", j.status)
+			d.Failf("error message", at, "error message on a %s job", j.status)
 		case len(j.input) != 0 && j.finished():
-			d.fail("input", at, "input kept on a %s job", j.status)
+			d.Failf("input", at, "input kept on a %s job", j.status)
 		case j.seq == 0 || j.seq > s.seq || idx >= 1<<31:
-			d.fail("creation seq", at, "creation (%d, %d) out of range", j.seq, idx)
+			d.Failf("creation seq", at, "creation (%d, %d) out of range", j.seq, idx)
 		case prevJob != nil && compareJobs(prevJob, j) >= 0:
-			d.fail("creation seq", at, "jobs not in ascending creation order")
+			d.Failf("creation seq", at, "jobs not in ascending creation order")
 		case s.jobs[j.id] != nil:
-			d.fail("job id", at, "repeated job id %s", j.id)
+			d.Failf("job id", at, "repeated job id %s", j.id)
 		default:
 			s.addJob(j)
 			prevJob = j
 		}
 	}
-	d.end()
-	if d.err != nil {
-		return nil, d.err
+	d.End("end")
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	return s, nil
 }

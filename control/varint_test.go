@@ -22,17 +22,17 @@ func TestDecoderVarintRule(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decoder{what: "test", b: tc.in}
-			v := d.uvarint("field")
+			d := newDecoder("test", tc.in)
+			v := d.Uvarint("field")
 			if v != tc.want {
 				t.Errorf("uvarint = %d, want %d", v, tc.want)
 			}
-			de, _ := d.err.(*DecodeError)
+			de, _ := d.Err.(*DecodeError)
 			switch {
-			case tc.err == nil && d.err != nil:
-				t.Errorf("err = %v, want none", d.err)
+			case tc.err == nil && d.Err != nil:
+				t.Errorf("err = %v, want none", d.Err)
 			case tc.err != nil && (de == nil || de.Reason != tc.err.Error()):
-				t.Errorf("err = %v, want reason %q", d.err, tc.err)
+				t.Errorf("err = %v, want reason %q", d.Err, tc.err)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
@@ -37,6 +38,10 @@ type BackupOptions struct {
 	// immutable, so sharing their inodes is safe; it is not a copy against
 	// disk failure). Falls back to a copy where linking fails.
 	Link bool
+	// FS is the file system the backup is written through (nil: the
+	// operating system's), so that the strict crash tests reach it. The
+	// source is only read. Segments are hard-linked only on vfs.Default.
+	FS vfs.FS
 }
 
 // BackupInfo describes a finished backup; it is stored as BACKUP.json.
@@ -192,6 +197,10 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 // Backup explains why this is safe). dst must not exist or be empty.
 func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
 	start := time.Now()
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	fsys := opts.FS
 	if st, err := os.Stat(src); err != nil {
 		return nil, fmt.Errorf("backup: data directory: %w", err)
 	} else if !st.IsDir() {
@@ -201,7 +210,7 @@ func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
 	for _, d := range []string{dst, filepath.Join(dst, segmentDir), filepath.Join(dst, walDir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
 	}
@@ -215,7 +224,7 @@ func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
 			if err == nil {
 				info.StartedAt, info.Attempts = start.UTC(), attempt
 				info.FinishedAt = time.Now().UTC()
-				if err := writeBackupInfo(dst, info); err != nil {
+				if err := writeBackupInfo(fsys, dst, info); err != nil {
 					return nil, fmt.Errorf("backup: %w", err)
 				}
 				return info, nil
@@ -227,7 +236,7 @@ func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
 		lastErr = err
 		// Leave nothing of the lost attempt behind: the next one starts
 		// from an empty directory.
-		if err := clearBackupDir(dst); err != nil {
+		if err := clearBackupDir(fsys, dst); err != nil {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
 		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
@@ -252,20 +261,20 @@ func checkEmptyTarget(dir string) error {
 
 // clearBackupDir empties the backup directory after a lost attempt,
 // keeping its segments/ and wal/ subdirectories.
-func clearBackupDir(dst string) error {
+func clearBackupDir(fsys vfs.FS, dst string) error {
 	for _, d := range []string{segmentDir, walDir} {
-		entries, err := os.ReadDir(filepath.Join(dst, d))
+		entries, err := fsys.ReadDir(filepath.Join(dst, d))
 		if err != nil {
 			return err
 		}
 		for _, e := range entries {
-			if err := os.Remove(filepath.Join(dst, d, e.Name())); err != nil {
+			if err := fsys.Remove(filepath.Join(dst, d, e.Name())); err != nil {
 				return err
 			}
 		}
 	}
 	for _, name := range []string{manifestName, controlName, controlPayloadsName} {
-		if err := os.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
@@ -274,6 +283,7 @@ func clearBackupDir(dst string) error {
 
 // writeSnapshot writes the snapshot's files into dst, the manifest last.
 func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*BackupInfo, error) {
+	fsys := opts.FS
 	info := &BackupInfo{Format: 1, Source: src, Checkpoint: s.m.Checkpoint, LastSeq: s.m.LastSeq, Segments: len(s.segs)}
 	add := func(rel string, size int64, crc uint32, linked bool) {
 		info.Files = append(info.Files, BackupFile{Path: rel, Size: size, CRC: crc, Linked: linked})
@@ -282,11 +292,11 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 	for i, f := range s.segs {
 		name := segment.FileName(s.m.Segments[i].ID)
 		rel := filepath.Join(segmentDir, name)
-		if opts.Link && linkSame(f, filepath.Join(src, rel), filepath.Join(dst, rel)) {
+		if opts.Link && fsys == vfs.Default && linkSame(f, filepath.Join(src, rel), filepath.Join(dst, rel)) {
 			add(rel, s.m.Segments[i].Size, 0, true)
 			continue
 		}
-		n, crc, err := copyFrom(f, filepath.Join(dst, rel), -1)
+		n, crc, err := copyFrom(fsys, f, filepath.Join(dst, rel), -1)
 		if err != nil {
 			return nil, err
 		}
@@ -302,7 +312,7 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 	for k, f := range s.wals {
 		rel := filepath.Join(walDir, wal.FileName(s.walIndexes[k]))
 		path := filepath.Join(dst, rel)
-		if _, _, err := copyFrom(f, path, -1); err != nil {
+		if _, _, err := copyFrom(fsys, f, path, -1); err != nil {
 			return nil, err
 		}
 		last := k == len(s.wals)-1
@@ -318,7 +328,7 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 		switch {
 		case err == nil:
 		case last && errors.As(err, &ce) && ce.Next == 0:
-			cut, err := cutTornTail(path, ce.Offset)
+			cut, err := cutTornTail(fsys, path, ce.Offset)
 			if err != nil {
 				return nil, err
 			}
@@ -342,7 +352,7 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 	}
 	info.LastSeq = prev
 	for _, rel := range []string{walDir, segmentDir} {
-		if err := syncDir(filepath.Join(dst, rel)); err != nil {
+		if err := fsys.SyncDir(filepath.Join(dst, rel)); err != nil {
 			return nil, err
 		}
 	}
@@ -362,13 +372,13 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 		if c.f == nil {
 			continue
 		}
-		n, crc, err := copyFrom(c.f, filepath.Join(dst, c.name), -1)
+		n, crc, err := copyFrom(fsys, c.f, filepath.Join(dst, c.name), -1)
 		if err != nil {
 			return nil, err
 		}
 		add(c.name, n, crc, false)
 	}
-	if err := writeFileAtomic(vfs.Default, dst, manifestName, s.manifestBytes); err != nil {
+	if err := codec.WriteFile(fsys, dst, manifestName, s.manifestBytes); err != nil {
 		return nil, err
 	}
 	add(manifestName, int64(len(s.manifestBytes)), crc32.Checksum(s.manifestBytes, castagnoli), false)
@@ -392,8 +402,8 @@ func linkSame(f *os.File, path, dst string) bool {
 
 // cutTornTail truncates a copied WAL file to its last complete record (a
 // file whose header is torn keeps a fresh header) and returns the bytes cut.
-func cutTornTail(path string, off int64) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func cutTornTail(fsys vfs.FS, path string, off int64) (int64, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -416,12 +426,12 @@ func cutTornTail(path string, off int64) (int64, error) {
 
 // copyFrom copies src from its start to a new file at dst (fsynced) and
 // returns the bytes copied and their CRC-32C. limit < 0 copies to the end.
-func copyFrom(src *os.File, dst string, limit int64) (int64, uint32, error) {
+func copyFrom(fsys vfs.FS, src *os.File, dst string, limit int64) (int64, uint32, error) {
 	var r io.Reader = io.NewSectionReader(src, 0, 1<<62)
 	if limit >= 0 {
 		r = io.LimitReader(r, limit)
 	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	out, err := fsys.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -451,16 +461,14 @@ func fileCRC(path string) (int64, uint32, error) {
 	return n, h.Sum32(), err
 }
 
-func syncDir(dir string) error { return vfs.Default.SyncDir(dir) }
-
 // writeBackupInfo writes BACKUP.json atomically: its presence marks the
 // backup complete.
-func writeBackupInfo(dst string, info *BackupInfo) error {
+func writeBackupInfo(fsys vfs.FS, dst string, info *BackupInfo) error {
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(vfs.Default, dst, BackupInfoName, append(b, '\n'))
+	return codec.WriteFile(fsys, dst, BackupInfoName, append(b, '\n'))
 }
 
 // ReadBackupInfo reads a backup's BACKUP.json; a directory without one is
@@ -491,7 +499,10 @@ func ReadBackupInfo(dir string) (*BackupInfo, error) {
 // BACKUP.json; the manifest is written last, so an interrupted restore
 // leaves a directory Open refuses rather than a partial one it would accept.
 // It then runs Verify on the result and returns its report.
-func Restore(from, dir string) (*VerifyReport, error) {
+func Restore(from, dir string) (*VerifyReport, error) { return RestoreFS(vfs.Default, from, dir) }
+
+// RestoreFS is Restore writing through the file system fsys.
+func RestoreFS(fsys vfs.FS, from, dir string) (*VerifyReport, error) {
 	info, err := ReadBackupInfo(from)
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -500,7 +511,7 @@ func Restore(from, dir string) (*VerifyReport, error) {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	for _, d := range []string{dir, filepath.Join(dir, segmentDir), filepath.Join(dir, walDir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 	}
@@ -523,7 +534,14 @@ func Restore(from, dir string) (*VerifyReport, error) {
 			}
 			n, crc = int64(len(b)), crc32.Checksum(b, castagnoli)
 			if n == bf.Size && crc == bf.CRC {
-				if err := writeFileAtomic(vfs.Default, dir, manifestName, b); err != nil {
+				// What the manifest names must be durable before it is:
+				// a crash must not leave it naming files that are gone.
+				for _, d := range []string{filepath.Join(dir, segmentDir), filepath.Join(dir, walDir), dir} {
+					if err := fsys.SyncDir(d); err != nil {
+						return nil, fmt.Errorf("restore: %w", err)
+					}
+				}
+				if err := codec.WriteFile(fsys, dir, manifestName, b); err != nil {
 					return nil, fmt.Errorf("restore: %w", err)
 				}
 			}
@@ -532,19 +550,19 @@ func Restore(from, dir string) (*VerifyReport, error) {
 			if err != nil {
 				return nil, fmt.Errorf("restore: %w", err)
 			}
-			n, crc, err = copyFrom(in, filepath.Join(dir, bf.Path), -1)
+			n, crc, err = copyFrom(fsys, in, filepath.Join(dir, bf.Path), -1)
 			in.Close()
 			if err != nil {
 				return nil, fmt.Errorf("restore: %w", err)
 			}
 		}
 		if n != bf.Size || (!bf.Linked && crc != bf.CRC) {
-			return nil, fmt.Errorf("restore: %s is %d bytes with CRC-32C %08x; the backup recorded %d bytes, %08x: the backup is damaged",
+			return nil, codec.Errorf("restore: %s is %d bytes with CRC-32C %08x; the backup recorded %d bytes, %08x: the backup is damaged",
 				filepath.Join(from, bf.Path), n, crc, bf.Size, bf.CRC)
 		}
 	}
 	for _, d := range []string{filepath.Join(dir, segmentDir), filepath.Join(dir, walDir), dir} {
-		if err := syncDir(d); err != nil {
+		if err := fsys.SyncDir(d); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 	}

@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -118,39 +116,13 @@ func (db *DB) applyControl(t recordType, seq uint64, payload []byte) error {
 
 // encodeControlFile frames a snapshot: magic, version, CRC-32C of the
 // snapshot, then the snapshot (docs/format/manifest.md § CONTROL).
-func encodeControlFile(snap []byte) []byte { return encodeFramedFile(controlMagic, snap) }
-
-// encodeFramedFile frames a payload as CONTROL and CONTROL_PAYLOADS are:
-// magic, version, CRC-32C of the payload, the payload.
-func encodeFramedFile(magic, snap []byte) []byte {
-	b := make([]byte, 0, len(magic)+1+4+len(snap))
-	b = append(b, magic...)
-	b = append(b, controlVersion)
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(snap, castagnoli))
-	return append(b, snap...)
+func encodeControlFile(snap []byte) []byte {
+	return codec.EncodeFramed(controlMagic, controlVersion, snap)
 }
 
 // decodeControlFile checks the framing of a CONTROL file and returns the snapshot.
 func decodeControlFile(path string, b []byte) ([]byte, error) {
-	return decodeFramedFile(path, controlMagic, b)
-}
-
-// decodeFramedFile checks the framing written by encodeFramedFile.
-func decodeFramedFile(path string, magic, b []byte) ([]byte, error) {
-	hdr := len(magic) + 1 + 4
-	switch {
-	case len(b) < hdr:
-		return nil, fmt.Errorf("%s: %d bytes, shorter than the %d-byte header", path, len(b), hdr)
-	case !bytes.Equal(b[:len(magic)], magic):
-		return nil, fmt.Errorf("%s: offset 0: bad magic", path)
-	case b[len(magic)] != controlVersion:
-		return nil, fmt.Errorf("%s: offset %d: unsupported version %d", path, len(magic), b[len(magic)])
-	}
-	snap := b[hdr:]
-	if got, want := crc32.Checksum(snap, castagnoli), binary.LittleEndian.Uint32(b[len(magic)+1:]); got != want {
-		return nil, fmt.Errorf("%s: offset %d: checksum mismatch (stored %08x, computed %08x)", path, len(magic)+1, want, got)
-	}
-	return snap, nil
+	return codec.DecodeFramed(path, controlMagic, controlVersion, b)
 }
 
 // readControlFile returns the stored snapshot, or nil when there is none.
@@ -168,7 +140,7 @@ func readFramedFile(dir, name string, magic []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeFramedFile(path, magic, b)
+	return codec.DecodeFramed(path, magic, controlVersion, b)
 }
 
 // restoreControl loads the control snapshot before WAL replay. Without a
@@ -213,11 +185,11 @@ func (db *DB) writeControlSnapshot(snap []byte) error {
 	// The payloads first: they may be newer than the snapshot, never older.
 	if p, ok := db.opts.Control.(ControlPayloads); ok {
 		if b, gen, changed := p.SnapshotPayloads(); changed {
-			if err := writeFileAtomic(db.opts.FS, db.dir, controlPayloadsName, encodeFramedFile(controlPayloadsMagic, b)); err != nil {
+			if err := codec.WriteFile(db.opts.FS, db.dir, controlPayloadsName, codec.EncodeFramed(controlPayloadsMagic, controlVersion, b)); err != nil {
 				return err
 			}
 			p.PayloadsWritten(gen)
 		}
 	}
-	return writeFileAtomic(db.opts.FS, db.dir, controlName, encodeControlFile(snap))
+	return codec.WriteFile(db.opts.FS, db.dir, controlName, encodeControlFile(snap))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
@@ -101,28 +102,28 @@ func encodeFeedbackRecord(e *feedbackEvent) []byte {
 
 func decodeFeedbackRecord(b []byte) (*feedbackEvent, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("feedback record: unsupported version")
+		return nil, codec.Errorf("feedback record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
+	d := codec.Decoder{B: b[1:]}
 	e := &feedbackEvent{}
-	e.ID = d.uuid()
-	e.Tenant, e.Workspace, e.ActorID, e.Action = d.string(), d.string(), d.string(), d.string()
-	e.ArtifactID = d.uuid()
-	n := d.count(16)
-	for i := 0; i < n && d.err == nil; i++ {
-		e.Spans = append(e.Spans, d.uuid())
+	e.ID = d.UUID("")
+	e.Tenant, e.Workspace, e.ActorID, e.Action = d.Str(""), d.Str(""), d.Str(""), d.Str("")
+	e.ArtifactID = d.UUID("")
+	n := d.Count("", 16)
+	for i := 0; i < n && d.Err == nil; i++ {
+		e.Spans = append(e.Spans, d.UUID(""))
 	}
-	e.Reason, e.ConflictID = d.string(), d.string()
-	e.Preferred = d.uuid()
-	e.CreatedAt = d.varint()
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	e.Reason, e.ConflictID = d.Str(""), d.Str("")
+	e.Preferred = d.UUID("")
+	e.CreatedAt = d.Varint("")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("feedback record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("feedback record: %w", d.Err)
 	}
 	if !slices.Contains(FeedbackActions, e.Action) {
-		return nil, fmt.Errorf("feedback record: unknown action %q", e.Action)
+		return nil, codec.Errorf("feedback record: unknown action %q", e.Action)
 	}
 	return e, nil
 }
@@ -265,12 +266,12 @@ func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
 		return nil, err
 	}
 	if len(rest) != 0 {
-		return nil, fmt.Errorf("feedback section: %d trailing bytes", len(rest))
+		return nil, codec.Errorf("feedback section: %d trailing bytes", len(rest))
 	}
 	out := make([]*feedbackEvent, len(frames))
 	for i, f := range frames {
 		if out[i], err = decodeFeedbackRecord(b[f.off : f.off+f.len]); err != nil {
-			return nil, fmt.Errorf("feedback section: event %d: %w", i, err)
+			return nil, codec.Errorf("feedback section: event %d: %w", i, err)
 		}
 		out[i].Seq = f.seq
 	}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
@@ -142,7 +143,7 @@ func (s *ImportStage) Commit() error {
 		if err != nil {
 			return fmt.Errorf("engine: commit the import: %w", err)
 		}
-		if err := writeFileAtomic(vfs.Default, s.dir, name, b); err != nil {
+		if err := codec.WriteFile(vfs.Default, s.dir, name, b); err != nil {
 			return fmt.Errorf("engine: commit the import: %w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 )
@@ -366,7 +367,7 @@ func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, e
 		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
 	}
 	db.mu.RUnlock()
-	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, errRenamedNotSynced) {
+	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, codec.ErrRenamedNotSynced) {
 		if added != nil {
 			added.Close()
 			if rerr := db.opts.FS.Remove(added.Path()); rerr != nil {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/loci-memory/loci/internal/varint"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/vfs"
 )
 
@@ -166,6 +166,9 @@ func (e *ManifestError) Error() string {
 	return fmt.Sprintf("manifest %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
+// Is reports a ManifestError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *ManifestError) Is(target error) bool { return target == codec.ErrCorrupt }
+
 func decodeManifest(file string, b []byte) (*manifest, error) {
 	bad := func(off int, reason string) error {
 		return &ManifestError{File: file, Offset: int64(off), Reason: reason}
@@ -187,42 +190,42 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	if got, want := crc32.Checksum(b[8:16+n], castagnoli), binary.LittleEndian.Uint32(b[16+n:]); got != want {
 		return nil, bad(16+n, fmt.Sprintf("checksum mismatch: computed %08x, stored %08x", got, want))
 	}
-	d := decoder{b: b[16 : 16+n], base: 16}
+	d := codec.Decoder{B: b[:16+n], Off: 16}
 	m := &manifest{}
-	m.NextSegmentID = d.uvarint()
-	m.Checkpoint = int(d.uvarint())
-	m.LastSeq = d.uvarint()
-	nseg := d.count(4)
-	for i := 0; i < nseg && d.err == nil; i++ {
-		m.Segments = append(m.Segments, segmentEntry{ID: d.uvarint(), Size: int64(d.uvarint()), MinSeq: d.uvarint(), MaxSeq: d.uvarint()})
+	m.NextSegmentID = d.Uvarint("")
+	m.Checkpoint = int(d.Uvarint(""))
+	m.LastSeq = d.Uvarint("")
+	nseg := d.Count("", 4)
+	for i := 0; i < nseg && d.Err == nil; i++ {
+		m.Segments = append(m.Segments, segmentEntry{ID: d.Uvarint(""), Size: int64(d.Uvarint("")), MinSeq: d.Uvarint(""), MaxSeq: d.Uvarint("")})
 	}
-	nts := d.count(3)
-	for i := 0; i < nts && d.err == nil; i++ {
-		m.Tombstones = append(m.Tombstones, tombstone{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint()})
+	nts := d.Count("", 3)
+	for i := 0; i < nts && d.Err == nil; i++ {
+		m.Tombstones = append(m.Tombstones, tombstone{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint("")})
 	}
-	nv := d.count(3)
-	for i := 0; i < nv && d.err == nil; i++ {
-		m.Versions = append(m.Versions, wsVersion{Tenant: d.string(), Workspace: d.string(), Seq: d.uvarint(), Newest: d.varint()})
+	nv := d.Count("", 3)
+	for i := 0; i < nv && d.Err == nil; i++ {
+		m.Versions = append(m.Versions, wsVersion{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint(""), Newest: d.Varint("")})
 	}
 	if version >= 2 {
-		m.Embedder = d.string()
-		if dim := d.uvarint(); d.err == nil && dim > maxVectorDim {
-			d.fail(fmt.Sprintf("embedder dimension %d exceeds %d", dim, maxVectorDim))
+		m.Embedder = d.Str("")
+		if dim := d.Uvarint(""); d.Err == nil && dim > maxVectorDim {
+			d.Failf("", d.Off, "embedder dimension %d exceeds %d", dim, maxVectorDim)
 		} else {
 			m.EmbedderDim = int(dim)
 		}
 	}
 	if version >= 3 {
-		nw := d.count(4)
-		for i := 0; i < nw && d.err == nil; i++ {
-			tenant, ws := d.string(), d.string()
-			ne := d.count(17)
+		nw := d.Count("", 4)
+		for i := 0; i < nw && d.Err == nil; i++ {
+			tenant, ws := d.Str(""), d.Str("")
+			ne := d.Count("", 17)
 			erased := make([]erasedArtifact, 0, ne)
-			for j := 0; j < ne && d.err == nil; j++ {
-				e := erasedArtifact{Seq: d.uvarint()}
-				e.ID = d.uuid()
-				if d.err == nil && (e.Seq == 0 || len(erased) > 0 && e.Seq <= erased[len(erased)-1].Seq) {
-					d.fail(fmt.Sprintf("erased artifacts of workspace %q are not in ascending seq order", ws))
+			for j := 0; j < ne && d.Err == nil; j++ {
+				e := erasedArtifact{Seq: d.Uvarint("")}
+				e.ID = d.UUID("")
+				if d.Err == nil && (e.Seq == 0 || len(erased) > 0 && e.Seq <= erased[len(erased)-1].Seq) {
+					d.Failf("", d.Off, "erased artifacts of workspace %q are not in ascending seq order", ws)
 				}
 				erased = append(erased, e)
 			}
@@ -233,36 +236,36 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 				}
 			}
 			switch {
-			case d.err != nil:
+			case d.Err != nil:
 			case at < 0:
-				d.fail(fmt.Sprintf("erased artifacts of workspace %q, which has no version", ws))
+				d.Failf("", d.Off, "erased artifacts of workspace %q, which has no version", ws)
 			case len(m.Versions[at].Erased) > 0 || ne == 0:
-				d.fail(fmt.Sprintf("erased artifacts of workspace %q listed twice or empty", ws))
+				d.Failf("", d.Off, "erased artifacts of workspace %q listed twice or empty", ws)
 			default:
 				m.Versions[at].Erased = erased
 			}
 		}
 	}
 	if version >= 4 {
-		nr := d.count(4)
-		for i := 0; i < nr && d.err == nil; i++ {
-			r := retention{Tenant: d.string(), Workspace: d.string(), Days: d.uvarint(), Cutoff: d.varint()}
+		nr := d.Count("", 4)
+		for i := 0; i < nr && d.Err == nil; i++ {
+			r := retention{Tenant: d.Str(""), Workspace: d.Str(""), Days: d.Uvarint(""), Cutoff: d.Varint("")}
 			switch {
-			case d.err != nil:
+			case d.Err != nil:
 			case r.Days == 0 || r.Days > MaxRetentionDays:
-				d.fail(fmt.Sprintf("retention of workspace %q is %d days, not 1 to %d", r.Workspace, r.Days, MaxRetentionDays))
+				d.Failf("", d.Off, "retention of workspace %q is %d days, not 1 to %d", r.Workspace, r.Days, MaxRetentionDays)
 			case i > 0 && !wsLess(m.Retention[i-1].Tenant, m.Retention[i-1].Workspace, r.Tenant, r.Workspace):
-				d.fail(fmt.Sprintf("retention of workspace %q out of order or listed twice", r.Workspace))
+				d.Failf("", d.Off, "retention of workspace %q out of order or listed twice", r.Workspace)
 			default:
 				m.Retention = append(m.Retention, r)
 			}
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, bad(d.off(), d.err.Error())
+	if d.Err != nil {
+		return nil, bad(d.Off, d.Err.Error())
 	}
 	return m, nil
 }
@@ -282,130 +285,10 @@ func readManifest(dir string) (*manifest, error) {
 
 // writeManifest replaces the manifest atomically.
 func writeManifest(fsys vfs.FS, dir string, m *manifest) error {
-	return writeFileAtomic(fsys, dir, manifestName, m.encode())
-}
-
-// errRenamedNotSynced marks a failure of writeFileAtomic after the rename:
-// the new content is in place but may not be durable, and the old content
-// is gone, so nothing the new content refers to may be removed.
-var errRenamedNotSynced = errors.New("replaced, but the directory fsync failed")
-
-// writeFileAtomic writes name in dir so that a crash leaves either the old or
-// the new content, never a mix: temp file, fsync, rename, fsync of the
-// directory. A failure before the rename (a full disk, say) removes the temp
-// file and leaves the old content; one after it wraps errRenamedNotSynced.
-func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		fsys.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fail(fmt.Errorf("write %s: %w", tmp, err))
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fail(fmt.Errorf("sync %s: %w", tmp, err))
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fail(err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("%s: %w: %w", filepath.Join(dir, name), errRenamedNotSynced, err)
-	}
-	return nil
+	return codec.WriteFile(fsys, dir, manifestName, m.encode())
 }
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
-}
-
-// decoder reads uvarint-framed fields and remembers the first error, so
-// decoding code reads straight through and checks once.
-type decoder struct {
-	b    []byte
-	base int // offset of b[0] in the file, for error messages
-	read int
-	err  error
-}
-
-func (d *decoder) off() int { return d.base + d.read }
-
-func (d *decoder) fail(reason string) {
-	if d.err == nil {
-		d.err = errors.New(reason)
-	}
-	d.b = nil
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n, err := varint.Uvarint(d.b)
-	if err != nil {
-		d.fail(err.Error())
-		return 0
-	}
-	d.b = d.b[n:]
-	d.read += n
-	return v
-}
-
-// count reads an element count and rejects one that cannot fit in the rest
-// of the input, given each element takes at least minSize bytes.
-func (d *decoder) count(minSize int) int {
-	v := d.uvarint()
-	if d.err == nil && v > uint64(len(d.b)/minSize) {
-		d.fail(fmt.Sprintf("count %d exceeds remaining %d bytes", v, len(d.b)))
-		return 0
-	}
-	return int(v)
-}
-
-// take consumes n bytes, or fails naming what did not fit.
-func (d *decoder) take(n uint64, what string) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.fail(fmt.Sprintf("%s of %d bytes exceeds remaining %d bytes", what, n, len(d.b)))
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	d.read += int(n)
-	return v
-}
-
-func (d *decoder) string() string { return string(d.take(d.uvarint(), "string")) }
-
-func (d *decoder) bytes() []byte { return d.take(d.uvarint(), "byte string") }
-
-func (d *decoder) uuid() (id [16]byte) {
-	copy(id[:], d.take(16, "uuid"))
-	return id
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n, err := varint.Varint(d.b)
-	if err != nil {
-		d.fail(err.Error())
-		return 0
-	}
-	d.b = d.b[n:]
-	d.read += n
-	return v
 }

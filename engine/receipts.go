@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
@@ -148,39 +149,39 @@ func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
 // body aliases b.
 func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 	if len(b) == 0 || b[0] != recordVersion && b[0] != receiptVersion {
-		return nil, fmt.Errorf("receipt record: unsupported version")
+		return nil, codec.Errorf("receipt record: unsupported version")
 	}
 	version := b[0]
-	d := decoder{b: b[1:]}
+	d := codec.Decoder{B: b[1:]}
 	r := &Receipt{}
-	r.ID = d.uuid()
-	r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash = d.string(), d.string(), d.string(), d.string(), d.string()
-	r.Timestamp = d.varint()
-	if d.err == nil && len(d.b) < 9 {
-		d.fail("short confidence")
+	r.ID = d.UUID("")
+	r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash = d.Str(""), d.Str(""), d.Str(""), d.Str(""), d.Str("")
+	r.Timestamp = d.Varint("")
+	if d.Err == nil && d.Remaining() < 9 {
+		d.Failf("", d.Off, "short confidence")
 	}
-	if d.err == nil {
-		r.Confidence = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-		switch d.b[8] {
+	if d.Err == nil {
+		r.Confidence = math.Float64frombits(binary.LittleEndian.Uint64(d.Rest()))
+		switch d.Rest()[8] {
 		case 0:
 		case 1:
 			r.Abstain = true
 		default:
-			d.fail("bad abstain byte")
+			d.Failf("", d.Off, "bad abstain byte")
 		}
-		d.b, d.read = d.b[9:], d.read+9
+		d.Off += 9
 	}
-	r.TotalTokens = int(d.uvarint())
+	r.TotalTokens = int(d.Uvarint(""))
 	if version == receiptVersion {
-		n := d.uvarint()
-		if d.err == nil && n > uint64(len(d.b))/2 {
-			d.fail("bad preview cut count")
+		n := d.Uvarint("")
+		if d.Err == nil && n > uint64(d.Remaining())/2 {
+			d.Failf("", d.Off, "bad preview cut count")
 		}
 		at := 0
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			delta, length := d.uvarint(), d.uvarint()
+		for i := uint64(0); i < n && d.Err == nil; i++ {
+			delta, length := d.Uvarint(""), d.Uvarint("")
 			if delta > maxReceiptBody || length > maxReceiptBody || i > 0 && delta < 2 {
-				d.fail("bad preview cut")
+				d.Failf("", d.Off, "bad preview cut")
 			}
 			at += int(delta)
 			if withBody {
@@ -188,7 +189,7 @@ func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 			}
 		}
 	}
-	if body := d.bytes(); withBody && d.err == nil {
+	if body := d.Bytes(""); withBody && d.Err == nil {
 		if version == receiptVersion {
 			r.packed = body
 			if clone {
@@ -199,11 +200,11 @@ func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 			r.pack()
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("receipt record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("receipt record: %w", d.Err)
 	}
 	return r, nil
 }
@@ -242,7 +243,7 @@ func decodeReceiptSection(b []byte) ([]*Receipt, error) {
 	out := make([]*Receipt, len(rows))
 	for i, row := range rows {
 		if out[i], err = decodeReceipt(b[row.off:row.off+row.len], true, false); err != nil {
-			return nil, fmt.Errorf("receipts section: receipt %d: %w", i, err)
+			return nil, codec.Errorf("receipts section: receipt %d: %w", i, err)
 		}
 		out[i].Seq = row.seq
 	}
@@ -250,7 +251,7 @@ func decodeReceiptSection(b []byte) ([]*Receipt, error) {
 	for i := range rows {
 		row := binary.LittleEndian.Uint32(table[4*i:])
 		if int(row) >= len(rows) || i > 0 && bytes.Compare(out[binary.LittleEndian.Uint32(table[4*(i-1):])].ID[:], out[row].ID[:]) >= 0 {
-			return nil, fmt.Errorf("receipts section: id order table entry %d is wrong", i)
+			return nil, codec.Errorf("receipts section: id order table entry %d is wrong", i)
 		}
 	}
 	return out, nil
@@ -399,7 +400,7 @@ func receiptRows(b []byte) ([]seqFrame, error) {
 		return nil, err
 	}
 	if len(rest) != 4*len(rows) {
-		return nil, fmt.Errorf("receipts section: id order table is %d bytes, want %d", len(rest), 4*len(rows))
+		return nil, codec.Errorf("receipts section: id order table is %d bytes, want %d", len(rest), 4*len(rows))
 	}
 	return rows, nil
 }
@@ -424,23 +425,23 @@ func appendSeqFrame(b []byte, seq uint64, rec []byte) []byte {
 // frames and the bytes after them.
 func readSeqFrames(b []byte, what string) ([]seqFrame, []byte, error) {
 	if len(b) < 4 {
-		return nil, nil, fmt.Errorf("%s: %d bytes, want at least 4", what, len(b))
+		return nil, nil, codec.Errorf("%s: %d bytes, want at least 4", what, len(b))
 	}
 	n := binary.LittleEndian.Uint32(b)
 	if uint64(n) > uint64(len(b)-4)/12 {
-		return nil, nil, fmt.Errorf("%s: count %d exceeds its size", what, n)
+		return nil, nil, codec.Errorf("%s: count %d exceeds its size", what, n)
 	}
 	frames := make([]seqFrame, 0, n)
 	at := 4
 	var prev uint64
 	for i := uint32(0); i < n; i++ {
 		if len(b)-at < 12 {
-			return nil, nil, fmt.Errorf("%s: record %d truncated", what, i)
+			return nil, nil, codec.Errorf("%s: record %d truncated", what, i)
 		}
 		seq, l := binary.LittleEndian.Uint64(b[at:]), int(binary.LittleEndian.Uint32(b[at+8:]))
 		at += 12
 		if l > len(b)-at || seq <= prev {
-			return nil, nil, fmt.Errorf("%s: record %d: bad length %d or seq %d after %d", what, i, l, seq, prev)
+			return nil, nil, codec.Errorf("%s: record %d: bad length %d or seq %d after %d", what, i, l, seq, prev)
 		}
 		frames = append(frames, seqFrame{seq, at, l})
 		prev = seq

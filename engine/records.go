@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/internal/varint"
 	"github.com/loci-memory/loci/wal"
 )
@@ -153,22 +154,22 @@ const maxVectorDim = 1 << 14
 const maxRecordSpans = wal.MaxPayload / 16
 
 func decodeVectorBlock(b []byte, spans int) (*spanVectors, error) {
-	d := decoder{b: b}
-	v := &spanVectors{Model: d.string()}
-	dim := d.uvarint()
-	if d.err != nil {
-		return nil, d.err
+	d := codec.Decoder{B: b}
+	v := &spanVectors{Model: d.Str("")}
+	dim := d.Uvarint("")
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	if dim == 0 || dim > maxVectorDim || v.Model == "" {
-		return nil, fmt.Errorf("bad vector block: model %q, dim %d", v.Model, dim)
+		return nil, codec.Errorf("bad vector block: model %q, dim %d", v.Model, dim)
 	}
 	v.Dim = int(dim)
-	if uint64(len(d.b)) != uint64(spans)*(4+dim) {
-		return nil, fmt.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", len(d.b), uint64(spans)*(4+dim), spans, dim)
+	if uint64(d.Remaining()) != uint64(spans)*(4+dim) {
+		return nil, codec.Errorf("vector block holds %d bytes, want %d for %d spans of dim %d", d.Remaining(), uint64(spans)*(4+dim), spans, dim)
 	}
 	v.Data = make([]int8, spans*v.Dim)
 	v.Scales = make([]float32, spans)
-	rest := d.b
+	rest := d.Rest()
 	for i := 0; i < spans; i++ {
 		v.Scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest))
 		for j := 0; j < v.Dim; j++ {
@@ -194,11 +195,11 @@ func decodeFencedArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, 
 	case len(b) > 0 && b[0] == fencedArtifactVersion:
 		f, n, err := varint.Uvarint(b[1:])
 		if err != nil || f == 0 {
-			return nil, nil, nil, 0, fmt.Errorf("artifact record: bad erasure fence")
+			return nil, nil, nil, 0, codec.Errorf("artifact record: bad erasure fence")
 		}
 		fence, b = f, b[1+n:]
 	default:
-		return nil, nil, nil, 0, fmt.Errorf("artifact record: unsupported version")
+		return nil, nil, nil, 0, codec.Errorf("artifact record: unsupported version")
 	}
 	a, spans, vecs, err := decodeArtifactBody(b)
 	return a, spans, vecs, fence, err
@@ -209,22 +210,22 @@ func decodeFencedArtifactRecord(b []byte) (*artifact.Artifact, []artifact.Span, 
 func decodeArtifactBody(b []byte) (*artifact.Artifact, []artifact.Span, *spanVectors, error) {
 	a, n, err := artifact.DecodeArtifact(b)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
+		return nil, nil, nil, codec.Errorf("artifact record: %w", err)
 	}
 	b = b[n:]
 	cnt, n, err := varint.Uvarint(b)
 	if err != nil || cnt > uint64(len(b)) {
-		return nil, nil, nil, fmt.Errorf("artifact record: bad span count")
+		return nil, nil, nil, codec.Errorf("artifact record: bad span count")
 	}
 	b = b[n:]
 	spans := make([]artifact.Span, 0, cnt)
 	for i := uint64(0); i < cnt; i++ {
 		s, n, err := artifact.DecodeSpan(b)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("artifact record: span %d: %w", i, err)
+			return nil, nil, nil, codec.Errorf("artifact record: span %d: %w", i, err)
 		}
 		if s.ArtifactID != a.ID {
-			return nil, nil, nil, fmt.Errorf("artifact record: span %d belongs to artifact %s, not %s", i, s.ArtifactID, a.ID)
+			return nil, nil, nil, codec.Errorf("artifact record: span %d belongs to artifact %s, not %s", i, s.ArtifactID, a.ID)
 		}
 		spans = append(spans, s)
 		b = b[n:]
@@ -232,14 +233,14 @@ func decodeArtifactBody(b []byte) (*artifact.Artifact, []artifact.Span, *spanVec
 	var vecs *spanVectors
 	switch {
 	case len(b) == 0:
-		return nil, nil, nil, fmt.Errorf("artifact record: missing vectors flag")
+		return nil, nil, nil, codec.Errorf("artifact record: missing vectors flag")
 	case b[0] == 0 && len(b) == 1:
 	case b[0] == 1 && len(spans) > 0:
 		if vecs, err = decodeVectorBlock(b[1:], len(spans)); err != nil {
-			return nil, nil, nil, fmt.Errorf("artifact record: %w", err)
+			return nil, nil, nil, codec.Errorf("artifact record: %w", err)
 		}
 	default:
-		return nil, nil, nil, fmt.Errorf("artifact record: bad vectors flag %d or %d trailing bytes", b[0], len(b)-1)
+		return nil, nil, nil, codec.Errorf("artifact record: bad vectors flag %d or %d trailing bytes", b[0], len(b)-1)
 	}
 	return &a, spans, vecs, nil
 }
@@ -253,15 +254,15 @@ func encodeEraseRecord(tenant, ws string) []byte {
 
 func decodeEraseRecord(b []byte) (tenant, ws string, err error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return "", "", fmt.Errorf("erase record: unsupported version")
+		return "", "", codec.Errorf("erase record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	tenant, ws = d.string(), d.string()
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	d := codec.Decoder{B: b[1:]}
+	tenant, ws = d.Str(""), d.Str("")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return "", "", fmt.Errorf("erase record: %w", d.err)
+	if d.Err != nil {
+		return "", "", codec.Errorf("erase record: %w", d.Err)
 	}
 	return tenant, ws, nil
 }
@@ -293,41 +294,41 @@ func encodeVectorsRecord(dst []byte, r *vectorsRecord) []byte {
 
 func decodeVectorsRecord(b []byte) (*vectorsRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("vectors record: unsupported version")
+		return nil, codec.Errorf("vectors record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	r := &vectorsRecord{Tenant: d.string(), Workspace: d.string()}
-	if d.err == nil && len(d.b) < 16 {
-		d.fail("short artifact id")
+	d := codec.Decoder{B: b[1:]}
+	r := &vectorsRecord{Tenant: d.Str(""), Workspace: d.Str("")}
+	if d.Err == nil && d.Remaining() < 16 {
+		d.Failf("", d.Off, "short artifact id")
 	}
-	if d.err == nil {
-		copy(r.ArtifactID[:], d.b)
-		d.b = d.b[16:]
+	if d.Err == nil {
+		copy(r.ArtifactID[:], d.Rest())
+		d.Off += 16
 	}
-	n := d.uvarint()
+	n := d.Uvarint("")
 	// A span count is bounded by the vector block it announces (at least 5
 	// bytes a span); a record without vectors carries only the count, so
 	// its bound is the largest count an artifact record can hold.
-	if d.err == nil && len(d.b) == 0 {
-		d.fail("missing vectors flag")
+	if d.Err == nil && d.Remaining() == 0 {
+		d.Failf("", d.Off, "missing vectors flag")
 	}
-	if d.err == nil && (n == 0 || n > maxRecordSpans || (d.b[0] != 0 && n > uint64(len(d.b)))) {
-		d.fail(fmt.Sprintf("bad span count %d", n))
+	if d.Err == nil && (n == 0 || n > maxRecordSpans || (d.Rest()[0] != 0 && n > uint64(d.Remaining()))) {
+		d.Failf("", d.Off, "bad span count %d", n)
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("vectors record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("vectors record: %w", d.Err)
 	}
 	r.Spans = int(n)
 	switch {
-	case d.b[0] == 0 && len(d.b) == 1:
-	case d.b[0] == 1:
-		v, err := decodeVectorBlock(d.b[1:], r.Spans)
+	case d.Rest()[0] == 0 && d.Remaining() == 1:
+	case d.Rest()[0] == 1:
+		v, err := decodeVectorBlock(d.Rest()[1:], r.Spans)
 		if err != nil {
-			return nil, fmt.Errorf("vectors record: %w", err)
+			return nil, codec.Errorf("vectors record: %w", err)
 		}
 		r.Vecs = v
 	default:
-		return nil, fmt.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.b[0], len(d.b)-1)
+		return nil, codec.Errorf("vectors record: bad vectors flag %d or %d trailing bytes", d.Rest()[0], d.Remaining()-1)
 	}
 	return r, nil
 }
@@ -353,20 +354,20 @@ func encodeEraseArtifactRecord(r *eraseArtifactRecord) []byte {
 
 func decodeEraseArtifactRecord(b []byte) (*eraseArtifactRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("erase artifact record: unsupported version")
+		return nil, codec.Errorf("erase artifact record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	r := &eraseArtifactRecord{Tenant: d.string(), Workspace: d.string()}
-	r.ArtifactID = d.uuid()
-	r.ArtifactSeq = d.uvarint()
-	if d.err == nil && r.ArtifactSeq == 0 {
-		d.fail("artifact seq 0")
+	d := codec.Decoder{B: b[1:]}
+	r := &eraseArtifactRecord{Tenant: d.Str(""), Workspace: d.Str("")}
+	r.ArtifactID = d.UUID("")
+	r.ArtifactSeq = d.Uvarint("")
+	if d.Err == nil && r.ArtifactSeq == 0 {
+		d.Failf("", d.Off, "artifact seq 0")
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("erase artifact record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("erase artifact record: %w", d.Err)
 	}
 	return r, nil
 }

@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -83,18 +84,18 @@ func encodeRetentionRecord(r *retentionRecord) []byte {
 
 func decodeRetentionRecord(b []byte) (*retentionRecord, error) {
 	if len(b) == 0 || b[0] != recordVersion {
-		return nil, fmt.Errorf("retention record: unsupported version")
+		return nil, codec.Errorf("retention record: unsupported version")
 	}
-	d := decoder{b: b[1:]}
-	r := &retentionRecord{Tenant: d.string(), Workspace: d.string(), Days: d.uvarint()}
-	if d.err == nil && r.Days > MaxRetentionDays {
-		d.fail(fmt.Sprintf("retention of %d days exceeds %d", r.Days, MaxRetentionDays))
+	d := codec.Decoder{B: b[1:]}
+	r := &retentionRecord{Tenant: d.Str(""), Workspace: d.Str(""), Days: d.Uvarint("")}
+	if d.Err == nil && r.Days > MaxRetentionDays {
+		d.Failf("", d.Off, "retention of %d days exceeds %d", r.Days, MaxRetentionDays)
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Failf("", d.Off, "trailing bytes")
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("retention record: %w", d.err)
+	if d.Err != nil {
+		return nil, codec.Errorf("retention record: %w", d.Err)
 	}
 	return r, nil
 }

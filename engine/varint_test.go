@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/internal/varint"
 )
 
@@ -24,14 +25,14 @@ func TestDecoderVarintRule(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, signed := range []bool{false, true} {
-				d := decoder{b: tc.in}
+				d := codec.Decoder{B: tc.in}
 				if signed {
-					d.varint()
+					d.Varint("")
 				} else {
-					d.uvarint()
+					d.Uvarint("")
 				}
-				if tc.err == nil && d.err != nil || tc.err != nil && (d.err == nil || d.err.Error() != tc.err.Error()) {
-					t.Errorf("signed %v: err = %v, want %v", signed, d.err, tc.err)
+				if tc.err == nil && d.Err != nil || tc.err != nil && (d.Err == nil || d.Err.Error() != tc.err.Error()) {
+					t.Errorf("signed %v: err = %v, want %v", signed, d.Err, tc.err)
 				}
 			}
 		})

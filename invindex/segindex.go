@@ -3,6 +3,8 @@ package invindex
 import (
 	"fmt"
 	"math"
+
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // SegIndex is an immutable part read from a segment's sections. It keeps
@@ -29,6 +31,9 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string { return "invindex: corrupt " + e.Section + ": " + e.Msg }
+
+// Is reports a CorruptError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *CorruptError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 func corrupt(section, format string, args ...any) error {
 	return &CorruptError{Section: section, Msg: fmt.Sprintf(format, args...)}

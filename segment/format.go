@@ -17,6 +17,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // Layout constants. All integers are little endian.
@@ -155,6 +157,9 @@ type CorruptionError struct {
 func (e *CorruptionError) Error() string {
 	return fmt.Sprintf("segment %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
+
+// Is reports a CorruptionError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *CorruptionError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 func kindName(k uint16) string {
 	switch k {

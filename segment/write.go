@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/vfs"
 
 	"github.com/loci-memory/loci/artifact"
@@ -105,42 +107,17 @@ func WriteFS(fsys vfs.FS, dir string, id uint64, ws []WorkspaceData) (Info, erro
 	info.ID = id
 
 	final := filepath.Join(dir, FileName(id))
-	f, err := vfs.CreateTemp(fsys, dir, FileName(id)+".*.tmp")
-	if err != nil {
-		return Info{}, fmt.Errorf("segment: write %s: %w", final, err)
-	}
-	tmp := f.Name()
-	done, closed := false, false
-	defer func() {
-		if !done {
-			if !closed {
-				f.Close()
-			}
-			fsys.Remove(tmp)
+	var size uint64
+	err = codec.ReplaceFile(fsys, final, FileName(id)+".*.tmp", func(f io.Writer) error {
+		w := &sectionWriter{bw: bufio.NewWriterSize(f, 256<<10)}
+		var err error
+		if size, err = w.writeSegment(id, plans, ids); err != nil {
+			return err
 		}
-	}()
-
-	w := &sectionWriter{bw: bufio.NewWriterSize(f, 256<<10)}
-	size, err := w.writeSegment(id, plans, ids)
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	closed = true
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, final)
-	}
+		return w.bw.Flush()
+	})
 	if err != nil {
 		return Info{}, fmt.Errorf("segment: write %s: %w", final, err)
-	}
-	done = true
-	if err := fsys.SyncDir(dir); err != nil {
-		return Info{}, fmt.Errorf("segment: write %s: sync directory: %w", final, err)
 	}
 	info.Size = int64(size)
 	return info, nil

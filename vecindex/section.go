@@ -2,10 +2,11 @@ package vecindex
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // A vector section holds one Part's documents: model name, dim, keys, scales
@@ -38,7 +39,7 @@ const (
 )
 
 // ErrCorrupt marks a vector section that fails validation.
-var ErrCorrupt = errors.New("vecindex: corrupt vector section")
+var ErrCorrupt = codec.Sentinel("vecindex: corrupt vector section")
 
 // sectionLayout holds the offsets of a section's parts, relative to its
 // start, for count documents.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // MaxPayload is the largest payload a record may carry. A frame whose length
@@ -63,6 +65,9 @@ func (e *CorruptionError) Error() string {
 // only if nothing valid follows (Next == 0): a damaged length field can make
 // a frame in the middle of a file look cut short too.
 func (e *CorruptionError) Unwrap() error { return e.cause }
+
+// Is reports a CorruptionError as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *CorruptionError) Is(target error) bool { return target == codec.ErrCorrupt }
 
 // appendRecord appends the frame of one record to dst.
 func appendRecord(dst []byte, typ uint8, seq uint64, payload []byte) []byte {

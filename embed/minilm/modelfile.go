@@ -2,11 +2,12 @@ package minilm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"strings"
+
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 // Model file layout constants; docs/format/encoder.md writes the format down.
@@ -21,7 +22,7 @@ const (
 )
 
 // ErrCorrupt marks a model file that is malformed or fails its checksum.
-var ErrCorrupt = errors.New("minilm: corrupt model file")
+var ErrCorrupt = codec.Sentinel("minilm: corrupt model file")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
