@@ -75,6 +75,9 @@ func startServeWith(t *testing.T, bin, data string, o serveOptions) *serveProces
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails midway must not leave its server running (one
+	// stopped or killed already makes this a no-op).
+	t.Cleanup(func() { p.cmd.Process.Kill() })
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
