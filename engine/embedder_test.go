@@ -472,3 +472,35 @@ func TestIngestBackpressureWhileEmbedderDown(t *testing.T) {
 		t.Fatalf("Health after: %v", err)
 	}
 }
+
+// A retry of a stored artifact (its idempotency key) stores nothing, so it
+// is answered under back-pressure too: torture's idempotency checks after a
+// restart with a full embedding backlog got 503.
+func TestReplayAnsweredUnderBackpressure(t *testing.T) {
+	defer func(d, m, w time.Duration) { embedRetryBackoff, embedRetryMax, roomWait = d, m, w }(embedRetryBackoff, embedRetryMax, roomWait)
+	embedRetryBackoff, embedRetryMax, roomWait = time.Millisecond, 4*time.Millisecond, 50*time.Millisecond
+	g := newGatedEmbedder()
+	g.down = true
+	g.open()
+	db := openTest(t, t.TempDir(), Options{Embedder: g, EmbedInBackground: true, FlushThreshold: 16 << 10})
+	defer db.Close()
+	first := chat("ws", "the deploy moved to Friday")
+	first.IdempotencyKey = "k1"
+	stored, err := db.Ingest("t", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		_, err := db.Ingest("t", chat("ws", fmt.Sprintf("note %d %s", i, strings.Repeat("padding words ", 100))))
+		if errors.Is(err, ErrBackpressure) {
+			break
+		}
+		if err != nil || i > 1000 {
+			t.Fatalf("no back-pressure after %d writes: %v", i, err)
+		}
+	}
+	again, err := db.Ingest("t", first)
+	if err != nil || !again.Replayed || again.ArtifactID != stored.ArtifactID {
+		t.Fatalf("replay under back-pressure: %+v, %v", again, err)
+	}
+}

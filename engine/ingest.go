@@ -170,11 +170,6 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	}
 
 	db.lastWrite.Store(time.Now().UnixNano())
-	if !db.roomNow() {
-		if err := db.waitForRoom(); err != nil {
-			return nil, err
-		}
-	}
 	results := make([]IngestResult, len(ins))
 	reserved, err := db.resolveIdempotency(tenant, ins, prepared, results)
 	if err != nil {
@@ -188,6 +183,13 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		if a, spans, err := db.artifactAndSpans(tenant, ins[i].ArtifactID); err == nil {
 			prepared[i] = nil
 			results[i] = resultOf(a, spans, true)
+		}
+	}
+	// Room is needed only for what will be stored: a retry whose items are
+	// all stored already is answered at once, under back-pressure too.
+	if slices.ContainsFunc(prepared, func(ha *headArtifact) bool { return ha != nil }) && !db.roomNow() {
+		if err := db.waitForRoom(); err != nil {
+			return nil, err
 		}
 	}
 
