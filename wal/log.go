@@ -61,15 +61,15 @@ type Log struct {
 	obs                            syncObserving // see SetSyncObserver
 
 	// Owned by the writer goroutine (and by Open before it starts it).
-	f        vfs.File
-	size     int64 // bytes in f
-	good     int64 // bytes of f holding acknowledged records: the size to go back to after a failure
-	broken   bool  // a write or fsync of f failed: cut f back to good and fsync before writing
-	dirty    bool  // f has writes not yet fsynced
+	f      vfs.File
+	size   int64 // bytes in f
+	good   int64 // bytes of f holding acknowledged records: the size to go back to after a failure
+	broken bool  // a write or fsync of f failed: cut f back to good and fsync before writing
+	dirty  bool  // f has writes not yet fsynced
 	// refused is the size of the last batch a write failed for, while the
 	// log fails: the idle check (probe) writes as much, so that the log is
 	// not declared healthy while that batch would still not fit.
-	refused int
+	refused  int
 	lastSync time.Time
 	syncFile func(vfs.File) error // File.Sync; replaced by tests
 }
