@@ -10,6 +10,8 @@ import (
 
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 func strp(s string) *string { return &s }
@@ -317,5 +319,30 @@ func TestPackValidation(t *testing.T) {
 	if res, err := h.svc.Pack(context.Background(), other, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q}}, false); err != nil ||
 		len(res.Result.Citations) != 0 || !res.Result.Abstain {
 		t.Fatalf("another tenant's pack of ws: %v, %+v", err, res.PackResponse)
+	}
+}
+
+// TestCheckPackRequest: a converted pack request the packer cannot serve is
+// refused naming the field (the packer does not check again); zero values
+// are the packer's defaults.
+func TestCheckPackRequest(t *testing.T) {
+	for _, c := range []struct {
+		req  retrieval.PackRequest
+		want string
+	}{
+		{retrieval.PackRequest{Workspace: "ws", Query: ""}, "query: is required and must not be empty"},
+		{retrieval.PackRequest{Workspace: "ws", Query: strings.Repeat("x", 16<<10+1)}, "query: is longer than 16384 bytes"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", MaxTokens: 128001}, "max_tokens: must be between 1 and 128000, got 128001"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", MaxTokens: -1}, "max_tokens: must be between 1 and 128000, got -1"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", ActorID: "a\x01"}, "actor_id: contains a control character"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Mode: "fast"}, `mode: unknown value "fast"; allowed: relevance, coverage`},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Profile: "turbo"}, `profile: unknown value "turbo"; allowed: low_latency, balanced, high_recall`},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Policy: pack.Policy{PrivacyLevel: "paranoid"}},
+			`policy.privacy_level: unknown value "paranoid"; allowed: default, strict`},
+	} {
+		badInput(t, fmt.Sprintf("%+.40v", c.req), CheckPackRequest(&c.req), c.want)
+	}
+	if err := CheckPackRequest(&retrieval.PackRequest{Workspace: "ws", Query: "x"}); err != nil {
+		t.Fatalf("defaults: %v", err)
 	}
 }
