@@ -94,6 +94,8 @@ func TestStringPayloadHash(t *testing.T) {
 	}
 }
 
+// TestValidation: the engine refuses an input that breaks its invariants
+// (naming IngestInput's field; the API's validation is the service's).
 func TestValidation(t *testing.T) {
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
 	defer db.Close()
@@ -103,16 +105,16 @@ func TestValidation(t *testing.T) {
 		edit  func(*IngestInput)
 		field string
 	}{
-		{"no workspace", func(in *IngestInput) { in.Workspace = "" }, "workspace_id"},
-		{"no actor", func(in *IngestInput) { in.ActorID = "" }, "actor_id"},
-		{"no type", func(in *IngestInput) { in.Type = "" }, "artifact_type"},
-		{"bad type", func(in *IngestInput) { in.Type = "tweet" }, "artifact_type"},
-		{"bad json", func(in *IngestInput) { in.Payload = []byte(`{"a":`) }, "raw_payload"},
-		{"number payload", func(in *IngestInput) { in.Payload = []byte(`42`) }, "raw_payload"},
-		{"bad visibility", func(in *IngestInput) { in.Permissions.Visibility = "secret" }, "permissions.visibility"},
-		{"long key", func(in *IngestInput) { in.IdempotencyKey = strings.Repeat("k", MaxIDLength+1) }, "idempotency_key"},
-		{"control char", func(in *IngestInput) { in.Workspace = "a\nb" }, "workspace_id"},
-		{"empty tag", func(in *IngestInput) { in.Permissions.RBACTags = []string{""} }, "permissions.rbac_tags[0]"},
+		{"no workspace", func(in *IngestInput) { in.Workspace = "" }, "Workspace"},
+		{"no actor", func(in *IngestInput) { in.ActorID = "" }, "ActorID"},
+		{"no type", func(in *IngestInput) { in.Type = "" }, "Type"},
+		{"bad type", func(in *IngestInput) { in.Type = "tweet" }, "Type"},
+		{"bad json", func(in *IngestInput) { in.Payload = []byte(`{"a":`) }, "Payload"},
+		{"number payload", func(in *IngestInput) { in.Payload = []byte(`42`) }, "Payload"},
+		{"bad visibility", func(in *IngestInput) { in.Permissions.Visibility = "secret" }, "Permissions.Visibility"},
+		{"long key", func(in *IngestInput) { in.IdempotencyKey = strings.Repeat("k", MaxIDLength+1) }, "IdempotencyKey"},
+		{"control char", func(in *IngestInput) { in.Workspace = "a\nb" }, "Workspace"},
+		{"empty tag", func(in *IngestInput) { in.Permissions.RBACTags = []string{""} }, "Permissions.RBACTags[0]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,7 +132,7 @@ func TestValidation(t *testing.T) {
 	bad.Type = "nope"
 	_, err := db.IngestBatch("t", []IngestInput{ok, bad})
 	var ie *InvalidError
-	if !errors.As(err, &ie) || ie.Field != "artifacts[1].artifact_type" {
+	if !errors.As(err, &ie) || ie.Field != "Type" || !strings.Contains(err.Error(), "item 1") {
 		t.Fatalf("batch: %v", err)
 	}
 	if arts, _, _ := db.WorkspaceContent("t", "ws"); len(arts) != 0 {

@@ -302,7 +302,7 @@ func (db *DB) prepareImport(tenant, ws string, it *ImportItem, now time.Time) (*
 	in := IngestInput{Workspace: ws, ActorID: a.ActorID, Type: a.Type, Payload: a.Payload,
 		Timestamp: time.UnixMicro(a.Timestamp).UTC(), Permissions: a.Permissions, IdempotencyKey: a.IdempotencyKey,
 		SessionID: a.SessionID, ThreadID: a.ThreadID, ArtifactID: a.ID, Metadata: a.Metadata}
-	if err := validateFields(&in, true); err != nil {
+	if err := checkInput(&in); err != nil {
 		return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
 	}
 	ha, err := db.prepare(tenant, &in, time.UnixMicro(a.IngestedAt).UTC())

@@ -35,8 +35,11 @@ const embedTimeout = 30 * time.Second
 // MaxIDLength bounds workspace, actor, session, thread ids and idempotency keys, in bytes.
 const MaxIDLength = 256
 
-// IngestInput is one artifact to store. Payload is the raw_payload JSON value
-// exactly as received (nil when absent); the engine copies it.
+// IngestInput is one artifact to store. Payload is the artifact's JSON value
+// (an object, string or array) exactly as received (nil when absent); the
+// engine copies it. The engine checks an input only against its own
+// invariants (checkInput: what its formats bound); the API's validation,
+// with the API's field names, is the service's.
 type IngestInput struct {
 	Workspace      string
 	ActorID        string
@@ -65,10 +68,12 @@ type IngestInput struct {
 	// publisher's time here, so every replica stores the same artifact. It
 	// must lie in years 2000 to 9999 (CheckWriteTime).
 	IngestedAt time.Time
-
-	// extracted is the payload's text from Validate, so that the payload
-	// is parsed once per ingest.
-	extracted *extractedText
+	// Text, when Extracted, is the payload's text as text.Extract(Type,
+	// Payload) gives it: the caller has validated the input and parsed the
+	// payload, and the engine indexes Text as given instead of parsing the
+	// payload again. Without Extracted the engine extracts the text itself.
+	Text      string
+	Extracted bool
 }
 
 // IngestResult says what was stored, or found again by idempotency key.
@@ -107,9 +112,10 @@ func (db *DB) Ingest(tenant string, in IngestInput) (IngestResult, error) {
 	return res[0], nil
 }
 
-// IngestBatch stores several artifacts as one WAL group: all are validated
-// first (a bad item is an *InvalidError naming its index and nothing is
-// stored), then written with one group commit.
+// IngestBatch stores several artifacts as one WAL group: all are checked
+// first (an item that breaks an invariant is an *InvalidError, wrapped in
+// an error naming its index, and nothing is stored), then written with one
+// group commit.
 func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, error) {
 	if err := db.enter(); err != nil {
 		return nil, err
@@ -149,11 +155,9 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	prepared := make([]*headArtifact, len(ins))
 	for i := range ins {
 		// The payload's JSON is checked by the parse of text extraction in
-		// prepare, not scanned once more before it: the errors are those
-		// validateInput gives, in the same order.
-		if err := validateFields(&ins[i], false); err != nil {
-			err.Field = fmt.Sprintf("artifacts[%d].%s", i, err.Field)
-			return nil, err
+		// prepare (or was, by the caller that extracted it).
+		if err := checkInput(&ins[i]); err != nil {
+			return nil, fmt.Errorf("engine: ingest item %d: %w", i, err)
 		}
 		at := now
 		if !ins[i].IngestedAt.IsZero() {
@@ -161,10 +165,7 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		}
 		ha, err := db.prepare(tenant, &ins[i], at)
 		if err != nil {
-			if len(ins[i].Payload) > 0 && !json.Valid(ins[i].Payload) {
-				return nil, &InvalidError{fmt.Sprintf("artifacts[%d].raw_payload", i), "is not valid JSON"}
-			}
-			return nil, err
+			return nil, fmt.Errorf("engine: ingest item %d: %w", i, err)
 		}
 		prepared[i] = ha
 	}
@@ -521,9 +522,15 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 	a.ContentHash = artifact.ContentHash(a.Payload)
 	var spans []artifact.Span
 	if len(a.Payload) > 0 {
-		extracted, err := in.extract()
-		if err != nil {
-			return nil, &InvalidError{Field: "raw_payload", Reason: err.Error()}
+		extracted := in.Text
+		if !in.Extracted {
+			var err error
+			if extracted, err = text.Extract(in.Type, in.Payload); err != nil {
+				if !json.Valid(in.Payload) {
+					return nil, &InvalidError{"Payload", "is not valid JSON"}
+				}
+				return nil, &InvalidError{"Payload", err.Error()}
+			}
 		}
 		for i, c := range text.Chunks(extracted, db.opts.TokenCounter, SpanTargetTokens, SpanMaxTokens) {
 			spans = append(spans, artifact.Span{
@@ -599,70 +606,66 @@ func clonePermissions(p artifact.Permissions) artifact.Permissions {
 		DeniedActors: clone(p.DeniedActors), RBACTags: clone(p.RBACTags)}
 }
 
-// validateInput checks one artifact; the field names are those of the API.
-func validateInput(in *IngestInput) *InvalidError { return validateFields(in, true) }
-
-// validateFields is validateInput; with checkJSON false it does not scan a
-// payload that looks right for JSON validity (the caller parses it next,
-// and checks validity when the parse fails), and scans it only to tell
-// which error validateInput would report first.
-func validateFields(in *IngestInput, checkJSON bool) *InvalidError {
-	// after is an error found after the payload check, which comes first.
-	after := func(err *InvalidError) *InvalidError {
-		if !checkJSON && len(in.Payload) > 0 && !json.Valid(in.Payload) {
-			return &InvalidError{"raw_payload", "is not valid JSON"}
-		}
-		return err
-	}
-	if err := CheckID("workspace_id", in.Workspace, true); err != nil {
-		return err
-	}
-	if err := CheckID("actor_id", in.ActorID, true); err != nil {
-		return err
-	}
-	if in.Type == "" {
-		return &InvalidError{"artifact_type", "is required"}
-	}
-	if !artifact.ValidType(in.Type) {
-		return &InvalidError{"artifact_type", fmt.Sprintf("unknown value %q; allowed: %v", in.Type, artifact.Types)}
-	}
-	for _, f := range []struct{ name, v string }{{"idempotency_key", in.IdempotencyKey}, {"session_id", in.SessionID}, {"thread_id", in.ThreadID}} {
-		if err := CheckID(f.name, f.v, false); err != nil {
+// checkInput checks an artifact against the engine's invariants: the
+// bounds of its ids, a known type and visibility, a payload that is a JSON
+// object, string or array (its JSON validity is checked by text extraction's
+// parse), metadata within its bounds and a possible write time. Every
+// caller's input meets them (benchmarks, indexing jobs, import); the API's
+// validation, which the service does first, names the API's fields and
+// reports these in its own order. Errors name IngestInput's fields.
+func checkInput(in *IngestInput) *InvalidError {
+	for _, f := range []struct {
+		name, v  string
+		required bool
+	}{{"Workspace", in.Workspace, true}, {"ActorID", in.ActorID, true}, {"IdempotencyKey", in.IdempotencyKey, false},
+		{"SessionID", in.SessionID, false}, {"ThreadID", in.ThreadID, false}} {
+		if err := CheckID(f.name, f.v, f.required); err != nil {
 			return err
 		}
 	}
-	if len(in.Payload) > 0 {
-		if checkJSON && !json.Valid(in.Payload) {
-			return &InvalidError{"raw_payload", "is not valid JSON"}
-		}
-		switch firstNonSpace(in.Payload) {
-		case '{', '[', '"':
-		default:
-			return after(&InvalidError{"raw_payload", "must be a JSON object, string or array"})
-		}
+	if !artifact.ValidType(in.Type) {
+		return &InvalidError{"Type", fmt.Sprintf("unknown value %q; allowed: %v", in.Type, artifact.Types)}
 	}
-	switch in.Permissions.Visibility {
-	case "", "public", "private", "restricted":
-	default:
-		return after(&InvalidError{"permissions.visibility", fmt.Sprintf("unknown value %q; allowed: public, private, restricted", in.Permissions.Visibility)})
+	if len(in.Payload) > 0 && !JSONContainer(in.Payload) {
+		return &InvalidError{"Payload", "must be a JSON object, string or array"}
+	}
+	if !ValidVisibility(in.Permissions.Visibility) {
+		return &InvalidError{"Permissions.Visibility", fmt.Sprintf("unknown value %q; allowed: public, private, restricted", in.Permissions.Visibility)}
 	}
 	for _, l := range []struct {
 		name string
 		v    []string
-	}{{"permissions.allowed_actors", in.Permissions.AllowedActors}, {"permissions.denied_actors", in.Permissions.DeniedActors}, {"permissions.rbac_tags", in.Permissions.RBACTags}} {
+	}{{"Permissions.AllowedActors", in.Permissions.AllowedActors}, {"Permissions.DeniedActors", in.Permissions.DeniedActors}, {"Permissions.RBACTags", in.Permissions.RBACTags}} {
 		for i, s := range l.v {
 			if err := CheckID(fmt.Sprintf("%s[%d]", l.name, i), s, true); err != nil {
-				return after(err)
+				return err
 			}
 		}
 	}
-	if err := CheckMetadata("metadata", in.Metadata); err != nil {
-		return after(err)
+	if err := CheckMetadata("Metadata", in.Metadata); err != nil {
+		return err
 	}
-	if err := CheckWriteTime("ingested_at", in.IngestedAt); err != nil {
-		return after(err)
+	return CheckWriteTime("IngestedAt", in.IngestedAt)
+}
+
+// JSONContainer reports whether a JSON value (assumed valid) is an
+// object, string or array: the payloads text extraction takes.
+func JSONContainer(v []byte) bool {
+	switch firstNonSpace(v) {
+	case '{', '[', '"':
+		return true
 	}
-	return nil
+	return false
+}
+
+// ValidVisibility reports whether v is a visibility the engine stores
+// ("" is public).
+func ValidVisibility(v string) bool {
+	switch v {
+	case "", "public", "private", "restricted":
+		return true
+	}
+	return false
 }
 
 // MaxWorkspaceIDLength bounds a workspace id, in bytes.
@@ -747,44 +750,6 @@ func trimIndex(field string) string {
 		return field[i+1:]
 	}
 	return field
-}
-
-// Validate checks an artifact as Ingest would (fields and text extraction)
-// without storing it: asynchronous ingest rejects bad input before it
-// accepts a job, so a job only fails for reasons the caller could not see.
-// It keeps the payload's extracted text in in, so that ingesting in next
-// does not parse the payload again; in.Payload must not change in between
-// (a different payload slice is extracted afresh).
-func (db *DB) Validate(in *IngestInput) error {
-	in.extracted = nil
-	if err := validateInput(in); err != nil {
-		return err
-	}
-	if len(in.Payload) > 0 {
-		s, err := text.Extract(in.Type, in.Payload)
-		if err != nil {
-			return &InvalidError{Field: "raw_payload", Reason: err.Error()}
-		}
-		in.extracted = &extractedText{payload: in.Payload, typ: in.Type, text: s}
-	}
-	return nil
-}
-
-// extractedText is a payload's text as Validate extracted it.
-type extractedText struct {
-	payload []byte // the very slice extracted (compared by identity)
-	typ     string
-	text    string
-}
-
-// extract returns the text of in's payload: Validate's, when it extracted
-// this very payload for this type, else a fresh extraction.
-func (in *IngestInput) extract() (string, error) {
-	if x := in.extracted; x != nil && x.typ == in.Type && len(x.payload) == len(in.Payload) &&
-		len(in.Payload) > 0 && &x.payload[0] == &in.Payload[0] {
-		return x.text, nil
-	}
-	return text.Extract(in.Type, in.Payload)
 }
 
 // ingestMsgID is the replicated log's de-duplication id of an ingest: the

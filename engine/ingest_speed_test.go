@@ -57,39 +57,3 @@ func TestSpanTermsAndKeys(t *testing.T) {
 		}
 	}
 }
-
-// TestIngestValidationOrder: IngestBatch, which leaves the payload's JSON
-// check to the parse of text extraction, reports exactly the error
-// validateInput reports, for every mix of faults.
-func TestIngestValidationOrder(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Logger: quietLogger()})
-	defer db.Close()
-	good := chat("ws", "fine")
-	payloads := []string{`{"content":"x"}`, `{"content":`, `nope`, `12`, `"text"`, `[1,2`, `  {"a":1} x`, `[]`, "{\"a\":\"\xff\"}", ``}
-	visibilities := []string{"", "public", "secret"}
-	actors := [][]string{nil, {"bob"}, {""}, {"a\x01"}}
-	n := 0
-	for _, p := range payloads {
-		for _, v := range visibilities {
-			for _, a := range actors {
-				in := good
-				in.Payload = []byte(p)
-				in.Permissions.Visibility = v
-				in.Permissions.AllowedActors = a
-				want := validateInput(&in)
-				if want == nil {
-					continue // valid: stored
-				}
-				want.Field = "artifacts[1]." + want.Field
-				_, err := db.IngestBatch("t", []IngestInput{good, in})
-				if err == nil || err.Error() != want.Error() {
-					t.Errorf("payload %q, visibility %q, actors %q: IngestBatch error %v, validateInput %v", p, v, a, err, want)
-				}
-				n++
-			}
-		}
-	}
-	if n < 50 {
-		t.Fatalf("only %d faulty cases", n)
-	}
-}

@@ -195,14 +195,14 @@ func TestMetadataValidation(t *testing.T) {
 		md    map[string]string
 		field string
 	}{
-		{many, "metadata"},
-		{map[string]string{"": "v"}, "metadata"},
-		{map[string]string{strings.Repeat("k", 65): "v"}, "metadata"},
-		{map[string]string{"bad key": "v"}, "metadata"},
-		{map[string]string{"k": strings.Repeat("v", 1025)}, "metadata.k"},
-		{map[string]string{"k": "a\nb"}, "metadata.k"},
-		{map[string]string{"k": "\xff"}, "metadata.k"},
-		{big, "metadata"},
+		{many, "Metadata"},
+		{map[string]string{"": "v"}, "Metadata"},
+		{map[string]string{strings.Repeat("k", 65): "v"}, "Metadata"},
+		{map[string]string{"bad key": "v"}, "Metadata"},
+		{map[string]string{"k": strings.Repeat("v", 1025)}, "Metadata.k"},
+		{map[string]string{"k": "a\nb"}, "Metadata.k"},
+		{map[string]string{"k": "\xff"}, "Metadata.k"},
+		{big, "Metadata"},
 	} {
 		in := chat("w", "hello")
 		in.Metadata = c.md
@@ -211,8 +211,8 @@ func TestMetadataValidation(t *testing.T) {
 		if !errors.As(err, &inv) || inv.Field != c.field {
 			t.Errorf("metadata %.60v: err %v, want an InvalidError of %s", c.md, err, c.field)
 		}
-		if _, err := db.IngestBatch("t1", []IngestInput{chat("w", "ok"), in}); !errors.As(err, &inv) || inv.Field != "artifacts[1]."+c.field {
-			t.Errorf("batch: err %v, want artifacts[1].%s", err, c.field)
+		if _, err := db.IngestBatch("t1", []IngestInput{chat("w", "ok"), in}); !errors.As(err, &inv) || inv.Field != c.field || !strings.Contains(err.Error(), "item 1") {
+			t.Errorf("batch: err %v, want item 1's %s", err, c.field)
 		}
 	}
 	ok := map[string]string{"A-z_0.9:x": "", strings.Repeat("k", 64): strings.Repeat("v", 1024)}

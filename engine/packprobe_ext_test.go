@@ -5,14 +5,18 @@ import (
 
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/retrieval"
+	"github.com/loci-memory/loci/service"
 )
 
 // init makes the engine's tests pack through package retrieval (see
 // packprobe_test.go).
 func init() {
 	engine.SetProbePack(func(ctx context.Context, db *engine.DB, tenant string, req engine.PackProbe) (*engine.PackOutcome, error) {
-		pr, err := retrieval.New(db).ContextPack(ctx, tenant, retrieval.PackRequest{Workspace: req.Workspace, Query: req.Query,
-			MaxTokens: req.MaxTokens, Metadata: req.Metadata})
+		r := retrieval.PackRequest{Workspace: req.Workspace, Query: req.Query, MaxTokens: req.MaxTokens, Metadata: req.Metadata}
+		if err := service.CheckPackRequest(&r); err != nil { // the packer takes valid requests
+			return nil, err
+		}
+		pr, err := retrieval.New(db).ContextPack(ctx, tenant, r)
 		if err != nil {
 			return nil, err
 		}

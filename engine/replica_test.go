@@ -387,8 +387,8 @@ func TestIngestedAt(t *testing.T) {
 		in.IngestedAt = bad
 		_, err := db.Ingest("t", in)
 		var inv *InvalidError
-		if !errors.As(err, &inv) || inv.Field != "ingested_at" {
-			t.Errorf("IngestedAt %v: err %v, want an InvalidError on ingested_at", bad, err)
+		if !errors.As(err, &inv) || inv.Field != "IngestedAt" {
+			t.Errorf("IngestedAt %v: err %v, want an InvalidError on IngestedAt", bad, err)
 		}
 		_, err = db.Feedback("t", FeedbackInput{Workspace: "ws", Action: ActionPin, ArtifactID: r.ArtifactID, CreatedAt: bad})
 		if !errors.As(err, &inv) || inv.Field != "created_at" {

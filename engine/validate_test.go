@@ -1,29 +1,19 @@
 package engine
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/loci-memory/loci/text"
 )
 
-// TestValidateParsesPayloadOnce: Validate keeps the payload's extracted
-// text and ingesting the validated input uses it instead of parsing the
-// payload again; an input whose payload (or type) changed after Validate is
-// extracted afresh, so a stale extraction can never be stored.
-func TestValidateParsesPayloadOnce(t *testing.T) {
+// TestIngestTakesExtractedText: an input whose caller extracted the
+// payload's text (Extracted) is indexed with that text, the payload not
+// parsed again; without Extracted the engine extracts the text itself.
+func TestIngestTakesExtractedText(t *testing.T) {
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	payload := []byte(`{"content": "the heron count was 12"}`)
-	in := IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: payload}
-	if err := db.Validate(&in); err != nil {
-		t.Fatal(err)
-	}
 	want, _ := text.Extract("note", payload)
-	if in.extracted == nil || in.extracted.text != want {
-		t.Fatalf("Validate kept %+v, want the text %q", in.extracted, want)
-	}
 	spanText := func(in IngestInput) string {
 		t.Helper()
 		res, err := db.Ingest("t", in)
@@ -36,25 +26,13 @@ func TestValidateParsesPayloadOnce(t *testing.T) {
 		}
 		return spans[0].Text
 	}
-	// A marker in place of the kept text shows which text ingest indexes.
-	in.extracted.text = "zebracorn marker"
+	in := IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: payload}
+	if got := spanText(in); got != want {
+		t.Fatalf("ingest without extracted text: span %q, want %q", got, want)
+	}
+	// A marker in place of the extracted text shows which text ingest indexes.
+	in.Text, in.Extracted = "zebracorn marker", true
 	if got := spanText(in); got != "zebracorn marker" {
-		t.Fatalf("ingest of a validated input parsed the payload again: span %q", got)
-	}
-	moved := in
-	moved.Payload = bytes.Clone(payload) // same bytes, another slice
-	if got := spanText(moved); got != want {
-		t.Fatalf("ingest with another payload slice used the kept text: span %q", got)
-	}
-	retyped := in
-	retyped.Type = "document"
-	if got := spanText(retyped); strings.Contains(got, "zebracorn") {
-		t.Fatalf("ingest with another type used the kept text: span %q", got)
-	}
-	// A failed validation keeps nothing.
-	bad := IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`{"content":`)}
-	bad.extracted = in.extracted
-	if err := db.Validate(&bad); err == nil || bad.extracted != nil {
-		t.Fatalf("invalid payload: %v, kept %+v", err, bad.extracted)
+		t.Fatalf("ingest of an extracted input parsed the payload again: span %q", got)
 	}
 }

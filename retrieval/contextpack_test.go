@@ -3,7 +3,6 @@ package retrieval
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/loci-memory/loci/engine"
 	"strings"
@@ -102,19 +101,7 @@ func TestContextPack(t *testing.T) {
 			t.Fatalf("profile %s: %+v %v", p, r, err)
 		}
 	}
-	// Errors.
-	var ie *engine.InvalidError
-	for _, bad := range []PackRequest{
-		{Workspace: "ws", Query: ""},
-		{Workspace: "ws", Query: "x", MaxTokens: 128001},
-		{Workspace: "ws", Query: "x", Mode: "fast"},
-		{Workspace: "ws", Query: "x", Profile: "turbo"},
-		{Workspace: "ws", Query: "x", Policy: pack.Policy{PrivacyLevel: "paranoid"}},
-	} {
-		if _, err := New(db).ContextPack(ctx, "t", bad); !errors.As(err, &ie) {
-			t.Fatalf("%+v: %v", bad, err)
-		}
-	}
+	// Bad requests are the service's to refuse (service.TestCheckPackRequest).
 	db.Close()
 }
 

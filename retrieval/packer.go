@@ -10,7 +10,6 @@ package retrieval
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 
 	"github.com/google/uuid"
@@ -106,12 +105,12 @@ type PackResponse struct {
 	DataVersion    uint64
 }
 
-// Packer builds context packs over one engine. It is safe for concurrent
-// use; a process makes one per engine, since admission (at most 4 ×
-// GOMAXPROCS packs computing at once) is counted per Packer.
+// Packer builds context packs over one engine, or over a cluster node's
+// shards (ContextPackIn). It is safe for concurrent use; a process makes
+// one, since admission (at most 4 × GOMAXPROCS packs computing at once) is
+// counted per Packer.
 type Packer struct {
-	db    *engine.DB                                  // options shared by every engine: embedder, tokens, BM25, clock
-	route func(tenant, ws string) (*engine.DB, error) // the engine of a workspace (nil: db)
+	db *engine.DB // the engine of ContextPack, and options shared by every engine: embedder, tokens, BM25, clock
 	// tag, when set, rewrites a receipt's derived id (TagReceipts).
 	tag   func(id uuid.UUID, tenant, ws string) uuid.UUID
 	slots chan struct{}    // admission of concurrent packs
@@ -128,46 +127,30 @@ func New(db *engine.DB) *Packer {
 	return &Packer{db: db, slots: make(chan struct{}, 4*runtime.GOMAXPROCS(0)), lines: pack.NewLineCounts(lineMemo)}
 }
 
-// NewSharded returns a Packer over several engines of the same options
-// (cluster mode: one per shard); route gives a workspace's engine (or an
-// error: its shard is not served here), and db is one with the same
-// options. Admission and the line memo are shared by all.
-func NewSharded(db *engine.DB, route func(tenant, ws string) (*engine.DB, error)) *Packer {
-	p := New(db)
-	p.route = route
-	return p
-}
-
 // TagReceipts makes receipt ids pass through tag after their derivation
 // (cluster mode with partial replication: the id names its shard). tag
 // must be a function of its arguments, so that ids stay deterministic.
 // Call it before the first pack.
 func (p *Packer) TagReceipts(tag func(id uuid.UUID, tenant, ws string) uuid.UUID) { p.tag = tag }
 
-// engine is the engine of workspace ws of tenant.
-func (p *Packer) engine(tenant, ws string) (*engine.DB, error) {
-	if p.route == nil {
-		return p.db, nil
-	}
-	return p.route(tenant, ws)
-}
-
 // ContextPack retrieves candidates for the query from the workspace
 // (lexical, semantic and temporal channels), lets the packer decide what
 // goes into the token budget, and stores the decision receipt durably. The
 // same request on the same data (same data version) returns a byte-identical
 // result and the same receipt id, whatever the data's layout.
+//
+// req must be valid (the service checks it: service.CheckPackRequest);
+// what it leaves zero takes its default. ContextPack packs from the
+// Packer's engine; ContextPackIn from the one its caller routed to.
 func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest) (*PackResponse, error) {
-	if err := validatePackRequest(&req); err != nil {
-		return nil, err
-	}
+	return p.ContextPackIn(ctx, p.db, tenant, req)
+}
+
+// ContextPackIn is ContextPack from db, the engine that holds the workspace
+// (cluster mode: its shard's), with the Packer's admission and line memo.
+func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string, req PackRequest) (*PackResponse, error) {
+	withDefaults(&req)
 	profile := req.Profile
-	switch profile {
-	case "":
-	case pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall:
-	default:
-		return nil, &engine.InvalidError{Field: "profile", Reason: fmt.Sprintf("unknown value %q; allowed: low_latency, balanced, high_recall", profile)}
-	}
 	// The query's embedding starts now; an in-process embedder runs while
 	// the lexical channel searches (see gather), a remote one is waited for
 	// here, outside any lock, as it may be slow.
@@ -198,10 +181,6 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	// A pack whose ctx ends while it waits (its client has gone, the
 	// server is stopping) gives up its place: abandoned requests must not
 	// make live ones wait behind work nobody will read.
-	db, err := p.engine(tenant, req.Workspace)
-	if err != nil {
-		return nil, err
-	}
 	if err := p.admit(ctx); err != nil {
 		return nil, err
 	}
@@ -288,46 +267,19 @@ func (p *Packer) ContextPack(ctx context.Context, tenant string, req PackRequest
 	return &PackResponse{Result: res, ReceiptID: id, ServingProfile: served, DataVersion: version}, nil
 }
 
-func validatePackRequest(req *PackRequest) error {
-	if err := engine.CheckID("workspace_id", req.Workspace, true); err != nil {
-		return err
-	}
-	if req.Query == "" {
-		return &engine.InvalidError{Field: "query", Reason: "is required and must not be empty"}
-	}
-	if len(req.Query) > 16<<10 {
-		return &engine.InvalidError{Field: "query", Reason: "is longer than 16384 bytes"}
-	}
+// withDefaults fills what a request may leave zero: max_tokens
+// (DefaultPackTokens), the mode (relevance) and the tuning (the packer's
+// defaults); its metadata filter is copied, so that the caller's map may
+// change while the pack runs.
+func withDefaults(req *PackRequest) {
 	if req.MaxTokens == 0 {
 		req.MaxTokens = DefaultPackTokens
 	}
-	if req.MaxTokens < 1 || req.MaxTokens > MaxPackTokens {
-		return &engine.InvalidError{Field: "max_tokens", Reason: fmt.Sprintf("must be between 1 and %d, got %d", MaxPackTokens, req.MaxTokens)}
-	}
-	if err := engine.CheckID("actor_id", req.ActorID, false); err != nil {
-		return err
-	}
-	if err := engine.CheckID("session_id", req.SessionID, false); err != nil {
-		return err
-	}
-	switch req.Mode {
-	case "":
+	if req.Mode == "" {
 		req.Mode = "relevance"
-	case "relevance", "coverage":
-	default:
-		return &engine.InvalidError{Field: "mode", Reason: fmt.Sprintf("unknown value %q; allowed: relevance, coverage", req.Mode)}
-	}
-	switch req.Policy.PrivacyLevel {
-	case "", pack.PrivacyDefault, pack.PrivacyStrict:
-	default:
-		return &engine.InvalidError{Field: "policy.privacy_level", Reason: fmt.Sprintf("unknown value %q; allowed: default, strict", req.Policy.PrivacyLevel)}
 	}
 	if req.Tuning == (pack.Tuning{}) {
 		req.Tuning = pack.DefaultTuning()
 	}
-	if err := engine.CheckMetadata("metadata", req.Metadata); err != nil {
-		return err
-	}
 	req.Metadata = engine.CloneMetadata(req.Metadata)
-	return nil
 }

@@ -127,14 +127,14 @@ type IngestResult struct {
 // Ingest stores one artifact in p's workspace (POST /v1/ingest): indexed
 // before it returns, or with Config.AsyncIndexing accepted in a durable job
 // and indexed in the background (Indexed false). The payload is parsed
-// once: the validation's parse is what the engine indexes.
+// once: the text the validation extracts is what the engine indexes.
 func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (IngestResult, error) {
 	now := s.cfg.Now().UTC()
 	in, err := r.input(now)
 	if err != nil {
 		return IngestResult{}, invalid(err)
 	}
-	if err := s.db.Validate(&in); err != nil {
+	if err := prepareInput(&in); err != nil {
 		return IngestResult{}, err
 	}
 	// The routing decision comes before any write (the claim): a request
@@ -390,7 +390,7 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 		if err != nil {
 			return IngestBatchResult{}, invalid(fmt.Errorf("artifacts[%d].%v", i, err))
 		}
-		if err := s.db.Validate(&in); err != nil {
+		if err := prepareInput(&in); err != nil {
 			var inv *engine.InvalidError
 			if errors.As(err, &inv) && inv.Field != "workspace_id" && inv.Field != "actor_id" {
 				return IngestBatchResult{}, &InvalidError{Field: fmt.Sprintf("artifacts[%d].%s", i, inv.Field), Reason: inv.Reason}

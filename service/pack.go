@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/retrieval"
 )
@@ -134,6 +135,52 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 	return req, nil
 }
 
+// CheckPackRequest is the validation of a converted pack request, after
+// the checks of its conversion (which a transport's JSON needs) and the
+// workspace's routing: errors name the API's fields. Benchmarks and tests
+// that build a retrieval.PackRequest themselves may call it; the packer
+// does not check again.
+func CheckPackRequest(req *retrieval.PackRequest) error {
+	if err := engine.CheckID("workspace_id", req.Workspace, true); err != nil {
+		return err
+	}
+	if req.Query == "" {
+		return &InvalidError{Field: "query", Reason: "is required and must not be empty"}
+	}
+	if len(req.Query) > 16<<10 {
+		return &InvalidError{Field: "query", Reason: "is longer than 16384 bytes"}
+	}
+	// 0 is the default, retrieval.DefaultPackTokens.
+	if req.MaxTokens != 0 && (req.MaxTokens < 1 || req.MaxTokens > retrieval.MaxPackTokens) {
+		return &InvalidError{Field: "max_tokens", Reason: fmt.Sprintf("must be between 1 and %d, got %d", retrieval.MaxPackTokens, req.MaxTokens)}
+	}
+	if err := engine.CheckID("actor_id", req.ActorID, false); err != nil {
+		return err
+	}
+	if err := engine.CheckID("session_id", req.SessionID, false); err != nil {
+		return err
+	}
+	switch req.Mode {
+	case "", "relevance", "coverage":
+	default:
+		return &InvalidError{Field: "mode", Reason: fmt.Sprintf("unknown value %q; allowed: relevance, coverage", req.Mode)}
+	}
+	switch req.Policy.PrivacyLevel {
+	case "", pack.PrivacyDefault, pack.PrivacyStrict:
+	default:
+		return &InvalidError{Field: "policy.privacy_level", Reason: fmt.Sprintf("unknown value %q; allowed: default, strict", req.Policy.PrivacyLevel)}
+	}
+	if err := engine.CheckMetadata("metadata", req.Metadata); err != nil {
+		return err
+	}
+	switch req.Profile {
+	case "", pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall:
+	default:
+		return &InvalidError{Field: "profile", Reason: fmt.Sprintf("unknown value %q; allowed: low_latency, balanced, high_recall", req.Profile)}
+	}
+	return nil
+}
+
 // PackResult is a context pack with what it adds to the tenant's usage.
 type PackResult struct {
 	*retrieval.PackResponse
@@ -149,10 +196,14 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	if err != nil {
 		return PackResult{}, invalid(err)
 	}
-	if _, err := s.workspaceEngine(p.TenantID, req.Workspace); err != nil {
+	db, err := s.workspaceEngine(p.TenantID, req.Workspace)
+	if err != nil {
 		return PackResult{}, err
 	}
-	res, err := s.packer.ContextPack(ctx, p.TenantID, req)
+	if err := CheckPackRequest(&req); err != nil {
+		return PackResult{}, err
+	}
+	res, err := s.packer.ContextPackIn(ctx, db, p.TenantID, req)
 	if err != nil {
 		return PackResult{}, err
 	}

@@ -211,12 +211,12 @@ func NewSharded(shards Shards, ctl *control.Store, cfg Config) *Service {
 	if ps, ok := shards.(PartialShards); ok && ps.Partial() {
 		partial = ps
 		db = ps.ControlEngine()
-		packer = retrieval.NewSharded(db, shards.Engine)
+		packer = retrieval.New(db)
 		// A receipt's id names its shard, as an artifact's does.
 		packer.TagReceipts(func(id uuid.UUID, tenant, ws string) uuid.UUID { return TagShard(id, ps.ShardOf(tenant, ws)) })
 	} else if shards != nil {
 		db = shards.Engines()[0]
-		packer = retrieval.NewSharded(db, shards.Engine)
+		packer = retrieval.New(db)
 	}
 	return &Service{db: db, shards: shards, partial: partial, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),

@@ -10,6 +10,9 @@ import (
 
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
+	"github.com/loci-memory/loci/text"
 )
 
 func strp(s string) *string { return &s }
@@ -317,5 +320,117 @@ func TestPackValidation(t *testing.T) {
 	if res, err := h.svc.Pack(context.Background(), other, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q}}, false); err != nil ||
 		len(res.Result.Citations) != 0 || !res.Result.Abstain {
 		t.Fatalf("another tenant's pack of ws: %v, %+v", err, res.PackResponse)
+	}
+}
+
+// TestCheckPackRequest: a converted pack request the packer cannot serve is
+// refused naming the field (the packer does not check again); zero values
+// are the packer's defaults.
+func TestCheckPackRequest(t *testing.T) {
+	for _, c := range []struct {
+		req  retrieval.PackRequest
+		want string
+	}{
+		{retrieval.PackRequest{Workspace: "ws", Query: ""}, "query: is required and must not be empty"},
+		{retrieval.PackRequest{Workspace: "ws", Query: strings.Repeat("x", 16<<10+1)}, "query: is longer than 16384 bytes"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", MaxTokens: 128001}, "max_tokens: must be between 1 and 128000, got 128001"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", MaxTokens: -1}, "max_tokens: must be between 1 and 128000, got -1"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", ActorID: "a\x01"}, "actor_id: contains a control character"},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Mode: "fast"}, `mode: unknown value "fast"; allowed: relevance, coverage`},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Profile: "turbo"}, `profile: unknown value "turbo"; allowed: low_latency, balanced, high_recall`},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Policy: pack.Policy{PrivacyLevel: "paranoid"}},
+			`policy.privacy_level: unknown value "paranoid"; allowed: default, strict`},
+	} {
+		badInput(t, fmt.Sprintf("%+.40v", c.req), CheckPackRequest(&c.req), c.want)
+	}
+	if err := CheckPackRequest(&retrieval.PackRequest{Workspace: "ws", Query: "x"}); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
+
+// TestCheckInput: an artifact's fields are checked with the API's names,
+// in the API's order (the engine checks its invariants again, in its own
+// words).
+func TestCheckInput(t *testing.T) {
+	ok := engine.IngestInput{Workspace: "ws", ActorID: "a", Type: "chat_turn", Payload: []byte(`{"role":"user","content":"hello"}`)}
+	many := map[string]string{}
+	for i := range engine.MaxMetadataKeys + 1 {
+		many[fmt.Sprint("k", i)] = "v"
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*engine.IngestInput)
+		want string
+	}{
+		{"no workspace", func(in *engine.IngestInput) { in.Workspace = "" }, "workspace_id: is required"},
+		{"no actor", func(in *engine.IngestInput) { in.ActorID = "" }, "actor_id: is required"},
+		{"no type", func(in *engine.IngestInput) { in.Type = "" }, "artifact_type: is required"},
+		{"bad type", func(in *engine.IngestInput) { in.Type = "tweet" }, fmt.Sprintf(`artifact_type: unknown value "tweet"; allowed: %v`, artifact.Types)},
+		{"bad json", func(in *engine.IngestInput) { in.Payload = []byte(`{"a":`) }, "raw_payload: is not valid JSON"},
+		{"number payload", func(in *engine.IngestInput) { in.Payload = []byte(`42`) }, "raw_payload: must be a JSON object, string or array"},
+		{"bad visibility", func(in *engine.IngestInput) { in.Permissions.Visibility = "secret" },
+			`permissions.visibility: unknown value "secret"; allowed: public, private, restricted`},
+		{"long key", func(in *engine.IngestInput) { in.IdempotencyKey = strings.Repeat("k", engine.MaxIDLength+1) },
+			"idempotency_key: is 257 bytes, longer than the limit of 256"},
+		{"control char", func(in *engine.IngestInput) { in.Workspace = "a\nb" }, "workspace_id: contains a control character"},
+		{"empty tag", func(in *engine.IngestInput) { in.Permissions.RBACTags = []string{""} }, "permissions.rbac_tags[0]: is required"},
+		{"denied actor", func(in *engine.IngestInput) { in.Permissions.DeniedActors = []string{"b", "\xff"} }, "permissions.denied_actors[1]: is not valid UTF-8"},
+		{"metadata keys", func(in *engine.IngestInput) { in.Metadata = many }, "metadata: has 33 keys, more than the limit of 32"},
+		{"metadata value", func(in *engine.IngestInput) { in.Metadata = map[string]string{"k": "a\nb"} }, "metadata.k: contains a control character"},
+		// The payload comes before the permissions and metadata, and its
+		// JSON validity before its shape.
+		{"order", func(in *engine.IngestInput) {
+			in.Payload, in.Permissions.Visibility, in.Metadata = []byte(`12 x`), "secret", many
+		}, "raw_payload: is not valid JSON"},
+	} {
+		in := ok
+		c.edit(&in)
+		badInput(t, c.name, prepareInput(&in), c.want)
+	}
+	in := ok
+	if err := prepareInput(&in); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := text.Extract(in.Type, in.Payload); !in.Extracted || in.Text != want {
+		t.Fatalf("prepared text %q (extracted %v), want %q", in.Text, in.Extracted, want)
+	}
+}
+
+// TestIngestValidationOrder: for every mix of faults, a batch item is
+// refused with the error its v1 ingest gets, named artifacts[i].
+func TestIngestValidationOrder(t *testing.T) {
+	h := newData(t, Config{})
+	payloads := []string{`{"content":"x"}`, `{"content":`, `nope`, `12`, `"text"`, `[1,2`, `  {"a":1} x`, `[]`, ``}
+	visibilities := []string{"", "public", "secret"}
+	actors := []string{`null`, `["bob"]`, `[""]`, `["a\u0001"]`}
+	n := 0
+	for _, p := range payloads {
+		for _, v := range visibilities {
+			for _, a := range actors {
+				perms := json.RawMessage(fmt.Sprintf(`{"visibility":%q,"allowed_actors":%s}`, v, a))
+				r := IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(p), Permissions: perms}
+				_, err := h.svc.Ingest(context.Background(), open, r)
+				if err == nil {
+					continue // valid: stored
+				}
+				item := map[string]any{"artifact_type": "note", "permissions": perms}
+				if p != "" {
+					item["raw_payload"] = json.RawMessage(p)
+				}
+				raw, jerr := json.Marshal(item)
+				if jerr != nil { // not JSON: a batch cannot carry it
+					continue
+				}
+				_, berr := h.svc.IngestBatch(context.Background(), open, IngestBatchRequest{WorkspaceID: "ws", ActorID: "a",
+					Artifacts: []json.RawMessage{json.RawMessage(`{"artifact_type":"note","raw_payload":"fine"}`), raw}})
+				if want := "artifacts[1]." + err.Error(); berr == nil || berr.Error() != want {
+					t.Errorf("payload %q, visibility %q, actors %s: batch error %v, want %q", p, v, a, berr, want)
+				}
+				n++
+			}
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d faulty cases", n)
 	}
 }
