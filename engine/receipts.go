@@ -717,7 +717,7 @@ func (db *DB) restorePreviews(tenant string, stored []byte, cuts []previewCut) (
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("%w: citation %d: %v", errPreview, i, err)
-		case pack.ContentHash(text) != e.ContentHash || c.n > len(text) || c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""`:
+		case artifact.SpanHash(text) != e.ContentHash || c.n > len(text) || c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""`:
 			return nil, fmt.Errorf("%w: citation %d: span %s does not match", errPreview, i, e.SpanID)
 		}
 		val, err := json.Marshal(text[:c.n])
