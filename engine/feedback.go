@@ -516,7 +516,7 @@ func (db *DB) findConflict(k wsKey, conflictID string) ([2]pack.Claim, bool, err
 	defer db.mu.RUnlock()
 	rs := db.receipts.byWS[k]
 	for i := len(rs) - 1; i >= 0; i-- {
-		body, err := rs[i].body()
+		body, _, err := rs[i].stored()
 		if err != nil {
 			return [2]pack.Claim{}, false, err
 		}

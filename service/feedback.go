@@ -145,20 +145,20 @@ func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage
 	return ReceiptsPage{Receipts: out, Total: page.Total, Limit: limit, Offset: offset}, nil
 }
 
-// Receipt returns one of p's receipts: the JSON body the pack stored, as
-// it was stored.
+// Receipt returns one of p's receipts: the JSON body the pack made, as it
+// was made (its content previews rebuilt; empty for erased artifacts).
 func (s *Service) Receipt(p Principal, receiptID string) (json.RawMessage, error) {
 	notFound := refuse(ErrNotFound, "receipt not found")
 	id, err := uuid.Parse(receiptID)
 	if err != nil {
 		return nil, notFound
 	}
-	r, err := s.receipt(p.TenantID, id)
+	body, err := s.receipt(p.TenantID, id)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, notFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return r.Body, nil
+	return body, nil
 }
