@@ -99,7 +99,7 @@ func (r *Receipt) footprint() int64 {
 
 // ReceiptPage is one page of a workspace's receipts, newest first.
 type ReceiptPage struct {
-	Receipts []Receipt // Body left empty
+	Receipts []Receipt // Body and Cuts left empty
 	Total    int
 }
 
