@@ -44,9 +44,9 @@ func packJSON(t *testing.T, db *DB, query string) string {
 	t.Helper()
 	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: query, MaxTokens: 2000})
 	b, err := json.Marshal(struct {
-		R  any
+		R  json.RawMessage
 		ID uuid.UUID
-	}{pr.Result, pr.ReceiptID})
+	}{pr.JSON, pr.ReceiptID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +160,12 @@ func checkErased(t *testing.T, db *DB, ids []uuid.UUID, secret uuid.UUID) {
 		t.Fatalf("needle still searchable: %v", hits)
 	}
 	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: "secret launch code word", MaxTokens: 2000})
-	for _, cit := range pr.Result.Citations {
+	for _, cit := range pr.Citations {
 		if cit.ArtifactID == secret {
 			t.Fatal("pack cites the erased artifact")
 		}
 	}
-	for _, ex := range pr.Result.Exclusions {
+	for _, ex := range pr.Exclusions {
 		if ex.ArtifactID == secret {
 			t.Fatal("pack excludes (so saw) the erased artifact")
 		}

@@ -198,8 +198,8 @@ func TestBackgroundEmbeddingResumesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bg.Result.ContextText != in.Result.ContextText || len(bg.Result.Citations) != len(in.Result.Citations) {
-		t.Fatalf("background pack differs from inline:\n%s\n---\n%s", bg.Result.ContextText, in.Result.ContextText)
+	if bg.ContextText != in.ContextText || len(bg.Citations) != len(in.Citations) {
+		t.Fatalf("background pack differs from inline:\n%s\n---\n%s", bg.ContextText, in.ContextText)
 	}
 }
 

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
-	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -44,7 +41,9 @@ type FeedbackInput struct {
 	ConflictID      string
 	PreferredSpanID uuid.UUID
 	// ConflictSpans are the two spans of the conflict being resolved, as the
-	// caller found them (in a receipt); required for resolve_conflict.
+	// caller found them (the service, in the workspace's receipts); required
+	// for resolve_conflict, whose ArtifactID the caller sets to the artifact
+	// of the span made outdated (the marks live with it).
 	ConflictSpans [2]uuid.UUID
 	// ID, when set, is the event's id, and CreatedAt, when set, its time
 	// (CheckWriteTime); zero: a random id and the engine's clock. A replica
@@ -358,43 +357,8 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 		return FeedbackResult{}, err
 	}
 	defer db.leave()
-	if err := CheckID("workspace_id", in.Workspace, true); err != nil {
+	if err := CheckFeedback(in); err != nil {
 		return FeedbackResult{}, err
-	}
-	// The contract does not require actor_id: feedback without one is
-	// anonymous (private then hides the span from every actor).
-	if err := CheckID("actor_id", in.ActorID, false); err != nil {
-		return FeedbackResult{}, err
-	}
-	if !slices.Contains(FeedbackActions, in.Action) {
-		return FeedbackResult{}, &InvalidError{"action", fmt.Sprintf("unknown value %q; allowed: %v", in.Action, FeedbackActions)}
-	}
-	if len(in.Reason) > 4096 {
-		return FeedbackResult{}, &InvalidError{"reason", "is longer than 4096 bytes"}
-	}
-	if err := CheckWriteTime("created_at", in.CreatedAt); err != nil {
-		return FeedbackResult{}, err
-	}
-	if in.Action == ActionResolveConflict && in.ConflictSpans == ([2]uuid.UUID{}) && in.ConflictID != "" {
-		claims, ok, err := db.findConflict(wsKey{tenant, in.Workspace}, in.ConflictID)
-		if err != nil {
-			return FeedbackResult{}, err
-		}
-		if !ok {
-			return FeedbackResult{}, ErrNotFound
-		}
-		in.ConflictSpans = [2]uuid.UUID{claims[0].SpanID, claims[1].SpanID}
-		// The marks live with the artifact of the span made outdated.
-		keep := in.PreferredSpanID
-		if keep == (uuid.UUID{}) {
-			keep = in.SpanID
-		}
-		switch keep {
-		case claims[0].SpanID:
-			in.ArtifactID = claims[1].ArtifactID
-		case claims[1].SpanID:
-			in.ArtifactID = claims[0].ArtifactID
-		}
 	}
 	a, spans, err := db.artifactAndSpans(tenant, in.ArtifactID)
 	if err != nil {
@@ -457,6 +421,31 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	return FeedbackResult{FeedbackID: e.ID, Action: e.Action, Applied: len(e.Spans), CreatedAt: time.UnixMicro(e.CreatedAt).UTC()}, nil
 }
 
+// CheckFeedback checks a feedback event's fields that do not depend on
+// stored data (Feedback checks them first): a caller that looks something
+// up for the event (a conflict's spans) checks them before, so that its
+// errors come in the same order.
+func CheckFeedback(in FeedbackInput) error {
+	if err := CheckID("workspace_id", in.Workspace, true); err != nil {
+		return err
+	}
+	// The contract does not require actor_id: feedback without one is
+	// anonymous (private then hides the span from every actor).
+	if err := CheckID("actor_id", in.ActorID, false); err != nil {
+		return err
+	}
+	if !slices.Contains(FeedbackActions, in.Action) {
+		return &InvalidError{"action", fmt.Sprintf("unknown value %q; allowed: %v", in.Action, FeedbackActions)}
+	}
+	if len(in.Reason) > 4096 {
+		return &InvalidError{"reason", "is longer than 4096 bytes"}
+	}
+	if err := CheckWriteTime("created_at", in.CreatedAt); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Marks returns the effective feedback state of a workspace's spans (only
 // spans with any mark) and its pinned spans, first pinned first.
 func (db *DB) Marks(tenant, ws string) (map[uuid.UUID]SpanMarks, []uuid.UUID) {
@@ -502,38 +491,4 @@ func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
 
 func (m SpanMarks) isZero() bool { // ArtifactID is where the marks live, not a mark
 	return !m.Pinned && !m.Private && !m.MarkedWrong && !m.Outdated && len(m.PrivateFor) == 0
-}
-
-// findConflict looks a conflict id up in the workspace's receipts, newest
-// first: conflicts are found by packs, and every pack's receipt lists them.
-func (db *DB) findConflict(k wsKey, conflictID string) ([2]pack.Claim, bool, error) {
-	id, err := uuid.Parse(conflictID)
-	if err != nil {
-		return [2]pack.Claim{}, false, nil
-	}
-	needle := []byte(id.String())
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	rs := db.receipts.byWS[k]
-	for i := len(rs) - 1; i >= 0; i-- {
-		body, err := rs[i].body()
-		if err != nil {
-			return [2]pack.Claim{}, false, err
-		}
-		if !bytes.Contains(body, needle) {
-			continue
-		}
-		var r struct {
-			Conflicts []pack.Conflict `json:"conflicts"`
-		}
-		if err := json.Unmarshal(body, &r); err != nil {
-			return [2]pack.Claim{}, false, fmt.Errorf("engine: receipt %s: %w", rs[i].ID, err)
-		}
-		for _, c := range r.Conflicts {
-			if c.ID == id {
-				return [2]pack.Claim{c.ClaimA, c.ClaimB}, true, nil
-			}
-		}
-	}
-	return [2]pack.Claim{}, false, nil
 }

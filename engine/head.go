@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
-	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -170,12 +169,12 @@ func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 }
 
 // spanTieKeys returns spanTieKey of each span, computed without copying the
-// span texts (pack.TieKey converts its text to a byte slice).
+// span texts (artifact.TieKey converts its text to a byte slice).
 func spanTieKeys(spans []artifact.Span) [][16]byte {
 	keys := make([][16]byte, len(spans))
 	for i := range spans {
 		text := unsafe.Slice(unsafe.StringData(spans[i].Text), len(spans[i].Text)) // read only
-		keys[i] = pack.TieKeyCRC(crc32.Checksum(text, castagnoli), spans[i].Timestamp)
+		keys[i] = artifact.TieKeyCRC(crc32.Checksum(text, castagnoli), spans[i].Timestamp)
 	}
 	return keys
 }

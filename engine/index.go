@@ -5,7 +5,6 @@ import (
 
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/invindex"
-	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -54,7 +53,7 @@ func openSegmentParts(s *segment.Segment) ([]segParts, error) {
 	return out, nil
 }
 
-// Search breaks score ties by pack.TieKey of each span (its text's CRC-32C,
+// Search breaks score ties by artifact.TieKey of each span (its text's CRC-32C,
 // then its time), then by position, never by span id: ids are random per
 // data directory, and the same writes must give the same packs in a fresh
 // one. So the keys of the lexical and vector parts are tie keys: the head's
@@ -62,13 +61,13 @@ func openSegmentParts(s *segment.Segment) ([]segParts, error) {
 // rows, and its VECTORS section stores them.
 
 // spanTieKey is the search key of a span.
-func spanTieKey(sp *artifact.Span) [16]byte { return pack.TieKey(sp.Text, sp.Timestamp) }
+func spanTieKey(sp *artifact.Span) [16]byte { return artifact.TieKey(sp.Text, sp.Timestamp) }
 
 // segmentTieKey is the search key of span doc of workspace ws of s, from the
 // checksum its row stores (the same as spanTieKey, without reading the text).
 func segmentTieKey(s *segment.Segment, ws int, doc uint32) [16]byte {
 	crc, ts, _ := s.SpanTextCRC(ws, int(doc))
-	return pack.TieKeyCRC(crc, ts)
+	return artifact.TieKeyCRC(crc, ts)
 }
 
 // withTieKeys returns vec with tie keys. Segments written before keys were

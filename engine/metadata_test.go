@@ -81,10 +81,10 @@ func filteredPack(t *testing.T, db *DB, filter map[string]string) (map[uuid.UUID
 	t.Helper()
 	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: "when is the deploy window", MaxTokens: 2000, Metadata: filter})
 	seen := map[uuid.UUID]bool{}
-	for _, c := range pr.Result.Citations {
+	for _, c := range pr.Citations {
 		seen[c.ArtifactID] = true
 	}
-	for _, e := range pr.Result.Exclusions {
+	for _, e := range pr.Exclusions {
 		seen[e.ArtifactID] = true
 	}
 	return seen, packJSONOf(t, pr), pr.ReceiptID
@@ -93,10 +93,10 @@ func filteredPack(t *testing.T, db *DB, filter map[string]string) (map[uuid.UUID
 func packJSONOf(t *testing.T, pr *PackOutcome) string {
 	t.Helper()
 	var b strings.Builder
-	for _, c := range pr.Result.Citations {
+	for _, c := range pr.Citations {
 		b.WriteString(c.SpanID.String() + c.ContentHash + "\n")
 	}
-	b.WriteString(pr.Result.ContextText + pr.ReceiptID.String())
+	b.WriteString(pr.ContextText + pr.ReceiptID.String())
 	return b.String()
 }
 

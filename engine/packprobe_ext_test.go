@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/retrieval"
@@ -20,6 +21,14 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return &engine.PackOutcome{Result: pr.Result, ReceiptID: pr.ReceiptID}, nil
+		out := &engine.PackOutcome{ContextText: pr.Result.ContextText, ReceiptID: pr.ReceiptID}
+		for _, c := range pr.Result.Citations {
+			out.Citations = append(out.Citations, engine.PackedSpan{ArtifactID: c.ArtifactID, SpanID: c.SpanID, ContentHash: c.ContentHash})
+		}
+		for _, e := range pr.Result.Exclusions {
+			out.Exclusions = append(out.Exclusions, engine.PackedSpan{ArtifactID: e.ArtifactID, SpanID: e.SpanID})
+		}
+		out.JSON, err = json.Marshal(pr.Result)
+		return out, err
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/pack"
 )
 
 // Context packs are built by package retrieval, which imports engine, so
@@ -22,10 +21,21 @@ type PackProbe struct {
 	Metadata  map[string]string
 }
 
-// PackOutcome is what the engine's tests read of a pack.
+// PackOutcome is what the engine's tests read of a pack: its context text,
+// the spans it cites and excludes, the whole result as JSON (to compare
+// packs) and its receipt id.
 type PackOutcome struct {
-	Result    *pack.Result
-	ReceiptID uuid.UUID
+	ContextText string
+	Citations   []PackedSpan
+	Exclusions  []PackedSpan
+	JSON        []byte
+	ReceiptID   uuid.UUID
+}
+
+// PackedSpan is a span a pack cites or excludes (ContentHash: citations only).
+type PackedSpan struct {
+	ArtifactID, SpanID uuid.UUID
+	ContentHash        string
 }
 
 var probePack func(ctx context.Context, db *DB, tenant string, req PackProbe) (*PackOutcome, error)

@@ -3,26 +3,23 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
-	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/internal/codec"
-	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
 
 // Receipt is a stored decision receipt: the summary fields that listings
-// show, and the full receipt body (JSON, as served) byte for byte.
+// show, and the receipt body, which the engine stores and returns byte for
+// byte without looking inside it.
 type Receipt struct {
 	ID          uuid.UUID
 	Tenant      string
@@ -35,24 +32,23 @@ type Receipt struct {
 	Abstain     bool
 	TotalTokens int
 	Body        []byte
-	Seq         uint64 // set when applied
-	// Citations are the pack's citations (not stored, and empty in
-	// receipts read back), from which StoreReceipt finds the content
-	// previews it can leave out of the stored body.
-	Citations []pack.Citation
+	// Cuts are the parts the caller left out of Body, in order, to rebuild
+	// them when it reads the receipt (retrieval's content previews, which
+	// are the start of span texts the segments hold): stored and returned
+	// with Body, never interpreted. Empty in listings.
+	Cuts []ReceiptCut
+	Seq  uint64 // set when applied
 
 	// packed is Body compressed (zstd), as the record stores it; the engine
-	// keeps only this form in memory. Body is stored without the content
-	// previews of its citations (cuts says where they go): they are the
-	// start of span texts the segments hold, rebuilt when the receipt is read.
+	// keeps only this form in memory.
 	packed []byte
-	cuts   []previewCut
 }
 
-// previewCut is a content preview left out of a stored receipt body: at is
-// the offset of its placeholder ("") in the stored body, n the preview's
-// length in bytes, a prefix of its span's text.
-type previewCut struct{ at, n int }
+// ReceiptCut is a part left out of a stored receipt body: At is the offset
+// of its two-byte placeholder in the body, Len the length in bytes of what
+// was left out. Placeholders do not overlap: each At is at least the
+// previous At plus 2.
+type ReceiptCut struct{ At, Len int }
 
 // DefaultReceiptsPerWorkspace is the default receipt retention
 // (Options.ReceiptsPerWorkspace).
@@ -103,7 +99,7 @@ func (r *Receipt) footprint() int64 {
 
 // ReceiptPage is one page of a workspace's receipts, newest first.
 type ReceiptPage struct {
-	Receipts []Receipt // Body left empty
+	Receipts []Receipt // Body and Cuts left empty
 	Total    int
 }
 
@@ -127,12 +123,12 @@ func encodeReceiptRecord(r *Receipt) []byte {
 	}
 	b = append(b, abstain)
 	b = binary.AppendUvarint(b, uint64(r.TotalTokens))
-	b = binary.AppendUvarint(b, uint64(len(r.cuts)))
+	b = binary.AppendUvarint(b, uint64(len(r.Cuts)))
 	prev := 0
-	for _, c := range r.cuts {
-		b = binary.AppendUvarint(b, uint64(c.at-prev))
-		b = binary.AppendUvarint(b, uint64(c.n))
-		prev = c.at
+	for _, c := range r.Cuts {
+		b = binary.AppendUvarint(b, uint64(c.At-prev))
+		b = binary.AppendUvarint(b, uint64(c.Len))
+		prev = c.At
 	}
 	b = binary.AppendUvarint(b, uint64(len(r.packed)))
 	return append(b, r.packed...)
@@ -185,7 +181,7 @@ func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
 			}
 			at += int(delta)
 			if withBody {
-				r.cuts = append(r.cuts, previewCut{at: at, n: int(length)})
+				r.Cuts = append(r.Cuts, ReceiptCut{At: at, Len: int(length)})
 			}
 		}
 	}
@@ -350,7 +346,7 @@ func (s *receiptStore) place(ls *liveSegment) error {
 					continue
 				}
 			}
-			sr.Body, sr.packed, sr.cuts, sr.seg, sr.ws, sr.off, sr.len = nil, nil, nil, ls, wi, row.off, row.len
+			sr.Body, sr.packed, sr.Cuts, sr.seg, sr.ws, sr.off, sr.len = nil, nil, nil, ls, wi, row.off, row.len
 		}
 	}
 	return nil
@@ -364,19 +360,12 @@ func (s *receiptStore) erase(k wsKey) {
 	delete(s.floor, k)
 }
 
-// body returns a receipt's body as stored: without the content previews
-// that restorePreviews puts back. Callers hold mu (segments stay mapped).
-func (sr *storedReceipt) body() ([]byte, error) {
-	b, _, err := sr.stored()
-	return b, err
-}
-
-// stored returns a receipt's stored body and where its previews go.
-// Callers hold mu.
-func (sr *storedReceipt) stored() ([]byte, []previewCut, error) {
+// stored returns a receipt's stored body and its cuts. Callers hold mu
+// (segments stay mapped).
+func (sr *storedReceipt) stored() ([]byte, []ReceiptCut, error) {
 	if sr.seg == nil {
 		b, err := sr.unpack()
-		return b, sr.cuts, err
+		return b, slices.Clone(sr.Cuts), err
 	}
 	b, ok := sr.seg.Section(sr.ws, segment.KindReceipts)
 	if !ok || sr.off+sr.len > len(b) {
@@ -390,7 +379,7 @@ func (sr *storedReceipt) stored() ([]byte, []previewCut, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("segment %s: %w", sr.seg.Path(), err)
 	}
-	return body, r.cuts, nil
+	return body, r.Cuts, nil
 }
 
 // receiptRows checks a RECEIPTS section's framing and returns its rows.
@@ -450,16 +439,32 @@ func readSeqFrames(b []byte, what string) ([]seqFrame, []byte, error) {
 	return frames, b[at:], nil
 }
 
-// StoreReceipt stores a receipt durably (its WAL record is synced before
-// StoreReceipt returns). A receipt whose id is already stored is kept as it
-// was: receipt ids derive from the request and the data version, so the same
-// id means the same pack.
+// StoreReceipt stores a receipt, its body and cuts as given, durably (its
+// WAL record is synced before StoreReceipt returns). A receipt whose id is
+// already stored is kept as it was: receipt ids derive from the request and
+// the data version, so the same id means the same pack.
 func (db *DB) StoreReceipt(r Receipt) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
 	defer db.leave()
+	if err := checkCuts(r.Body, r.Cuts); err != nil {
+		return fmt.Errorf("engine: store receipt %s: %w", r.ID, err)
+	}
 	return db.storeReceipt(r)
+}
+
+// checkCuts checks that cuts lie in body, in order, without overlapping,
+// as the record encoding requires.
+func checkCuts(body []byte, cuts []ReceiptCut) error {
+	prev := 0
+	for i, c := range cuts {
+		if c.At < prev || c.At+2 > len(body) || c.Len < 0 || c.Len > maxReceiptBody {
+			return fmt.Errorf("cut %d (at %d, %d bytes) out of place", i, c.At, c.Len)
+		}
+		prev = c.At + 2
+	}
+	return nil
 }
 
 // storeReceipt is StoreReceipt for callers already inside enter (nesting
@@ -472,9 +477,7 @@ func (db *DB) storeReceipt(r Receipt) error {
 		return nil
 	}
 	rec := r
-	rec.packed, rec.cuts = nil, nil
-	rec.Body, rec.cuts = stripPreviews(r.Body, r.Citations)
-	rec.Citations = nil
+	rec.packed, rec.Cuts = nil, slices.Clone(r.Cuts)
 	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
 	entry := wal.Entry{Type: uint8(recReceipt), Payload: encodeReceiptRecord(&rec),
 		Apply: func(seq uint64) { db.apply(recReceipt, seq, nil, &rec) }}
@@ -487,8 +490,8 @@ func (db *DB) storeReceipt(r Receipt) error {
 	return nil
 }
 
-// GetReceipt returns a receipt of tenant by id, or ErrNotFound (also for
-// another tenant's receipt).
+// GetReceipt returns a receipt of tenant by id, its body and cuts as stored,
+// or ErrNotFound (also for another tenant's receipt).
 func (db *DB) GetReceipt(tenant string, id uuid.UUID) (Receipt, error) {
 	if err := db.enter(); err != nil {
 		return Receipt{}, err
@@ -502,13 +505,10 @@ func (db *DB) GetReceipt(tenant string, id uuid.UUID) (Receipt, error) {
 	}
 	out := sr.Receipt
 	body, cuts, err := sr.stored()
-	if err == nil {
-		body, err = db.restorePreviews(tenant, body, cuts)
-	}
 	if err != nil {
 		return Receipt{}, fmt.Errorf("engine: receipt %s: %w", id, err)
 	}
-	out.Body, out.packed, out.cuts = body, nil, nil
+	out.Body, out.Cuts, out.packed = body, cuts, nil
 	return out, nil
 }
 
@@ -530,7 +530,7 @@ func (db *DB) ListReceipts(tenant, ws, packHash string, offset, limit int) (Rece
 		}
 		if page.Total >= offset && len(page.Receipts) < limit {
 			c := r.Receipt
-			c.Body = nil
+			c.Body, c.Cuts = nil, nil
 			page.Receipts = append(page.Receipts, c)
 		}
 		page.Total++
@@ -638,124 +638,6 @@ func (db *DB) ReceiptStats() (n int, bytes int64) {
 		}
 	}
 	return len(db.receipts.byID), bytes
-}
-
-// The content previews of a receipt's citations are the first 160 code
-// points of span texts that the workspace's segments hold, a third of a
-// receipt's compressed size. They are stored as an empty string and a
-// length, and rebuilt from the span when the receipt is read; the span's
-// content hash, kept in the receipt, proves it is the text the pack saw.
-
-// previewKey opens a citation's preview in a receipt body.
-const previewKey = `"content_preview":`
-
-// stripPreviews replaces the preview of each citation in body (in
-// citation order, after "evidence") by "" and returns where they were. A
-// preview it cannot find exactly, or that is not a prefix of its span's
-// text, leaves the body whole: such a receipt is stored as it is.
-func stripPreviews(body []byte, cites []pack.Citation) ([]byte, []previewCut) {
-	at := bytes.Index(body, []byte(`"evidence":[`))
-	if len(cites) == 0 || at < 0 {
-		return body, nil
-	}
-	out := make([]byte, 0, len(body))
-	cuts := make([]previewCut, 0, len(cites))
-	prev := 0
-	for _, c := range cites {
-		val, err := json.Marshal(c.ContentPreview)
-		if err != nil || c.ContentPreview == "" || !strings.HasPrefix(c.Text, c.ContentPreview) {
-			return body, nil
-		}
-		i := bytes.Index(body[at:], append([]byte(previewKey), val...))
-		if i < 0 {
-			return body, nil
-		}
-		i += at + len(previewKey)
-		out = append(out, body[prev:i]...)
-		cuts = append(cuts, previewCut{at: len(out), n: len(c.ContentPreview)})
-		out = append(out, `""`...)
-		prev = i + len(val)
-		at = prev
-	}
-	return append(out, body[prev:]...), cuts
-}
-
-var errPreview = errors.New("content preview cannot be rebuilt")
-
-// restorePreviews puts the previews stripPreviews left out back into a
-// stored body, from the spans of tenant's artifacts; the preview of a span
-// whose artifact has been erased stays empty. Callers hold mu.
-func (db *DB) restorePreviews(tenant string, stored []byte, cuts []previewCut) ([]byte, error) {
-	if len(cuts) == 0 {
-		return stored, nil
-	}
-	var r struct {
-		Evidence []struct {
-			ArtifactID  uuid.UUID `json:"artifact_id"`
-			SpanID      uuid.UUID `json:"span_id"`
-			ContentHash string    `json:"content_hash"`
-		} `json:"evidence"`
-	}
-	if err := json.Unmarshal(stored, &r); err != nil {
-		return nil, fmt.Errorf("stored body: %w", err)
-	}
-	if len(r.Evidence) != len(cuts) {
-		return nil, fmt.Errorf("%w: %d citations, %d previews", errPreview, len(r.Evidence), len(cuts))
-	}
-	out := make([]byte, 0, len(stored)+len(cuts)*previewBytesHint)
-	prev := 0
-	for i, c := range cuts {
-		e := r.Evidence[i]
-		text, err := db.spanTextLocked(tenant, e.ArtifactID, e.SpanID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			// The artifact was erased (or its workspace, or retention took
-			// it): its text is gone, and so is the preview; it stays "".
-			if c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""` {
-				return nil, fmt.Errorf("%w: citation %d: misplaced preview", errPreview, i)
-			}
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("%w: citation %d: %v", errPreview, i, err)
-		case pack.ContentHash(text) != e.ContentHash || c.n > len(text) || c.at < prev || c.at+2 > len(stored) || string(stored[c.at:c.at+2]) != `""`:
-			return nil, fmt.Errorf("%w: citation %d: span %s does not match", errPreview, i, e.SpanID)
-		}
-		val, err := json.Marshal(text[:c.n])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, stored[prev:c.at]...)
-		out = append(out, val...)
-		prev = c.at + 2
-	}
-	return append(out, stored[prev:]...), nil
-}
-
-// previewBytesHint sizes the buffer of a rebuilt receipt body per preview.
-const previewBytesHint = 200
-
-// spanTextLocked returns the text of a span of one of tenant's artifacts.
-// Callers hold mu.
-func (db *DB) spanTextLocked(tenant string, artifactID, spanID uuid.UUID) (string, error) {
-	ha, s, ref, ok := db.locate(tenant, artifactID)
-	if !ok {
-		return "", ErrNotFound
-	}
-	spans := []artifact.Span(nil)
-	if ha != nil {
-		spans = ha.spans
-	} else {
-		var err error
-		if spans, err = s.ArtifactSpans(ref); err != nil {
-			return "", err
-		}
-	}
-	for _, sp := range spans {
-		if sp.ID == spanID {
-			return sp.Text, nil
-		}
-	}
-	return "", ErrNotFound
 }
 
 // ReceiptWait is how long a pack waits for its receipt to be replicated

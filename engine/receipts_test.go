@@ -2,15 +2,14 @@ package engine
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/pack"
 )
 
 func TestReceipts(t *testing.T) {
@@ -201,63 +200,41 @@ func TestReceiptRecordCompressed(t *testing.T) {
 	}
 }
 
-// TestReceiptPreviewsRebuilt checks that receipts are stored without their
-// citations' content previews and served with them, byte-identical, from
-// the head, from segments, after compaction and after restarts.
-func TestReceiptPreviewsRebuilt(t *testing.T) {
+// TestReceiptCutsKept checks that a receipt's body and cuts are returned as
+// stored, from the head, from a segment, after restarts and compaction; and
+// that cuts the record encoding cannot hold are refused.
+func TestReceiptCutsKept(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{DisableBackground: true, NoEmbedder: true}
+	opts := Options{DisableBackground: true}
 	db := openTest(t, dir, opts)
-	texts := []string{
-		"The <b>quarterly</b> report & the \"budget\" review were moved to Friday.",
-		strings.Repeat("Ünïcode quarterly budget notes with émoji 🚀 and more words; ", 8),
-		"Budget meeting: the quarterly numbers need a review before \u2028 the board.",
-	}
-	for _, tx := range texts {
-		if _, err := db.Ingest("t", chat("ws", tx)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := probePack(t.Context(), db, "t", PackProbe{Workspace: "ws", Query: "quarterly budget review"})
-	if err != nil || len(res.Result.Citations) < 2 {
-		t.Fatalf("pack: %v, %d citations", err, len(res.Result.Citations))
-	}
-	first, err := db.GetReceipt("t", res.ReceiptID)
-	if err != nil {
+	r := Receipt{ID: uuid.New(), Tenant: "t", Workspace: "ws", Query: "q", Body: []byte(`{"a":"","b":[""],"c":""}`),
+		Cuts: []ReceiptCut{{At: 5, Len: 3}, {At: 13, Len: 160}, {At: 21, Len: 0}}}
+	if err := db.StoreReceipt(r); err != nil {
 		t.Fatal(err)
 	}
-	var got struct {
-		Evidence []struct {
-			ContentPreview string `json:"content_preview"`
-		} `json:"evidence"`
-	}
-	if err := json.Unmarshal(first.Body, &got); err != nil || len(got.Evidence) != len(res.Result.Citations) {
-		t.Fatalf("served body: %v, %d citations", err, len(got.Evidence))
-	}
-	for i, c := range res.Result.Citations {
-		if got.Evidence[i].ContentPreview != c.ContentPreview || c.ContentPreview == "" {
-			t.Fatalf("citation %d: served preview %q, pack's %q", i, got.Evidence[i].ContentPreview, c.ContentPreview)
+	for _, cuts := range [][]ReceiptCut{{{At: 23, Len: 1}}, {{At: 5, Len: 1}, {At: 6, Len: 1}}, {{At: -1, Len: 1}}, {{At: 5, Len: -1}}} {
+		bad := Receipt{ID: uuid.New(), Tenant: "t", Workspace: "ws", Body: r.Body, Cuts: cuts}
+		if err := db.StoreReceipt(bad); err == nil {
+			t.Fatalf("cuts %v stored", cuts)
 		}
-	}
-	db.mu.RLock()
-	stored, cuts, err := db.receipts.byID[res.ReceiptID].stored()
-	db.mu.RUnlock()
-	if err != nil || len(cuts) != len(res.Result.Citations) || bytes.Contains(stored, []byte("quarterly</b>")) || bytes.Contains(stored, []byte(`\u003cb\u003equarterly`)) {
-		t.Fatalf("stored body keeps previews (%d cuts, %v): %s", len(cuts), err, stored)
 	}
 	same := func(when string) {
 		t.Helper()
-		r, err := db.GetReceipt("t", res.ReceiptID)
-		if err != nil || !bytes.Equal(r.Body, first.Body) {
-			t.Fatalf("%s: receipt differs (%v):\n%s\n%s", when, err, r.Body, first.Body)
+		got, err := db.GetReceipt("t", r.ID)
+		if err != nil || !bytes.Equal(got.Body, r.Body) || !slices.Equal(got.Cuts, r.Cuts) {
+			t.Fatalf("%s: %s %v %v", when, got.Body, got.Cuts, err)
+		}
+		if page, err := db.ListReceipts("t", "ws", "", 0, 10); err != nil || page.Total != 1 || page.Receipts[0].Body != nil || page.Receipts[0].Cuts != nil {
+			t.Fatalf("%s: listing %+v %v", when, page, err)
 		}
 	}
-	db.Flush()
-	same("segment")
+	same("head")
 	db.Close()
 	db = openTest(t, dir, opts)
 	same("restart")
-	db.Ingest("t", chat("ws", "another quarterly note"))
+	db.Flush()
+	same("segment")
+	db.StoreReceipt(Receipt{ID: uuid.New(), Tenant: "t", Workspace: "other", Body: []byte(`{}`)})
 	db.Flush()
 	db.Compact()
 	same("compaction")
@@ -265,32 +242,6 @@ func TestReceiptPreviewsRebuilt(t *testing.T) {
 	db = openTest(t, dir, opts)
 	same("restart after compaction")
 	db.Close()
-}
-
-// TestStripPreviewsFallback keeps a body whole when a preview cannot be
-// found exactly or is not the start of its span's text.
-func TestStripPreviewsFallback(t *testing.T) {
-	body := []byte(`{"query":"q","evidence":[{"span_id":"s","content_preview":"abc","pinned":false}],"exclusions":[]}`)
-	tests := []struct {
-		name  string
-		cites []pack.Citation
-		cuts  int
-	}{
-		{"stripped", []pack.Citation{{ContentPreview: "abc", Text: "abcdef"}}, 1},
-		{"no citations", nil, 0},
-		{"not a prefix of the text", []pack.Citation{{ContentPreview: "abc", Text: "xabc"}}, 0},
-		{"not in the body", []pack.Citation{{ContentPreview: "abd", Text: "abd"}}, 0},
-		{"more citations than previews", []pack.Citation{{ContentPreview: "abc", Text: "abc"}, {ContentPreview: "abc", Text: "abc"}}, 0},
-	}
-	for _, tt := range tests {
-		out, cuts := stripPreviews(body, tt.cites)
-		if len(cuts) != tt.cuts || tt.cuts == 0 && !bytes.Equal(out, body) {
-			t.Errorf("%s: %d cuts, %s", tt.name, len(cuts), out)
-		}
-		if tt.cuts == 1 && string(out) != `{"query":"q","evidence":[{"span_id":"s","content_preview":"","pinned":false}],"exclusions":[]}` {
-			t.Errorf("%s: %s", tt.name, out)
-		}
-	}
 }
 
 // TestReceiptStoredAgainAfterExpiry stores a receipt id again after the

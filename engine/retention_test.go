@@ -67,12 +67,12 @@ func checkVisible(t *testing.T, db *DB, all, want []uuid.UUID) {
 		t.Fatalf("listing %v, want %v", listed, sorted)
 	}
 	pr := mustPack(t, db, "t1", PackProbe{Workspace: "w", Query: "deploy launch word payments", MaxTokens: 2000})
-	for _, c := range pr.Result.Citations {
+	for _, c := range pr.Citations {
 		if !slices.Contains(want, c.ArtifactID) {
 			t.Fatalf("pack cites hidden artifact %s", c.ArtifactID)
 		}
 	}
-	for _, ex := range pr.Result.Exclusions {
+	for _, ex := range pr.Exclusions {
 		if !slices.Contains(want, ex.ArtifactID) {
 			t.Fatalf("pack excludes (so saw) hidden artifact %s", ex.ArtifactID)
 		}

@@ -19,7 +19,7 @@ type SearchHit struct {
 
 // SearchLexical returns the top k spans of a workspace for query by BM25 with
 // statistics of the whole workspace: best first, ties by content
-// (pack.TieKey: text checksum, then time, newer first), then ingest order,
+// (artifact.TieKey: text checksum, then time, newer first), then ingest order,
 // never by span ids (hashes of random artifact ids). Scores do not depend on where spans live
 // (head or segments, before or after compaction or restart).
 func (db *DB) SearchLexical(tenant, ws, query string, k int) ([]SearchHit, error) {

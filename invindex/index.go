@@ -53,7 +53,7 @@ type Part interface {
 	DocLen(doc uint32) uint32
 	// Key is the doc's stable key, which breaks score ties (then the
 	// position: part, then doc). The engine's keys derive from the spans'
-	// content (pack.TieKey); equal keys are fine.
+	// content (artifact.TieKey); equal keys are fine.
 	Key(doc uint32) [16]byte
 
 	// postings returns the posting list of term (df 0 when absent).

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
 )
 
 // cand is a candidate while it is being decided about.
@@ -21,7 +22,7 @@ type cand struct {
 	// Filled in when the candidate gets that far.
 	rendered string // Text with line breaks replaced, see flatten
 	feat     *features
-	hash     string // ContentHash(Text), see contentHash
+	hash     string // artifact.SpanHash(Text), see contentHash
 
 	// The decision.
 	included       bool
@@ -139,10 +140,10 @@ func byRelevance(a, b *cand) int {
 	return compareTies(a, b)
 }
 
-// contentHash returns ContentHash(c.Text), computed once.
+// contentHash returns artifact.SpanHash(c.Text), computed once.
 func (c *cand) contentHash() string {
 	if c.hash == "" {
-		c.hash = ContentHash(c.Text)
+		c.hash = artifact.SpanHash(c.Text)
 	}
 	return c.hash
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
 )
 
 func TestQuantities(t *testing.T) {
@@ -148,7 +149,7 @@ func TestConflictsInPack(t *testing.T) {
 	}
 	cf := r.Conflicts[0]
 	if cf.ClaimA.SpanID != a.SpanID || cf.ClaimB.SpanID != b.SpanID || cf.CiteA != 1 || cf.CiteB != 2 ||
-		cf.ID != ConflictID(a.SpanID, b.SpanID) || cf.ClaimA.ContentHash != ContentHash(a.Text) || cf.Resolution != nil {
+		cf.ID != ConflictID(a.SpanID, b.SpanID) || cf.ClaimA.ContentHash != artifact.SpanHash(a.Text) || cf.Resolution != nil {
 		t.Errorf("conflict %+v", cf)
 	}
 	if want := "=== CONFLICTS ===\nConflict [cite:1] vs [cite:2]: numerical: \"30 days\" vs \"45 days\"\n=== END CONTEXT ===\n"; !strings.HasSuffix(r.ContextText, want) {

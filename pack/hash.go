@@ -6,13 +6,6 @@ import (
 	"strconv"
 )
 
-// ContentHash returns "sha256:" and the hex SHA-256 of the UTF-8 bytes of
-// text: the content hash of a span.
-func ContentHash(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // PackHash returns "sha256:" and the hex SHA-256 of the canonical encoding
 // of a pack: its context text and citations. The encoding is a sequence of
 // netstrings ("<length in bytes, decimal>:<bytes>,"):

@@ -9,18 +9,6 @@ import (
 	"testing"
 )
 
-func TestContentHash(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-		{"abc", "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-	}
-	for _, tt := range tests {
-		if got := ContentHash(tt.in); got != tt.want {
-			t.Errorf("ContentHash(%q) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestPackHashEncoding: PackHash is SHA-256 over the documented netstring
 // encoding, built here independently.
 func TestPackHashEncoding(t *testing.T) {

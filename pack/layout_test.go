@@ -3,6 +3,8 @@ package pack
 import (
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/artifact"
 )
 
 // TestLayoutGolden pins the exact context text of a small pack.
@@ -34,7 +36,7 @@ func TestLayoutGolden(t *testing.T) {
 		t.Errorf("token accounting %+v", ta)
 	}
 	// Citations keep the original text's hash and preview.
-	if c := r.Citations[1]; c.SpanID != a.SpanID || c.ContentHash != ContentHash(a.Text) || c.ContentPreview != a.Text || c.Pinned {
+	if c := r.Citations[1]; c.SpanID != a.SpanID || c.ContentHash != artifact.SpanHash(a.Text) || c.ContentPreview != a.Text || c.Pinned {
 		t.Errorf("citation 2 %+v", c)
 	}
 	if !r.Citations[0].Pinned {

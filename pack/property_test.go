@@ -353,7 +353,7 @@ func (s scenario) check(r *Result) error {
 		if err := s.allowed(f); err != nil {
 			return fmt.Errorf("cited span %s not allowed: %v", c.SpanID, err)
 		}
-		if c.ContentHash != ContentHash(f.c.Text) || !strings.HasPrefix(f.c.Text, c.ContentPreview) {
+		if c.ContentHash != artifact.SpanHash(f.c.Text) || !strings.HasPrefix(f.c.Text, c.ContentPreview) {
 			return fmt.Errorf("citation %d content hash or preview", c.Index)
 		}
 		if !strings.Contains(r.ContextText, citeTag(c.Index)+" "+flatten(f.c.Text)+"\n") {

@@ -29,9 +29,9 @@ type Candidate struct {
 
 	Marks Marks // effective feedback state
 
-	// TieKey is TieKey(Text, Timestamp) when the caller has it at hand (the
-	// engine's indexes hold it); the zero value means unknown, and Pack
-	// computes it when it needs it.
+	// TieKey is artifact.TieKey(Text, Timestamp) when the caller has it at
+	// hand (the engine's indexes hold it); the zero value means unknown, and
+	// Pack computes it when it needs it.
 	TieKey [16]byte
 }
 

@@ -72,7 +72,7 @@ type Citation struct {
 	SpanID         uuid.UUID `json:"span_id"`
 	StartOffset    int       `json:"start_offset"`
 	EndOffset      int       `json:"end_offset"`
-	ContentHash    string    `json:"content_hash"` // of the span text, see ContentHash
+	ContentHash    string    `json:"content_hash"` // of the span text, see artifact.SpanHash
 	SourceType     string    `json:"source_type"`
 	RelevanceScore float64   `json:"relevance_score"`
 	ContentPreview string    `json:"content_preview"` // the first 160 code points of the span text

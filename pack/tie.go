@@ -3,8 +3,8 @@ package pack
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
-	"hash/crc32"
+
+	"github.com/loci-memory/loci/artifact"
 )
 
 // Ties. Whenever two spans are equal on what is being ranked (a channel
@@ -13,8 +13,8 @@ import (
 // directory: so the same writes, in the same order, into a fresh directory
 // give the same pack. The order of equals is
 //
-//  1. TieKey: the CRC-32C of the span text, then the artifact time, newer
-//     first (bytes ascending);
+//  1. artifact.TieKey: the CRC-32C of the span text, then the artifact
+//     time, newer first (bytes ascending);
 //  2. ingest position: the artifact's Seq (the order in which the
 //     workspace received its artifacts), then the span's offsets;
 //  3. the span id, which only ever decides between two entries of the same
@@ -24,33 +24,11 @@ import (
 // the same position (doc order, which is ingest order in every layout), so
 // which equal spans enter the candidate pool does not depend on ids either.
 
-// castagnoli is the CRC-32C table, the checksum segments store for every span
-// text, so the engine can key a segment's spans without reading their text.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// TieKey returns the key that orders spans equal on score: the big-endian
-// CRC-32C (Castagnoli) of the UTF-8 text, then the timestamp (the artifact
-// time, Unix microseconds) encoded so that newer sorts first, then four
-// zero bytes; compared as bytes, ascending. TieKeyCRC is the same from a
-// stored checksum.
-func TieKey(text string, timestamp int64) [16]byte {
-	return TieKeyCRC(crc32.Checksum([]byte(text), castagnoli), timestamp)
-}
-
-// TieKeyCRC is TieKey for a text whose CRC-32C is textCRC.
-func TieKeyCRC(textCRC uint32, timestamp int64) [16]byte {
-	var k [16]byte
-	binary.BigEndian.PutUint32(k[0:], textCRC)
-	// Flipping the sign bit orders int64 as uint64; inverting makes newer first.
-	binary.BigEndian.PutUint64(k[4:], ^(uint64(timestamp) ^ 1<<63))
-	return k
-}
-
-// tieKey returns TieKey(c.Text, c.Timestamp): the candidate's TieKey when
-// set, else computed once.
+// tieKey returns artifact.TieKey(c.Text, c.Timestamp): the candidate's
+// TieKey when set, else computed once.
 func (c *cand) tieKey() *[16]byte {
 	if c.TieKey == ([16]byte{}) {
-		c.TieKey = TieKey(c.Text, c.Timestamp)
+		c.TieKey = artifact.TieKey(c.Text, c.Timestamp)
 	}
 	return &c.TieKey
 }

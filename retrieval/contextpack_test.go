@@ -50,9 +50,10 @@ func TestContextPack(t *testing.T) {
 	if err != nil || rec.PackHash != r.PackHash {
 		t.Fatalf("receipt: %+v %v", rec, err)
 	}
+	served, err := ReceiptBody(db, rec)
 	var body map[string]any
-	if err := json.Unmarshal(rec.Body, &body); err != nil || body["pack_hash"] != r.PackHash || body["workspace_id"] != "ws" {
-		t.Fatalf("receipt body: %s", rec.Body)
+	if err != nil || json.Unmarshal(served, &body) != nil || body["pack_hash"] != r.PackHash || body["workspace_id"] != "ws" {
+		t.Fatalf("receipt body: %s %v", served, err)
 	}
 	// The same request on the same data: the same bytes and receipt id; no second receipt.
 	again, _ := New(db).ContextPack(ctx, "t", req)

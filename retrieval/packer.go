@@ -258,9 +258,10 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 	if err != nil {
 		return nil, err
 	}
+	body, cuts := stripPreviews(body, res.Citations)
 	err = db.StoreReceipt(engine.Receipt{ID: id, Tenant: tenant, Workspace: req.Workspace, Query: req.Query, ActorID: req.ActorID,
 		PackHash: res.PackHash, Timestamp: p.db.Now().UTC().UnixMicro(), Confidence: res.Confidence, Abstain: res.Abstain,
-		TotalTokens: res.TotalTokens, Body: body, Citations: res.Citations})
+		TotalTokens: res.TotalTokens, Body: body, Cuts: cuts})
 	if err != nil {
 		return nil, err
 	}

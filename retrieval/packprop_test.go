@@ -202,9 +202,13 @@ func readReceipt(db *engine.DB, tenant string, id uuid.UUID) (receiptDecisions, 
 	if err != nil {
 		return receiptDecisions{}, nil, err
 	}
+	body, err := ReceiptBody(db, rec)
+	if err != nil {
+		return receiptDecisions{}, nil, err
+	}
 	var d receiptDecisions
-	err = json.Unmarshal(rec.Body, &d)
-	return d, rec.Body, err
+	err = json.Unmarshal(body, &d)
+	return d, body, err
 }
 
 // ---------------------------------------------------------------------------

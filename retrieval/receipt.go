@@ -1,14 +1,19 @@
 package retrieval
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 )
 
@@ -90,3 +95,116 @@ func receiptBody(id uuid.UUID, req PackRequest, res *pack.Result, profile string
 		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
 		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata})
 }
+
+// The content previews of a receipt's citations are the first 160 code
+// points of span texts that the workspace's segments hold, a third of a
+// receipt's compressed size. They are stored as an empty string and a
+// length (an engine.ReceiptCut), and rebuilt from the span when the receipt
+// is read; the span's content hash, kept in the receipt, proves it is the
+// text the pack saw. The stored form is docs/format/wal.md's (record type
+// 17).
+
+// previewKey opens a citation's preview in a receipt body.
+const previewKey = `"content_preview":`
+
+// stripPreviews replaces the preview of each citation in body (in
+// citation order, after "evidence") by "" and returns where they were. A
+// preview it cannot find exactly, or that is not a prefix of its span's
+// text, leaves the body whole: such a receipt is stored as it is.
+func stripPreviews(body []byte, cites []pack.Citation) ([]byte, []engine.ReceiptCut) {
+	at := bytes.Index(body, []byte(`"evidence":[`))
+	if len(cites) == 0 || at < 0 {
+		return body, nil
+	}
+	out := make([]byte, 0, len(body))
+	cuts := make([]engine.ReceiptCut, 0, len(cites))
+	prev := 0
+	for _, c := range cites {
+		val, err := json.Marshal(c.ContentPreview)
+		if err != nil || c.ContentPreview == "" || !strings.HasPrefix(c.Text, c.ContentPreview) {
+			return body, nil
+		}
+		i := bytes.Index(body[at:], append([]byte(previewKey), val...))
+		if i < 0 {
+			return body, nil
+		}
+		i += at + len(previewKey)
+		out = append(out, body[prev:i]...)
+		cuts = append(cuts, engine.ReceiptCut{At: len(out), Len: len(c.ContentPreview)})
+		out = append(out, `""`...)
+		prev = i + len(val)
+		at = prev
+	}
+	return append(out, body[prev:]...), cuts
+}
+
+var errPreview = errors.New("content preview cannot be rebuilt")
+
+// SpanReader reads a span of one of tenant's artifacts, or engine.ErrNotFound
+// (an *engine.DB is one).
+type SpanReader interface {
+	Span(tenant string, artifactID, spanID uuid.UUID) (artifact.Span, error)
+}
+
+// ReceiptBody returns a stored receipt's body as served: the previews
+// stripPreviews left out put back, from the spans of r's tenant that db
+// holds; the preview of a span whose artifact has been erased stays empty.
+func ReceiptBody(db SpanReader, r engine.Receipt) ([]byte, error) {
+	body, err := restorePreviews(db, r.Tenant, r.Body, r.Cuts)
+	if err != nil {
+		return nil, fmt.Errorf("retrieval: receipt %s: %w", r.ID, err)
+	}
+	return body, nil
+}
+
+// restorePreviews puts the previews stripPreviews left out back into a
+// stored body.
+func restorePreviews(db SpanReader, tenant string, stored []byte, cuts []engine.ReceiptCut) ([]byte, error) {
+	if len(cuts) == 0 {
+		return stored, nil
+	}
+	var r struct {
+		Evidence []struct {
+			ArtifactID  uuid.UUID `json:"artifact_id"`
+			SpanID      uuid.UUID `json:"span_id"`
+			ContentHash string    `json:"content_hash"`
+		} `json:"evidence"`
+	}
+	if err := json.Unmarshal(stored, &r); err != nil {
+		return nil, fmt.Errorf("stored body: %w", err)
+	}
+	if len(r.Evidence) != len(cuts) {
+		return nil, fmt.Errorf("%w: %d citations, %d previews", errPreview, len(r.Evidence), len(cuts))
+	}
+	out := make([]byte, 0, len(stored)+len(cuts)*previewBytesHint)
+	prev := 0
+	for i, c := range cuts {
+		e := r.Evidence[i]
+		sp, err := db.Span(tenant, e.ArtifactID, e.SpanID)
+		text := sp.Text
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+			// The artifact was erased (or its workspace, or retention took
+			// it): its text is gone, and so is the preview; it stays "".
+			if c.At < prev || c.At+2 > len(stored) || string(stored[c.At:c.At+2]) != `""` {
+				return nil, fmt.Errorf("%w: citation %d: misplaced preview", errPreview, i)
+			}
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("%w: citation %d: %v", errPreview, i, err)
+		case artifact.SpanHash(text) != e.ContentHash || c.Len > len(text) || c.At < prev || c.At+2 > len(stored) || string(stored[c.At:c.At+2]) != `""`:
+			return nil, fmt.Errorf("%w: citation %d: span %s does not match", errPreview, i, e.SpanID)
+		}
+		val, err := json.Marshal(text[:c.Len])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, stored[prev:c.At]...)
+		out = append(out, val...)
+		prev = c.At + 2
+	}
+	return append(out, stored[prev:]...), nil
+}
+
+// previewBytesHint sizes the buffer of a rebuilt receipt body per preview.
+const previewBytesHint = 200

@@ -227,7 +227,7 @@ func (s *Segment) SpanIDs(ws int, i int) (span, art uuid.UUID, ok bool) {
 
 // SpanTextCRC returns the stored CRC-32C of the text of span i of workspace
 // ws and its timestamp, without reading the text: search orders spans of
-// equal score by them (pack.TieKeyCRC).
+// equal score by them (artifact.TieKeyCRC).
 func (s *Segment) SpanTextCRC(ws int, i int) (textCRC uint32, timestamp int64, ok bool) {
 	if s.rlock() != nil {
 		return 0, 0, false

@@ -1,14 +1,17 @@
 package service
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/pack"
 )
 
 // FeedbackRequest is one feedback event on a workspace's artifacts or
@@ -66,7 +69,18 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 	if in.PreferredSpanID, err = optionalID("preferred_span_id", r.PreferredSpanID); err != nil {
 		return FeedbackResult{}, err
 	}
-	res, err := db.Feedback(p.TenantID, in)
+	var res engine.FeedbackResult
+	if in.Action == engine.ActionResolveConflict && in.ConflictID != "" {
+		// The fields are checked before the lookup, as they were when the
+		// engine looked conflicts up.
+		if err := engine.CheckFeedback(in); err != nil {
+			return FeedbackResult{}, err
+		}
+		err = resolveConflict(db, p.TenantID, &in)
+	}
+	if err == nil {
+		res, err = db.Feedback(p.TenantID, in)
+	}
 	if errors.Is(err, engine.ErrNotFound) {
 		what := "artifact or span"
 		if in.Action == engine.ActionResolveConflict {
@@ -78,6 +92,71 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 		return FeedbackResult{}, err
 	}
 	return FeedbackResult{FeedbackID: res.FeedbackID, Action: res.Action, Applied: res.Applied, CreatedAt: FormatTime(res.CreatedAt)}, nil
+}
+
+// resolveConflict prepares a resolve_conflict: it finds the conflict named
+// by in.ConflictID in the workspace's receipts and sets the conflict's two
+// spans and the artifact of the span made outdated (where the marks live),
+// or returns engine.ErrNotFound.
+func resolveConflict(db *engine.DB, tenant string, in *engine.FeedbackInput) error {
+	claims, ok, err := findConflict(db, tenant, in.Workspace, in.ConflictID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return engine.ErrNotFound
+	}
+	in.ConflictSpans = [2]uuid.UUID{claims[0].SpanID, claims[1].SpanID}
+	keep := in.PreferredSpanID
+	if keep == (uuid.UUID{}) {
+		keep = in.SpanID
+	}
+	switch keep {
+	case claims[0].SpanID:
+		in.ArtifactID = claims[1].ArtifactID
+	case claims[1].SpanID:
+		in.ArtifactID = claims[0].ArtifactID
+	}
+	return nil
+}
+
+// findConflict looks a conflict id up in a workspace's receipts, newest
+// first: conflicts are found by packs, and every pack's receipt lists them
+// (in the stored body, which only leaves content previews out).
+func findConflict(db *engine.DB, tenant, ws, conflictID string) ([2]pack.Claim, bool, error) {
+	id, err := uuid.Parse(conflictID)
+	if err != nil {
+		return [2]pack.Claim{}, false, nil
+	}
+	needle := []byte(id.String())
+	page, err := db.ListReceipts(tenant, ws, "", 0, math.MaxInt)
+	if err != nil {
+		return [2]pack.Claim{}, false, err
+	}
+	for _, listed := range page.Receipts {
+		rec, err := db.GetReceipt(tenant, listed.ID)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue // dropped since the listing (retention, erasure)
+		}
+		if err != nil {
+			return [2]pack.Claim{}, false, err
+		}
+		if !bytes.Contains(rec.Body, needle) {
+			continue
+		}
+		var r struct {
+			Conflicts []pack.Conflict `json:"conflicts"`
+		}
+		if err := json.Unmarshal(rec.Body, &r); err != nil {
+			return [2]pack.Claim{}, false, fmt.Errorf("service: receipt %s: %w", rec.ID, err)
+		}
+		for _, c := range r.Conflicts {
+			if c.ID == id {
+				return [2]pack.Claim{c.ClaimA, c.ClaimB}, true, nil
+			}
+		}
+	}
+	return [2]pack.Claim{}, false, nil
 }
 
 // ListReceiptsRequest asks for a page of a workspace's receipts, newest
@@ -145,20 +224,20 @@ func (s *Service) ListReceipts(p Principal, r ListReceiptsRequest) (ReceiptsPage
 	return ReceiptsPage{Receipts: out, Total: page.Total, Limit: limit, Offset: offset}, nil
 }
 
-// Receipt returns one of p's receipts: the JSON body the pack stored, as
-// it was stored.
+// Receipt returns one of p's receipts: the JSON body the pack made, as it
+// was made (its content previews rebuilt; empty for erased artifacts).
 func (s *Service) Receipt(p Principal, receiptID string) (json.RawMessage, error) {
 	notFound := refuse(ErrNotFound, "receipt not found")
 	id, err := uuid.Parse(receiptID)
 	if err != nil {
 		return nil, notFound
 	}
-	r, err := s.receipt(p.TenantID, id)
+	body, err := s.receipt(p.TenantID, id)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, notFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	return r.Body, nil
+	return body, nil
 }

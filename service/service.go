@@ -397,21 +397,25 @@ func (s *Service) artifact(tenant string, id uuid.UUID) (*engine.DB, *artifact.A
 	return nil, nil, engine.ErrNotFound
 }
 
-// receipt finds a receipt of tenant by id alone, or engine.ErrNotFound (or
-// a *NotServedError).
-func (s *Service) receipt(tenant string, id uuid.UUID) (engine.Receipt, error) {
+// receipt finds a receipt of tenant by id alone and returns its body as
+// served (retrieval.ReceiptBody), or engine.ErrNotFound (or a
+// *NotServedError).
+func (s *Service) receipt(tenant string, id uuid.UUID) ([]byte, error) {
 	dbs, err := s.byID(id)
 	if err != nil {
-		return engine.Receipt{}, err
+		return nil, err
 	}
 	for _, db := range dbs {
 		r, err := db.GetReceipt(tenant, id)
 		if errors.Is(err, engine.ErrNotFound) {
 			continue
 		}
-		return r, err
+		if err != nil {
+			return nil, err
+		}
+		return retrieval.ReceiptBody(db, r)
 	}
-	return engine.Receipt{}, engine.ErrNotFound
+	return nil, engine.ErrNotFound
 }
 
 // workspaces lists tenant's workspaces over the engines this node serves,

@@ -23,7 +23,7 @@ type Part interface {
 	Scales() []float32
 	// Keys holds the documents' keys, NumDocs() of them. They break score
 	// ties (then the position: part, then doc). The engine's keys derive
-	// from the spans' content (pack.TieKey), so that ties do not depend on
+	// from the spans' content (artifact.TieKey), so that ties do not depend on
 	// random ids; equal keys are fine.
 	Keys() [][16]byte
 }
