@@ -40,16 +40,22 @@ const (
 	KindCanceled                 // context.Canceled: the client went, or the server stops
 	KindTimeout                  // context.DeadlineExceeded
 	KindDiskFull                 // ENOSPC or EDQUOT: nothing stored
+
+	numKinds // not a kind: the number of kinds
 )
 
-var kindNames = [...]string{"internal", "invalid", "no key", "unauthorized", "forbidden", "plan",
-	"not found", "conflict", "rate limited", "job backlog", "back-pressure", "unavailable",
-	"shutting down", "not served", "canceled", "timeout", "disk full"}
+var kindNames = [numKinds]string{
+	KindInternal: "internal", KindInvalid: "invalid", KindNoKey: "no key", KindUnauthorized: "unauthorized",
+	KindForbidden: "forbidden", KindPlan: "plan", KindNotFound: "not found", KindConflict: "conflict",
+	KindRateLimited: "rate limited", KindJobBacklog: "job backlog", KindBackpressure: "back-pressure",
+	KindUnavailable: "unavailable", KindShuttingDown: "shutting down", KindNotServed: "not served",
+	KindCanceled: "canceled", KindTimeout: "timeout", KindDiskFull: "disk full",
+}
 
-// Kinds returns every kind, for transports' tests that check their table
-// answers each.
+// Kinds returns every kind, for the transports' tests that check they
+// answer each.
 func Kinds() []Kind {
-	ks := make([]Kind, len(kindNames))
+	ks := make([]Kind, numKinds)
 	for i := range ks {
 		ks[i] = Kind(i)
 	}
@@ -57,7 +63,7 @@ func Kinds() []Kind {
 }
 
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
+	if k < numKinds && kindNames[k] != "" {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", k)
@@ -161,7 +167,7 @@ var ErrNoKey = &Error{Kind: ErrUnauthorized, Detail: "no API key"}
 
 // Error is a refusal of one kind with a message for the caller.
 type Error struct {
-	Kind   error // ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrConflict
+	Kind   error // ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrConflict (Classify gives the Kind of each)
 	Detail string
 }
 
