@@ -22,7 +22,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/engine"
 )
 
 // Appender makes a control record durable: the engine writes it to its WAL,
@@ -33,11 +32,11 @@ type Appender func(kind uint8, payload []byte) error
 // exists without registration, is on plan enterprise and has no keys.
 const DefaultTenant = "default"
 
-// Errors of the Store's methods; the HTTP layer maps them to statuses.
+// Errors of the Store's methods; service.KindOf gives each its kind, which
+// the transports map to their statuses.
 var (
-	// ErrNotFound: no such tenant, key or job, or one of another tenant (the
-	// engine's error, so one check maps both packages' to 404).
-	ErrNotFound = engine.ErrNotFound
+	// ErrNotFound: no such tenant, key or job, or one of another tenant.
+	ErrNotFound = errors.New("not found")
 	// ErrDuplicateEmail: a tenant with the email, in any case, exists.
 	ErrDuplicateEmail = errors.New("control: a tenant with this email exists")
 	// ErrLastKey: revoking the key would leave the tenant without a usable key.
@@ -54,10 +53,15 @@ var (
 	errUsageNotApplied = errors.New("control: the usage record was not applied")
 )
 
-// InvalidError reports a bad argument, naming the field. It is the engine's
-// type, so the HTTP layer turns both packages' validation errors into 400s
-// alike.
-type InvalidError = engine.InvalidError
+// InvalidError reports a bad argument, naming the field: nothing was
+// changed. Its text is the engine's (field: reason), and service.KindOf
+// gives both the same kind.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
 
 // Plan is a service plan: its rate limit, whether it includes the v2 API and
 // how many workspaces a tenant on it may own.
@@ -104,11 +108,10 @@ type KeyInfo struct {
 	Revoked      bool
 }
 
-var _ engine.ControlState = (*Store)(nil)
-
 // Store is the control state. It is safe for concurrent use. Its
 // ApplyControl, SnapshotControl and RestoreControl methods implement the
-// engine's ControlState interface.
+// engine's ControlState interface (asserted in engine_test.go: control
+// imports no engine).
 type Store struct {
 	now func() time.Time
 

@@ -12,6 +12,10 @@ import (
 	"github.com/loci-memory/loci/engine"
 )
 
+// Store is the engine's control state (asserted here: control imports no
+// engine).
+var _ engine.ControlState = (*Store)(nil)
+
 func openEngine(t *testing.T, dir string, s *Store) *engine.DB {
 	t.Helper()
 	db, err := engine.Open(dir, engine.Options{DisableBackground: true, NoEmbedder: true,

@@ -2,17 +2,12 @@ package httpd
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
-	"github.com/loci-memory/loci/control"
-	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/service"
 	"github.com/valyala/fasthttp"
 )
@@ -111,65 +106,6 @@ func fieldAt(body []byte, off int64) string {
 		} else if top != nil && !top.array {
 			top.wantKey = true
 		}
-	}
-}
-
-// diskFullRetrySeconds is the Retry-After of a 507: freeing space is an
-// operator's job, so clients should not hammer the server meanwhile.
-const diskFullRetrySeconds = 30
-
-// backpressureRetrySeconds is the Retry-After of an ingest refused while the
-// server catches up with flushing and embedding.
-const backpressureRetrySeconds = 5
-
-// fail writes the HTTP form of an engine or control error.
-func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
-	var inv *engine.InvalidError
-	var cinv *control.InvalidError
-	var conflict *engine.IdempotencyConflictError
-	var ns *service.NotServedError
-	switch {
-	case errors.As(err, &ns):
-		s.forward(ctx, ns)
-	case errors.As(err, &conflict):
-		writeError(ctx, fasthttp.StatusConflict, conflict.Error())
-	case errors.As(err, &inv):
-		writeError(ctx, fasthttp.StatusBadRequest, inv.Error())
-	case errors.As(err, &cinv):
-		writeError(ctx, fasthttp.StatusBadRequest, cinv.Error())
-	case errors.Is(err, engine.ErrNotFound), errors.Is(err, control.ErrNotFound):
-		writeError(ctx, fasthttp.StatusNotFound, "not found")
-	case errors.Is(err, control.ErrWorkspaceQuota):
-		writeError(ctx, fasthttp.StatusForbidden, err.Error())
-	case errors.Is(err, control.ErrJobBacklog):
-		// Nothing was queued: the same request may be sent again.
-		ctx.Response.Header.Set("Retry-After", "1")
-		writeError(ctx, fasthttp.StatusTooManyRequests, "too many unfinished indexing jobs for this tenant: nothing was queued; retry when some are done")
-	case errors.Is(err, engine.ErrBackpressure):
-		// Nothing was stored: the same request may be sent again.
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(backpressureRetrySeconds))
-		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-	case errors.Is(err, engine.ErrClosed):
-		writeError(ctx, fasthttp.StatusServiceUnavailable, "the service is shutting down")
-	case errors.Is(err, engine.ErrUnavailable):
-		ctx.Response.Header.Set("Retry-After", "1")
-		writeError(ctx, fasthttp.StatusServiceUnavailable, engine.ErrUnavailable.Error())
-	case errors.Is(err, context.Canceled):
-		// The client has gone (nobody reads this) or the server is stopping.
-		ctx.Response.Header.Set("Retry-After", "1")
-		writeError(ctx, fasthttp.StatusServiceUnavailable, "request cancelled: the client closed its connection or the service is shutting down")
-	case errors.Is(err, context.DeadlineExceeded):
-		ctx.Response.Header.Set("Retry-After", "1")
-		writeError(ctx, fasthttp.StatusServiceUnavailable, "the service is overloaded: the request did not finish in time; retry shortly")
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		// The engine stores nothing of a write that fails this way, so the
-		// client may retry the same request once space is freed.
-		s.log.Error("httpd: write refused: disk full", "path", string(ctx.Path()), "request_id", requestID(ctx), "err", err)
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(diskFullRetrySeconds))
-		writeError(ctx, fasthttp.StatusInsufficientStorage, "no space left on device: write refused, nothing stored; retry when space is freed")
-	default:
-		s.log.Error("httpd: request failed", "path", string(ctx.Path()), "request_id", requestID(ctx), "err", err)
-		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 }
 

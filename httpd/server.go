@@ -4,9 +4,9 @@
 // encode its typed response (context packs still call the engine, until they
 // move to their own package). Authentication, plans, rate limits, usage,
 // ingest, jobs, artifacts, workspaces, feedback and receipts are the service
-// package's; httpd maps its typed errors to status codes in one place
-// (serviceFail). Every response carries X-Request-ID and every error is
-// {"detail": ...}.
+// package's; httpd maps the kinds of its errors (service.Classify) to
+// status codes in one table (wireErrors, fail.go). Every response carries
+// X-Request-ID and every error is {"detail": ...}.
 package httpd
 
 import (
@@ -545,7 +545,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	if cl := s.cfg.Cluster; cl != nil {
 		if v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version"); len(v) > 0 {
 			if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
-				if errors.Is(err, engine.ErrUnavailable) {
+				if service.Classify(err).Kind == service.KindUnavailable {
 					ctx.Response.Header.Set("Retry-After", "1")
 					writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 				} else {
@@ -568,35 +568,6 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		rt.h(ctx, c)
 	}
 	s.svc.Meter(p, rt.name, c.usage)
-}
-
-// serviceFail answers a request the service refused or failed: the one
-// place where the service's typed errors become status codes. Anything
-// else (an engine or storage error) goes to fail.
-func (s *Server) serviceFail(ctx *fasthttp.RequestCtx, err error) {
-	var rl *service.RateLimitedError
-	var plan *service.PlanError
-	switch {
-	case errors.Is(err, service.ErrNoKey):
-		writeError(ctx, fasthttp.StatusUnauthorized, "missing X-API-Key header")
-	case errors.As(err, &rl):
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(rl.RetryAfterSeconds()))
-		writeError(ctx, fasthttp.StatusTooManyRequests, rl.Error())
-	case errors.As(err, &plan):
-		writeError(ctx, fasthttp.StatusForbidden, plan.Error()+" (PUT /v1/billing/plan)")
-	case errors.Is(err, service.ErrInvalid):
-		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
-	case errors.Is(err, service.ErrUnauthorized):
-		writeError(ctx, fasthttp.StatusUnauthorized, err.Error())
-	case errors.Is(err, service.ErrForbidden):
-		writeError(ctx, fasthttp.StatusForbidden, err.Error())
-	case errors.Is(err, service.ErrNotFound):
-		writeError(ctx, fasthttp.StatusNotFound, err.Error())
-	case errors.Is(err, service.ErrConflict):
-		writeError(ctx, fasthttp.StatusConflict, err.Error())
-	default: // *service.InvalidError, engine, control and storage errors
-		s.fail(ctx, err)
-	}
 }
 
 // transportError answers requests fasthttp could not read: an oversized

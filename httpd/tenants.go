@@ -192,7 +192,7 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx, c *call) {
 func (s *Server) openapi(ctx *fasthttp.RequestCtx, _ *call) {
 	b, err := apidoc.JSON()
 	if err != nil {
-		s.fail(ctx, err)
+		s.serviceFail(ctx, err)
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)

@@ -23,10 +23,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 
-	"github.com/loci-memory/loci/control"
-	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/service"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -444,38 +441,33 @@ func (s *Server) listWorkspaces(ctx context.Context, p service.Principal) (servi
 	return res, res.Elsewhere[0]
 }
 
-// toolError words an error for the model: bad input, not found, conflicts,
-// limits and the service's own refusals keep their message, which names the
-// field or says what to do; anything else (a storage failure) is logged and
-// reported as an internal error, as the HTTP API does.
+// toolError words an error for the model, by its kind (service.Classify):
+// the one place where the MCP transport words errors. Bad input, refusals,
+// conflicts and limits keep their message, which names the field or says
+// what to do; anything else (a storage failure) is logged and reported as
+// an internal error, as the HTTP API does.
 func (s *Server) toolError(err error) error {
-	var rl *service.RateLimitedError
-	var plan *service.PlanError
-	var refusal *service.Error
-	var inv *engine.InvalidError
-	var cinv *control.InvalidError
-	var conflict *engine.IdempotencyConflictError
-	switch {
-	case errors.Is(err, service.ErrNoKey), errors.Is(err, errUnauthorized):
+	if errors.Is(err, errUnauthorized) {
 		return errUnauthorized
-	case errors.As(err, &rl):
-		return fmt.Errorf("rate limited: %s", rl.Error())
-	case errors.As(err, &plan), errors.As(err, &refusal), errors.As(err, &inv), errors.As(err, &cinv), errors.As(err, &conflict),
-		errors.Is(err, control.ErrWorkspaceQuota), errors.Is(err, control.ErrJobBacklog):
+	}
+	f := service.Classify(err)
+	switch f.Kind {
+	case service.KindNoKey:
+		return errUnauthorized
+	case service.KindRateLimited:
+		return fmt.Errorf("rate limited: %s", f.Detail)
+	case service.KindInvalid, service.KindUnauthorized, service.KindForbidden, service.KindPlan, service.KindConflict,
+		service.KindJobBacklog, service.KindBackpressure:
 		return err
-	case errors.Is(err, engine.ErrNotFound), errors.Is(err, control.ErrNotFound):
-		return errors.New("not found")
-	case errors.Is(err, engine.ErrClosed):
+	case service.KindNotFound, service.KindUnavailable:
+		return errors.New(f.Detail)
+	case service.KindShuttingDown:
 		return errors.New("the service is shutting down; retry shortly")
-	case errors.Is(err, engine.ErrUnavailable):
-		return engine.ErrUnavailable
-	case errors.Is(err, engine.ErrBackpressure):
-		return err // says what the server waits for and that nothing was stored
-	case errors.As(err, new(*service.NotServedError)):
+	case service.KindNotServed:
 		return errors.New("the workspace's shard is being handed over between the cluster's nodes; retry shortly")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case service.KindCanceled, service.KindTimeout:
 		return errors.New("the request was cancelled or timed out; retry shortly")
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case service.KindDiskFull:
 		return errors.New("no space left on device: nothing was stored; retry when space is freed")
 	}
 	s.log.Error("mcpd: tool call failed", "err", err)

@@ -6,8 +6,9 @@
 // workspaces (listing, settings, erasure), feedback and receipts, each with
 // its request validation. Transports (httpd, later MCP and the UI) decode a
 // request, call a Service method with the caller's Principal and a typed
-// request, and encode its typed response; they map its typed errors to their
-// own status codes in one place.
+// request, and encode its typed response; they map the kind of its errors
+// (Classify, errors.go: the one error vocabulary, also for the engine's and
+// control's errors it passes through) to their own answers in one place.
 //
 // The durable state lives in engine and control; rate-limit windows in
 // ratelimit. API keys reach the service only to be checked: control keeps
@@ -46,9 +47,6 @@ type (
 	UsageDelta = control.UsageDelta
 	// Usage is a tenant's usage in one month.
 	Usage = control.Usage
-	// InvalidError reports a bad argument, naming the field; it is the
-	// engine's and control's type, so one mapping covers all three layers.
-	InvalidError = control.InvalidError
 )
 
 // Config configures a Service. The zero value has authentication off.
@@ -248,88 +246,6 @@ func (s *Service) Stop() {
 		<-s.usageDone
 	})
 }
-
-// Error kinds. Every refusal the service makes itself unwraps to one of them
-// (or is an *InvalidError, or a *RateLimitedError). The data plane also
-// returns the engine's and control's errors as they are: an
-// *engine.IdempotencyConflictError, engine.ErrNotFound, engine.ErrClosed,
-// control.ErrWorkspaceQuota, control.ErrJobBacklog, context errors, and
-// storage errors (ENOSPC); a transport maps those too, in the same place.
-var (
-	ErrInvalid      = errors.New("invalid")
-	ErrUnauthorized = errors.New("unauthorized")
-	ErrForbidden    = errors.New("forbidden")
-	ErrNotFound     = errors.New("not found")
-	ErrConflict     = errors.New("conflict")
-)
-
-// ErrNoKey is the refusal of a request that carries no API key while
-// authentication is on. It has no caller-facing message of its own: the
-// transport names its own credential (a header, a connection parameter).
-var ErrNoKey = &Error{Kind: ErrUnauthorized, Detail: "no API key"}
-
-// Error is a refusal of one kind with a message for the caller.
-type Error struct {
-	Kind   error // ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrConflict
-	Detail string
-}
-
-func (e *Error) Error() string { return e.Detail }
-func (e *Error) Unwrap() error { return e.Kind }
-
-func refuse(kind error, format string, args ...any) *Error {
-	return &Error{Kind: kind, Detail: fmt.Sprintf(format, args...)}
-}
-
-// invalid is bad input: an *InvalidError as it is, any other error (a
-// decoding error that names its field in its text) as an ErrInvalid refusal.
-func invalid(err error) error {
-	var inv *InvalidError
-	if errors.As(err, &inv) {
-		return err
-	}
-	return &Error{Kind: ErrInvalid, Detail: err.Error()}
-}
-
-// RateLimitedError refuses a request over a rate limit: a plan's requests
-// per minute, or open registrations per client address.
-type RateLimitedError struct {
-	RetryAfter time.Duration // until the window admits the next request
-	detail     string
-}
-
-func (e *RateLimitedError) Error() string { return e.detail }
-
-// RetryAfterSeconds is RetryAfter in whole seconds, rounded up, at least 1.
-func (e *RateLimitedError) RetryAfterSeconds() int { return ratelimit.RetryAfterSeconds(e.RetryAfter) }
-
-// PlanError refuses a request whose tenant's plan lacks a feature. It
-// unwraps to ErrForbidden.
-type PlanError struct {
-	Plan    string // the tenant's plan
-	Feature string // such as "the v2 API"
-	Upgrade []string
-}
-
-func (e *PlanError) Error() string {
-	msg := fmt.Sprintf("plan %s does not include %s", e.Plan, e.Feature)
-	switch n := len(e.Upgrade); {
-	case n == 1:
-		msg += "; upgrade to " + e.Upgrade[0]
-	case n > 1:
-		msg += "; upgrade to "
-		for i, p := range e.Upgrade[:n-1] {
-			if i > 0 {
-				msg += ", "
-			}
-			msg += p
-		}
-		msg += " or " + e.Upgrade[n-1]
-	}
-	return msg
-}
-
-func (e *PlanError) Unwrap() error { return ErrForbidden }
 
 // engine is the engine of workspace ws of tenant, or a *NotServedError.
 func (s *Service) engine(tenant, ws string) (*engine.DB, error) { return s.shards.Engine(tenant, ws) }

@@ -51,7 +51,7 @@ func (s *Service) Register(p Principal, r RegisterRequest) (Registered, error) {
 		return Registered{}, refuse(ErrConflict, "a tenant with email %q is already registered", r.Email)
 	}
 	if err != nil {
-		return Registered{}, err
+		return Registered{}, fromControl(err)
 	}
 	return Registered{TenantID: t.ID, APIKey: key, Plan: t.Plan, Message: registeredMessage}, nil
 }
@@ -85,7 +85,7 @@ func (s *Service) registerOpen(r RegisterRequest) (Registered, error) {
 		t, key, err = s.ctl.Register(subaddress(r.Email), "free")
 	}
 	if err != nil {
-		return Registered{}, err
+		return Registered{}, fromControl(err)
 	}
 	return Registered{TenantID: t.ID, APIKey: key, Plan: t.Plan, Message: registeredMessage}, nil
 }
@@ -237,7 +237,7 @@ func (s *Service) SetPlan(p Principal, r SetPlanRequest) (PlanStatus, error) {
 	case errors.Is(err, control.ErrNotFound):
 		return PlanStatus{}, refuse(ErrNotFound, "not found")
 	case err != nil:
-		return PlanStatus{}, err
+		return PlanStatus{}, fromControl(err)
 	}
 	return s.planStatus(t), nil
 }
