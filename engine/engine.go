@@ -8,6 +8,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"log/slog"
 	"math"
 	"os"
@@ -430,7 +431,7 @@ func (db *DB) recover() error {
 		RetryInterval: db.opts.WALRetryInterval,
 	}, func(r wal.Record) error {
 		replayed++
-		return db.apply(recordType(r.Type), r.Seq, r.Payload, nil)
+		return db.apply(record.Type(r.Type), r.Seq, r.Payload, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -501,14 +502,14 @@ func (db *DB) removeOrphans(m *manifest) error {
 // apply makes one durable record visible. It runs on the WAL writer (live)
 // or during replay, always in log order. decoded carries the already decoded
 // form on the live path so it is not decoded twice.
-func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error {
+func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) error {
 	switch t {
-	case recArtifact:
+	case record.TypeArtifact:
 		var ha *headArtifact
 		if decoded != nil {
 			ha = decoded.(*headArtifact)
 		} else {
-			a, spans, vecs, fence, err := decodeFencedArtifactRecord(payload)
+			a, spans, vecs, fence, err := record.DecodeArtifact(payload)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
@@ -546,12 +547,12 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		if over && decoded != nil {
 			db.kickMaintenance()
 		}
-	case recEraseWorkspace:
+	case record.TypeEraseWorkspace:
 		var k wsKey
 		if decoded != nil {
 			k = decoded.(wsKey)
 		} else {
-			tenant, ws, err := decodeEraseRecord(payload)
+			tenant, ws, err := record.DecodeEraseWorkspace(payload)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
@@ -567,40 +568,40 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
 		db.embedding.signal() // its pending artifacts are dropped
-	case recEraseArtifact:
-		r, ok := decoded.(*eraseArtifactRecord)
+	case record.TypeEraseArtifact:
+		r, ok := decoded.(*record.EraseArtifact)
 		if !ok {
 			var err error
-			if r, err = decodeEraseArtifactRecord(payload); err != nil {
+			if r, err = record.DecodeEraseArtifact(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
 		db.applyEraseArtifact(r, seq)
-	case recRetention:
-		r, ok := decoded.(*retentionRecord)
+	case record.TypeRetention:
+		r, ok := decoded.(*record.Retention)
 		if !ok {
 			var err error
-			if r, err = decodeRetentionRecord(payload); err != nil {
+			if r, err = record.DecodeRetention(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
 		db.applyRetention(r, seq)
-	case recVectors:
-		r, ok := decoded.(*vectorsRecord)
+	case record.TypeVectors:
+		r, ok := decoded.(*record.Vectors)
 		if !ok {
 			var err error
-			if r, err = decodeVectorsRecord(payload); err != nil {
+			if r, err = record.DecodeVectors(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
 		db.applyVectors(r, seq)
-	case recFeedback:
-		var e *feedbackEvent
+	case record.TypeFeedback:
+		var e *record.Feedback
 		if decoded != nil {
-			e = decoded.(*feedbackEvent)
+			e = decoded.(*record.Feedback)
 		} else {
 			var err error
-			if e, err = decodeFeedbackRecord(payload); err != nil {
+			if e, err = record.DecodeFeedback(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
@@ -612,7 +613,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.head.note(seq)
 		db.touch(k, seq, math.MinInt64)
 		db.mu.Unlock()
-	case recReceipt:
+	case record.TypeReceipt:
 		var r *Receipt
 		if decoded != nil {
 			r = decoded.(*Receipt)

@@ -1,6 +1,6 @@
 package engine
 
-// Erasing one artifact. A recEraseArtifact record names the artifact and the
+// Erasing one artifact. A record.TypeEraseArtifact record names the artifact and the
 // seq of the record that stored it. Applying it, in log order on the WAL
 // writer or at replay:
 //
@@ -23,6 +23,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"maps"
 	"math"
 	"slices"
@@ -149,20 +150,20 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 	defer db.leave()
 	db.mu.RLock()
 	ha, s, ref, ok := db.locate(tenant, id)
-	var rec eraseArtifactRecord
+	var rec record.EraseArtifact
 	var spans int
 	var err error
 	switch {
 	case !ok:
 		err = ErrNotFound
 	case ha != nil:
-		rec = eraseArtifactRecord{Tenant: tenant, Workspace: ha.a.Workspace, ArtifactID: id, ArtifactSeq: ha.a.Seq}
+		rec = record.EraseArtifact{Tenant: tenant, Workspace: ha.a.Workspace, ArtifactID: id, ArtifactSeq: ha.a.Seq}
 		spans = len(ha.spans)
 	default:
 		var sp []artifact.Span
 		if sp, err = s.ArtifactSpans(ref); err == nil {
 			w := s.Workspaces()[ref.WS]
-			rec = eraseArtifactRecord{Tenant: tenant, Workspace: w.Workspace, ArtifactID: id, ArtifactSeq: ref.Seq}
+			rec = record.EraseArtifact{Tenant: tenant, Workspace: w.Workspace, ArtifactID: id, ArtifactSeq: ref.Seq}
 			spans = len(sp)
 		}
 	}
@@ -172,7 +173,7 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 	}
 	res := ArtifactErasure{Workspace: rec.Workspace, Spans: spans}
 	applied := false
-	err = db.append("", wal.Entry{Type: uint8(recEraseArtifact), Payload: encodeEraseArtifactRecord(&rec), Apply: func(seq uint64) {
+	err = db.append("", wal.Entry{Type: uint8(record.TypeEraseArtifact), Payload: record.EncodeEraseArtifact(&rec), Apply: func(seq uint64) {
 		res.Seq = seq
 		applied = db.applyEraseArtifact(&rec, seq)
 	}})
@@ -190,7 +191,7 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 // anything. An artifact that is no longer visible (erased meanwhile, or
 // already compacted away before a crash replays the record) changes
 // nothing, the data version included, on the live path and at replay alike.
-func (db *DB) applyEraseArtifact(r *eraseArtifactRecord, seq uint64) bool {
+func (db *DB) applyEraseArtifact(r *record.EraseArtifact, seq uint64) bool {
 	k := wsKey{r.Tenant, r.Workspace}
 	db.mu.Lock()
 	ha, s, ref, ok := db.locate(r.Tenant, r.ArtifactID)

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -67,7 +68,7 @@ func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) err
 		return sum, err
 	}
 	// emitPart merges a part's artifacts and events by seq.
-	var events []*feedbackEvent
+	var events []*record.Feedback
 	flushEvents := func(before uint64) error {
 		for len(events) > 0 && events[0].Seq < before {
 			e := events[0]
@@ -88,8 +89,8 @@ func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) err
 		sum.Artifacts++
 		return emit(ExportItem{Artifact: a, SpanIDs: spans})
 	}
-	visible := func(evs []*feedbackEvent) []*feedbackEvent {
-		var out []*feedbackEvent
+	visible := func(evs []*record.Feedback) []*record.Feedback {
+		var out []*record.Feedback
 		for _, e := range evs {
 			if e.Tenant != tenant || e.Workspace != ws || db.hidden(k, e.Seq) {
 				continue
@@ -217,7 +218,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		batch[ha.a.ID] = ha
 	}
 	db.mu.RUnlock()
-	events := make([]*feedbackEvent, len(items))
+	events := make([]*record.Feedback, len(items))
 	var toEmbed []*headArtifact
 	for i, it := range items {
 		if ha := prepared[i]; ha != nil {
@@ -239,15 +240,15 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 	for i := range items {
 		if ha := prepared[i]; ha != nil {
 			entries = append(entries, wal.Entry{
-				Type:    uint8(recArtifact),
-				Payload: encodeFencedArtifactRecord(nil, 0, ha.a, ha.spans, ha.vecs),
-				Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
+				Type:    uint8(record.TypeArtifact),
+				Payload: record.AppendArtifact(nil, 0, ha.a, ha.spans, ha.vecs),
+				Apply:   func(seq uint64) { db.apply(record.TypeArtifact, seq, nil, ha) },
 			})
 			continue
 		}
 		e := events[i]
-		entries = append(entries, wal.Entry{Type: uint8(recFeedback), Payload: encodeFeedbackRecord(e),
-			Apply: func(seq uint64) { db.apply(recFeedback, seq, nil, e) }})
+		entries = append(entries, wal.Entry{Type: uint8(record.TypeFeedback), Payload: record.EncodeFeedback(e),
+			Apply: func(seq uint64) { db.apply(record.TypeFeedback, seq, nil, e) }})
 	}
 	if len(entries) > 0 {
 		if err := db.append("", entries...); err != nil {
@@ -327,7 +328,7 @@ func (db *DB) prepareImport(tenant, ws string, it *ImportItem, now time.Time) (*
 
 // importEvent checks an exported feedback event against the workspace (and
 // the artifacts of the same import batch) and returns its durable form.
-func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid.UUID]*headArtifact) (*feedbackEvent, error) {
+func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid.UUID]*headArtifact) (*record.Feedback, error) {
 	if f.ID == uuid.Nil {
 		return nil, &InvalidError{"feedback_id", "is required"}
 	}
@@ -349,7 +350,7 @@ func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid
 			return nil, fmt.Errorf("feedback %s: span %s is not a span of artifact %s", f.ID, id, f.ArtifactID)
 		}
 	}
-	return &feedbackEvent{ID: f.ID, Tenant: tenant, Workspace: ws, ActorID: f.ActorID, Action: f.Action,
+	return &record.Feedback{ID: f.ID, Tenant: tenant, Workspace: ws, ActorID: f.ActorID, Action: f.Action,
 		ArtifactID: f.ArtifactID, Spans: slices.Clone(f.Spans), Reason: f.Reason, ConflictID: f.ConflictID,
 		Preferred: f.Preferred, CreatedAt: f.CreatedAt}, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"hash/crc32"
 	"unsafe"
 
@@ -23,7 +24,7 @@ type wsKey struct {
 type headArtifact struct {
 	a     *artifact.Artifact
 	spans []artifact.Span
-	vecs  *spanVectors        // nil: no embeddings (embedder unavailable at ingest)
+	vecs  *record.SpanVectors // nil: no embeddings (embedder unavailable at ingest)
 	terms []invindex.DocTerms // counted terms per span, from prepare until applied
 	keys  [][16]byte          // tie keys per span (spanTieKey), from prepare until applied
 	// fence is the erasure fence of an artifact stored by an asynchronous
@@ -93,9 +94,9 @@ type head struct {
 	erasures   int   // erase records applied: their WAL bytes should be checkpointed away soon
 	minSeq     uint64
 	maxSeq     uint64
-	walIndex   int              // for a frozen head: the first WAL file not covered by it
-	feedback   []*feedbackEvent // feedback events applied since the last rotation, in order
-	receipts   []*Receipt       // receipts applied since the last rotation, in order
+	walIndex   int                // for a frozen head: the first WAL file not covered by it
+	feedback   []*record.Feedback // feedback events applied since the last rotation, in order
+	receipts   []*Receipt         // receipts applied since the last rotation, in order
 	// unembedded counts the head's artifacts waiting for the background
 	// embedder; a frozen head is written as a segment only at 0.
 	unembedded int
@@ -190,7 +191,7 @@ func (h *head) note(seq uint64) {
 
 // setVectors fills the rows of a pending or unembedded artifact of this head
 // with vectors of the head's model.
-func (h *head) setVectors(ha *headArtifact, vecs *spanVectors) {
+func (h *head) setVectors(ha *headArtifact, vecs *record.SpanVectors) {
 	w := h.workspaces[wsKey{ha.a.Tenant, ha.a.Workspace}]
 	if w == nil || w.vec == nil {
 		return

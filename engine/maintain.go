@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"maps"
 	"path/filepath"
 	"time"
@@ -520,7 +521,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 		rows *vectorRows
 		meta [][]byte // ARTIFACT_META rows of wd.Artifacts
 	}
-	var events []*feedbackEvent
+	var events []*record.Feedback
 	var receipts []*Receipt
 	byWS := map[wsKey]*merged{}
 	var order []wsKey

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -93,20 +94,20 @@ func (m *manifest) encode() []byte {
 	sort.Slice(ts, func(i, j int) bool { return wsLess(ts[i].Tenant, ts[i].Workspace, ts[j].Tenant, ts[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(ts)))
 	for _, t := range ts {
-		body = appendString(body, t.Tenant)
-		body = appendString(body, t.Workspace)
+		body = codec.AppendString(body, t.Tenant)
+		body = codec.AppendString(body, t.Workspace)
 		body = binary.AppendUvarint(body, t.Seq)
 	}
 	vs := append([]wsVersion(nil), m.Versions...)
 	sort.Slice(vs, func(i, j int) bool { return wsLess(vs[i].Tenant, vs[i].Workspace, vs[j].Tenant, vs[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(vs)))
 	for _, v := range vs {
-		body = appendString(body, v.Tenant)
-		body = appendString(body, v.Workspace)
+		body = codec.AppendString(body, v.Tenant)
+		body = codec.AppendString(body, v.Workspace)
 		body = binary.AppendUvarint(body, v.Seq)
 		body = binary.AppendVarint(body, v.Newest)
 	}
-	body = appendString(body, m.Embedder)
+	body = codec.AppendString(body, m.Embedder)
 	body = binary.AppendUvarint(body, uint64(m.EmbedderDim))
 	// Version 3: erased artifacts per workspace, workspaces in the order above.
 	n := 0
@@ -120,8 +121,8 @@ func (m *manifest) encode() []byte {
 		if len(v.Erased) == 0 {
 			continue
 		}
-		body = appendString(body, v.Tenant)
-		body = appendString(body, v.Workspace)
+		body = codec.AppendString(body, v.Tenant)
+		body = codec.AppendString(body, v.Workspace)
 		body = binary.AppendUvarint(body, uint64(len(v.Erased)))
 		for _, e := range v.Erased {
 			body = binary.AppendUvarint(body, e.Seq)
@@ -133,8 +134,8 @@ func (m *manifest) encode() []byte {
 	sort.Slice(rs, func(i, j int) bool { return wsLess(rs[i].Tenant, rs[i].Workspace, rs[j].Tenant, rs[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(rs)))
 	for _, r := range rs {
-		body = appendString(body, r.Tenant)
-		body = appendString(body, r.Workspace)
+		body = codec.AppendString(body, r.Tenant)
+		body = codec.AppendString(body, r.Workspace)
 		body = binary.AppendUvarint(body, r.Days)
 		body = binary.AppendVarint(body, r.Cutoff)
 	}
@@ -209,8 +210,8 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	}
 	if version >= 2 {
 		m.Embedder = d.Str("")
-		if dim := d.Uvarint(""); d.Err == nil && dim > maxVectorDim {
-			d.Failf("", d.Off, "embedder dimension %d exceeds %d", dim, maxVectorDim)
+		if dim := d.Uvarint(""); d.Err == nil && dim > record.MaxVectorDim {
+			d.Failf("", d.Off, "embedder dimension %d exceeds %d", dim, record.MaxVectorDim)
 		} else {
 			m.EmbedderDim = int(dim)
 		}
@@ -286,9 +287,4 @@ func readManifest(dir string) (*manifest, error) {
 // writeManifest replaces the manifest atomically.
 func writeManifest(fsys vfs.FS, dir string, m *manifest) error {
 	return codec.WriteFile(fsys, dir, manifestName, m.encode())
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }

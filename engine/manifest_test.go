@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/google/uuid"
-	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/vfs"
 )
 
@@ -67,22 +65,4 @@ func TestManifestCorruption(t *testing.T) {
 		check("truncation", good[:n])
 	}
 	check("extra byte", append(append([]byte(nil), good...), 0))
-}
-
-func TestArtifactRecordVectors(t *testing.T) {
-	a := &artifact.Artifact{ID: uuid.New(), Type: "note", Payload: []byte(`"x y"`)}
-	spans := []artifact.Span{{ID: uuid.New(), ArtifactID: a.ID, Text: "x"}, {ID: uuid.New(), ArtifactID: a.ID, Ordinal: 1, Text: "y"}}
-	vecs := &spanVectors{Model: "m", Dim: 3, Data: []int8{1, -2, 127, -128, 0, 5}, Scales: []float32{0.5, 0}}
-	for _, v := range []*spanVectors{nil, vecs} {
-		rec := encodeArtifactRecord(nil, a, spans, v)
-		_, gotSpans, gotVecs, err := decodeArtifactRecord(rec)
-		if err != nil || len(gotSpans) != 2 || !reflect.DeepEqual(gotVecs, v) {
-			t.Fatalf("round trip with %v: %+v %v", v, gotVecs, err)
-		}
-		for n := 1; n < len(rec); n++ {
-			if _, _, _, err := decodeArtifactRecord(rec[:n]); err == nil {
-				t.Fatalf("truncation at %d/%d accepted", n, len(rec))
-			}
-		}
-	}
 }

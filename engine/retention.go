@@ -1,6 +1,6 @@
 package engine
 
-// Per-workspace retention. A recRetention record sets a workspace's
+// Per-workspace retention. A record.TypeRetention record sets a workspace's
 // retention in days (0 clears it). While it is set, the workspace has a
 // cutoff: the start (UTC midnight) of the day that lies the retention's
 // days before its reference time. Artifact time, not the wall clock, so
@@ -43,19 +43,18 @@ package engine
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
-	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
 
 // MaxRetentionDays bounds a workspace's retention (100 years).
-const MaxRetentionDays = 36500
+const MaxRetentionDays = record.MaxRetentionDays
 
 // dayMicros is one day in Unix µs, the unit of artifact times.
 const dayMicros = 86_400_000_000
@@ -65,39 +64,6 @@ type retention struct {
 	Tenant, Workspace string
 	Days              uint64
 	Cutoff            int64 // Unix µs; artifacts older are erased. math.MinInt64: none yet
-}
-
-// retentionRecord is a decoded recRetention record.
-type retentionRecord struct {
-	Tenant, Workspace string
-	Days              uint64 // 0: clear
-}
-
-// encodeRetentionRecord: version | string tenant | string workspace |
-// uvarint days (0 clears).
-func encodeRetentionRecord(r *retentionRecord) []byte {
-	b := []byte{recordVersion}
-	b = appendString(b, r.Tenant)
-	b = appendString(b, r.Workspace)
-	return binary.AppendUvarint(b, r.Days)
-}
-
-func decodeRetentionRecord(b []byte) (*retentionRecord, error) {
-	if len(b) == 0 || b[0] != recordVersion {
-		return nil, codec.Errorf("retention record: unsupported version")
-	}
-	d := codec.Decoder{B: b[1:]}
-	r := &retentionRecord{Tenant: d.Str(""), Workspace: d.Str(""), Days: d.Uvarint("")}
-	if d.Err == nil && r.Days > MaxRetentionDays {
-		d.Failf("", d.Off, "retention of %d days exceeds %d", r.Days, MaxRetentionDays)
-	}
-	if d.Err == nil && d.Remaining() != 0 {
-		d.Failf("", d.Off, "trailing bytes")
-	}
-	if d.Err != nil {
-		return nil, codec.Errorf("retention record: %w", d.Err)
-	}
-	return r, nil
 }
 
 // Retention returns the retention in days of tenant's workspace ws, 0 when
@@ -143,8 +109,8 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 	if days < 0 || days > MaxRetentionDays {
 		return &InvalidError{"retention_days", fmt.Sprintf("must be between 1 and %d, or null to clear", MaxRetentionDays)}
 	}
-	r := &retentionRecord{Tenant: tenant, Workspace: ws, Days: uint64(days)}
-	err := db.append("", wal.Entry{Type: uint8(recRetention), Payload: encodeRetentionRecord(r), Apply: func(seq uint64) {
+	r := &record.Retention{Tenant: tenant, Workspace: ws, Days: uint64(days)}
+	err := db.append("", wal.Entry{Type: uint8(record.TypeRetention), Payload: record.EncodeRetention(r), Apply: func(seq uint64) {
 		db.applyRetention(r, seq)
 	}})
 	if err != nil {
@@ -155,7 +121,7 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 }
 
 // applyRetention applies a retention record.
-func (db *DB) applyRetention(r *retentionRecord, seq uint64) {
+func (db *DB) applyRetention(r *record.Retention, seq uint64) {
 	k := wsKey{r.Tenant, r.Workspace}
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/record"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -219,9 +220,9 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				fault("wal: %s at offset %d: seq %d does not follow %d", path, off, rec.Seq, lastSeq)
 			}
 			lastSeq = rec.Seq
-			switch recordType(rec.Type) {
-			case recArtifact:
-				a, spans, _, err := decodeArtifactRecord(rec.Payload)
+			switch record.Type(rec.Type) {
+			case record.TypeArtifact:
+				a, spans, _, _, err := record.DecodeArtifact(rec.Payload)
 				if err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 					return nil
@@ -232,32 +233,32 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				seen(a.ID, fmt.Sprintf("%s at offset %d", path, off))
 				r.Artifacts++
 				r.Spans += len(spans)
-			case recEraseWorkspace:
-				if _, _, err := decodeEraseRecord(rec.Payload); err != nil {
+			case record.TypeEraseWorkspace:
+				if _, _, err := record.DecodeEraseWorkspace(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recEraseArtifact:
-				if _, err := decodeEraseArtifactRecord(rec.Payload); err != nil {
+			case record.TypeEraseArtifact:
+				if _, err := record.DecodeEraseArtifact(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recRetention:
-				if _, err := decodeRetentionRecord(rec.Payload); err != nil {
+			case record.TypeRetention:
+				if _, err := record.DecodeRetention(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recVectors:
-				if _, err := decodeVectorsRecord(rec.Payload); err != nil {
+			case record.TypeVectors:
+				if _, err := record.DecodeVectors(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recFeedback:
-				if _, err := decodeFeedbackRecord(rec.Payload); err != nil {
+			case record.TypeFeedback:
+				if _, err := record.DecodeFeedback(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recReceipt:
+			case record.TypeReceipt:
 				if _, err := decodeReceiptRecord(rec.Payload, false); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
 			default:
-				if !isControlRecord(recordType(rec.Type)) { // control payloads are the control state's to check
+				if !isControlRecord(record.Type(rec.Type)) { // control payloads are the control state's to check
 					fault("wal: %s at offset %d: unknown record type %d", path, off, rec.Type)
 				}
 			}
