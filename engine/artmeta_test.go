@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -124,7 +125,7 @@ func TestArtifactMetaFromOlderSegments(t *testing.T) {
 	if _, err := segment.Write(filepath.Join(dir, segmentDir), 999, data); err != nil {
 		t.Fatal(err)
 	}
-	old, err := openLiveSegment(filepath.Join(dir, segmentDir, segment.FileName(999)), segmentEntry{ID: 999}, nil)
+	old, err := openLiveSegment(filepath.Join(dir, segmentDir, segment.FileName(999)), manifest.Segment{ID: 999}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,9 +106,9 @@ func TestSegmentCorruptionNeverServesWrongData(t *testing.T) {
 
 func TestManifestCorruptionFailsOpen(t *testing.T) {
 	dir, _, _ := corruptDir(t)
-	flipByte(t, filepath.Join(dir, manifestName), 20)
+	flipByte(t, filepath.Join(dir, manifest.FileName), 20)
 	_, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
-	var me *ManifestError
+	var me *manifest.Error
 	if !errors.As(err, &me) || me.Offset == 0 {
 		t.Fatalf("open with damaged manifest: %v", err)
 	}
@@ -123,7 +124,7 @@ func TestMissingSegmentFailsOpen(t *testing.T) {
 	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil {
 		t.Fatal("open succeeded without a listed segment")
 	}
-	os.Remove(filepath.Join(dir, manifestName))
+	os.Remove(filepath.Join(dir, manifest.FileName))
 	os.WriteFile(filepath.Join(dir, segmentDir, segment.FileName(2)), []byte("x"), 0o644)
 	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
 		t.Fatalf("open of segments without manifest: %v", err)
@@ -211,7 +212,7 @@ func copyDir(t *testing.T, from, to string) {
 func TestRecordDecodersMarkCorruption(t *testing.T) {
 	junk := bytes.Repeat([]byte{0xff}, 40)
 	codectest.ExpectCorrupt(t, []codectest.Case{
-		{Name: "manifest", Decode: func() error { _, err := decodeManifest("MANIFEST", junk); return err }},
+		{Name: "manifest", Decode: func() error { _, err := manifest.Decode("MANIFEST", junk); return err }},
 		{Name: "control file", Decode: func() error { _, err := decodeControlFile("CONTROL", junk); return err }},
 		{Name: "receipt record", Decode: func() error { _, err := decodeReceiptRecord(junk, true); return err }},
 		{Name: "receipts section", Decode: func() error { _, err := decodeReceiptSection(junk); return err }},

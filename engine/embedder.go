@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"math"
 	"sync"
@@ -550,8 +551,8 @@ func (db *DB) checkEmbedder() error {
 	if have == "" {
 		m := db.manifest
 		m.Embedder, m.EmbedderDim = want, wantDim
-		if err := writeManifest(db.opts.FS, db.dir, &m); err != nil {
-			return fmt.Errorf("engine: record the embedder in %s: %w", manifestName, err)
+		if err := manifest.Write(db.opts.FS, db.dir, &m); err != nil {
+			return fmt.Errorf("engine: record the embedder in %s: %w", manifest.FileName, err)
 		}
 		db.manifest = m
 	}
@@ -639,7 +640,7 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 			progress(i+1, len(old), spans)
 		}
 	}
-	m.Segments = make([]segmentEntry, len(added))
+	m.Segments = make([]manifest.Segment, len(added))
 	for i, ls := range added {
 		m.Segments[i] = ls.entry
 	}

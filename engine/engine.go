@@ -8,6 +8,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"log/slog"
 	"math"
@@ -172,7 +173,7 @@ type DB struct {
 	// Maintenance counts (MaintenanceCounts) and the compaction runs that
 	// failed and wait before they are planned again (compactplan.go).
 	maint       maintenanceCounters
-	compactFail compactionFailures
+	compactFail manifest.FailedRuns
 
 	dir  string
 	opts Options
@@ -188,12 +189,12 @@ type DB struct {
 	frozen     []*head        // flushing heads, oldest first
 	segments   []*liveSegment // ascending Seq order
 	tombstones map[wsKey]uint64
-	erased     *erasedIndex             // erased artifacts a segment may still hold (erase_artifact.go)
-	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
-	versions   map[wsKey]wsVersion      // data version and newest artifact time per workspace
-	retention  map[wsKey]retention      // retention days and cutoff per workspace (retention.go)
+	erased     *erasedIndex                   // erased artifacts a segment may still hold (erase_artifact.go)
+	feedback   map[wsKey]*feedbackState       // effective feedback state per workspace
+	versions   map[wsKey]manifest.DataVersion // data version and newest artifact time per workspace
+	retention  map[wsKey]manifest.Retention   // retention days and cutoff per workspace (retention.go)
 	receipts   *receiptStore
-	manifest   manifest // last written
+	manifest   manifest.Manifest // last written
 
 	// controlSnap is a control snapshot taken at a WAL rotation and not yet
 	// written; no checkpoint may pass that rotation before it is. Guarded by maintMu.
@@ -234,7 +235,7 @@ type DB struct {
 
 type liveSegment struct {
 	*segment.Segment
-	entry segmentEntry
+	entry manifest.Segment
 	parts []segParts // per workspace of the segment
 
 	// erased is the owning DB's index of erased artifacts (nil outside a
@@ -292,7 +293,7 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 
 // openLiveSegment opens a segment file and its index parts; erased is the
 // DB's index of erased artifacts (nil outside a DB).
-func openLiveSegment(path string, e segmentEntry, erased *erasedIndex) (*liveSegment, error) {
+func openLiveSegment(path string, e manifest.Segment, erased *erasedIndex) (*liveSegment, error) {
 	s, err := segment.Open(path)
 	if err != nil {
 		return nil, err
@@ -341,7 +342,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
-		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, retention: map[wsKey]retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]manifest.DataVersion{}, retention: map[wsKey]manifest.Retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
@@ -365,7 +366,7 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // recover loads the manifest, opens its segments and replays the WAL.
 func (db *DB) recover() error {
-	m, err := readManifest(db.dir)
+	m, err := manifest.Read(db.dir)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -375,9 +376,9 @@ func (db *DB) recover() error {
 		}
 		// A new data directory gets an empty manifest before anything else,
 		// so that segment files without a manifest only ever mean damage.
-		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
-		if err := writeManifest(db.opts.FS, db.dir, m); err != nil {
-			return fmt.Errorf("engine: create %s: %w", manifestName, err)
+		m = &manifest.Manifest{NextSegmentID: 1, Checkpoint: 1}
+		if err := manifest.Write(db.opts.FS, db.dir, m); err != nil {
+			return fmt.Errorf("engine: create %s: %w", manifest.FileName, err)
 		}
 	}
 	db.manifest = *m
@@ -462,12 +463,12 @@ func checkNoManifest(dir string) error {
 		return nil
 	}
 	return fmt.Errorf("engine: %s has %d segment files but no %s and no %s: the manifest is lost; refusing to start empty over them",
-		dir, len(segs), manifestName, filepath.Join(walDir, wal.FileName(1)))
+		dir, len(segs), manifest.FileName, filepath.Join(walDir, wal.FileName(1)))
 }
 
 // removeOrphans deletes segment files the manifest does not list (written by
 // a flush or compaction that crashed before its manifest) and stale temp files.
-func (db *DB) removeOrphans(m *manifest) error {
+func (db *DB) removeOrphans(m *manifest.Manifest) error {
 	live := map[string]bool{}
 	for _, e := range m.Segments {
 		live[segment.FileName(e.ID)] = true
@@ -495,7 +496,7 @@ func (db *DB) removeOrphans(m *manifest) error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
-	db.opts.FS.Remove(filepath.Join(db.dir, manifestName+".tmp"))
+	db.opts.FS.Remove(filepath.Join(db.dir, manifest.FileName+".tmp"))
 	return nil
 }
 
@@ -565,7 +566,7 @@ func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) erro
 		delete(db.feedback, k)
 		delete(db.retention, k)
 		db.receipts.erase(k)
-		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
+		db.versions[k] = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
 		db.embedding.signal() // its pending artifacts are dropped
 	case record.TypeEraseArtifact:
@@ -652,7 +653,7 @@ func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) erro
 func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
 	v, ok := db.versions[k]
 	if !ok {
-		v = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
+		v = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
 	}
 	v.Seq = seq
 	if artifactTime != math.MinInt64 && (v.Newest == math.MinInt64 || artifactTime > v.Newest) {

@@ -23,6 +23,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"maps"
 	"math"
@@ -47,7 +48,7 @@ func newErasedIndex() *erasedIndex {
 	return &erasedIndex{byWS: map[wsKey]map[uint64]uuid.UUID{}, gen: map[wsKey]uint64{}}
 }
 
-func (x *erasedIndex) add(k wsKey, e erasedArtifact) {
+func (x *erasedIndex) add(k wsKey, e manifest.ErasedArtifact) {
 	m := x.byWS[k]
 	if m == nil {
 		m = map[uint64]uuid.UUID{}
@@ -212,7 +213,7 @@ func (db *DB) applyEraseArtifact(r *record.EraseArtifact, seq uint64) bool {
 		db.mu.Unlock()
 		return false
 	}
-	e := erasedArtifact{Seq: r.ArtifactSeq, ID: r.ArtifactID}
+	e := manifest.ErasedArtifact{Seq: r.ArtifactSeq, ID: r.ArtifactID}
 	db.erased.add(k, e)
 	for _, h := range db.headsNewestFirst() {
 		if x := h.byID[r.ArtifactID]; x != nil {
@@ -223,10 +224,10 @@ func (db *DB) applyEraseArtifact(r *record.EraseArtifact, seq uint64) bool {
 	db.head.note(seq)
 	v, exists := db.versions[k]
 	if !exists {
-		v = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
+		v = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
 	}
-	list := append(slices.Clip(v.Erased), e) // a new array: wsVersion values are copied
-	slices.SortFunc(list, func(a, b erasedArtifact) int { return cmp.Compare(a.Seq, b.Seq) })
+	list := append(slices.Clip(v.Erased), e) // a new array: manifest.DataVersion values are copied
+	slices.SortFunc(list, func(a, b manifest.ErasedArtifact) int { return cmp.Compare(a.Seq, b.Seq) })
 	v.Erased = list
 	db.versions[k] = v
 	db.touch(k, seq, math.MinInt64)
@@ -263,7 +264,7 @@ func (db *DB) pruneErased() {
 	}
 	for k, m := range db.erased.byWS {
 		v := db.versions[k]
-		var keep []erasedArtifact
+		var keep []manifest.ErasedArtifact
 		for _, e := range v.Erased {
 			if db.segmentHolds(k, e) {
 				keep = append(keep, e)
@@ -282,7 +283,7 @@ func (db *DB) pruneErased() {
 }
 
 // segmentHolds reports whether a segment holds the erased artifact e of k.
-func (db *DB) segmentHolds(k wsKey, e erasedArtifact) bool {
+func (db *DB) segmentHolds(k wsKey, e manifest.ErasedArtifact) bool {
 	for _, s := range db.segments {
 		if r, ok := s.FindArtifact(e.ID); ok && r.Seq == e.Seq {
 			w := s.Workspaces()[r.WS]

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"os"
 	"path/filepath"
@@ -358,7 +359,7 @@ func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid
 // RecordedEmbedder returns the embedder model and dimension a closed data
 // directory's manifest records ("" when none is recorded yet).
 func RecordedEmbedder(dir string) (string, int, error) {
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	if err != nil || m == nil {
 		return "", 0, err
 	}
@@ -396,12 +397,12 @@ func SetImportedVersion(dir, tenant, ws string, version uint64) error {
 		return err
 	}
 	defer lock.Close()
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if m == nil {
-		return fmt.Errorf("engine: %s has no %s", dir, manifestName)
+		return fmt.Errorf("engine: %s has no %s", dir, manifest.FileName)
 	}
 	files, err := wal.Files(filepath.Join(dir, walDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -419,11 +420,11 @@ func SetImportedVersion(dir, tenant, ws string, version uint64) error {
 			return fmt.Errorf("engine: set data version: %s holds %d records past the checkpoint; flush first", wal.FileName(f), n)
 		}
 	}
-	i := slices.IndexFunc(m.Versions, func(v wsVersion) bool { return v.Tenant == tenant && v.Workspace == ws })
+	i := slices.IndexFunc(m.Versions, func(v manifest.DataVersion) bool { return v.Tenant == tenant && v.Workspace == ws })
 	if i < 0 {
 		return fmt.Errorf("engine: set data version: workspace %q of tenant %q has no data in %s", ws, tenant, dir)
 	}
 	m.Versions[i].Seq = version
 	m.LastSeq = max(m.LastSeq, version)
-	return writeManifest(vfs.Default, dir, m)
+	return manifest.Write(vfs.Default, dir, m)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"hash/crc32"
 	"unsafe"
@@ -104,8 +105,8 @@ type head struct {
 	// the manifest checkpointing its WAL files records (flushHead). Replay
 	// starts from them, so they must be those of the checkpoint's log
 	// position, not later ones (retention.go).
-	ckptVersions  []wsVersion
-	ckptRetention []retention
+	ckptVersions  []manifest.DataVersion
+	ckptRetention []manifest.Retention
 }
 
 func newHead() *head {

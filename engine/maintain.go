@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"maps"
 	"path/filepath"
@@ -217,7 +218,7 @@ func (db *DB) Compact() error {
 	}
 	// An explicit compaction retries failed runs at once: its caller wants
 	// erased bytes gone now, or the error.
-	db.compactFail.forgetAll()
+	db.compactFail.ForgetAll()
 	return db.compactLocked(2)
 }
 
@@ -278,7 +279,7 @@ func (db *DB) flushLocked() error {
 func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	start := time.Now()
 	m := db.manifest
-	m.Segments = append([]segmentEntry(nil), m.Segments...)
+	m.Segments = append([]manifest.Segment(nil), m.Segments...)
 	var ls *liveSegment
 	if len(data) > 0 {
 		var err error
@@ -326,7 +327,7 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 }
 
 // writeSegment writes and opens a new segment, taking its id from m.
-func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegment, error) {
+func (db *DB) writeSegment(m *manifest.Manifest, data []segment.WorkspaceData) (*liveSegment, error) {
 	id := m.NextSegmentID
 	m.NextSegmentID++
 	db.manifest.NextSegmentID = m.NextSegmentID // never reuse an id, even if this attempt fails
@@ -336,7 +337,7 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 		return nil, err
 	}
 	path := filepath.Join(dir, segment.FileName(id))
-	ls, err := openLiveSegment(path, segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}, db.erased)
+	ls, err := openLiveSegment(path, manifest.Segment{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}, db.erased)
 	if err != nil {
 		db.opts.FS.Remove(path) // no manifest names it: garbage
 		return nil, err
@@ -361,14 +362,14 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 // garbage. If m replaced it but the directory fsync failed, committed is
 // true and err non-nil: m is in force, but what it made redundant must stay
 // until a later manifest is durable.
-func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, err error) {
+func (db *DB) commitManifest(m *manifest.Manifest, added *liveSegment) (committed bool, err error) {
 	db.mu.RLock()
 	m.Tombstones = m.Tombstones[:0:0]
 	for k, seq := range db.tombstones {
-		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
+		m.Tombstones = append(m.Tombstones, manifest.Tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
 	}
 	db.mu.RUnlock()
-	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, codec.ErrRenamedNotSynced) {
+	if err := manifest.Write(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, codec.ErrRenamedNotSynced) {
 		if added != nil {
 			added.Close()
 			if rerr := db.opts.FS.Remove(added.Path()); rerr != nil {
@@ -413,7 +414,7 @@ func (db *DB) compactLocked(minRun int) error {
 			for _, s := range segs[lo:hi] {
 				ids = append(ids, s.entry.ID)
 			}
-			wait := db.compactFail.failed(ids, time.Now())
+			wait := db.compactFail.Failed(ids, time.Now())
 			db.log.Warn("engine: compaction failed; its segments are left alone for a while", "segments", ids, "retry_in", wait, "err", err)
 			errs = append(errs, fmt.Errorf("engine: compaction: %w", err))
 		}
@@ -433,12 +434,12 @@ func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 		}
 		return db.receiptsExpired(s)
 	}
-	plan := make([]planSegment, len(segs))
+	plan := make([]manifest.PlanSegment, len(segs))
 	for i, s := range segs {
-		plan[i] = planSegment{ID: s.entry.ID, Size: s.entry.Size, Erased: erased(s)}
+		plan[i] = manifest.PlanSegment{ID: s.entry.ID, Size: s.entry.Size, Erased: erased(s)}
 	}
-	failed := db.compactFail.blocked(plan, time.Now())
-	return planRun(plan, failed, compactionBounds{
+	failed := db.compactFail.Blocked(plan, time.Now())
+	return manifest.PlanRun(plan, failed, manifest.PlanBounds{
 		MinRun:      minRun,
 		MaxSegment:  db.opts.CompactionMaxBytes,
 		MaxRunBytes: db.opts.CompactionMaxBytes,
@@ -461,7 +462,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 			return err
 		}
 	}
-	var entries []segmentEntry
+	var entries []manifest.Segment
 	for _, s := range segs[:lo] {
 		entries = append(entries, s.entry)
 	}

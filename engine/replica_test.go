@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -237,8 +238,8 @@ func sameSegments(t *testing.T, when, dirA, dirB string) {
 	if len(a) == 0 {
 		t.Fatalf("%s: no segment files in %s", when, dirA)
 	}
-	maps.Copy(a, globFiles(t, filepath.Join(dirA, manifestName)))
-	maps.Copy(b, globFiles(t, filepath.Join(dirB, manifestName)))
+	maps.Copy(a, globFiles(t, filepath.Join(dirA, manifest.FileName)))
+	maps.Copy(b, globFiles(t, filepath.Join(dirB, manifest.FileName)))
 	var names []string
 	for n := range a {
 		names = append(names, n)

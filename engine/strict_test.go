@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -334,7 +335,7 @@ func TestStrictCrashBackupRestore(t *testing.T) {
 			}
 			checkRestored(t, n, again, acked)
 		}
-		if _, err := os.Stat(filepath.Join(root, "r", manifestName)); err == nil {
+		if _, err := os.Stat(filepath.Join(root, "r", manifest.FileName)); err == nil {
 			checkRestored(t, n, filepath.Join(root, "r"), acked)
 		}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"os"
 	"path/filepath"
@@ -51,7 +52,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	r := &VerifyReport{Faults: []string{}, Warnings: []string{}}
 	fault := func(format string, args ...any) { r.Faults = append(r.Faults, fmt.Sprintf(format, args...)) }
 
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	switch {
 	case err != nil:
 		fault("%v", err)
@@ -63,7 +64,7 @@ func Verify(dir string) (*VerifyReport, error) {
 			fault("%v", err)
 			return r, nil
 		}
-		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
+		m = &manifest.Manifest{NextSegmentID: 1, Checkpoint: 1}
 		r.Warnings = append(r.Warnings, "no MANIFEST: a data directory never flushed, or made before one was written at creation (an empty one is written at next open)")
 	}
 	r.Tombstones = len(m.Tombstones)
@@ -184,7 +185,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	return r, nil
 }
 
-func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, string), fault func(string, ...any)) {
+func verifyWAL(dir string, m *manifest.Manifest, r *VerifyReport, seen func(uuid.UUID, string), fault func(string, ...any)) {
 	files, err := wal.Files(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/loci-memory/loci/engine/manifest"
 	"log/slog"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 // artifacts is read through its view without them.
 type View struct {
 	db      *DB
-	version wsVersion
+	version manifest.DataVersion
 	srcs    []partSource
 	fb      *feedbackState
 	// arts caches artifact metadata read for Doc and Span, so each
