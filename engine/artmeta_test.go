@@ -2,13 +2,13 @@ package engine
 
 import (
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 )
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
-	"github.com/loci-memory/loci/engine/record"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )

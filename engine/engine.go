@@ -8,8 +8,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
-	"github.com/loci-memory/loci/engine/record"
 	"log/slog"
 	"math"
 	"os"
@@ -22,6 +20,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"

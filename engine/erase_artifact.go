@@ -23,14 +23,14 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
-	"github.com/loci-memory/loci/engine/record"
 	"maps"
 	"math"
 	"slices"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"

@@ -3,8 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
-	"github.com/loci-memory/loci/engine/record"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )

@@ -2,12 +2,12 @@ package engine
 
 import (
 	"errors"
-	"github.com/loci-memory/loci/engine/record"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 

@@ -15,11 +15,11 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/record"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"github.com/loci-memory/loci/engine/record"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/record"
-	"github.com/loci-memory/loci/internal/codec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/record"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/pack"
 )
 

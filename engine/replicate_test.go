@@ -3,10 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/record"
 	"sync"
 	"testing"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 

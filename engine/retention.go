@@ -44,13 +44,13 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
-	"github.com/loci-memory/loci/engine/record"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/vfs"
 )
 

@@ -3,13 +3,13 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine/manifest"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
