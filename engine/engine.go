@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/artmeta"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
@@ -270,8 +271,8 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 	if sec, ok := ls.Section(ref.WS, segment.KindArtifactMeta); ok {
 		// The workspace's ARTIFACT_META row: no decompression.
 		var row []byte
-		if row, err = metaRowAt(sec, ls.Workspaces()[ref.WS].Artifacts, ref.Ordinal); err == nil {
-			a, err = decodeMetaRow(row, id, ref.Seq)
+		if row, err = artmeta.RowAt(sec, ls.Workspaces()[ref.WS].Artifacts, ref.Ordinal); err == nil {
+			a, err = artmeta.DecodeRow(row, id, ref.Seq)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("segment %s: workspace %d: %w", ls.Path(), ref.WS, err)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
@@ -483,7 +484,7 @@ func segmentMeta(s *liveSegment, wi int, fn func(a *artifact.Artifact) error) er
 	}
 	n := s.Workspaces()[wi].Artifacts
 	for ord := 0; ord < n; ord++ {
-		row, err := metaRowAt(sec, n, ord)
+		row, err := artmeta.RowAt(sec, n, ord)
 		if err != nil {
 			return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
 		}

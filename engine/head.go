@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
@@ -274,7 +275,7 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
-		wd.Sections = append(wd.Sections, artifactMetaSection(wd.Artifacts))
+		wd.Sections = append(wd.Sections, artmeta.Section(wd.Artifacts))
 		out = append(out, wd)
 	}
 	out = withFeedbackSections(out, h.feedback, hidden)

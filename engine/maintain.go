@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
@@ -562,9 +563,9 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 				// entries decoded once.
 				var row []byte
 				if hasMeta {
-					r, err := metaRowAt(metaSec, s.Workspaces()[wi].Artifacts, ord)
+					r, err := artmeta.RowAt(metaSec, s.Workspaces()[wi].Artifacts, ord)
 					if err == nil {
-						_, err = decodeMetaRow(r, a.ID, a.Seq)
+						_, err = artmeta.DecodeRow(r, a.ID, a.Seq)
 					}
 					if err != nil {
 						return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
@@ -575,7 +576,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 					if err != nil {
 						return err
 					}
-					row = metaRow(full)
+					row = artmeta.Row(full)
 				}
 				m.meta = append(m.meta, row)
 				m.wd.Artifacts = append(m.wd.Artifacts, a)
@@ -646,7 +647,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 		if m.wd.Sections, err = withVectorSection(lexicalSections(lex), m.wd.Spans, m.rows); err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
-		m.wd.Sections = append(m.wd.Sections, segment.Section{Kind: segment.KindArtifactMeta, Data: encodeArtifactMeta(m.meta)})
+		m.wd.Sections = append(m.wd.Sections, segment.Section{Kind: segment.KindArtifactMeta, Data: artmeta.Encode(m.meta)})
 		out = append(out, m.wd)
 	}
 	out = withFeedbackSections(out, events, hidden)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/segment"
@@ -152,10 +153,10 @@ func Verify(dir string) (*VerifyReport, error) {
 					r.Artifacts++
 				}
 				if hasMeta { // each row must be its artifact's metadata
-					row, err := metaRowAt(meta, w.Artifacts, ord)
+					row, err := artmeta.RowAt(meta, w.Artifacts, ord)
 					var m *artifact.Artifact
 					if err == nil {
-						m, err = decodeMetaRow(row, a.ID, a.Seq)
+						m, err = artmeta.DecodeRow(row, a.ID, a.Seq)
 					}
 					full := *a
 					full.Payload = nil
