@@ -172,7 +172,7 @@ const (
 // DB is an open data directory. All methods are safe for concurrent use.
 type DB struct {
 	// Maintenance counts (MaintenanceCounts) and the compaction runs that
-	// failed and wait before they are planned again (compactplan.go).
+	// failed and wait before they are planned again (engine/manifest/plan.go).
 	maint       maintenanceCounters
 	compactFail manifest.FailedRuns
 

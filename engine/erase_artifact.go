@@ -1,8 +1,8 @@
 package engine
 
-// Erasing one artifact. A record.TypeEraseArtifact record names the artifact and the
-// seq of the record that stored it. Applying it, in log order on the WAL
-// writer or at replay:
+// Erasing one artifact. An erase artifact record (record.TypeEraseArtifact)
+// names the artifact and the seq of the record that stored it. Applying it,
+// in log order on the WAL writer or at replay:
 //
 //   - adds (workspace, seq, id) to the erased index, which DB.hidden
 //     consults, so every read (by id, by idempotency key, listings, packs'

@@ -423,8 +423,8 @@ func (db *DB) compactLocked(minRun int) error {
 }
 
 // planCompaction returns the first run segs[lo:hi] worth rewriting, or -1:
-// planRun (engine/compactplan.go) over the segments' sizes and erased data,
-// leaving out the segments of runs whose compaction failed recently.
+// manifest.PlanRun over the segments' sizes and erased data, leaving out
+// the segments of runs whose compaction failed recently.
 // Callers hold mu.
 func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 	erased := func(s *liveSegment) bool {

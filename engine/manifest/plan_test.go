@@ -54,7 +54,7 @@ func TestPlanRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lo, hi := PlanRun(tc.segs, tc.failed, tc.b)
 			if lo != tc.lo || hi != tc.hi {
-				t.Errorf("planRun = [%d:%d], want [%d:%d]", lo, hi, tc.lo, tc.hi)
+				t.Errorf("PlanRun = [%d:%d], want [%d:%d]", lo, hi, tc.lo, tc.hi)
 			}
 		})
 	}
