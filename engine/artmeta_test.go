@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 )
 
@@ -30,11 +32,11 @@ func checkMeta(t *testing.T, db *DB, wantArtifacts int) {
 				if !ok {
 					return fmt.Errorf("artifact %s not found", a.ID)
 				}
-				row, err := metaRowAt(sec, w.Artifacts, ref.Ordinal)
+				row, err := artmeta.RowAt(sec, w.Artifacts, ref.Ordinal)
 				if err != nil {
 					return err
 				}
-				m, err := decodeMetaRow(row, a.ID, a.Seq)
+				m, err := artmeta.DecodeRow(row, a.ID, a.Seq)
 				if err != nil {
 					return err
 				}
@@ -124,7 +126,7 @@ func TestArtifactMetaFromOlderSegments(t *testing.T) {
 	if _, err := segment.Write(filepath.Join(dir, segmentDir), 999, data); err != nil {
 		t.Fatal(err)
 	}
-	old, err := openLiveSegment(filepath.Join(dir, segmentDir, segment.FileName(999)), segmentEntry{ID: 999}, nil)
+	old, err := openLiveSegment(filepath.Join(dir, segmentDir, segment.FileName(999)), manifest.Segment{ID: 999}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +148,11 @@ func TestArtifactMetaFromOlderSegments(t *testing.T) {
 		t.Fatal("compaction gave no ARTIFACT_META")
 	}
 	for ord, a := range data[0].Artifacts {
-		row, err := metaRowAt(sec, len(data[0].Artifacts), ord)
+		row, err := artmeta.RowAt(sec, len(data[0].Artifacts), ord)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := decodeMetaRow(row, a.ID, a.Seq)
+		m, err := artmeta.DecodeRow(row, a.ID, a.Seq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,35 +167,5 @@ func TestArtifactMetaFromOlderSegments(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(*got, full) {
 			t.Fatalf("older segment metadata %+v (%v)", got, err)
 		}
-	}
-}
-
-func TestArtifactMetaMalformed(t *testing.T) {
-	a := &artifact.Artifact{ID: [16]byte{1}, Tenant: "t", Workspace: "w", Seq: 7, Type: "note", Payload: []byte(`"x"`)}
-	sec := encodeArtifactMeta([][]byte{metaRow(a)})
-	if _, err := metaRowAt(sec, 2, 0); err == nil {
-		t.Error("wrong count accepted")
-	}
-	if _, err := metaRowAt(sec, 1, 1); err == nil {
-		t.Error("row out of range accepted")
-	}
-	if _, err := metaRowAt(sec[:len(sec)-1], 1, 0); err == nil {
-		t.Error("truncated rows accepted")
-	}
-	row, err := metaRowAt(sec, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := decodeMetaRow(row, [16]byte{2}, 7); err == nil {
-		t.Error("row of another artifact accepted")
-	}
-	if _, err := decodeMetaRow(row, a.ID, 8); err == nil {
-		t.Error("row of another seq accepted")
-	}
-	if _, err := decodeMetaRow(artifact.AppendArtifact(nil, a), a.ID, 7); err == nil {
-		t.Error("row with a payload accepted")
-	}
-	if m, err := decodeMetaRow(row, a.ID, 7); err != nil || m.Type != "note" || m.Payload != nil {
-		t.Errorf("good row: %+v %v", m, err)
 	}
 }

@@ -12,11 +12,15 @@ import (
 	"slices"
 	"time"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )
+
+// castagnoli is the CRC-32C table of the backup manifest and the tie keys.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // BackupInfoName is the file a finished backup ends with: it lists every
 // file of the backup with its size and checksum. A backup directory without
@@ -84,7 +88,7 @@ var errRaced = errors.New("raced with maintenance")
 // readable after the server removes it (compaction, WAL checkpointing).
 type sourceSnapshot struct {
 	manifestBytes []byte
-	m             *manifest
+	m             *manifest.Manifest
 	segs          []*os.File // in manifest order
 	control       *os.File   // nil: none
 	payloads      *os.File   // nil: none
@@ -117,15 +121,15 @@ func openOptional(path string) (*os.File, error) {
 // snapshot covers). A file the manifest needs that is gone means a newer
 // manifest replaced it: errRaced.
 func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
-	path := filepath.Join(src, manifestName)
+	path := filepath.Join(src, manifest.FileName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s has no %s: not a Loci data directory", src, manifestName)
+		return nil, fmt.Errorf("%s has no %s: not a Loci data directory", src, manifest.FileName)
 	}
 	if err != nil {
 		return nil, err
 	}
-	m, err := decodeManifest(path, b)
+	m, err := manifest.Decode(path, b)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +277,7 @@ func clearBackupDir(fsys vfs.FS, dst string) error {
 			}
 		}
 	}
-	for _, name := range []string{manifestName, controlName, controlPayloadsName} {
+	for _, name := range []string{manifest.FileName, controlName, controlPayloadsName} {
 		if err := fsys.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -378,10 +382,10 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 		}
 		add(c.name, n, crc, false)
 	}
-	if err := codec.WriteFile(fsys, dst, manifestName, s.manifestBytes); err != nil {
+	if err := codec.WriteFile(fsys, dst, manifest.FileName, s.manifestBytes); err != nil {
 		return nil, err
 	}
-	add(manifestName, int64(len(s.manifestBytes)), crc32.Checksum(s.manifestBytes, castagnoli), false)
+	add(manifest.FileName, int64(len(s.manifestBytes)), crc32.Checksum(s.manifestBytes, castagnoli), false)
 	return info, nil
 }
 
@@ -519,7 +523,7 @@ func RestoreFS(fsys vfs.FS, from, dir string) (*VerifyReport, error) {
 	// The manifest goes last: a directory with segments and no manifest
 	// is refused by Open, never taken for an empty one.
 	slices.SortStableFunc(files, func(a, b BackupFile) int {
-		return boolInt(a.Path == manifestName) - boolInt(b.Path == manifestName)
+		return boolInt(a.Path == manifest.FileName) - boolInt(b.Path == manifest.FileName)
 	})
 	for _, bf := range files {
 		if filepath.IsAbs(bf.Path) || !filepath.IsLocal(bf.Path) {
@@ -527,7 +531,7 @@ func RestoreFS(fsys vfs.FS, from, dir string) (*VerifyReport, error) {
 		}
 		var n int64
 		var crc uint32
-		if bf.Path == manifestName {
+		if bf.Path == manifest.FileName {
 			b, err := os.ReadFile(filepath.Join(from, bf.Path))
 			if err != nil {
 				return nil, fmt.Errorf("restore: %w", err)
@@ -541,7 +545,7 @@ func RestoreFS(fsys vfs.FS, from, dir string) (*VerifyReport, error) {
 						return nil, fmt.Errorf("restore: %w", err)
 					}
 				}
-				if err := codec.WriteFile(fsys, dir, manifestName, b); err != nil {
+				if err := codec.WriteFile(fsys, dir, manifest.FileName, b); err != nil {
 					return nil, fmt.Errorf("restore: %w", err)
 				}
 			}

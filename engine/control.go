@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
@@ -57,7 +58,7 @@ var controlPayloadsMagic = []byte("LOCICPL")
 const MaxControlKind = 15
 
 // recControlBase is the WAL record type of control kind 0.
-const recControlBase recordType = 32
+const recControlBase = record.TypeTenant
 
 // controlName is the file holding the latest control snapshot.
 const controlName = "CONTROL"
@@ -71,7 +72,7 @@ const controlVersion = 1
 // the DB was opened without Options.Control: dropping them would lose them.
 var ErrNoControl = errors.New("engine: no control state configured (Options.Control)")
 
-func isControlRecord(t recordType) bool {
+func isControlRecord(t record.Type) bool {
 	return t >= recControlBase && t <= recControlBase+MaxControlKind
 }
 
@@ -88,7 +89,7 @@ func (db *DB) AppendControl(kind uint8, payload []byte) error {
 		return err
 	}
 	defer db.leave()
-	t := recControlBase + recordType(kind)
+	t := recControlBase + record.Type(kind)
 	var applyErr error
 	err := db.append("", wal.Entry{Type: uint8(t), Payload: payload,
 		Apply: func(seq uint64) { applyErr = db.apply(t, seq, payload, nil) }})
@@ -100,7 +101,7 @@ func (db *DB) AppendControl(kind uint8, payload []byte) error {
 
 // applyControl hands a control record to the control state and accounts
 // for it in the head, so that the next flush snapshots it.
-func (db *DB) applyControl(t recordType, seq uint64, payload []byte) error {
+func (db *DB) applyControl(t record.Type, seq uint64, payload []byte) error {
 	if db.opts.Control == nil {
 		return fmt.Errorf("seq %d: %s record: %w", seq, t, ErrNoControl)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/internal/codec/codectest"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
@@ -105,9 +106,9 @@ func TestSegmentCorruptionNeverServesWrongData(t *testing.T) {
 
 func TestManifestCorruptionFailsOpen(t *testing.T) {
 	dir, _, _ := corruptDir(t)
-	flipByte(t, filepath.Join(dir, manifestName), 20)
+	flipByte(t, filepath.Join(dir, manifest.FileName), 20)
 	_, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
-	var me *ManifestError
+	var me *manifest.Error
 	if !errors.As(err, &me) || me.Offset == 0 {
 		t.Fatalf("open with damaged manifest: %v", err)
 	}
@@ -123,7 +124,7 @@ func TestMissingSegmentFailsOpen(t *testing.T) {
 	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil {
 		t.Fatal("open succeeded without a listed segment")
 	}
-	os.Remove(filepath.Join(dir, manifestName))
+	os.Remove(filepath.Join(dir, manifest.FileName))
 	os.WriteFile(filepath.Join(dir, segmentDir, segment.FileName(2)), []byte("x"), 0o644)
 	if _, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()}); err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
 		t.Fatalf("open of segments without manifest: %v", err)
@@ -204,24 +205,17 @@ func copyDir(t *testing.T, from, to string) {
 }
 
 // TestRecordDecodersMarkCorruption feeds every decoder of the engine's own
-// formats (WAL records, sections, the MANIFEST, framed files, backup
-// frames) damaged bytes: each error must match codec.ErrCorrupt, so that a
-// caller tells damage from an I/O failure with one errors.Is.
+// formats (receipt records, sections, the MANIFEST, framed files, backup
+// frames; engine/record tests the other records) damaged bytes: each error
+// must match codec.ErrCorrupt, so that a caller tells damage from an I/O
+// failure with one errors.Is.
 func TestRecordDecodersMarkCorruption(t *testing.T) {
 	junk := bytes.Repeat([]byte{0xff}, 40)
 	codectest.ExpectCorrupt(t, []codectest.Case{
-		{Name: "manifest", Decode: func() error { _, err := decodeManifest("MANIFEST", junk); return err }},
+		{Name: "manifest", Decode: func() error { _, err := manifest.Decode("MANIFEST", junk); return err }},
 		{Name: "control file", Decode: func() error { _, err := decodeControlFile("CONTROL", junk); return err }},
-		{Name: "artifact record", Decode: func() error { _, _, _, err := decodeArtifactRecord(junk); return err }},
-		{Name: "fenced artifact record", Decode: func() error { _, _, _, _, err := decodeFencedArtifactRecord(junk); return err }},
-		{Name: "erase record", Decode: func() error { _, _, err := decodeEraseRecord(junk); return err }},
-		{Name: "vectors record", Decode: func() error { _, err := decodeVectorsRecord(junk); return err }},
-		{Name: "erase artifact record", Decode: func() error { _, err := decodeEraseArtifactRecord(junk); return err }},
 		{Name: "receipt record", Decode: func() error { _, err := decodeReceiptRecord(junk, true); return err }},
 		{Name: "receipts section", Decode: func() error { _, err := decodeReceiptSection(junk); return err }},
-		{Name: "retention record", Decode: func() error { _, err := decodeRetentionRecord(junk); return err }},
-		{Name: "feedback record", Decode: func() error { _, err := decodeFeedbackRecord(junk); return err }},
 		{Name: "feedback section", Decode: func() error { _, err := decodeFeedbackSection(junk); return err }},
-		{Name: "vector block", Decode: func() error { _, err := decodeVectorBlock(junk, 1); return err }},
 	})
 }

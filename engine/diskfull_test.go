@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"
 )
@@ -28,7 +29,7 @@ func diskFullOptions(fsys vfs.FS) Options {
 // does not list or a temporary file: a failed flush must leave none.
 func checkNoGarbage(t *testing.T, dir string) {
 	t.Helper()
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	if err != nil || m == nil {
 		t.Fatalf("manifest: %v", err)
 	}
@@ -42,7 +43,7 @@ func checkNoGarbage(t *testing.T, dir string) {
 			t.Fatalf("garbage after a failed write: %s", filepath.Join(segmentDir, e.Name()))
 		}
 	}
-	for _, name := range []string{manifestName + ".tmp", controlName + ".tmp"} {
+	for _, name := range []string{manifest.FileName + ".tmp", controlName + ".tmp"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			t.Fatalf("garbage after a failed write: %s", name)
 		}

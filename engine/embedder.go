@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
@@ -247,7 +249,7 @@ func (db *DB) takeEmbedBatch() []pendingEmbed {
 // embedBatch embeds the batch's spans. An unavailable embedder is asked
 // again until it answers or ctx ends; one that rejects the batch is asked
 // artifact by artifact, and a rejected artifact's record says "no vectors".
-func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRecord {
+func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*record.Vectors {
 	var texts []string
 	for _, p := range batch {
 		for i := range p.ha.spans {
@@ -258,7 +260,7 @@ func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRe
 	if err != nil && ctx.Err() == nil && len(batch) > 1 {
 		// One artifact's input may be what the embedder refuses: the
 		// others must not fail with it.
-		recs := make([]*vectorsRecord, 0, len(batch))
+		recs := make([]*record.Vectors, 0, len(batch))
 		for i := range batch {
 			recs = append(recs, db.embedBatch(ctx, batch[i:i+1])...)
 		}
@@ -270,11 +272,11 @@ func (db *DB) embedBatch(ctx context.Context, batch []pendingEmbed) []*vectorsRe
 			"artifact", a.ID, "spans", len(texts), "err", err)
 	}
 	model, dim := db.embedModel()
-	recs := make([]*vectorsRecord, len(batch))
+	recs := make([]*record.Vectors, len(batch))
 	base := 0
 	for j, p := range batch {
 		a := p.ha.a
-		r := &vectorsRecord{Tenant: a.Tenant, Workspace: a.Workspace, ArtifactID: a.ID, Spans: len(p.ha.spans)}
+		r := &record.Vectors{Tenant: a.Tenant, Workspace: a.Workspace, ArtifactID: a.ID, Spans: len(p.ha.spans)}
 		if err == nil {
 			r.Vecs = quantizeSpans(vecs[base:base+r.Spans], model, dim)
 			if r.Vecs == nil {
@@ -332,8 +334,8 @@ func (db *DB) embedOnce(ctx context.Context, texts []string) ([][]float32, error
 
 // quantizeSpans quantizes one artifact's span vectors (nil if a vector has
 // the wrong dimension).
-func quantizeSpans(own [][]float32, model string, dim int) *spanVectors {
-	sv := &spanVectors{Model: model, Dim: dim, Data: make([]int8, len(own)*dim), Scales: make([]float32, len(own))}
+func quantizeSpans(own [][]float32, model string, dim int) *record.SpanVectors {
+	sv := &record.SpanVectors{Model: model, Dim: dim, Data: make([]int8, len(own)*dim), Scales: make([]float32, len(own))}
 	for i, v := range own {
 		if len(v) != dim {
 			return nil
@@ -344,7 +346,7 @@ func quantizeSpans(own [][]float32, model string, dim int) *spanVectors {
 }
 
 // appendVectors writes the records as one WAL group.
-func (db *DB) appendVectors(recs []*vectorsRecord) error {
+func (db *DB) appendVectors(recs []*record.Vectors) error {
 	if err := db.enter(); err != nil {
 		return err
 	}
@@ -352,9 +354,9 @@ func (db *DB) appendVectors(recs []*vectorsRecord) error {
 	entries := make([]wal.Entry, len(recs))
 	for i, r := range recs {
 		entries[i] = wal.Entry{
-			Type:    uint8(recVectors),
-			Payload: encodeVectorsRecord(nil, r),
-			Apply:   func(seq uint64) { db.apply(recVectors, seq, nil, r) },
+			Type:    uint8(record.TypeVectors),
+			Payload: record.AppendVectors(nil, r),
+			Apply:   func(seq uint64) { db.apply(record.TypeVectors, seq, nil, r) },
 		}
 	}
 	_, err := db.wal.Append(entries...)
@@ -364,7 +366,7 @@ func (db *DB) appendVectors(recs []*vectorsRecord) error {
 // applyVectors applies a vectors record: the artifact's rows get the vectors
 // if it is in a head, has none yet, and they are of the engine's model.
 // Whatever it finds, the record advances the workspace's data version.
-func (db *DB) applyVectors(r *vectorsRecord, seq uint64) {
+func (db *DB) applyVectors(r *record.Vectors, seq uint64) {
 	if f := db.embedding.onEmbedded.Load(); f != nil {
 		defer (*f)(r.Tenant, r.ArtifactID) // runs last, after mu is released
 	}
@@ -549,8 +551,8 @@ func (db *DB) checkEmbedder() error {
 	if have == "" {
 		m := db.manifest
 		m.Embedder, m.EmbedderDim = want, wantDim
-		if err := writeManifest(db.opts.FS, db.dir, &m); err != nil {
-			return fmt.Errorf("engine: record the embedder in %s: %w", manifestName, err)
+		if err := manifest.Write(db.opts.FS, db.dir, &m); err != nil {
+			return fmt.Errorf("engine: record the embedder in %s: %w", manifest.FileName, err)
 		}
 		db.manifest = m
 	}
@@ -638,7 +640,7 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 			progress(i+1, len(old), spans)
 		}
 	}
-	m.Segments = make([]segmentEntry, len(added))
+	m.Segments = make([]manifest.Segment, len(added))
 	for i, ls := range added {
 		m.Segments[i] = ls.entry
 	}

@@ -20,6 +20,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/artmeta"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/text"
@@ -169,9 +172,9 @@ const (
 // DB is an open data directory. All methods are safe for concurrent use.
 type DB struct {
 	// Maintenance counts (MaintenanceCounts) and the compaction runs that
-	// failed and wait before they are planned again (compactplan.go).
+	// failed and wait before they are planned again (engine/manifest/plan.go).
 	maint       maintenanceCounters
-	compactFail compactionFailures
+	compactFail manifest.FailedRuns
 
 	dir  string
 	opts Options
@@ -187,12 +190,12 @@ type DB struct {
 	frozen     []*head        // flushing heads, oldest first
 	segments   []*liveSegment // ascending Seq order
 	tombstones map[wsKey]uint64
-	erased     *erasedIndex             // erased artifacts a segment may still hold (erase_artifact.go)
-	feedback   map[wsKey]*feedbackState // effective feedback state per workspace
-	versions   map[wsKey]wsVersion      // data version and newest artifact time per workspace
-	retention  map[wsKey]retention      // retention days and cutoff per workspace (retention.go)
+	erased     *erasedIndex                   // erased artifacts a segment may still hold (erase_artifact.go)
+	feedback   map[wsKey]*feedbackState       // effective feedback state per workspace
+	versions   map[wsKey]manifest.DataVersion // data version and newest artifact time per workspace
+	retention  map[wsKey]manifest.Retention   // retention days and cutoff per workspace (retention.go)
 	receipts   *receiptStore
-	manifest   manifest // last written
+	manifest   manifest.Manifest // last written
 
 	// controlSnap is a control snapshot taken at a WAL rotation and not yet
 	// written; no checkpoint may pass that rotation before it is. Guarded by maintMu.
@@ -233,7 +236,7 @@ type DB struct {
 
 type liveSegment struct {
 	*segment.Segment
-	entry segmentEntry
+	entry manifest.Segment
 	parts []segParts // per workspace of the segment
 
 	// erased is the owning DB's index of erased artifacts (nil outside a
@@ -268,8 +271,8 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 	if sec, ok := ls.Section(ref.WS, segment.KindArtifactMeta); ok {
 		// The workspace's ARTIFACT_META row: no decompression.
 		var row []byte
-		if row, err = metaRowAt(sec, ls.Workspaces()[ref.WS].Artifacts, ref.Ordinal); err == nil {
-			a, err = decodeMetaRow(row, id, ref.Seq)
+		if row, err = artmeta.RowAt(sec, ls.Workspaces()[ref.WS].Artifacts, ref.Ordinal); err == nil {
+			a, err = artmeta.DecodeRow(row, id, ref.Seq)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("segment %s: workspace %d: %w", ls.Path(), ref.WS, err)
@@ -291,7 +294,7 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 
 // openLiveSegment opens a segment file and its index parts; erased is the
 // DB's index of erased artifacts (nil outside a DB).
-func openLiveSegment(path string, e segmentEntry, erased *erasedIndex) (*liveSegment, error) {
+func openLiveSegment(path string, e manifest.Segment, erased *erasedIndex) (*liveSegment, error) {
 	s, err := segment.Open(path)
 	if err != nil {
 		return nil, err
@@ -340,7 +343,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
-		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]wsVersion{}, retention: map[wsKey]retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
+		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]manifest.DataVersion{}, retention: map[wsKey]manifest.Retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
@@ -364,7 +367,7 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // recover loads the manifest, opens its segments and replays the WAL.
 func (db *DB) recover() error {
-	m, err := readManifest(db.dir)
+	m, err := manifest.Read(db.dir)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -374,9 +377,9 @@ func (db *DB) recover() error {
 		}
 		// A new data directory gets an empty manifest before anything else,
 		// so that segment files without a manifest only ever mean damage.
-		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
-		if err := writeManifest(db.opts.FS, db.dir, m); err != nil {
-			return fmt.Errorf("engine: create %s: %w", manifestName, err)
+		m = &manifest.Manifest{NextSegmentID: 1, Checkpoint: 1}
+		if err := manifest.Write(db.opts.FS, db.dir, m); err != nil {
+			return fmt.Errorf("engine: create %s: %w", manifest.FileName, err)
 		}
 	}
 	db.manifest = *m
@@ -430,7 +433,7 @@ func (db *DB) recover() error {
 		RetryInterval: db.opts.WALRetryInterval,
 	}, func(r wal.Record) error {
 		replayed++
-		return db.apply(recordType(r.Type), r.Seq, r.Payload, nil)
+		return db.apply(record.Type(r.Type), r.Seq, r.Payload, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
@@ -461,12 +464,12 @@ func checkNoManifest(dir string) error {
 		return nil
 	}
 	return fmt.Errorf("engine: %s has %d segment files but no %s and no %s: the manifest is lost; refusing to start empty over them",
-		dir, len(segs), manifestName, filepath.Join(walDir, wal.FileName(1)))
+		dir, len(segs), manifest.FileName, filepath.Join(walDir, wal.FileName(1)))
 }
 
 // removeOrphans deletes segment files the manifest does not list (written by
 // a flush or compaction that crashed before its manifest) and stale temp files.
-func (db *DB) removeOrphans(m *manifest) error {
+func (db *DB) removeOrphans(m *manifest.Manifest) error {
 	live := map[string]bool{}
 	for _, e := range m.Segments {
 		live[segment.FileName(e.ID)] = true
@@ -494,21 +497,21 @@ func (db *DB) removeOrphans(m *manifest) error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
-	db.opts.FS.Remove(filepath.Join(db.dir, manifestName+".tmp"))
+	db.opts.FS.Remove(filepath.Join(db.dir, manifest.FileName+".tmp"))
 	return nil
 }
 
 // apply makes one durable record visible. It runs on the WAL writer (live)
 // or during replay, always in log order. decoded carries the already decoded
 // form on the live path so it is not decoded twice.
-func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error {
+func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) error {
 	switch t {
-	case recArtifact:
+	case record.TypeArtifact:
 		var ha *headArtifact
 		if decoded != nil {
 			ha = decoded.(*headArtifact)
 		} else {
-			a, spans, vecs, fence, err := decodeFencedArtifactRecord(payload)
+			a, spans, vecs, fence, err := record.DecodeArtifact(payload)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
@@ -546,12 +549,12 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		if over && decoded != nil {
 			db.kickMaintenance()
 		}
-	case recEraseWorkspace:
+	case record.TypeEraseWorkspace:
 		var k wsKey
 		if decoded != nil {
 			k = decoded.(wsKey)
 		} else {
-			tenant, ws, err := decodeEraseRecord(payload)
+			tenant, ws, err := record.DecodeEraseWorkspace(payload)
 			if err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
@@ -564,43 +567,43 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		delete(db.feedback, k)
 		delete(db.retention, k)
 		db.receipts.erase(k)
-		db.versions[k] = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
+		db.versions[k] = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq, Newest: math.MinInt64} // nothing visible: newest resets
 		db.mu.Unlock()
 		db.embedding.signal() // its pending artifacts are dropped
-	case recEraseArtifact:
-		r, ok := decoded.(*eraseArtifactRecord)
+	case record.TypeEraseArtifact:
+		r, ok := decoded.(*record.EraseArtifact)
 		if !ok {
 			var err error
-			if r, err = decodeEraseArtifactRecord(payload); err != nil {
+			if r, err = record.DecodeEraseArtifact(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
 		db.applyEraseArtifact(r, seq)
-	case recRetention:
-		r, ok := decoded.(*retentionRecord)
+	case record.TypeRetention:
+		r, ok := decoded.(*record.Retention)
 		if !ok {
 			var err error
-			if r, err = decodeRetentionRecord(payload); err != nil {
+			if r, err = record.DecodeRetention(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
 		db.applyRetention(r, seq)
-	case recVectors:
-		r, ok := decoded.(*vectorsRecord)
+	case record.TypeVectors:
+		r, ok := decoded.(*record.Vectors)
 		if !ok {
 			var err error
-			if r, err = decodeVectorsRecord(payload); err != nil {
+			if r, err = record.DecodeVectors(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
 		db.applyVectors(r, seq)
-	case recFeedback:
-		var e *feedbackEvent
+	case record.TypeFeedback:
+		var e *record.Feedback
 		if decoded != nil {
-			e = decoded.(*feedbackEvent)
+			e = decoded.(*record.Feedback)
 		} else {
 			var err error
-			if e, err = decodeFeedbackRecord(payload); err != nil {
+			if e, err = record.DecodeFeedback(payload); err != nil {
 				return fmt.Errorf("seq %d: %w", seq, err)
 			}
 		}
@@ -612,7 +615,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 		db.head.note(seq)
 		db.touch(k, seq, math.MinInt64)
 		db.mu.Unlock()
-	case recReceipt:
+	case record.TypeReceipt:
 		var r *Receipt
 		if decoded != nil {
 			r = decoded.(*Receipt)
@@ -651,7 +654,7 @@ func (db *DB) apply(t recordType, seq uint64, payload []byte, decoded any) error
 func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
 	v, ok := db.versions[k]
 	if !ok {
-		v = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
+		v = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
 	}
 	v.Seq = seq
 	if artifactTime != math.MinInt64 && (v.Newest == math.MinInt64 || artifactTime > v.Newest) {

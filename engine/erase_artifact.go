@@ -1,8 +1,8 @@
 package engine
 
-// Erasing one artifact. A recEraseArtifact record names the artifact and the
-// seq of the record that stored it. Applying it, in log order on the WAL
-// writer or at replay:
+// Erasing one artifact. An erase artifact record (record.TypeEraseArtifact)
+// names the artifact and the seq of the record that stored it. Applying it,
+// in log order on the WAL writer or at replay:
 //
 //   - adds (workspace, seq, id) to the erased index, which DB.hidden
 //     consults, so every read (by id, by idempotency key, listings, packs'
@@ -29,6 +29,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"
@@ -46,7 +49,7 @@ func newErasedIndex() *erasedIndex {
 	return &erasedIndex{byWS: map[wsKey]map[uint64]uuid.UUID{}, gen: map[wsKey]uint64{}}
 }
 
-func (x *erasedIndex) add(k wsKey, e erasedArtifact) {
+func (x *erasedIndex) add(k wsKey, e manifest.ErasedArtifact) {
 	m := x.byWS[k]
 	if m == nil {
 		m = map[uint64]uuid.UUID{}
@@ -149,20 +152,20 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 	defer db.leave()
 	db.mu.RLock()
 	ha, s, ref, ok := db.locate(tenant, id)
-	var rec eraseArtifactRecord
+	var rec record.EraseArtifact
 	var spans int
 	var err error
 	switch {
 	case !ok:
 		err = ErrNotFound
 	case ha != nil:
-		rec = eraseArtifactRecord{Tenant: tenant, Workspace: ha.a.Workspace, ArtifactID: id, ArtifactSeq: ha.a.Seq}
+		rec = record.EraseArtifact{Tenant: tenant, Workspace: ha.a.Workspace, ArtifactID: id, ArtifactSeq: ha.a.Seq}
 		spans = len(ha.spans)
 	default:
 		var sp []artifact.Span
 		if sp, err = s.ArtifactSpans(ref); err == nil {
 			w := s.Workspaces()[ref.WS]
-			rec = eraseArtifactRecord{Tenant: tenant, Workspace: w.Workspace, ArtifactID: id, ArtifactSeq: ref.Seq}
+			rec = record.EraseArtifact{Tenant: tenant, Workspace: w.Workspace, ArtifactID: id, ArtifactSeq: ref.Seq}
 			spans = len(sp)
 		}
 	}
@@ -172,7 +175,7 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 	}
 	res := ArtifactErasure{Workspace: rec.Workspace, Spans: spans}
 	applied := false
-	err = db.append("", wal.Entry{Type: uint8(recEraseArtifact), Payload: encodeEraseArtifactRecord(&rec), Apply: func(seq uint64) {
+	err = db.append("", wal.Entry{Type: uint8(record.TypeEraseArtifact), Payload: record.EncodeEraseArtifact(&rec), Apply: func(seq uint64) {
 		res.Seq = seq
 		applied = db.applyEraseArtifact(&rec, seq)
 	}})
@@ -190,7 +193,7 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 // anything. An artifact that is no longer visible (erased meanwhile, or
 // already compacted away before a crash replays the record) changes
 // nothing, the data version included, on the live path and at replay alike.
-func (db *DB) applyEraseArtifact(r *eraseArtifactRecord, seq uint64) bool {
+func (db *DB) applyEraseArtifact(r *record.EraseArtifact, seq uint64) bool {
 	k := wsKey{r.Tenant, r.Workspace}
 	db.mu.Lock()
 	ha, s, ref, ok := db.locate(r.Tenant, r.ArtifactID)
@@ -211,7 +214,7 @@ func (db *DB) applyEraseArtifact(r *eraseArtifactRecord, seq uint64) bool {
 		db.mu.Unlock()
 		return false
 	}
-	e := erasedArtifact{Seq: r.ArtifactSeq, ID: r.ArtifactID}
+	e := manifest.ErasedArtifact{Seq: r.ArtifactSeq, ID: r.ArtifactID}
 	db.erased.add(k, e)
 	for _, h := range db.headsNewestFirst() {
 		if x := h.byID[r.ArtifactID]; x != nil {
@@ -222,10 +225,10 @@ func (db *DB) applyEraseArtifact(r *eraseArtifactRecord, seq uint64) bool {
 	db.head.note(seq)
 	v, exists := db.versions[k]
 	if !exists {
-		v = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
+		v = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
 	}
-	list := append(slices.Clip(v.Erased), e) // a new array: wsVersion values are copied
-	slices.SortFunc(list, func(a, b erasedArtifact) int { return cmp.Compare(a.Seq, b.Seq) })
+	list := append(slices.Clip(v.Erased), e) // a new array: manifest.DataVersion values are copied
+	slices.SortFunc(list, func(a, b manifest.ErasedArtifact) int { return cmp.Compare(a.Seq, b.Seq) })
 	v.Erased = list
 	db.versions[k] = v
 	db.touch(k, seq, math.MinInt64)
@@ -262,7 +265,7 @@ func (db *DB) pruneErased() {
 	}
 	for k, m := range db.erased.byWS {
 		v := db.versions[k]
-		var keep []erasedArtifact
+		var keep []manifest.ErasedArtifact
 		for _, e := range v.Erased {
 			if db.segmentHolds(k, e) {
 				keep = append(keep, e)
@@ -281,7 +284,7 @@ func (db *DB) pruneErased() {
 }
 
 // segmentHolds reports whether a segment holds the erased artifact e of k.
-func (db *DB) segmentHolds(k wsKey, e erasedArtifact) bool {
+func (db *DB) segmentHolds(k wsKey, e manifest.ErasedArtifact) bool {
 	for _, s := range db.segments {
 		if r, ok := s.FindArtifact(e.ID); ok && r.Seq == e.Seq {
 			w := s.Workspaces()[r.WS]
@@ -481,7 +484,7 @@ func segmentMeta(s *liveSegment, wi int, fn func(a *artifact.Artifact) error) er
 	}
 	n := s.Workspaces()[wi].Artifacts
 	for ord := 0; ord < n; ord++ {
-		row, err := metaRowAt(sec, n, ord)
+		row, err := artmeta.RowAt(sec, n, ord)
 		if err != nil {
 			return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )
@@ -67,7 +69,7 @@ func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) err
 		return sum, err
 	}
 	// emitPart merges a part's artifacts and events by seq.
-	var events []*feedbackEvent
+	var events []*record.Feedback
 	flushEvents := func(before uint64) error {
 		for len(events) > 0 && events[0].Seq < before {
 			e := events[0]
@@ -88,8 +90,8 @@ func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) err
 		sum.Artifacts++
 		return emit(ExportItem{Artifact: a, SpanIDs: spans})
 	}
-	visible := func(evs []*feedbackEvent) []*feedbackEvent {
-		var out []*feedbackEvent
+	visible := func(evs []*record.Feedback) []*record.Feedback {
+		var out []*record.Feedback
 		for _, e := range evs {
 			if e.Tenant != tenant || e.Workspace != ws || db.hidden(k, e.Seq) {
 				continue
@@ -217,7 +219,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		batch[ha.a.ID] = ha
 	}
 	db.mu.RUnlock()
-	events := make([]*feedbackEvent, len(items))
+	events := make([]*record.Feedback, len(items))
 	var toEmbed []*headArtifact
 	for i, it := range items {
 		if ha := prepared[i]; ha != nil {
@@ -239,15 +241,15 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 	for i := range items {
 		if ha := prepared[i]; ha != nil {
 			entries = append(entries, wal.Entry{
-				Type:    uint8(recArtifact),
-				Payload: encodeFencedArtifactRecord(nil, 0, ha.a, ha.spans, ha.vecs),
-				Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
+				Type:    uint8(record.TypeArtifact),
+				Payload: record.AppendArtifact(nil, 0, ha.a, ha.spans, ha.vecs),
+				Apply:   func(seq uint64) { db.apply(record.TypeArtifact, seq, nil, ha) },
 			})
 			continue
 		}
 		e := events[i]
-		entries = append(entries, wal.Entry{Type: uint8(recFeedback), Payload: encodeFeedbackRecord(e),
-			Apply: func(seq uint64) { db.apply(recFeedback, seq, nil, e) }})
+		entries = append(entries, wal.Entry{Type: uint8(record.TypeFeedback), Payload: record.EncodeFeedback(e),
+			Apply: func(seq uint64) { db.apply(record.TypeFeedback, seq, nil, e) }})
 	}
 	if len(entries) > 0 {
 		if err := db.append("", entries...); err != nil {
@@ -327,7 +329,7 @@ func (db *DB) prepareImport(tenant, ws string, it *ImportItem, now time.Time) (*
 
 // importEvent checks an exported feedback event against the workspace (and
 // the artifacts of the same import batch) and returns its durable form.
-func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid.UUID]*headArtifact) (*feedbackEvent, error) {
+func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid.UUID]*headArtifact) (*record.Feedback, error) {
 	if f.ID == uuid.Nil {
 		return nil, &InvalidError{"feedback_id", "is required"}
 	}
@@ -349,7 +351,7 @@ func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid
 			return nil, fmt.Errorf("feedback %s: span %s is not a span of artifact %s", f.ID, id, f.ArtifactID)
 		}
 	}
-	return &feedbackEvent{ID: f.ID, Tenant: tenant, Workspace: ws, ActorID: f.ActorID, Action: f.Action,
+	return &record.Feedback{ID: f.ID, Tenant: tenant, Workspace: ws, ActorID: f.ActorID, Action: f.Action,
 		ArtifactID: f.ArtifactID, Spans: slices.Clone(f.Spans), Reason: f.Reason, ConflictID: f.ConflictID,
 		Preferred: f.Preferred, CreatedAt: f.CreatedAt}, nil
 }
@@ -357,7 +359,7 @@ func (db *DB) importEvent(tenant, ws string, f *ExportedFeedback, batch map[uuid
 // RecordedEmbedder returns the embedder model and dimension a closed data
 // directory's manifest records ("" when none is recorded yet).
 func RecordedEmbedder(dir string) (string, int, error) {
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	if err != nil || m == nil {
 		return "", 0, err
 	}
@@ -395,12 +397,12 @@ func SetImportedVersion(dir, tenant, ws string, version uint64) error {
 		return err
 	}
 	defer lock.Close()
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if m == nil {
-		return fmt.Errorf("engine: %s has no %s", dir, manifestName)
+		return fmt.Errorf("engine: %s has no %s", dir, manifest.FileName)
 	}
 	files, err := wal.Files(filepath.Join(dir, walDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -418,11 +420,11 @@ func SetImportedVersion(dir, tenant, ws string, version uint64) error {
 			return fmt.Errorf("engine: set data version: %s holds %d records past the checkpoint; flush first", wal.FileName(f), n)
 		}
 	}
-	i := slices.IndexFunc(m.Versions, func(v wsVersion) bool { return v.Tenant == tenant && v.Workspace == ws })
+	i := slices.IndexFunc(m.Versions, func(v manifest.DataVersion) bool { return v.Tenant == tenant && v.Workspace == ws })
 	if i < 0 {
 		return fmt.Errorf("engine: set data version: workspace %q of tenant %q has no data in %s", ws, tenant, dir)
 	}
 	m.Versions[i].Seq = version
 	m.LastSeq = max(m.LastSeq, version)
-	return writeManifest(vfs.Default, dir, m)
+	return manifest.Write(vfs.Default, dir, m)
 }

@@ -8,25 +8,27 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
 
-// Feedback actions (decisions.md § Feedback).
+// Feedback actions (decisions.md § Feedback): the ones a feedback record
+// may hold (engine/record).
 const (
-	ActionPin             = "pin"
-	ActionUnpin           = "unpin"
-	ActionPrivate         = "private"
-	ActionMarkWrong       = "mark_wrong"
-	ActionOutdated        = "outdated"
-	ActionResolveConflict = "resolve_conflict"
-	ActionClear           = "clear"
+	ActionPin             = record.ActionPin
+	ActionUnpin           = record.ActionUnpin
+	ActionPrivate         = record.ActionPrivate
+	ActionMarkWrong       = record.ActionMarkWrong
+	ActionOutdated        = record.ActionOutdated
+	ActionResolveConflict = record.ActionResolveConflict
+	ActionClear           = record.ActionClear
 )
 
 // FeedbackActions lists the accepted actions.
-var FeedbackActions = []string{ActionPin, ActionUnpin, ActionPrivate, ActionMarkWrong, ActionOutdated, ActionResolveConflict, ActionClear}
+var FeedbackActions = record.FeedbackActions
 
 // FeedbackInput is one feedback event. SpanID zero means every span of the
 // artifact. resolve_conflict names the conflict and, optionally, the
@@ -62,71 +64,6 @@ type FeedbackResult struct {
 	CreatedAt  time.Time
 }
 
-// feedbackEvent is the durable form of a feedback event: the spans it acts
-// on are resolved when it is written, so replay needs no lookups.
-type feedbackEvent struct {
-	ID         uuid.UUID
-	Tenant     string
-	Workspace  string
-	ActorID    string
-	Action     string
-	ArtifactID uuid.UUID
-	Spans      []uuid.UUID // the spans the action applies to, sorted
-	Reason     string
-	ConflictID string
-	Preferred  uuid.UUID // resolve_conflict: the span kept (Spans holds the one made outdated)
-	CreatedAt  int64     // Unix µs
-	Seq        uint64    // WAL sequence number, set when applied
-}
-
-// encodeFeedbackRecord: version | 16 id | tenant | workspace | actor | action
-// | 16 artifact | uvarint n | n × 16 span | reason | conflict id | 16
-// preferred | varint created_at.
-func encodeFeedbackRecord(e *feedbackEvent) []byte {
-	b := []byte{recordVersion}
-	b = append(b, e.ID[:]...)
-	for _, s := range []string{e.Tenant, e.Workspace, e.ActorID, e.Action} {
-		b = appendString(b, s)
-	}
-	b = append(b, e.ArtifactID[:]...)
-	b = binary.AppendUvarint(b, uint64(len(e.Spans)))
-	for _, s := range e.Spans {
-		b = append(b, s[:]...)
-	}
-	b = appendString(b, e.Reason)
-	b = appendString(b, e.ConflictID)
-	b = append(b, e.Preferred[:]...)
-	return binary.AppendVarint(b, e.CreatedAt)
-}
-
-func decodeFeedbackRecord(b []byte) (*feedbackEvent, error) {
-	if len(b) == 0 || b[0] != recordVersion {
-		return nil, codec.Errorf("feedback record: unsupported version")
-	}
-	d := codec.Decoder{B: b[1:]}
-	e := &feedbackEvent{}
-	e.ID = d.UUID("")
-	e.Tenant, e.Workspace, e.ActorID, e.Action = d.Str(""), d.Str(""), d.Str(""), d.Str("")
-	e.ArtifactID = d.UUID("")
-	n := d.Count("", 16)
-	for i := 0; i < n && d.Err == nil; i++ {
-		e.Spans = append(e.Spans, d.UUID(""))
-	}
-	e.Reason, e.ConflictID = d.Str(""), d.Str("")
-	e.Preferred = d.UUID("")
-	e.CreatedAt = d.Varint("")
-	if d.Err == nil && d.Remaining() != 0 {
-		d.Failf("", d.Off, "trailing bytes")
-	}
-	if d.Err != nil {
-		return nil, codec.Errorf("feedback record: %w", d.Err)
-	}
-	if !slices.Contains(FeedbackActions, e.Action) {
-		return nil, codec.Errorf("feedback record: unknown action %q", e.Action)
-	}
-	return e, nil
-}
-
 // SpanMarks is the effective feedback state of one span.
 type SpanMarks struct {
 	ArtifactID  uuid.UUID // the span's artifact
@@ -144,15 +81,15 @@ type SpanMarks struct {
 type feedbackState struct {
 	spans map[uuid.UUID]*SpanMarks
 	// conflicts resolved: conflict id -> the event, for receipts
-	resolved map[string]*feedbackEvent
+	resolved map[string]*record.Feedback
 }
 
 func newFeedbackState() *feedbackState {
-	return &feedbackState{spans: map[uuid.UUID]*SpanMarks{}, resolved: map[string]*feedbackEvent{}}
+	return &feedbackState{spans: map[uuid.UUID]*SpanMarks{}, resolved: map[string]*record.Feedback{}}
 }
 
 // apply folds one event into the state.
-func (f *feedbackState) apply(e *feedbackEvent) {
+func (f *feedbackState) apply(e *record.Feedback) {
 	mark := func(id uuid.UUID) *SpanMarks {
 		m := f.spans[id]
 		if m == nil {
@@ -239,7 +176,7 @@ func (f *feedbackState) pinned() []uuid.UUID {
 
 // applyFeedback folds an event into its workspace's state. Callers hold mu
 // (or are recovering).
-func (db *DB) applyFeedback(k wsKey, e *feedbackEvent) {
+func (db *DB) applyFeedback(k wsKey, e *record.Feedback) {
 	f := db.feedback[k]
 	if f == nil {
 		f = newFeedbackState()
@@ -251,15 +188,15 @@ func (db *DB) applyFeedback(k wsKey, e *feedbackEvent) {
 // A FEEDBACK section (segment kind 48) holds a workspace's feedback events in
 // sequence order: u32 count, then per event u64 seq, u32 length and the
 // event in the WAL record encoding (docs/format/wal.md, type 16).
-func encodeFeedbackSection(events []*feedbackEvent) []byte {
+func encodeFeedbackSection(events []*record.Feedback) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(events)))
 	for _, e := range events {
-		b = appendSeqFrame(b, e.Seq, encodeFeedbackRecord(e))
+		b = appendSeqFrame(b, e.Seq, record.EncodeFeedback(e))
 	}
 	return b
 }
 
-func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
+func decodeFeedbackSection(b []byte) ([]*record.Feedback, error) {
 	frames, rest, err := readSeqFrames(b, "feedback section")
 	if err != nil {
 		return nil, err
@@ -267,9 +204,9 @@ func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
 	if len(rest) != 0 {
 		return nil, codec.Errorf("feedback section: %d trailing bytes", len(rest))
 	}
-	out := make([]*feedbackEvent, len(frames))
+	out := make([]*record.Feedback, len(frames))
 	for i, f := range frames {
-		if out[i], err = decodeFeedbackRecord(b[f.off : f.off+f.len]); err != nil {
+		if out[i], err = record.DecodeFeedback(b[f.off : f.off+f.len]); err != nil {
 			return nil, codec.Errorf("feedback section: event %d: %w", i, err)
 		}
 		out[i].Seq = f.seq
@@ -278,7 +215,7 @@ func decodeFeedbackSection(b []byte) ([]*feedbackEvent, error) {
 }
 
 // readFeedbackSection returns the feedback events of workspace wi of s.
-func readFeedbackSection(s *liveSegment, wi int) ([]*feedbackEvent, error) {
+func readFeedbackSection(s *liveSegment, wi int) ([]*record.Feedback, error) {
 	b, ok := s.Section(wi, segment.KindFeedback)
 	if !ok {
 		return nil, nil
@@ -293,8 +230,8 @@ func readFeedbackSection(s *liveSegment, wi int) ([]*feedbackEvent, error) {
 // withFeedbackSections attaches the visible events, grouped by workspace in
 // order, as FEEDBACK sections; a workspace with events but no artifacts in
 // this segment gets an entry of its own.
-func withFeedbackSections(ws []segment.WorkspaceData, events []*feedbackEvent, hidden func(wsKey, uint64) bool) []segment.WorkspaceData {
-	byWS := map[wsKey][]*feedbackEvent{}
+func withFeedbackSections(ws []segment.WorkspaceData, events []*record.Feedback, hidden func(wsKey, uint64) bool) []segment.WorkspaceData {
+	byWS := map[wsKey][]*record.Feedback{}
 	var order []wsKey
 	for _, e := range events {
 		k := wsKey{e.Tenant, e.Workspace}
@@ -374,7 +311,7 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	if at.IsZero() {
 		at = db.opts.Now()
 	}
-	e := &feedbackEvent{ID: id, Tenant: tenant, Workspace: in.Workspace, ActorID: in.ActorID, Action: in.Action,
+	e := &record.Feedback{ID: id, Tenant: tenant, Workspace: in.Workspace, ActorID: in.ActorID, Action: in.Action,
 		ArtifactID: in.ArtifactID, Reason: in.Reason, CreatedAt: at.UTC().UnixMicro()}
 	has := func(id uuid.UUID) bool {
 		return slices.ContainsFunc(spans, func(s artifact.Span) bool { return s.ID == id })
@@ -413,8 +350,8 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 		}
 		slices.SortFunc(e.Spans, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
 	}
-	err = db.append("", wal.Entry{Type: uint8(recFeedback), Payload: encodeFeedbackRecord(e),
-		Apply: func(seq uint64) { db.apply(recFeedback, seq, nil, e) }})
+	err = db.append("", wal.Entry{Type: uint8(record.TypeFeedback), Payload: record.EncodeFeedback(e),
+		Apply: func(seq uint64) { db.apply(record.TypeFeedback, seq, nil, e) }})
 	if err != nil {
 		return FeedbackResult{}, fmt.Errorf("engine: feedback: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -40,8 +41,8 @@ func TestIngestFence(t *testing.T) {
 			t.Fatal(err)
 		}
 		ha.fence = accepted
-		if _, err := db.wal.Append(wal.Entry{Type: uint8(recArtifact), Payload: encodeFencedArtifactRecord(nil, accepted, ha.a, ha.spans, nil),
-			Apply: func(seq uint64) { db.apply(recArtifact, seq, nil, ha) }}); err != nil {
+		if _, err := db.wal.Append(wal.Entry{Type: uint8(record.TypeArtifact), Payload: record.AppendArtifact(nil, accepted, ha.a, ha.spans, nil),
+			Apply: func(seq uint64) { db.apply(record.TypeArtifact, seq, nil, ha) }}); err != nil {
 			t.Fatal(err)
 		}
 		if !ha.fenced {

@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vecindex"
@@ -22,7 +25,7 @@ type wsKey struct {
 type headArtifact struct {
 	a     *artifact.Artifact
 	spans []artifact.Span
-	vecs  *spanVectors        // nil: no embeddings (embedder unavailable at ingest)
+	vecs  *record.SpanVectors // nil: no embeddings (embedder unavailable at ingest)
 	terms []invindex.DocTerms // counted terms per span, from prepare until applied
 	keys  [][16]byte          // tie keys per span (spanTieKey), from prepare until applied
 	// fence is the erasure fence of an artifact stored by an asynchronous
@@ -92,9 +95,9 @@ type head struct {
 	erasures   int   // erase records applied: their WAL bytes should be checkpointed away soon
 	minSeq     uint64
 	maxSeq     uint64
-	walIndex   int              // for a frozen head: the first WAL file not covered by it
-	feedback   []*feedbackEvent // feedback events applied since the last rotation, in order
-	receipts   []*Receipt       // receipts applied since the last rotation, in order
+	walIndex   int                // for a frozen head: the first WAL file not covered by it
+	feedback   []*record.Feedback // feedback events applied since the last rotation, in order
+	receipts   []*Receipt         // receipts applied since the last rotation, in order
 	// unembedded counts the head's artifacts waiting for the background
 	// embedder; a frozen head is written as a segment only at 0.
 	unembedded int
@@ -102,8 +105,8 @@ type head struct {
 	// the manifest checkpointing its WAL files records (flushHead). Replay
 	// starts from them, so they must be those of the checkpoint's log
 	// position, not later ones (retention.go).
-	ckptVersions  []wsVersion
-	ckptRetention []retention
+	ckptVersions  []manifest.DataVersion
+	ckptRetention []manifest.Retention
 }
 
 func newHead() *head {
@@ -189,7 +192,7 @@ func (h *head) note(seq uint64) {
 
 // setVectors fills the rows of a pending or unembedded artifact of this head
 // with vectors of the head's model.
-func (h *head) setVectors(ha *headArtifact, vecs *spanVectors) {
+func (h *head) setVectors(ha *headArtifact, vecs *record.SpanVectors) {
 	w := h.workspaces[wsKey{ha.a.Tenant, ha.a.Workspace}]
 	if w == nil || w.vec == nil {
 		return
@@ -271,7 +274,7 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 		if err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
-		wd.Sections = append(wd.Sections, artifactMetaSection(wd.Artifacts))
+		wd.Sections = append(wd.Sections, artmeta.Section(wd.Artifacts))
 		out = append(out, wd)
 	}
 	out = withFeedbackSections(out, h.feedback, hidden)

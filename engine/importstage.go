@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/vfs"
@@ -57,12 +58,12 @@ func StageImport(dir string) (*ImportStage, error) {
 func (s *ImportStage) Dir() string { return s.staging }
 
 func (s *ImportStage) stage() error {
-	m, err := readManifest(s.dir)
+	m, err := manifest.Read(s.dir)
 	if err != nil {
 		return err
 	}
 	if m == nil {
-		return fmt.Errorf("%s has no %s", s.dir, manifestName)
+		return fmt.Errorf("%s has no %s", s.dir, manifest.FileName)
 	}
 	if err := os.RemoveAll(s.staging); err != nil {
 		return err
@@ -78,7 +79,7 @@ func (s *ImportStage) stage() error {
 			return err
 		}
 	}
-	for _, name := range []string{manifestName, controlName, controlPayloadsName} {
+	for _, name := range []string{manifest.FileName, controlName, controlPayloadsName} {
 		if err := copyIfExists(filepath.Join(s.dir, name), filepath.Join(s.staging, name)); err != nil {
 			return err
 		}
@@ -103,11 +104,11 @@ func (s *ImportStage) stage() error {
 // (and synced), then its control state, then its manifest replaces the
 // directory's, the commit point. It then removes the staging directory.
 func (s *ImportStage) Commit() error {
-	sm, err := readManifest(s.staging)
+	sm, err := manifest.Read(s.staging)
 	if err != nil {
 		return fmt.Errorf("engine: commit the import: %w", err)
 	}
-	m, err := readManifest(s.dir)
+	m, err := manifest.Read(s.dir)
 	if err != nil {
 		return fmt.Errorf("engine: commit the import: %w", err)
 	}
@@ -147,7 +148,7 @@ func (s *ImportStage) Commit() error {
 			return fmt.Errorf("engine: commit the import: %w", err)
 		}
 	}
-	if err := writeManifest(vfs.Default, s.dir, sm); err != nil {
+	if err := manifest.Write(vfs.Default, s.dir, sm); err != nil {
 		return fmt.Errorf("engine: commit the import: %w", err)
 	}
 	return os.RemoveAll(s.staging)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
@@ -211,9 +212,9 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		}
 		ha.fence = ins[i].Fence
 		entries = append(entries, wal.Entry{
-			Type:    uint8(recArtifact),
-			Payload: encodeFencedArtifactRecord(nil, ha.fence, ha.a, ha.spans, ha.vecs),
-			Apply:   func(seq uint64) { db.apply(recArtifact, seq, nil, ha) },
+			Type:    uint8(record.TypeArtifact),
+			Payload: record.AppendArtifact(nil, ha.fence, ha.a, ha.spans, ha.vecs),
+			Apply:   func(seq uint64) { db.apply(record.TypeArtifact, seq, nil, ha) },
 		})
 		results[i] = resultOf(ha.a, ha.spans, false)
 		results[i].Embedded = ha.vecs != nil
@@ -487,7 +488,7 @@ func (db *DB) embed(prepared []*headArtifact) {
 		if len(own) == 0 {
 			continue
 		}
-		sv := &spanVectors{Model: model, Dim: dim, Data: make([]int8, len(own)*dim), Scales: make([]float32, len(own))}
+		sv := &record.SpanVectors{Model: model, Dim: dim, Data: make([]int8, len(own)*dim), Scales: make([]float32, len(own))}
 		for i, v := range own {
 			if len(v) != dim {
 				db.log.Warn("engine: embedder returned a vector of the wrong dimension; artifact stored without vectors", "got", len(v), "want", dim)

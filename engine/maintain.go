@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
@@ -216,7 +219,7 @@ func (db *DB) Compact() error {
 	}
 	// An explicit compaction retries failed runs at once: its caller wants
 	// erased bytes gone now, or the error.
-	db.compactFail.forgetAll()
+	db.compactFail.ForgetAll()
 	return db.compactLocked(2)
 }
 
@@ -277,7 +280,7 @@ func (db *DB) flushLocked() error {
 func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	start := time.Now()
 	m := db.manifest
-	m.Segments = append([]segmentEntry(nil), m.Segments...)
+	m.Segments = append([]manifest.Segment(nil), m.Segments...)
 	var ls *liveSegment
 	if len(data) > 0 {
 		var err error
@@ -325,7 +328,7 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 }
 
 // writeSegment writes and opens a new segment, taking its id from m.
-func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegment, error) {
+func (db *DB) writeSegment(m *manifest.Manifest, data []segment.WorkspaceData) (*liveSegment, error) {
 	id := m.NextSegmentID
 	m.NextSegmentID++
 	db.manifest.NextSegmentID = m.NextSegmentID // never reuse an id, even if this attempt fails
@@ -335,7 +338,7 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 		return nil, err
 	}
 	path := filepath.Join(dir, segment.FileName(id))
-	ls, err := openLiveSegment(path, segmentEntry{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}, db.erased)
+	ls, err := openLiveSegment(path, manifest.Segment{ID: id, Size: info.Size, MinSeq: info.MinSeq, MaxSeq: info.MaxSeq}, db.erased)
 	if err != nil {
 		db.opts.FS.Remove(path) // no manifest names it: garbage
 		return nil, err
@@ -360,14 +363,14 @@ func (db *DB) writeSegment(m *manifest, data []segment.WorkspaceData) (*liveSegm
 // garbage. If m replaced it but the directory fsync failed, committed is
 // true and err non-nil: m is in force, but what it made redundant must stay
 // until a later manifest is durable.
-func (db *DB) commitManifest(m *manifest, added *liveSegment) (committed bool, err error) {
+func (db *DB) commitManifest(m *manifest.Manifest, added *liveSegment) (committed bool, err error) {
 	db.mu.RLock()
 	m.Tombstones = m.Tombstones[:0:0]
 	for k, seq := range db.tombstones {
-		m.Tombstones = append(m.Tombstones, tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
+		m.Tombstones = append(m.Tombstones, manifest.Tombstone{Tenant: k.Tenant, Workspace: k.Workspace, Seq: seq})
 	}
 	db.mu.RUnlock()
-	if err := writeManifest(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, codec.ErrRenamedNotSynced) {
+	if err := manifest.Write(db.opts.FS, db.dir, m); err != nil && !errors.Is(err, codec.ErrRenamedNotSynced) {
 		if added != nil {
 			added.Close()
 			if rerr := db.opts.FS.Remove(added.Path()); rerr != nil {
@@ -412,7 +415,7 @@ func (db *DB) compactLocked(minRun int) error {
 			for _, s := range segs[lo:hi] {
 				ids = append(ids, s.entry.ID)
 			}
-			wait := db.compactFail.failed(ids, time.Now())
+			wait := db.compactFail.Failed(ids, time.Now())
 			db.log.Warn("engine: compaction failed; its segments are left alone for a while", "segments", ids, "retry_in", wait, "err", err)
 			errs = append(errs, fmt.Errorf("engine: compaction: %w", err))
 		}
@@ -420,8 +423,8 @@ func (db *DB) compactLocked(minRun int) error {
 }
 
 // planCompaction returns the first run segs[lo:hi] worth rewriting, or -1:
-// planRun (engine/compactplan.go) over the segments' sizes and erased data,
-// leaving out the segments of runs whose compaction failed recently.
+// manifest.PlanRun over the segments' sizes and erased data, leaving out
+// the segments of runs whose compaction failed recently.
 // Callers hold mu.
 func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 	erased := func(s *liveSegment) bool {
@@ -432,12 +435,12 @@ func (db *DB) planCompaction(segs []*liveSegment, minRun int) (lo, hi int) {
 		}
 		return db.receiptsExpired(s)
 	}
-	plan := make([]planSegment, len(segs))
+	plan := make([]manifest.PlanSegment, len(segs))
 	for i, s := range segs {
-		plan[i] = planSegment{ID: s.entry.ID, Size: s.entry.Size, Erased: erased(s)}
+		plan[i] = manifest.PlanSegment{ID: s.entry.ID, Size: s.entry.Size, Erased: erased(s)}
 	}
-	failed := db.compactFail.blocked(plan, time.Now())
-	return planRun(plan, failed, compactionBounds{
+	failed := db.compactFail.Blocked(plan, time.Now())
+	return manifest.PlanRun(plan, failed, manifest.PlanBounds{
 		MinRun:      minRun,
 		MaxSegment:  db.opts.CompactionMaxBytes,
 		MaxRunBytes: db.opts.CompactionMaxBytes,
@@ -460,7 +463,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 			return err
 		}
 	}
-	var entries []segmentEntry
+	var entries []manifest.Segment
 	for _, s := range segs[:lo] {
 		entries = append(entries, s.entry)
 	}
@@ -520,7 +523,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 		rows *vectorRows
 		meta [][]byte // ARTIFACT_META rows of wd.Artifacts
 	}
-	var events []*feedbackEvent
+	var events []*record.Feedback
 	var receipts []*Receipt
 	byWS := map[wsKey]*merged{}
 	var order []wsKey
@@ -560,9 +563,9 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 				// entries decoded once.
 				var row []byte
 				if hasMeta {
-					r, err := metaRowAt(metaSec, s.Workspaces()[wi].Artifacts, ord)
+					r, err := artmeta.RowAt(metaSec, s.Workspaces()[wi].Artifacts, ord)
 					if err == nil {
-						_, err = decodeMetaRow(r, a.ID, a.Seq)
+						_, err = artmeta.DecodeRow(r, a.ID, a.Seq)
 					}
 					if err != nil {
 						return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
@@ -573,7 +576,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 					if err != nil {
 						return err
 					}
-					row = metaRow(full)
+					row = artmeta.Row(full)
 				}
 				m.meta = append(m.meta, row)
 				m.wd.Artifacts = append(m.wd.Artifacts, a)
@@ -644,7 +647,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 		if m.wd.Sections, err = withVectorSection(lexicalSections(lex), m.wd.Spans, m.rows); err != nil {
 			return nil, fmt.Errorf("workspace %q: %w", k.Workspace, err)
 		}
-		m.wd.Sections = append(m.wd.Sections, segment.Section{Kind: segment.KindArtifactMeta, Data: encodeArtifactMeta(m.meta)})
+		m.wd.Sections = append(m.wd.Sections, segment.Section{Kind: segment.KindArtifactMeta, Data: artmeta.Encode(m.meta)})
 		out = append(out, m.wd)
 	}
 	out = withFeedbackSections(out, events, hidden)

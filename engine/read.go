@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -239,7 +240,7 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 	}
 	k := wsKey{tenant, ws}
 	var res EraseResult
-	err := db.append("", wal.Entry{Type: uint8(recEraseWorkspace), Payload: encodeEraseRecord(tenant, ws), Apply: func(seq uint64) {
+	err := db.append("", wal.Entry{Type: uint8(record.TypeEraseWorkspace), Payload: record.EncodeEraseWorkspace(tenant, ws), Apply: func(seq uint64) {
 		db.mu.RLock()
 		res = db.countVisible(k)
 		res.Receipts = len(db.receipts.byWS[k])
@@ -248,7 +249,7 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 		}
 		db.mu.RUnlock()
 		res.Seq = seq
-		db.apply(recEraseWorkspace, seq, nil, k)
+		db.apply(record.TypeEraseWorkspace, seq, nil, k)
 	}})
 	if err != nil {
 		return EraseResult{}, fmt.Errorf("engine: erase workspace: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
@@ -55,7 +56,7 @@ type ReceiptCut struct{ At, Len int }
 const DefaultReceiptsPerWorkspace = 10_000
 
 // receiptVersion is the leading byte of receipt records written now: the
-// body is zstd-compressed. Version 1 (recordVersion), with the body as is,
+// body is zstd-compressed. Version 1 (record.Version), with the body as is,
 // is still read.
 const receiptVersion byte = 2
 
@@ -113,7 +114,7 @@ func encodeReceiptRecord(r *Receipt) []byte {
 	b := []byte{receiptVersion}
 	b = append(b, r.ID[:]...)
 	for _, s := range []string{r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash} {
-		b = appendString(b, s)
+		b = codec.AppendString(b, s)
 	}
 	b = binary.AppendVarint(b, r.Timestamp)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Confidence))
@@ -144,7 +145,7 @@ func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
 // decodeReceipt is decodeReceiptRecord; with clone false the compressed
 // body aliases b.
 func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
-	if len(b) == 0 || b[0] != recordVersion && b[0] != receiptVersion {
+	if len(b) == 0 || b[0] != record.Version && b[0] != receiptVersion {
 		return nil, codec.Errorf("receipt record: unsupported version")
 	}
 	version := b[0]
@@ -479,8 +480,8 @@ func (db *DB) storeReceipt(r Receipt) error {
 	rec := r
 	rec.packed, rec.Cuts = nil, slices.Clone(r.Cuts)
 	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
-	entry := wal.Entry{Type: uint8(recReceipt), Payload: encodeReceiptRecord(&rec),
-		Apply: func(seq uint64) { db.apply(recReceipt, seq, nil, &rec) }}
+	entry := wal.Entry{Type: uint8(record.TypeReceipt), Payload: encodeReceiptRecord(&rec),
+		Apply: func(seq uint64) { db.apply(record.TypeReceipt, seq, nil, &rec) }}
 	if db.opts.Replicated {
 		return db.replicateReceipt(rec.ID.String(), entry)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/record"
+	"github.com/loci-memory/loci/internal/codec"
 )
 
 func TestReceipts(t *testing.T) {
@@ -182,13 +184,13 @@ func TestReceiptRecordCompressed(t *testing.T) {
 	if len(rec) > len(body)/4 {
 		t.Fatalf("record of %d bytes for a %d-byte body", len(rec), len(body))
 	}
-	v1 := []byte{recordVersion}
+	v1 := []byte{record.Version}
 	v1 = append(v1, r.ID[:]...)
 	for _, s := range []string{"t", "ws", "q", "", ""} {
-		v1 = appendString(v1, s)
+		v1 = codec.AppendString(v1, s)
 	}
 	v1 = append(v1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-	v1 = appendString(v1, string(body))
+	v1 = codec.AppendString(v1, string(body))
 	for name, b := range map[string][]byte{"version 2": rec, "version 1": v1} {
 		got, err := decodeReceiptRecord(b, true)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -148,7 +149,7 @@ func firstFlushCrash(t *testing.T, withManifest bool) (string, []IngestResult, [
 		t.Fatal(err)
 	}
 	if !withManifest {
-		if err := os.Remove(filepath.Join(dir, manifestName)); err != nil {
+		if err := os.Remove(filepath.Join(dir, manifest.FileName)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,19 +194,19 @@ func TestCrashAtFirstFlush(t *testing.T) {
 func TestManifestAtCreation(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, Options{DisableBackground: true, NoEmbedder: true})
-	if _, err := os.Stat(filepath.Join(dir, manifestName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, manifest.FileName)); err != nil {
 		t.Fatalf("new data directory without manifest: %v", err)
 	}
 	res, ins := ingestN(t, db, 3)
 	db.Close()
-	os.Remove(filepath.Join(dir, manifestName)) // as an older version left it
+	os.Remove(filepath.Join(dir, manifest.FileName)) // as an older version left it
 	if rep, err := Verify(dir); err != nil || len(rep.Faults) != 0 {
 		t.Fatalf("verify of WAL-only directory: %+v %v", rep, err)
 	}
 	db = openTest(t, dir, Options{DisableBackground: true, NoEmbedder: true})
 	checkArtifacts(t, db, res, ins, nil)
 	db.Close()
-	if _, err := os.Stat(filepath.Join(dir, manifestName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, manifest.FileName)); err != nil {
 		t.Fatalf("manifest not written at open: %v", err)
 	}
 }
@@ -214,7 +215,7 @@ func TestManifestAtCreation(t *testing.T) {
 // file mean the manifest is lost: open refuses and verify reports a fault.
 func TestLostManifest(t *testing.T) {
 	dir, _, _ := corruptDir(t)
-	os.Remove(filepath.Join(dir, manifestName))
+	os.Remove(filepath.Join(dir, manifest.FileName))
 	_, err := testOpen(dir, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err == nil || !strings.Contains(err.Error(), "no MANIFEST") {
 		t.Fatalf("open: %v", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 )
 
 // The tests here check the groundwork of replicated writes (issue 14): two
@@ -237,8 +238,8 @@ func sameSegments(t *testing.T, when, dirA, dirB string) {
 	if len(a) == 0 {
 		t.Fatalf("%s: no segment files in %s", when, dirA)
 	}
-	maps.Copy(a, globFiles(t, filepath.Join(dirA, manifestName)))
-	maps.Copy(b, globFiles(t, filepath.Join(dirB, manifestName)))
+	maps.Copy(a, globFiles(t, filepath.Join(dirA, manifest.FileName)))
+	maps.Copy(b, globFiles(t, filepath.Join(dirB, manifest.FileName)))
 	var names []string
 	for n := range a {
 		names = append(names, n)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -99,7 +100,7 @@ func (db *DB) ApplyReplicated(first uint64, entries []wal.Entry) error {
 			continue
 		}
 		if e.Apply == nil {
-			t, payload := recordType(e.Type), e.Payload
+			t, payload := record.Type(e.Type), e.Payload
 			decoded, err := decodeRecord(t, payload)
 			if err != nil {
 				db.log.Error("engine: replicated record skipped: it cannot be decoded", "seq", seq, "type", t, "err", err)
@@ -128,29 +129,29 @@ func (db *DB) AppliedSeq() uint64 { return db.wal.NextSeq() - 1 }
 
 // decodeRecord decodes a record's payload into the form apply takes on its
 // live path; control records stay encoded (apply hands them on as they are).
-func decodeRecord(t recordType, payload []byte) (any, error) {
+func decodeRecord(t record.Type, payload []byte) (any, error) {
 	switch t {
-	case recArtifact:
-		a, spans, vecs, fence, err := decodeFencedArtifactRecord(payload)
+	case record.TypeArtifact:
+		a, spans, vecs, fence, err := record.DecodeArtifact(payload)
 		if err != nil {
 			return nil, err
 		}
 		return &headArtifact{a: a, spans: spans, vecs: vecs, fence: fence}, nil
-	case recEraseWorkspace:
-		tenant, ws, err := decodeEraseRecord(payload)
+	case record.TypeEraseWorkspace:
+		tenant, ws, err := record.DecodeEraseWorkspace(payload)
 		if err != nil {
 			return nil, err
 		}
 		return wsKey{tenant, ws}, nil
-	case recEraseArtifact:
-		return decodeEraseArtifactRecord(payload)
-	case recRetention:
-		return decodeRetentionRecord(payload)
-	case recVectors:
-		return decodeVectorsRecord(payload)
-	case recFeedback:
-		return decodeFeedbackRecord(payload)
-	case recReceipt:
+	case record.TypeEraseArtifact:
+		return record.DecodeEraseArtifact(payload)
+	case record.TypeRetention:
+		return record.DecodeRetention(payload)
+	case record.TypeVectors:
+		return record.DecodeVectors(payload)
+	case record.TypeFeedback:
+		return record.DecodeFeedback(payload)
+	case record.TypeReceipt:
 		return decodeReceiptRecord(payload, true)
 	}
 	if isControlRecord(t) {

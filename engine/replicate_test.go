@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -121,9 +122,9 @@ func TestReplicatedEngines(t *testing.T) {
 	l.mu.Lock()
 	l.seq++
 	ha := mustPrepare(t, a, dup)
-	payload := encodeFencedArtifactRecord(nil, 0, ha.a, ha.spans, nil)
+	payload := record.AppendArtifact(nil, 0, ha.a, ha.spans, nil)
 	for _, db := range l.engines {
-		if err := db.ApplyReplicated(l.seq<<16, []wal.Entry{{Type: uint8(recArtifact), Payload: payload}}); err != nil {
+		if err := db.ApplyReplicated(l.seq<<16, []wal.Entry{{Type: uint8(record.TypeArtifact), Payload: payload}}); err != nil {
 			l.mu.Unlock()
 			t.Fatal(err)
 		}

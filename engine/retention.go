@@ -1,6 +1,6 @@
 package engine
 
-// Per-workspace retention. A recRetention record sets a workspace's
+// Per-workspace retention. A record.TypeRetention record sets a workspace's
 // retention in days (0 clears it). While it is set, the workspace has a
 // cutoff: the start (UTC midnight) of the day that lies the retention's
 // days before its reference time. Artifact time, not the wall clock, so
@@ -43,62 +43,22 @@ package engine
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
-	"github.com/loci-memory/loci/internal/codec"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
 
 // MaxRetentionDays bounds a workspace's retention (100 years).
-const MaxRetentionDays = 36500
+const MaxRetentionDays = record.MaxRetentionDays
 
 // dayMicros is one day in Unix µs, the unit of artifact times.
 const dayMicros = 86_400_000_000
-
-// retention is a workspace's retention setting and cutoff.
-type retention struct {
-	Tenant, Workspace string
-	Days              uint64
-	Cutoff            int64 // Unix µs; artifacts older are erased. math.MinInt64: none yet
-}
-
-// retentionRecord is a decoded recRetention record.
-type retentionRecord struct {
-	Tenant, Workspace string
-	Days              uint64 // 0: clear
-}
-
-// encodeRetentionRecord: version | string tenant | string workspace |
-// uvarint days (0 clears).
-func encodeRetentionRecord(r *retentionRecord) []byte {
-	b := []byte{recordVersion}
-	b = appendString(b, r.Tenant)
-	b = appendString(b, r.Workspace)
-	return binary.AppendUvarint(b, r.Days)
-}
-
-func decodeRetentionRecord(b []byte) (*retentionRecord, error) {
-	if len(b) == 0 || b[0] != recordVersion {
-		return nil, codec.Errorf("retention record: unsupported version")
-	}
-	d := codec.Decoder{B: b[1:]}
-	r := &retentionRecord{Tenant: d.Str(""), Workspace: d.Str(""), Days: d.Uvarint("")}
-	if d.Err == nil && r.Days > MaxRetentionDays {
-		d.Failf("", d.Off, "retention of %d days exceeds %d", r.Days, MaxRetentionDays)
-	}
-	if d.Err == nil && d.Remaining() != 0 {
-		d.Failf("", d.Off, "trailing bytes")
-	}
-	if d.Err != nil {
-		return nil, codec.Errorf("retention record: %w", d.Err)
-	}
-	return r, nil
-}
 
 // Retention returns the retention in days of tenant's workspace ws, 0 when
 // none is set.
@@ -143,8 +103,8 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 	if days < 0 || days > MaxRetentionDays {
 		return &InvalidError{"retention_days", fmt.Sprintf("must be between 1 and %d, or null to clear", MaxRetentionDays)}
 	}
-	r := &retentionRecord{Tenant: tenant, Workspace: ws, Days: uint64(days)}
-	err := db.append("", wal.Entry{Type: uint8(recRetention), Payload: encodeRetentionRecord(r), Apply: func(seq uint64) {
+	r := &record.Retention{Tenant: tenant, Workspace: ws, Days: uint64(days)}
+	err := db.append("", wal.Entry{Type: uint8(record.TypeRetention), Payload: record.EncodeRetention(r), Apply: func(seq uint64) {
 		db.applyRetention(r, seq)
 	}})
 	if err != nil {
@@ -155,7 +115,7 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 }
 
 // applyRetention applies a retention record.
-func (db *DB) applyRetention(r *retentionRecord, seq uint64) {
+func (db *DB) applyRetention(r *record.Retention, seq uint64) {
 	k := wsKey{r.Tenant, r.Workspace}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -166,7 +126,7 @@ func (db *DB) applyRetention(r *retentionRecord, seq uint64) {
 	}
 	cur, ok := db.retention[k]
 	if !ok {
-		cur = retention{Tenant: k.Tenant, Workspace: k.Workspace, Cutoff: math.MinInt64}
+		cur = manifest.Retention{Tenant: k.Tenant, Workspace: k.Workspace, Cutoff: math.MinInt64}
 	}
 	cur.Days = r.Days
 	db.retention[k] = cur
@@ -211,10 +171,10 @@ func (db *DB) retainLocked(k wsKey, seq uint64, ha *headArtifact) {
 	if c := retentionCutoff(ref, r.Days); c > r.Cutoff {
 		r.Cutoff = c
 		db.retention[k] = r
-		var old []erasedArtifact
+		var old []manifest.ErasedArtifact
 		err := db.eachArtifactMeta(k, func(a *artifact.Artifact) error {
 			if a.Timestamp < c {
-				old = append(old, erasedArtifact{Seq: a.Seq, ID: a.ID})
+				old = append(old, manifest.ErasedArtifact{Seq: a.Seq, ID: a.ID})
 			}
 			return nil
 		})
@@ -226,7 +186,7 @@ func (db *DB) retainLocked(k wsKey, seq uint64, ha *headArtifact) {
 		return
 	}
 	if ha != nil && ha.a.Timestamp < r.Cutoff && db.head.byID[ha.a.ID] == ha {
-		db.eraseLocked(k, []erasedArtifact{{Seq: ha.a.Seq, ID: ha.a.ID}})
+		db.eraseLocked(k, []manifest.ErasedArtifact{{Seq: ha.a.Seq, ID: ha.a.ID}})
 	}
 }
 
@@ -306,7 +266,7 @@ func CheckFutureTime(field string, t, now time.Time) *InvalidError {
 // eraseLocked erases the visible artifacts es of k as an erase record
 // does, without moving the version or the newest time (the caller does).
 // Callers hold mu.Lock.
-func (db *DB) eraseLocked(k wsKey, es []erasedArtifact) {
+func (db *DB) eraseLocked(k wsKey, es []manifest.ErasedArtifact) {
 	if len(es) == 0 {
 		return
 	}
@@ -325,10 +285,10 @@ func (db *DB) eraseLocked(k wsKey, es []erasedArtifact) {
 	db.head.erasures++ // flush soon: the WAL holds the artifacts' bytes
 	v, exists := db.versions[k]
 	if !exists {
-		v = wsVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
+		v = manifest.DataVersion{Tenant: k.Tenant, Workspace: k.Workspace, Newest: math.MinInt64}
 	}
-	list := append(slices.Clone(v.Erased), es...) // a new array: wsVersion values are copied
-	slices.SortFunc(list, func(a, b erasedArtifact) int { return cmp.Compare(a.Seq, b.Seq) })
+	list := append(slices.Clone(v.Erased), es...) // a new array: manifest.DataVersion values are copied
+	slices.SortFunc(list, func(a, b manifest.ErasedArtifact) int { return cmp.Compare(a.Seq, b.Seq) })
 	v.Erased = list
 	db.versions[k] = v
 	db.pruneErased()
@@ -338,12 +298,12 @@ func (db *DB) eraseLocked(k wsKey, es []erasedArtifact) {
 // checkpointStateLocked copies the versions and retention of every
 // workspace, for a manifest whose checkpoint is the current log position
 // (a WAL rotation). Callers hold mu.
-func (db *DB) checkpointStateLocked() ([]wsVersion, []retention) {
-	vs := make([]wsVersion, 0, len(db.versions))
+func (db *DB) checkpointStateLocked() ([]manifest.DataVersion, []manifest.Retention) {
+	vs := make([]manifest.DataVersion, 0, len(db.versions))
 	for _, v := range db.versions {
 		vs = append(vs, v) // Erased is never modified in place: sharing it is safe
 	}
-	rs := make([]retention, 0, len(db.retention))
+	rs := make([]manifest.Retention, 0, len(db.retention))
 	for _, r := range db.retention {
 		rs = append(rs, r)
 	}

@@ -1,10 +1,8 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"math"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/vfs"
 )
 
@@ -273,48 +272,6 @@ func TestRetentionCutoff(t *testing.T) {
 	}
 }
 
-// TestManifestRetention: version 4 round-trips the retention entries, sorted;
-// a version 3 manifest (no retention section) still reads.
-func TestManifestRetention(t *testing.T) {
-	m := sampleManifest()
-	m.Retention = []retention{
-		{Tenant: "t", Workspace: "w", Days: 30, Cutoff: -7},
-		{Tenant: "a", Workspace: "b", Days: 1, Cutoff: math.MinInt64},
-	}
-	got, err := decodeManifest("m", m.encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []retention{m.Retention[1], m.Retention[0]}
-	if !reflect.DeepEqual(got.Retention, want) {
-		t.Fatalf("retention %+v, want %+v", got.Retention, want)
-	}
-
-	// A version 3 file: drop the empty retention section, patch the frame.
-	m.Retention = nil
-	b := m.encode()
-	if b[len(b)-5] != 0 {
-		t.Fatalf("empty retention section is % x", b[len(b)-5:len(b)-4])
-	}
-	v3 := slices.Clone(b[:len(b)-5])
-	binary.LittleEndian.PutUint32(v3[8:], 3)
-	binary.LittleEndian.PutUint32(v3[12:], uint32(len(v3)-16))
-	v3 = binary.LittleEndian.AppendUint32(v3, crc32.Checksum(v3[8:], castagnoli))
-	if got, err := decodeManifest("m", v3); err != nil || got.Retention != nil || len(got.Versions) != 2 {
-		t.Fatalf("version 3: %+v %v", got, err)
-	}
-
-	for _, bad := range [][]retention{
-		{{Tenant: "t", Workspace: "w", Days: 0}},
-		{{Tenant: "t", Workspace: "w", Days: MaxRetentionDays + 1}},
-	} {
-		m.Retention = bad
-		if _, err := decodeManifest("m", m.encode()); err == nil {
-			t.Errorf("retention %+v accepted", bad)
-		}
-	}
-}
-
 // failSegments is the OS file system, except that it refuses to create
 // segment files once allow (-1: no limit) have been created: a flush then
 // fails at that head, which stays frozen for the next flush.
@@ -371,7 +328,7 @@ func TestRetentionCheckpointState(t *testing.T) {
 		t.Fatal("flush of the second head succeeded")
 	}
 	ids := []uuid.UUID{a, b}
-	check := func(when string) (retention, uint64) {
+	check := func(when string) (manifest.Retention, uint64) {
 		t.Helper()
 		listed := listIDs(t, db, "t1", ListQuery{})
 		slices.SortFunc(listed, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })

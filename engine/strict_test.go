@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/vfs"
 )
 
@@ -334,7 +335,7 @@ func TestStrictCrashBackupRestore(t *testing.T) {
 			}
 			checkRestored(t, n, again, acked)
 		}
-		if _, err := os.Stat(filepath.Join(root, "r", manifestName)); err == nil {
+		if _, err := os.Stat(filepath.Join(root, "r", manifest.FileName)); err == nil {
 			checkRestored(t, n, filepath.Join(root, "r"), acked)
 		}
 	}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/artmeta"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -50,7 +53,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	r := &VerifyReport{Faults: []string{}, Warnings: []string{}}
 	fault := func(format string, args ...any) { r.Faults = append(r.Faults, fmt.Sprintf(format, args...)) }
 
-	m, err := readManifest(dir)
+	m, err := manifest.Read(dir)
 	switch {
 	case err != nil:
 		fault("%v", err)
@@ -62,7 +65,7 @@ func Verify(dir string) (*VerifyReport, error) {
 			fault("%v", err)
 			return r, nil
 		}
-		m = &manifest{NextSegmentID: 1, Checkpoint: 1}
+		m = &manifest.Manifest{NextSegmentID: 1, Checkpoint: 1}
 		r.Warnings = append(r.Warnings, "no MANIFEST: a data directory never flushed, or made before one was written at creation (an empty one is written at next open)")
 	}
 	r.Tombstones = len(m.Tombstones)
@@ -150,10 +153,10 @@ func Verify(dir string) (*VerifyReport, error) {
 					r.Artifacts++
 				}
 				if hasMeta { // each row must be its artifact's metadata
-					row, err := metaRowAt(meta, w.Artifacts, ord)
+					row, err := artmeta.RowAt(meta, w.Artifacts, ord)
 					var m *artifact.Artifact
 					if err == nil {
-						m, err = decodeMetaRow(row, a.ID, a.Seq)
+						m, err = artmeta.DecodeRow(row, a.ID, a.Seq)
 					}
 					full := *a
 					full.Payload = nil
@@ -183,7 +186,7 @@ func Verify(dir string) (*VerifyReport, error) {
 	return r, nil
 }
 
-func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, string), fault func(string, ...any)) {
+func verifyWAL(dir string, m *manifest.Manifest, r *VerifyReport, seen func(uuid.UUID, string), fault func(string, ...any)) {
 	files, err := wal.Files(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -219,9 +222,9 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				fault("wal: %s at offset %d: seq %d does not follow %d", path, off, rec.Seq, lastSeq)
 			}
 			lastSeq = rec.Seq
-			switch recordType(rec.Type) {
-			case recArtifact:
-				a, spans, _, err := decodeArtifactRecord(rec.Payload)
+			switch record.Type(rec.Type) {
+			case record.TypeArtifact:
+				a, spans, _, _, err := record.DecodeArtifact(rec.Payload)
 				if err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 					return nil
@@ -232,32 +235,32 @@ func verifyWAL(dir string, m *manifest, r *VerifyReport, seen func(uuid.UUID, st
 				seen(a.ID, fmt.Sprintf("%s at offset %d", path, off))
 				r.Artifacts++
 				r.Spans += len(spans)
-			case recEraseWorkspace:
-				if _, _, err := decodeEraseRecord(rec.Payload); err != nil {
+			case record.TypeEraseWorkspace:
+				if _, _, err := record.DecodeEraseWorkspace(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recEraseArtifact:
-				if _, err := decodeEraseArtifactRecord(rec.Payload); err != nil {
+			case record.TypeEraseArtifact:
+				if _, err := record.DecodeEraseArtifact(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recRetention:
-				if _, err := decodeRetentionRecord(rec.Payload); err != nil {
+			case record.TypeRetention:
+				if _, err := record.DecodeRetention(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recVectors:
-				if _, err := decodeVectorsRecord(rec.Payload); err != nil {
+			case record.TypeVectors:
+				if _, err := record.DecodeVectors(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recFeedback:
-				if _, err := decodeFeedbackRecord(rec.Payload); err != nil {
+			case record.TypeFeedback:
+				if _, err := record.DecodeFeedback(rec.Payload); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
-			case recReceipt:
+			case record.TypeReceipt:
 				if _, err := decodeReceiptRecord(rec.Payload, false); err != nil {
 					fault("wal: %s at offset %d: %v", path, off, err)
 				}
 			default:
-				if !isControlRecord(recordType(rec.Type)) { // control payloads are the control state's to check
+				if !isControlRecord(record.Type(rec.Type)) { // control payloads are the control state's to check
 					fault("wal: %s at offset %d: unknown record type %d", path, off, rec.Type)
 				}
 			}

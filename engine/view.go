@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
@@ -28,7 +29,7 @@ import (
 // artifacts is read through its view without them.
 type View struct {
 	db      *DB
-	version wsVersion
+	version manifest.DataVersion
 	srcs    []partSource
 	fb      *feedbackState
 	// arts caches artifact metadata read for Doc and Span, so each

@@ -1,4 +1,13 @@
-package engine
+// Package manifest holds the MANIFEST, the durable root of the engine's
+// state (which segments are live, where WAL replay starts, workspace
+// erasures and data versions, the embedder, retention), with its binary
+// codec, byte-exact with docs/format/manifest.md, and the compaction
+// planner, which chooses the runs of segments to rewrite.
+//
+// Both are pure of the engine's locks and files beyond the MANIFEST itself,
+// so they are tested by table here; the engine decides when to write a
+// manifest and runs the compactions. It imports no part of the engine.
+package manifest
 
 import (
 	"encoding/binary"
@@ -10,75 +19,87 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/vfs"
 )
 
-// manifestName is the file that says which segments are live and where WAL
+// FileName is the file that says which segments are live and where WAL
 // replay starts. It is replaced atomically (write temp, fsync, rename, fsync dir).
-const manifestName = "MANIFEST"
+const FileName = "MANIFEST"
 
-var manifestMagic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
+var magic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
-// manifestVersion is the version written. Version 1 (still read) has no
+// currentVersion is the version written. Version 1 (still read) has no
 // embedder field; version 2 (still read) has no erased artifacts; version 3
 // (still read) has no retention.
-const manifestVersion = 4
+const currentVersion = 4
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// manifest is the durable root of the engine's state: everything not in it is
+// Manifest is the durable root of the engine's state: everything not in it is
 // recovered by replaying the WAL from Checkpoint.
-type manifest struct {
+type Manifest struct {
 	NextSegmentID uint64
 	Checkpoint    int    // index of the first WAL file replay needs; older files are garbage
 	LastSeq       uint64 // highest WAL sequence number whose effects live in segments
-	Segments      []segmentEntry
-	Tombstones    []tombstone // erased workspaces whose old data may still sit in segments
-	Versions      []wsVersion // data version of every workspace ever changed
+	Segments      []Segment
+	Tombstones    []Tombstone   // erased workspaces whose old data may still sit in segments
+	Versions      []DataVersion // data version of every workspace ever changed
 	// Embedder names the vector space of every vector in the directory:
 	// the embedder's model, or "none" for lexical-only; "" only in a
 	// version 1 manifest or a new directory (not recorded yet).
 	Embedder    string
 	EmbedderDim int
-	// Retention lists the workspaces whose retention is set (retention.go).
-	Retention []retention
+	// Retention lists the workspaces whose retention is set
+	// (engine/retention.go).
+	Retention []Retention
 }
 
-// wsVersion is a workspace's data version: the sequence number of its latest
+// DataVersion is a workspace's data version: the sequence number of its latest
 // change (ingest, feedback, erasure). Receipt ids derive from it, so it is
 // kept here and never moves backwards, whatever compaction removes.
-type wsVersion struct {
+type DataVersion struct {
 	Tenant, Workspace string
 	Seq               uint64
 	Newest            int64 // newest visible artifact time (Unix µs), the default as_of of packs
 	// Erased lists the workspace's erased artifacts that a segment may still
-	// hold, in seq order (see erase_artifact.go). Never modified in place:
-	// a change replaces the slice, as wsVersion values are copied.
-	Erased []erasedArtifact
+	// hold, in seq order (see engine/erase_artifact.go). Never modified in place:
+	// a change replaces the slice, as DataVersion values are copied.
+	Erased []ErasedArtifact
 }
 
-// erasedArtifact names an erased artifact by the seq of the record that
+// ErasedArtifact names an erased artifact by the seq of the record that
 // stored it and its id.
-type erasedArtifact struct {
+type ErasedArtifact struct {
 	Seq uint64
 	ID  [16]byte
 }
 
-// segmentEntry names a live segment; Segments are kept in ascending sequence order.
-type segmentEntry struct {
+// Segment names a live segment; Segments are kept in ascending sequence order.
+type Segment struct {
 	ID             uint64
 	Size           int64
 	MinSeq, MaxSeq uint64
 }
 
-// tombstone hides every artifact of a workspace with Seq < Seq.
-type tombstone struct {
+// Tombstone hides every artifact of a workspace with Seq < Seq.
+type Tombstone struct {
 	Tenant, Workspace string
 	Seq               uint64
 }
 
-func (m *manifest) encode() []byte {
+// Retention is a workspace's retention setting and cutoff.
+type Retention struct {
+	Tenant, Workspace string
+	Days              uint64
+	Cutoff            int64 // Unix µs; artifacts older are erased. math.MinInt64: none yet
+}
+
+// Encode returns the MANIFEST file's bytes: tombstones, data versions and
+// retention sorted by (tenant, workspace), so that equal states encode to
+// equal bytes.
+func (m *Manifest) Encode() []byte {
 	body := binary.AppendUvarint(nil, m.NextSegmentID)
 	body = binary.AppendUvarint(body, uint64(m.Checkpoint))
 	body = binary.AppendUvarint(body, m.LastSeq)
@@ -89,24 +110,24 @@ func (m *manifest) encode() []byte {
 		body = binary.AppendUvarint(body, s.MinSeq)
 		body = binary.AppendUvarint(body, s.MaxSeq)
 	}
-	ts := append([]tombstone(nil), m.Tombstones...)
+	ts := append([]Tombstone(nil), m.Tombstones...)
 	sort.Slice(ts, func(i, j int) bool { return wsLess(ts[i].Tenant, ts[i].Workspace, ts[j].Tenant, ts[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(ts)))
 	for _, t := range ts {
-		body = appendString(body, t.Tenant)
-		body = appendString(body, t.Workspace)
+		body = codec.AppendString(body, t.Tenant)
+		body = codec.AppendString(body, t.Workspace)
 		body = binary.AppendUvarint(body, t.Seq)
 	}
-	vs := append([]wsVersion(nil), m.Versions...)
+	vs := append([]DataVersion(nil), m.Versions...)
 	sort.Slice(vs, func(i, j int) bool { return wsLess(vs[i].Tenant, vs[i].Workspace, vs[j].Tenant, vs[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(vs)))
 	for _, v := range vs {
-		body = appendString(body, v.Tenant)
-		body = appendString(body, v.Workspace)
+		body = codec.AppendString(body, v.Tenant)
+		body = codec.AppendString(body, v.Workspace)
 		body = binary.AppendUvarint(body, v.Seq)
 		body = binary.AppendVarint(body, v.Newest)
 	}
-	body = appendString(body, m.Embedder)
+	body = codec.AppendString(body, m.Embedder)
 	body = binary.AppendUvarint(body, uint64(m.EmbedderDim))
 	// Version 3: erased artifacts per workspace, workspaces in the order above.
 	n := 0
@@ -120,8 +141,8 @@ func (m *manifest) encode() []byte {
 		if len(v.Erased) == 0 {
 			continue
 		}
-		body = appendString(body, v.Tenant)
-		body = appendString(body, v.Workspace)
+		body = codec.AppendString(body, v.Tenant)
+		body = codec.AppendString(body, v.Workspace)
 		body = binary.AppendUvarint(body, uint64(len(v.Erased)))
 		for _, e := range v.Erased {
 			body = binary.AppendUvarint(body, e.Seq)
@@ -129,18 +150,18 @@ func (m *manifest) encode() []byte {
 		}
 	}
 	// Version 4: retention per workspace, by (tenant, workspace).
-	rs := append([]retention(nil), m.Retention...)
+	rs := append([]Retention(nil), m.Retention...)
 	sort.Slice(rs, func(i, j int) bool { return wsLess(rs[i].Tenant, rs[i].Workspace, rs[j].Tenant, rs[j].Workspace) })
 	body = binary.AppendUvarint(body, uint64(len(rs)))
 	for _, r := range rs {
-		body = appendString(body, r.Tenant)
-		body = appendString(body, r.Workspace)
+		body = codec.AppendString(body, r.Tenant)
+		body = codec.AppendString(body, r.Workspace)
 		body = binary.AppendUvarint(body, r.Days)
 		body = binary.AppendVarint(body, r.Cutoff)
 	}
 	out := make([]byte, 0, 20+len(body))
-	out = append(out, manifestMagic[:]...)
-	out = binary.LittleEndian.AppendUint32(out, manifestVersion)
+	out = append(out, magic[:]...)
+	out = binary.LittleEndian.AppendUint32(out, currentVersion)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
 	out = append(out, body...)
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out[8:], castagnoli))
@@ -155,32 +176,34 @@ func wsLess(t1, w1, t2, w2 string) bool {
 	return w1 < w2
 }
 
-// ManifestError reports a damaged manifest with the offset of the fault.
-type ManifestError struct {
+// Error reports a damaged manifest with the offset of the fault.
+type Error struct {
 	File   string
 	Offset int64
 	Reason string
 }
 
-func (e *ManifestError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("manifest %s at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
-// Is reports a ManifestError as corruption: errors.Is(err, codec.ErrCorrupt).
-func (e *ManifestError) Is(target error) bool { return target == codec.ErrCorrupt }
+// Is reports an Error as corruption: errors.Is(err, codec.ErrCorrupt).
+func (e *Error) Is(target error) bool { return target == codec.ErrCorrupt }
 
-func decodeManifest(file string, b []byte) (*manifest, error) {
+// Decode decodes a MANIFEST file's bytes; file names it in errors. Every
+// fault is an *Error.
+func Decode(file string, b []byte) (*Manifest, error) {
 	bad := func(off int, reason string) error {
-		return &ManifestError{File: file, Offset: int64(off), Reason: reason}
+		return &Error{File: file, Offset: int64(off), Reason: reason}
 	}
 	if len(b) < 20 {
 		return nil, bad(0, fmt.Sprintf("file is %d bytes, shorter than the 20-byte frame", len(b)))
 	}
-	if [8]byte(b[:8]) != manifestMagic {
+	if [8]byte(b[:8]) != magic {
 		return nil, bad(0, "bad magic")
 	}
 	version := binary.LittleEndian.Uint32(b[8:])
-	if version < 1 || version > manifestVersion {
+	if version < 1 || version > currentVersion {
 		return nil, bad(8, fmt.Sprintf("unsupported version %d", version))
 	}
 	n := int(binary.LittleEndian.Uint32(b[12:]))
@@ -191,26 +214,26 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 		return nil, bad(16+n, fmt.Sprintf("checksum mismatch: computed %08x, stored %08x", got, want))
 	}
 	d := codec.Decoder{B: b[:16+n], Off: 16}
-	m := &manifest{}
+	m := &Manifest{}
 	m.NextSegmentID = d.Uvarint("")
 	m.Checkpoint = int(d.Uvarint(""))
 	m.LastSeq = d.Uvarint("")
 	nseg := d.Count("", 4)
 	for i := 0; i < nseg && d.Err == nil; i++ {
-		m.Segments = append(m.Segments, segmentEntry{ID: d.Uvarint(""), Size: int64(d.Uvarint("")), MinSeq: d.Uvarint(""), MaxSeq: d.Uvarint("")})
+		m.Segments = append(m.Segments, Segment{ID: d.Uvarint(""), Size: int64(d.Uvarint("")), MinSeq: d.Uvarint(""), MaxSeq: d.Uvarint("")})
 	}
 	nts := d.Count("", 3)
 	for i := 0; i < nts && d.Err == nil; i++ {
-		m.Tombstones = append(m.Tombstones, tombstone{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint("")})
+		m.Tombstones = append(m.Tombstones, Tombstone{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint("")})
 	}
 	nv := d.Count("", 3)
 	for i := 0; i < nv && d.Err == nil; i++ {
-		m.Versions = append(m.Versions, wsVersion{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint(""), Newest: d.Varint("")})
+		m.Versions = append(m.Versions, DataVersion{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint(""), Newest: d.Varint("")})
 	}
 	if version >= 2 {
 		m.Embedder = d.Str("")
-		if dim := d.Uvarint(""); d.Err == nil && dim > maxVectorDim {
-			d.Failf("", d.Off, "embedder dimension %d exceeds %d", dim, maxVectorDim)
+		if dim := d.Uvarint(""); d.Err == nil && dim > record.MaxVectorDim {
+			d.Failf("", d.Off, "embedder dimension %d exceeds %d", dim, record.MaxVectorDim)
 		} else {
 			m.EmbedderDim = int(dim)
 		}
@@ -220,9 +243,9 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 		for i := 0; i < nw && d.Err == nil; i++ {
 			tenant, ws := d.Str(""), d.Str("")
 			ne := d.Count("", 17)
-			erased := make([]erasedArtifact, 0, ne)
+			erased := make([]ErasedArtifact, 0, ne)
 			for j := 0; j < ne && d.Err == nil; j++ {
-				e := erasedArtifact{Seq: d.Uvarint("")}
+				e := ErasedArtifact{Seq: d.Uvarint("")}
 				e.ID = d.UUID("")
 				if d.Err == nil && (e.Seq == 0 || len(erased) > 0 && e.Seq <= erased[len(erased)-1].Seq) {
 					d.Failf("", d.Off, "erased artifacts of workspace %q are not in ascending seq order", ws)
@@ -249,11 +272,11 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	if version >= 4 {
 		nr := d.Count("", 4)
 		for i := 0; i < nr && d.Err == nil; i++ {
-			r := retention{Tenant: d.Str(""), Workspace: d.Str(""), Days: d.Uvarint(""), Cutoff: d.Varint("")}
+			r := Retention{Tenant: d.Str(""), Workspace: d.Str(""), Days: d.Uvarint(""), Cutoff: d.Varint("")}
 			switch {
 			case d.Err != nil:
-			case r.Days == 0 || r.Days > MaxRetentionDays:
-				d.Failf("", d.Off, "retention of workspace %q is %d days, not 1 to %d", r.Workspace, r.Days, MaxRetentionDays)
+			case r.Days == 0 || r.Days > record.MaxRetentionDays:
+				d.Failf("", d.Off, "retention of workspace %q is %d days, not 1 to %d", r.Workspace, r.Days, record.MaxRetentionDays)
 			case i > 0 && !wsLess(m.Retention[i-1].Tenant, m.Retention[i-1].Workspace, r.Tenant, r.Workspace):
 				d.Failf("", d.Off, "retention of workspace %q out of order or listed twice", r.Workspace)
 			default:
@@ -270,9 +293,9 @@ func decodeManifest(file string, b []byte) (*manifest, error) {
 	return m, nil
 }
 
-// readManifest returns (nil, nil) when the directory has no manifest yet.
-func readManifest(dir string) (*manifest, error) {
-	path := filepath.Join(dir, manifestName)
+// Read returns (nil, nil) when the directory has no manifest yet.
+func Read(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, FileName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -280,15 +303,10 @@ func readManifest(dir string) (*manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	return decodeManifest(path, b)
+	return Decode(path, b)
 }
 
-// writeManifest replaces the manifest atomically.
-func writeManifest(fsys vfs.FS, dir string, m *manifest) error {
-	return codec.WriteFile(fsys, dir, manifestName, m.encode())
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
+// Write replaces the manifest atomically.
+func Write(fsys vfs.FS, dir string, m *Manifest) error {
+	return codec.WriteFile(fsys, dir, FileName, m.Encode())
 }

@@ -1,4 +1,15 @@
-package engine
+// Package artmeta is the codec of a segment's ARTIFACT_META section
+// (docs/format/segment.md § ARTIFACT_META), which the engine writes for every
+// workspace: each artifact's metadata (the artifact encoding with an empty
+// payload), so that a context pack reads an artifact's type, creator,
+// session, time and permissions without decompressing its entry. Layout: u32
+// count, then count+1 u32 offsets into the rows (the first 0, the last their
+// length), then the rows in ordinal order.
+//
+// It is apart from the engine as the other formats the engine writes are
+// (engine/record, engine/manifest): bytes only, testable alone. It imports
+// no part of the engine.
+package artmeta
 
 import (
 	"encoding/binary"
@@ -8,22 +19,15 @@ import (
 	"github.com/loci-memory/loci/segment"
 )
 
-// The ARTIFACT_META section of a workspace holds each artifact's metadata
-// (the artifact encoding with an empty payload), so that a context pack
-// reads an artifact's type, creator, session, time and permissions without
-// decompressing its entry. Layout (docs/format/segment.md): u32 count, then
-// count+1 u32 offsets into the rows (the first 0, the last their length),
-// then the rows in ordinal order.
-
-// metaRow encodes one artifact's row: a without its payload.
-func metaRow(a *artifact.Artifact) []byte {
+// Row encodes one artifact's row: a without its payload.
+func Row(a *artifact.Artifact) []byte {
 	m := *a
 	m.Payload = nil
 	return artifact.AppendArtifact(nil, &m)
 }
 
-// encodeArtifactMeta builds the section from rows in ordinal order.
-func encodeArtifactMeta(rows [][]byte) []byte {
+// Encode builds the section's bytes from rows in ordinal order.
+func Encode(rows [][]byte) []byte {
 	n := 0
 	for _, r := range rows {
 		n += len(r)
@@ -42,17 +46,19 @@ func encodeArtifactMeta(rows [][]byte) []byte {
 	return b
 }
 
-// artifactMetaSection returns the section of a workspace's artifacts.
-func artifactMetaSection(arts []*artifact.Artifact) segment.Section {
+// Section returns the section of a workspace's artifacts, in ordinal
+// order.
+func Section(arts []*artifact.Artifact) segment.Section {
 	rows := make([][]byte, len(arts))
 	for i, a := range arts {
-		rows[i] = metaRow(a)
+		rows[i] = Row(a)
 	}
-	return segment.Section{Kind: segment.KindArtifactMeta, Data: encodeArtifactMeta(rows)}
+	return segment.Section{Kind: segment.KindArtifactMeta, Data: Encode(rows)}
 }
 
-// metaRowAt returns row ord of an ARTIFACT_META section holding count rows.
-func metaRowAt(sec []byte, count, ord int) ([]byte, error) {
+// RowAt returns row ord of an ARTIFACT_META section holding count rows
+// (the workspace's artifact count); the row aliases sec.
+func RowAt(sec []byte, count, ord int) ([]byte, error) {
 	le := binary.LittleEndian
 	if len(sec) < 4 || int(le.Uint32(sec)) != count {
 		return nil, fmt.Errorf("ARTIFACT_META: header does not hold %d rows", count)
@@ -68,9 +74,9 @@ func metaRowAt(sec []byte, count, ord int) ([]byte, error) {
 	return sec[rowsAt+lo : rowsAt+hi], nil
 }
 
-// decodeMetaRow decodes a row and checks that it is the artifact the
-// segment's table says (id and seq).
-func decodeMetaRow(row []byte, id [16]byte, seq uint64) (*artifact.Artifact, error) {
+// DecodeRow decodes a row and checks that it is the artifact the
+// segment's table says (id and seq) and carries no payload.
+func DecodeRow(row []byte, id [16]byte, seq uint64) (*artifact.Artifact, error) {
 	a, n, err := artifact.DecodeArtifact(row)
 	switch {
 	case err != nil:

@@ -1,4 +1,4 @@
-package engine
+package manifest
 
 import (
 	"slices"
@@ -7,19 +7,20 @@ import (
 )
 
 // Compaction planning: which contiguous run of segments to rewrite next. The
-// planner, planRun, is a pure function of the segments' ids, sizes and
+// planner, PlanRun, is a pure function of the segments' ids, sizes and
 // erased flags, the segments left alone after a failure, and the bounds, so
-// that it can be tested by table; DB.planCompaction gathers its inputs.
+// that it can be tested by table; the engine's DB.planCompaction
+// (engine/maintain.go) gathers its inputs.
 
-// planSegment is what the planner knows of a live segment.
-type planSegment struct {
+// PlanSegment is what the planner knows of a live segment.
+type PlanSegment struct {
 	ID     uint64
 	Size   int64 // file size in bytes
 	Erased bool  // holds erased data or expired receipts: must be rewritten
 }
 
-// compactionBounds bounds the runs the planner chooses.
-type compactionBounds struct {
+// PlanBounds bound the runs the planner chooses.
+type PlanBounds struct {
 	// MinRun: a run of small segments is merged once it has this many.
 	MinRun int
 	// MaxSegment: segments at least this large are not merged with others;
@@ -36,14 +37,14 @@ type compactionBounds struct {
 	MaxRunBytes int64
 }
 
-// planRun returns the first run segs[lo:hi] worth rewriting, or -1, -1: a
+// PlanRun returns the first run segs[lo:hi] worth rewriting, or -1, -1: a
 // large segment holding erased data alone, or a run of contiguous small
 // segments within MaxRunBytes that has at least MinRun segments or holds
 // erased data. Segments in failed are part of a run whose compaction failed
 // recently: no run includes them, and runs before and after them are
 // planned as if they were large. Only neighbours merge, which keeps
 // segments in Seq order.
-func planRun(segs []planSegment, failed map[uint64]bool, b compactionBounds) (lo, hi int) {
+func PlanRun(segs []PlanSegment, failed map[uint64]bool, b PlanBounds) (lo, hi int) {
 	mergeable := func(i int) bool { return !failed[segs[i].ID] && segs[i].Size < b.MaxSegment }
 	for i := 0; i < len(segs); {
 		if !mergeable(i) {
@@ -89,25 +90,25 @@ type failedRun struct {
 	until time.Time
 }
 
-// compactionFailures remembers the failed runs of one DB. Its own mutex
-// guards it: compactionDue plans without maintMu.
-type compactionFailures struct {
+// FailedRuns remembers the failed runs of one DB. Its own mutex guards
+// it: the engine's compactionDue plans without maintMu.
+type FailedRuns struct {
 	mu   sync.Mutex
 	runs []failedRun
 }
 
-// forgetAll forgets every failed run.
-func (f *compactionFailures) forgetAll() {
+// ForgetAll forgets every failed run.
+func (f *FailedRuns) ForgetAll() {
 	f.mu.Lock()
 	f.runs = nil
 	f.mu.Unlock()
 }
 
-// blocked returns the ids of the segments of failed runs still waiting at
+// Blocked returns the ids of the segments of failed runs still waiting at
 // now, and forgets runs of which a segment is no longer live: the segment
 // set changed under them (a later compaction or erasure rewrote one), so
 // planning starts afresh there.
-func (f *compactionFailures) blocked(live []planSegment, now time.Time) map[uint64]bool {
+func (f *FailedRuns) Blocked(live []PlanSegment, now time.Time) map[uint64]bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.runs) == 0 {
@@ -137,10 +138,10 @@ func (f *compactionFailures) blocked(live []planSegment, now time.Time) map[uint
 	return out
 }
 
-// failed records that compacting the run of ids failed at now and returns
+// Failed records that compacting the run of ids failed at now and returns
 // how long its segments are left alone. A run holding an earlier failed run
 // (the same segments and newer ones, say) continues that run's backoff.
-func (f *compactionFailures) failed(ids []uint64, now time.Time) time.Duration {
+func (f *FailedRuns) Failed(ids []uint64, now time.Time) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	in := make(map[uint64]bool, len(ids))

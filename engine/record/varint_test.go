@@ -1,4 +1,4 @@
-package engine
+package record
 
 import (
 	"strings"
@@ -8,8 +8,8 @@ import (
 	"github.com/loci-memory/loci/internal/varint"
 )
 
-// TestDecoderVarintRule checks that the engine's decoder (manifest, WAL
-// records, feedback, receipts) follows the one varint rule of
+// TestDecoderVarintRule checks that the decoder of the engine's formats
+// (WAL records, the MANIFEST, receipts) follows the one varint rule of
 // internal/varint: minimal, at most 64 bits, not truncated.
 func TestDecoderVarintRule(t *testing.T) {
 	cases := []struct {
@@ -42,11 +42,11 @@ func TestDecoderVarintRule(t *testing.T) {
 // TestRecordRejectsNonMinimalVarint checks the varints the artifact record
 // decodes itself: the erasure fence and the span count.
 func TestRecordRejectsNonMinimalVarint(t *testing.T) {
-	tenant := appendString([]byte{recordVersion}, "t")
-	if _, _, err := decodeEraseRecord(append(tenant, 0x81, 0x00, 'w')); err == nil {
+	tenant := codec.AppendString([]byte{Version}, "t")
+	if _, _, err := DecodeEraseWorkspace(append(tenant, 0x81, 0x00, 'w')); err == nil {
 		t.Error("erase record with a non-minimal string length decoded")
 	}
-	_, _, _, _, err := decodeFencedArtifactRecord([]byte{fencedArtifactVersion, 0x81, 0x00})
+	_, _, _, _, err := DecodeArtifact([]byte{FencedArtifactVersion, 0x81, 0x00})
 	if err == nil || !strings.Contains(err.Error(), "fence") {
 		t.Errorf("fenced artifact record with a non-minimal fence: err = %v, want a bad fence", err)
 	}
