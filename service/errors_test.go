@@ -69,7 +69,6 @@ func classifyCases() []classifyCase {
 		{"engine.ErrDuplicate", engine.ErrDuplicate, KindInternal, "", 0},
 		{"engine.ErrNoControl", engine.ErrNoControl, KindInternal, "", 0},
 		{"engine.ErrWorkspaceErased", engine.ErrWorkspaceErased, KindInternal, "", 0},
-		{"engine.ManifestError", &engine.ManifestError{File: "MANIFEST", Reason: "bad"}, KindInternal, "", 0},
 		{"control.DecodeError", &control.DecodeError{What: "snapshot", Reason: "bad"}, KindInternal, "", 0},
 		{"control.ErrBuiltinTenant", control.ErrBuiltinTenant, KindInternal, "", 0},
 		{"control.ErrDuplicateEmail", control.ErrDuplicateEmail, KindInternal, "", 0},
