@@ -16,6 +16,7 @@ import (
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
 )
 
 // directRunbook answers "How do I rotate the database credentials?".
@@ -76,7 +77,7 @@ func TestDirectAnswerOutranksLooseMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpd.New(db, ctl, httpd.Config{Version: "test", Logger: quiet})
+	srv := httpd.New(service.New(db, ctl, service.Config{Logger: quiet}), httpd.Config{Version: "test", Logger: quiet})
 	go srv.Serve(ln)
 	defer srv.Shutdown()
 	base := "http://" + ln.Addr().String()
