@@ -16,6 +16,7 @@ import (
 
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/export"
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // importFixtureArtifacts is more than one import batch (export.ImportBatchItems),
@@ -124,7 +125,7 @@ func lastOf(lines []string, kind string) int {
 // another tenant's copy of a tenant's artifacts shadowed them, and a data
 // version of 2^64-1 was accepted.
 func TestImportBrokenInputsChangeNothing(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	fillImportFixture(t, data, "default", "w", importFixtureArtifacts)
@@ -256,7 +257,7 @@ func firstIDOf(t *testing.T, file string) string {
 // its run leaves a directory that verifies and serves, holding either
 // nothing of the import or all of it, and its own data unchanged.
 func TestImportKilled(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	pristine := filepath.Join(dir, "pristine")
 	fillImportFixture(t, pristine, "default", "w", 200)
@@ -283,9 +284,7 @@ func TestImportKilled(t *testing.T) {
 		data := filepath.Join(dir, fmt.Sprintf("round%d", i))
 		copyDir(t, pristine, data)
 		cmd := exec.Command(bin, "import", "--data", data, "--in", file, "--workspace", "imp")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		proctest.Start(t, cmd)
 		// From early in the run to just past its end.
 		time.Sleep(took * time.Duration(i+1) / rounds)
 		cmd.Process.Signal(syscall.SIGKILL)
