@@ -4,21 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 )
 
 func open(t *testing.T) *engine.DB {
 	t.Helper()
-	db, err := engine.Open(t.TempDir(), engine.Options{NoEmbedder: true, DisableBackground: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := enginetest.Open(t, t.TempDir(), engine.Options{NoEmbedder: true, DisableBackground: true})
 	t.Cleanup(func() { db.Close() })
 	return db
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/service"
 )
 
@@ -53,13 +54,9 @@ func (h *harness) start() {
 	}
 	h.ctl = control.New(now)
 	opts := h.opts
-	opts.Logger, opts.Control = quiet, h.ctl
-	db, err := engine.Open(h.dir, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	opts.Logger = quiet
+	db := enginetest.OpenControlled(h.t, h.dir, opts, h.ctl)
 	h.db = db
-	h.ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		h.t.Fatal(err)

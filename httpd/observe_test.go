@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
@@ -31,13 +32,8 @@ func startObserved(t *testing.T, cfg Config, scfg service.Config) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), cfg: cfg, scfg: scfg, opts: engine.Options{NoEmbedder: true, Logger: quiet}}
 	h.ctl = control.New(time.Now)
-	h.opts.Control = h.ctl
-	db, err := engine.Open(h.dir, h.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := enginetest.OpenControlled(t, h.dir, h.opts, h.ctl)
 	h.db = db
-	h.ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/service"
 )
 
@@ -66,13 +66,9 @@ func TestDirectAnswerOutranksLooseMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl := control.New(time.Now)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := engine.Open(t.TempDir(), engine.Options{Control: ctl, Logger: quiet, Embedder: enc, EmbedInBackground: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	quiet := enginetest.Quiet()
+	db := enginetest.OpenControlled(t, t.TempDir(), engine.Options{Logger: quiet, Embedder: enc, EmbedInBackground: true}, ctl)
 	defer db.Close()
-	ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
