@@ -30,7 +30,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Config configures a Server. The zero value serves with authentication off.
+// Config configures a Server; zero fields take their defaults. Who may call
+// (the admin key, registration, rate limits) is the service's configuration.
 type Config struct {
 	// Cluster, when set, is the cluster this node belongs to (cluster
 	// mode): responses carry its data version, requests may ask for one.
