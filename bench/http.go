@@ -17,6 +17,7 @@ import (
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -110,7 +111,7 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 		return nil, err
 	}
 	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(),
-		srv: httpd.New(db, ctl, httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
+		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/wal"
 	"github.com/valyala/fasthttp"
 )
@@ -212,7 +213,8 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := httpd.New(db, ctl, httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: quietLogger()})
+	log := quietLogger()
+	srv := httpd.New(service.New(db, ctl, service.Config{Logger: log}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})
 	go srv.Serve(ln)
 	stopServer := sync.OnceFunc(func() { srv.Shutdown() })
 	defer stopServer()

@@ -12,8 +12,24 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/cluster/natstest"
+	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
+	"github.com/loci-memory/loci/telemetry"
 )
+
+// startService makes srv serve node n with control state ctl, wired as
+// cmd/loci's serveCluster wires it: a sharded service with asynchronous
+// indexing refused and, with metrics, the engines' gauges following the
+// shards n serves and n's own series scraped.
+func startService(srv *httpd.Server, n *Node, ctl *control.Store, scfg service.Config, metrics *telemetry.Metrics) {
+	scfg.NoJobs = true
+	srv.Start(service.NewSharded(n, ctl, scfg))
+	if metrics != nil {
+		n.OnEngines(metrics.WatchEngines)
+		metrics.Register(n)
+	}
+}
 
 // serveHTTP serves node's engines over the HTTP API on a loopback port and
 // returns its base URL.
@@ -23,9 +39,10 @@ func serveHTTP(t *testing.T, n *Node) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpd.NewStarting(httpd.Config{Cluster: n, Logger: testLogger(t)})
+	log := testLogger(t)
+	srv := httpd.NewStarting(httpd.Config{Cluster: n, Logger: log})
 	go srv.Serve(ln)
-	srv.StartSharded(n, n.cfg.Control)
+	startService(srv, n, n.cfg.Control, service.Config{Logger: log}, nil)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()
 }

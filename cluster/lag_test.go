@@ -16,6 +16,7 @@ import (
 	"github.com/loci-memory/loci/cluster/natstest"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 )
 
@@ -82,9 +83,10 @@ func TestLaggingApplierReportedAndCaughtUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpd.NewStarting(httpd.Config{Cluster: b, Metrics: metrics, Logger: testLogger(t)})
+	log := testLogger(t)
+	srv := httpd.NewStarting(httpd.Config{Cluster: b, Metrics: metrics, Logger: log})
 	go srv.Serve(ln)
-	srv.StartSharded(b, b.cfg.Control)
+	startService(srv, b, b.cfg.Control, service.Config{Logger: log}, metrics)
 	t.Cleanup(func() { srv.Shutdown() })
 	base := "http://" + ln.Addr().String()
 

@@ -107,8 +107,8 @@ func startAPINode(nc *natstest.Cluster, dir, id, addr string, shards, replicas i
 		return nil, fmt.Errorf("open %s: %w", id, err)
 	}
 	ctl.Attach(node.ControlEngine().AppendControl)
-	srv := httpd.NewStarting(httpd.Config{Cluster: node, APIKey: partialKey, Version: "test", Logger: quiet})
-	srv.StartSharded(node, ctl)
+	srv := httpd.NewStarting(httpd.Config{Cluster: node, Version: "test", Logger: quiet})
+	startService(srv, node, ctl, service.Config{AdminKey: partialKey, Logger: quiet}, nil)
 	go srv.Serve(ln)
 	return &apiNode{node: node, ctl: ctl, srv: srv, base: "http://" + ln.Addr().String()}, nil
 }

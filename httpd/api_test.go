@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loci-memory/loci/service"
 	"github.com/valyala/fasthttp"
 )
 
@@ -373,7 +374,7 @@ func TestAsyncJobs(t *testing.T) {
 
 // Jobs accepted by a server without workers are indexed after a restart.
 func TestAsyncJobsResumeAfterRestart(t *testing.T) {
-	h := newHarness(t, Config{AsyncIndexing: true, IndexWorkers: -1})
+	h := newHarness(t, Config{}, service.Config{AsyncIndexing: true, IndexWorkers: -1})
 	raw := `{"content":"resume me after the restart"}`
 	m := h.do("POST", "/v1/ingest", "", `{"workspace_id":"ws","actor_id":"a","artifact_type":"note","raw_payload":`+raw+`}`).must(t, 201)
 	id := str(m, "artifact_id")
@@ -403,7 +404,7 @@ func TestAsyncJobsResumeAfterRestart(t *testing.T) {
 	if j := h.do("GET", "/v2/jobs/"+job, "", nil).must(t, 200); str(j, "status") != "pending" || j["artifact_id"] != nil {
 		t.Fatalf("job before restart %v", j)
 	}
-	h.cfg.IndexWorkers = 0 // default workers
+	h.scfg.IndexWorkers = 0 // default workers
 	h.restart()
 	if j := waitJob(t, h, "", job); str(j, "status") != "done" {
 		t.Fatalf("job after restart %v", j)

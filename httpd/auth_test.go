@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/service"
 )
 
 const adminKey = "admin-secret-key-for-tests"
@@ -36,7 +38,7 @@ func TestAuthenticationOff(t *testing.T) {
 }
 
 func TestAuthenticationOn(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	h.do("POST", "/v1/ingest", "", chatTurn("w", "x")).fails(t, 401, "X-API-Key")
 	h.do("POST", "/v1/ingest", "lk_wrong", chatTurn("w", "x")).fails(t, 401, "invalid API key")
 	h.do("GET", "/health", "", nil).must(t, 200) // health needs no key
@@ -135,7 +137,7 @@ func TestAuthenticationOn(t *testing.T) {
 }
 
 func TestOpenRegistration(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey, OpenRegistration: true})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey, OpenRegistration: true})
 	m := h.do("POST", "/v1/register", "", map[string]any{"email": "self@example.com"}).must(t, 201)
 	if str(m, "plan") != "free" {
 		t.Fatalf("open registration plan %v", m)
@@ -145,7 +147,7 @@ func TestOpenRegistration(t *testing.T) {
 }
 
 func TestTenantIsolation(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	tidA, a := register(t, h, "a@example.com", "pro")
 	_, b := register(t, h, "b@example.com", "pro")
 	// Both use workspace "shared".
@@ -187,7 +189,7 @@ func TestTenantIsolation(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey, RateWindow: 2 * time.Second})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey, RateWindow: 2 * time.Second})
 	tid, key := register(t, h, "r@example.com", "free")
 	for i := 0; i < 30; i++ {
 		r := h.do("GET", "/v1/billing/plan", key, nil)
@@ -217,7 +219,7 @@ func TestRateLimit(t *testing.T) {
 
 // Usage counts are exact under concurrent requests and across a restart.
 func TestUsageExactUnderConcurrency(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	tid, key := register(t, h, "busy@example.com", "enterprise")
 	const workers, each = 8, 15
 	var wg sync.WaitGroup

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // slowBody opens a connection and sends a request's headers declaring a
@@ -52,7 +54,7 @@ func answer(t *testing.T, c net.Conn) (*http.Response, string) {
 // its key is missing or invalid, without the server waiting for (and
 // holding) the body; it used to be read whole first. /mcp too.
 func TestBodyNotReadBeforeAuthentication(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	addr := strings.TrimPrefix(h.base, "http://")
 	for _, c := range []struct {
 		name, path string

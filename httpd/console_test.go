@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/loci-memory/loci/console"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 )
@@ -19,7 +20,7 @@ func TestConsoleMount(t *testing.T) {
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetBodyString("console " + string(ctx.Method()) + " " + string(ctx.Request.URI().PathOriginal()))
 	}
-	h := newHarness(t, Config{APIKey: "admin-key", Console: ui, Metrics: m})
+	h := newHarness(t, Config{Console: ui, Metrics: m}, service.Config{AdminKey: "admin-key"})
 	for _, c := range []struct{ method, path string }{
 		{"GET", "/ui"}, {"GET", "/ui/"}, {"GET", "/ui/workspaces/a%2Fb"}, {"GET", "/ui/assets/app-X.js"}, {"POST", "/ui/api/metrics"},
 	} {
@@ -57,7 +58,7 @@ func TestConsoleMetricsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = newHarness(t, Config{APIKey: adminKey, Console: ui.Serve, Metrics: m})
+	h = newHarness(t, Config{Console: ui.Serve, Metrics: m}, service.Config{AdminKey: adminKey})
 	_, tenant := register(t, h, "metrics@example.com", "pro")
 	for _, c := range []struct {
 		name, key string

@@ -5,13 +5,15 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // TestSingleNodeIgnoresClusterHeaders: a single node has no cluster to
 // forward to; the cluster's internal headers change nothing there (in a
 // cluster, a forged mark is refused: cluster's partial_test.go).
 func TestSingleNodeIgnoresClusterHeaders(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	h.do("POST", "/v1/ingest", adminKey, `{"workspace_id":"w1","actor_id":"a","artifact_type":"note","raw_payload":{"text":"hello"}}`).must(t, http.StatusCreated)
 	plain := h.do("GET", "/v1/workspaces", adminKey, nil)
 	req, err := http.NewRequest("GET", h.base+"/v1/workspaces", nil)

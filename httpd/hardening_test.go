@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // TestInvalidUTF8IsRefused: invalid UTF-8 anywhere in a JSON body is a 400
@@ -57,7 +59,7 @@ func TestInvalidUTF8IsRefused(t *testing.T) {
 // TestHealthCountersNeedAKey: with authentication on, /health shows status
 // and version to anyone, the engine's counters only with a valid key.
 func TestHealthCountersNeedAKey(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, tenantKey := register(t, h, "health@example.com", "free")
 	for _, c := range []struct {
 		key      string
@@ -167,7 +169,7 @@ func TestOpenRegistrationLimitAndNoEmailOracle(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	h := newHarness(t, Config{APIKey: adminKey, OpenRegistration: true, RegisterLimit: 3, RegisterWindow: time.Hour, Now: clock})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey, OpenRegistration: true, RegisterLimit: 3, RegisterWindow: time.Hour, Now: clock})
 	existingID, existingKey := register(t, h, "taken@example.com", "pro")
 
 	fresh := h.do("POST", "/v1/register", "", map[string]any{"email": "new@example.com"})

@@ -12,14 +12,18 @@ import (
 
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
+	"github.com/loci-memory/loci/service"
 )
 
 // harness runs the real server on a loopback port over a real engine and
 // control state in a temporary data directory, and can restart it there.
+// It wires them as cmd/loci does (newService).
 type harness struct {
 	t    *testing.T
 	dir  string
 	cfg  Config
+	scfg service.Config
 	opts engine.Options
 	db   *engine.DB
 	ctl  *control.Store
@@ -29,9 +33,14 @@ type harness struct {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newHarness(t *testing.T, cfg Config) *harness {
+// newHarness starts a server with cfg over a service with scfg (at most
+// one; default: authentication off).
+func newHarness(t *testing.T, cfg Config, scfg ...service.Config) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), cfg: cfg, opts: engine.Options{NoEmbedder: true}}
+	if len(scfg) > 0 {
+		h.scfg = scfg[0]
+	}
 	h.start()
 	t.Cleanup(h.stop)
 	return h
@@ -39,28 +48,34 @@ func newHarness(t *testing.T, cfg Config) *harness {
 
 func (h *harness) start() {
 	h.t.Helper()
-	now := h.cfg.Now
+	now := h.scfg.Now
 	if now == nil {
 		now = time.Now
 	}
 	h.ctl = control.New(now)
 	opts := h.opts
-	opts.Logger, opts.Control = quiet, h.ctl
-	db, err := engine.Open(h.dir, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	opts.Logger = quiet
+	db := enginetest.OpenControlled(h.t, h.dir, opts, h.ctl)
 	h.db = db
-	h.ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	cfg := h.cfg
 	cfg.Version, cfg.Logger = "test", quiet
-	h.srv = New(db, h.ctl, cfg)
+	h.srv = New(newService(db, h.ctl, cfg, h.scfg), cfg)
 	go h.srv.Serve(ln)
 	h.base = "http://" + ln.Addr().String()
+}
+
+// newService is the service a server with cfg serves over db and its
+// control state ctl, as cmd/loci builds it: scfg, logging to the server's
+// logger unless it has its own.
+func newService(db *engine.DB, ctl *control.Store, cfg Config, scfg service.Config) *service.Service {
+	if scfg.Logger == nil {
+		scfg.Logger = cfg.Logger
+	}
+	return service.New(db, ctl, scfg)
 }
 
 func (h *harness) stop() {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // faultyListener is a real loopback listener whose Accept fails with err
@@ -65,8 +67,9 @@ func TestServeRetriesTemporaryAcceptErrors(t *testing.T) {
 			ln := &faultyListener{Listener: inner, err: errno}
 			ln.failures.Store(8) // backoff 5+10+...+640 ms: about 1.3 s
 			var logs logBuffer
-			srv := NewStarting(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			srv.Start(h.db, h.ctl)
+			cfg := Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			srv := NewStarting(cfg)
+			srv.Start(newService(h.db, h.ctl, cfg, service.Config{}))
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 
@@ -105,7 +108,7 @@ func TestShutdownInterruptsAcceptBackoff(t *testing.T) {
 	ln := &faultyListener{Listener: inner, err: syscall.EMFILE}
 	ln.failures.Store(1 << 30)
 	srv := NewStarting(Config{Logger: quiet})
-	srv.Start(h.db, h.ctl)
+	srv.Start(newService(h.db, h.ctl, Config{Logger: quiet}, service.Config{}))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	time.Sleep(50 * time.Millisecond)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // ingestAt ingests a note into ws at base+minutes and returns its id.
@@ -114,7 +116,7 @@ func TestListArtifactsOverHTTP(t *testing.T) {
 }
 
 func TestWorkspacesAndEraseArtifactOverHTTP(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, a := register(t, h, "a@example.com", "pro")
 	_, b := register(t, h, "b@example.com", "pro")
 	var idsA []string

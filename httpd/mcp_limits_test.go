@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // mcpPost posts body to /mcp with key as an MCP client of protocol
@@ -70,7 +72,7 @@ func batchOf(n int, method string) []byte {
 // message of an accepted batch counts against the rate limit, in the
 // batch's order, and the answer carries the rate-limit headers.
 func TestMCPBatchesAreCappedAndCounted(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	tenantID, key := register(t, h, "batch@example.com", "free") // 30 requests a minute
 
 	r := mcpPost(t, h, key, batchOf(1000, "tools/list"))
@@ -129,7 +131,7 @@ func TestMCPBatchesAreCappedAndCounted(t *testing.T) {
 // refused past it (they used to be served without limit), and every answer
 // carries X-RateLimit-Limit and X-RateLimit-Remaining as the REST API's do.
 func TestMCPRateLimitsEveryMethod(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, key := register(t, h, "methods@example.com", "free")
 	methods := []string{"tools/list", "ping", "resources/list", "resources/templates/list"}
 	for i := range 30 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loci-memory/loci/service"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +50,7 @@ func toolText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // keys: no key is 401, each tenant sees only its own memory, and tool calls
 // count in the tenant's usage and rate limit.
 func TestMCPOverHTTP(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	r := h.do("POST", "/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "missing API key") {
 		t.Fatalf("no key: %d %s", r.status, r.body)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/service"
 )
 
 func metaNote(ws, content string, md any) map[string]any {
@@ -166,7 +168,7 @@ func TestMetadataBadInputOverHTTP(t *testing.T) {
 // Asynchronous ingest keeps metadata in its job, shows it while pending and
 // stores it with the artifact.
 func TestMetadataAsyncOverHTTP(t *testing.T) {
-	h := newHarness(t, Config{AsyncIndexing: true})
+	h := newHarness(t, Config{}, service.Config{AsyncIndexing: true})
 	id := str(h.do("POST", "/v1/ingest", "", metaNote("ws", "async note", map[string]any{"team": "jobs"})).must(t, 201), "artifact_id")
 	got := h.do("GET", "/v1/artifacts/"+id, "", nil).must(t, 200)
 	if !reflect.DeepEqual(got["metadata"], map[string]any{"team": "jobs"}) {
@@ -175,7 +177,7 @@ func TestMetadataAsyncOverHTTP(t *testing.T) {
 }
 
 func TestMetadataTenantIsolationOverHTTP(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, k1 := register(t, h, "one@example.com", "pro")
 	_, k2 := register(t, h, "two@example.com", "pro")
 	a1 := str(h.do("POST", "/v1/ingest", k1, metaNote("ws", "The deploy window is Tuesday.", map[string]any{"team": "payments"})).must(t, 201), "artifact_id")

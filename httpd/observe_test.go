@@ -20,23 +20,20 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 )
 
 // startObserved is newHarness with the caller's logger and metrics kept
 // (newHarness silences the log).
-func startObserved(t *testing.T, cfg Config) *harness {
+func startObserved(t *testing.T, cfg Config, scfg service.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), cfg: cfg, opts: engine.Options{NoEmbedder: true, Logger: quiet}}
+	h := &harness{t: t, dir: t.TempDir(), cfg: cfg, scfg: scfg, opts: engine.Options{NoEmbedder: true, Logger: quiet}}
 	h.ctl = control.New(time.Now)
-	h.opts.Control = h.ctl
-	db, err := engine.Open(h.dir, h.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := enginetest.OpenControlled(t, h.dir, h.opts, h.ctl)
 	h.db = db
-	h.ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +42,7 @@ func startObserved(t *testing.T, cfg Config) *harness {
 		cfg.Logger = quiet
 	}
 	cfg.Version = "test"
-	h.srv = New(db, h.ctl, cfg)
+	h.srv = New(newService(db, h.ctl, cfg, scfg), cfg)
 	go h.srv.Serve(ln)
 	h.base = "http://" + ln.Addr().String()
 	t.Cleanup(h.stop)
@@ -104,7 +101,7 @@ func promtoolCheck(t *testing.T, text string) {
 // handler, and checks that each series moved by exactly what was done.
 func TestMetricsEndToEnd(t *testing.T) {
 	m := telemetry.New("test")
-	h := startObserved(t, Config{APIKey: adminKey, Metrics: m})
+	h := startObserved(t, Config{Metrics: m}, service.Config{AdminKey: adminKey})
 	admin := httptest.NewServer(telemetry.AdminHandler(m))
 	defer admin.Close()
 
@@ -206,7 +203,7 @@ func (b *lockedBuffer) String() string {
 // key or a request body.
 func TestAccessLog(t *testing.T) {
 	var logs lockedBuffer
-	h := startObserved(t, Config{APIKey: adminKey, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	h := startObserved(t, Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, service.Config{AdminKey: adminKey})
 	tenant, key := register(t, h, "logs@example.com", "pro")
 	const secret = "the-body-must-not-be-logged"
 	ingest := chatTurn("ws", secret)

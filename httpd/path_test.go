@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/service"
 )
 
 // rawDo sends a request whose path is written exactly as given (Go's HTTP
@@ -171,7 +172,7 @@ func TestWorkspaceIDRule(t *testing.T) {
 // TestWorkspaceIDRuleAsync: with asynchronous indexing, v1 ingest refuses a
 // bad workspace id before accepting a job.
 func TestWorkspaceIDRuleAsync(t *testing.T) {
-	h := newHarness(t, Config{AsyncIndexing: true})
+	h := newHarness(t, Config{}, service.Config{AsyncIndexing: true})
 	h.do("POST", "/v1/ingest", "", chatTurn("team/../prod", "hello")).fails(t, 400, "workspace_id")
 	h.do("POST", "/v1/ingest", "", chatTurn("prod", "hello")).must(t, 201)
 }
@@ -179,7 +180,7 @@ func TestWorkspaceIDRuleAsync(t *testing.T) {
 // TestKeyPathCannotReachAnotherKey: DELETE /v1/keys/{key_id} with an id
 // that normalises to a real key's id revokes nothing.
 func TestKeyPathCannotReachAnotherKey(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, key := register(t, h, "keys@example.com", "pro")
 	k2 := str(h.do("POST", "/v1/keys", key, nil).must(t, 201), "id")
 	for _, p := range []string{"/v1/keys/x%2F..%2F" + k2, "/v1/keys/%2E%2E%2F" + k2, "/v1/keys/" + k2 + "%2F", "/v1/keys/" + k2 + "%00"} {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/service"
 )
 
 // TestIngestBeforeRetentionCutoff: with retention set, an artifact
@@ -46,7 +47,7 @@ func TestIngestBeforeRetentionCutoff(t *testing.T) {
 // tenant (its key returned) whose workspace "w" keeps one day.
 func retentionHarness(t *testing.T, now time.Time) (*harness, string) {
 	clock := func() time.Time { return now }
-	h := &harness{t: t, dir: t.TempDir(), cfg: Config{APIKey: adminKey, Now: clock},
+	h := &harness{t: t, dir: t.TempDir(), scfg: service.Config{AdminKey: adminKey, Now: clock},
 		opts: engine.Options{NoEmbedder: true, Now: clock}}
 	h.start()
 	t.Cleanup(h.stop)

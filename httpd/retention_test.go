@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // TestRetentionOverHTTP: settings are set, read and cleared per tenant;
 // bad input is a 400 naming the field; listings and packs exclude the
 // artifacts older than the cutoff, taken from the newest artifact time.
 func TestRetentionOverHTTP(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, a := register(t, h, "a@example.com", "pro")
 	_, b := register(t, h, "b@example.com", "pro")
 	const day = 24 * 60 // minutes; ingestAt counts from 2026-01-01T09:00Z

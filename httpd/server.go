@@ -1,12 +1,12 @@
 // Package httpd is Loci's HTTP API (v1 and v2) on fasthttp: routing, JSON
 // decoding and encoding, and the handlers, which decode a request into the
 // service's typed request, call the service with the caller's Principal and
-// encode its typed response (context packs still call the engine, until they
-// move to their own package). Authentication, plans, rate limits, usage,
-// ingest, jobs, artifacts, workspaces, feedback and receipts are the service
-// package's; httpd maps the kinds of its errors (service.Classify) to
-// status codes in one table (wireErrors, fail.go). Every response carries
-// X-Request-ID and every error is {"detail": ...}.
+// encode its typed response. Authentication, plans, rate limits, usage,
+// ingest, jobs, artifacts, workspaces, feedback, receipts and context packs
+// are the service package's, and the service is built by the caller
+// (cmd/loci wires the application); httpd maps the kinds of its errors
+// (service.Classify) to status codes in one table (wireErrors, fail.go).
+// Every response carries X-Request-ID and every error is {"detail": ...}.
 package httpd
 
 import (
@@ -24,15 +24,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/control"
-	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
-// Config configures a Server. The zero value serves with authentication off.
+// Config configures a Server; zero fields take their defaults. Who may call
+// (the admin key, registration, rate limits) is the service's configuration.
 type Config struct {
 	// Cluster, when set, is the cluster this node belongs to (cluster
 	// mode): responses carry its data version, requests may ask for one.
@@ -40,22 +38,6 @@ type Config struct {
 	Version         string
 	MaxRequestBytes int // default 10 MiB
 	Logger          *slog.Logger
-	// APIKey is the operator's admin key. Empty: authentication is off and
-	// every request acts as the built-in tenant "default" (plan enterprise,
-	// no rate limit).
-	APIKey string
-	// OpenRegistration lets anyone register a free tenant without the admin key.
-	OpenRegistration bool
-	// AsyncIndexing makes v1 ingest store the artifact and index it in the
-	// background (indexed: false in the response).
-	AsyncIndexing bool
-	// IndexWorkers is the number of background indexing workers (default 2;
-	// negative: none, so jobs wait for a server that has workers).
-	IndexWorkers int
-	// RateWindow is the rate limit's sliding window (default 60 s).
-	RateWindow time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 
 	// MaxConns caps the connections served at once (default
 	// DefaultMaxConns); one over the cap gets 503 and is closed.
@@ -70,11 +52,6 @@ type Config struct {
 	// connection (default 60 s). Together they close idle and slow
 	// connections, which would otherwise hold descriptors forever.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// RegisterLimit is how many open registrations one client address may
-	// make per RegisterWindow (default 5 per hour; negative: no limit).
-	// Registrations with the admin key are not limited.
-	RegisterLimit  int
-	RegisterWindow time.Duration
 	// Metrics receives the request, pack, ingest and rate-limit series, and
 	// reads the engine's state at scrape time (default: metrics of this
 	// server alone, served by nobody). Serve them on an admin listener with
@@ -123,10 +100,8 @@ type Cluster interface {
 	ForwardSecret() string
 }
 
-// Server serves one engine and its control state.
+// Server serves a service over HTTP.
 type Server struct {
-	db      *engine.DB          // the engine (single node), or in cluster mode one with the shards' options
-	engines func() []*engine.DB // cluster mode: the engines of the shards this node serves
 	// client forwards requests to other nodes (cluster mode, forward.go).
 	client *fasthttp.Client
 	// svc decides who a caller is and whether it may be served, and serves
@@ -169,25 +144,23 @@ type Server struct {
 // off, and the tenant of requests made with the admin key.
 const DefaultTenant = service.DefaultTenant
 
-// New returns a server for db and ctl, ready to serve: NewStarting, then Start.
-func New(db *engine.DB, ctl *control.Store, cfg Config) *Server {
+// New returns a server for svc, ready to serve: NewStarting, then Start.
+func New(svc *service.Service, cfg Config) *Server {
 	s := NewStarting(cfg)
-	s.Start(db, ctl)
+	s.Start(svc)
 	return s
 }
 
 // NewStarting returns a server that can accept connections before the
-// engine has recovered: until Start, /health answers 503 "starting" and
-// every other route 503 with Retry-After.
+// service exists (the engine recovers, a cluster node catches up): until
+// Start, /health answers 503 "starting" and every other route 503 with
+// Retry-After.
 func NewStarting(cfg Config) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 10 << 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
@@ -256,52 +229,21 @@ func NewStarting(cfg Config) *Server {
 	return s
 }
 
-// Start makes the server serve db and ctl. ctl must be the db's control
-// state (engine.Options.Control), attached to db. It starts the service's
-// background work (the usage writer and the indexing workers, which resume
-// unfinished jobs); Shutdown stops it.
-func (s *Server) Start(db *engine.DB, ctl *control.Store) {
-	s.start1(service.New(db, ctl, s.serviceConfig()), db)
-}
-
-// StartSharded is Start over several engines (cluster mode). When the node
-// serves only some shards (service.PartialShards), the set of engines
-// changes as shards move, and requests for the others are forwarded.
-func (s *Server) StartSharded(shards service.Shards, ctl *control.Store) {
-	s.engines = shards.Engines
-	s.client = &fasthttp.Client{Name: "loci-forward", NoDefaultUserAgentHeader: true, DisablePathNormalizing: true,
-		ReadTimeout: forwardTimeout, WriteTimeout: forwardTimeout, MaxIdleConnDuration: 30 * time.Second,
-		RetryIfErr: retryStaleConn}
-	var db *engine.DB // the engine whose options every shard has
-	if ps, ok := shards.(service.PartialShards); ok && ps.Partial() {
-		db = ps.ControlEngine()
-	} else {
-		db = shards.Engines()[0]
+// Start makes the server serve svc (built by the caller: cmd/loci's
+// wiring). It starts the service's background work (the usage writer and
+// the indexing workers, which resume unfinished jobs); Shutdown stops it.
+// In cluster mode (Config.Cluster), requests for shards this node does not
+// serve are forwarded (forward.go).
+func (s *Server) Start(svc *service.Service) {
+	if s.cfg.Cluster != nil {
+		s.client = &fasthttp.Client{Name: "loci-forward", NoDefaultUserAgentHeader: true, DisablePathNormalizing: true,
+			ReadTimeout: forwardTimeout, WriteTimeout: forwardTimeout, MaxIdleConnDuration: 30 * time.Second,
+			RetryIfErr: retryStaleConn}
 	}
-	s.start1(service.NewSharded(shards, ctl, s.serviceConfig()), db)
-	if w, ok := shards.(interface{ OnEngines(func([]*engine.DB)) }); ok {
-		w.OnEngines(s.metrics.WatchEngines)
-	}
-	if c, ok := shards.(prometheus.Collector); ok {
-		s.metrics.Register(c) // the cluster's series (per-stream apply lag)
-	}
-}
-
-func (s *Server) serviceConfig() service.Config {
-	return service.Config{AdminKey: s.cfg.APIKey, OpenRegistration: s.cfg.OpenRegistration,
-		RateWindow: s.cfg.RateWindow, RegisterLimit: s.cfg.RegisterLimit, RegisterWindow: s.cfg.RegisterWindow, Now: s.cfg.Now,
-		AsyncIndexing: s.cfg.AsyncIndexing, IndexWorkers: s.cfg.IndexWorkers, Logger: s.cfg.Logger, NoJobs: s.cfg.Cluster != nil}
-}
-
-func (s *Server) start1(svc *service.Service, db *engine.DB) {
-	s.db, s.svc = db, svc
+	s.svc = svc
 	s.svc.Start()
 	s.metrics.WatchJobs(s.svc.JobBacklog)
-	if s.engines != nil {
-		s.metrics.WatchEngines(s.engines())
-	} else {
-		s.metrics.WatchEngine(db)
-	}
+	s.metrics.WatchEngines(s.svc.Engines())
 	s.metrics.WatchPacks(s.svc.Packer())
 	s.mcpHandler = s.newMCPHandler()
 	s.ready.Store(true) // publishes the fields above to the handlers
@@ -598,14 +540,13 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 	}
 	detailed := s.mayReadHealth(ctx)
 	if detailed {
-		body["storage"] = s.db.Stats()
+		body["storage"] = s.svc.StorageStats()
 		if s.cfg.Cluster != nil {
-			body["storage"] = s.shardStats()
 			body["cluster"] = s.cfg.Cluster.Status(s.base)
 		}
 	}
 	status := fasthttp.StatusOK
-	if err := s.engineHealth(); err != nil {
+	if err := s.svc.Health(); err != nil {
 		status = fasthttp.StatusServiceUnavailable
 		body["status"] = "degraded"
 		body["reason"] = "storage unavailable; details need an API key"
@@ -632,29 +573,6 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ *call) {
 		}
 	}
 	writeJSON(ctx, status, body)
-}
-
-// engineHealth is the first failing engine's Health, or nil.
-func (s *Server) engineHealth() error {
-	if s.engines == nil {
-		return s.db.Health()
-	}
-	for _, db := range s.engines() {
-		if err := db.Health(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// shardStats is the shard engines' counters, added up (engine.Stats.Add),
-// so that /health has the same shape in both modes.
-func (s *Server) shardStats() engine.Stats {
-	var st engine.Stats
-	for _, db := range s.engines() {
-		st.Add(db.Stats())
-	}
-	return st
 }
 
 // KeyValid reports whether key is the admin key or a live tenant key (true

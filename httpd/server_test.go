@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/service"
 )
 
 // startServer runs a real server with authentication off.
@@ -110,7 +112,7 @@ func TestStartingState(t *testing.T) {
 	}
 	h.srv.Shutdown() // the harness's own server lets go of the engine's workers
 	h.srv = nil
-	srv.Start(db, ctl)
+	srv.Start(newService(db, ctl, Config{Logger: quiet}, service.Config{}))
 	if code, m, _ := get("/health"); code != 200 || m["status"] != "ok" {
 		t.Fatalf("health after start: %d %v", code, m)
 	}

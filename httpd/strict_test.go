@@ -22,7 +22,7 @@ import (
 // level or in a nested object (policy, permissions, v2 items), is a 400
 // naming its full path, and nothing is stored; raw_payload stays free-form.
 func TestUnknownFieldsAreRefused(t *testing.T) {
-	h := newHarness(t, Config{APIKey: adminKey})
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
 	_, key := register(t, h, "strict@example.com", "pro")
 	note := func(extra map[string]any) map[string]any {
 		m := map[string]any{"workspace_id": "ws", "actor_id": "a", "artifact_type": "note", "raw_payload": map[string]any{"content": "x"}}
@@ -181,7 +181,7 @@ func TestIdempotencyKeyConflict(t *testing.T) {
 // against a pending job's artifact and a stored one; nothing is queued.
 func TestIdempotencyKeyConflictAsync(t *testing.T) {
 	// Without workers, accepted jobs stay pending.
-	h := newHarness(t, Config{AsyncIndexing: true, IndexWorkers: -1})
+	h := newHarness(t, Config{}, service.Config{AsyncIndexing: true, IndexWorkers: -1})
 	in := chatTurn("ws", "pending original")
 	in["idempotency_key"] = "p1"
 	first := h.do("POST", "/v1/ingest", "", in).must(t, 201)
@@ -200,7 +200,7 @@ func TestIdempotencyKeyConflictAsync(t *testing.T) {
 	}
 
 	// Stored artifacts: the same through a server that indexes at once.
-	h2 := newHarness(t, Config{AsyncIndexing: true})
+	h2 := newHarness(t, Config{}, service.Config{AsyncIndexing: true})
 	stored, err := h2.db.Ingest(DefaultTenant, engine.IngestInput{Workspace: "ws", ActorID: "agent-1", Type: "note",
 		Payload: []byte(`"stored original"`), IdempotencyKey: "s1", Timestamp: time.Now()})
 	if err != nil {

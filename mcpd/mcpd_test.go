@@ -15,6 +15,7 @@ import (
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/mcpd"
 	"github.com/loci-memory/loci/service"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,11 +28,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func newService(t *testing.T, cfg service.Config) *service.Service {
 	t.Helper()
 	ctl := control.New(time.Now)
-	db, err := engine.Open(t.TempDir(), engine.Options{Embedder: glove.New(), Logger: quiet, Control: ctl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl.Attach(db.AppendControl)
+	db := enginetest.OpenControlled(t, t.TempDir(), engine.Options{Embedder: glove.New(), Logger: quiet}, ctl)
 	cfg.Logger = quiet
 	svc := service.New(db, ctl, cfg)
 	svc.Start()

@@ -4,17 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/loci-memory/loci/engine"
 	"strings"
 	"testing"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/pack"
 )
 
 func TestContextPack(t *testing.T) {
 	dir := t.TempDir()
-	db := openTest(t, dir, engine.Options{DisableBackground: true})
+	db := enginetest.Open(t, dir, engine.Options{DisableBackground: true})
 	facts := []string{
 		"The production deploy is scheduled for Friday at 10:00.",
 		"The data platform budget for Q3 is 4000 dollars.",
@@ -23,7 +24,7 @@ func TestContextPack(t *testing.T) {
 	}
 	var ids []engine.IngestResult
 	for _, f := range facts {
-		r, err := db.Ingest("t", chat("ws", f))
+		r, err := db.Ingest("t", enginetest.Chat("ws", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestContextPack(t *testing.T) {
 // at max_tokens 1,500 it returned 3 snippets where balanced (budget
 // max_tokens/1.5) returned 9.
 func TestHighRecallNeverLessThanBalanced(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	fill := strings.Fields("granite harbour ledger violet copper orchard lantern meadow saddle thimble walnut quiver " +
 		"bramble cobalt drizzle ember falcon glacier hazel indigo juniper kettle lilac marble nectar opal pepper quartz")
@@ -124,7 +125,7 @@ func TestHighRecallNeverLessThanBalanced(t *testing.T) {
 		for j := 0; j < 60; j++ {
 			b.WriteString(" " + fill[(i*7+j*(i+3))%len(fill)])
 		}
-		mustIngest(t, db, "t", ppNote("cranes", "u1", "note", b.String(), artifact.Permissions{}, i))
+		enginetest.MustIngest(t, db, "t", ppNote("cranes", "u1", "note", b.String(), artifact.Permissions{}, i))
 	}
 	evidence := func(r *pack.Result) (n, tokens int) {
 		for _, s := range pack.Snippets(r) {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/loci-memory/loci/engine"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -22,6 +21,8 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/pack"
 )
 
@@ -88,7 +89,7 @@ func byContent(r *pack.Result, names map[string]string) contentPack {
 func freshPack(t *testing.T, ins []engine.IngestInput, reqs []PackRequest, opts engine.Options, flushAfter map[int]bool, compact bool) []contentPack {
 	t.Helper()
 	opts.DisableBackground, opts.CompactionMinSegments = true, 2
-	db := openTest(t, t.TempDir(), opts)
+	db := enginetest.Open(t, t.TempDir(), opts)
 	defer db.Close()
 	res := make([]engine.IngestResult, len(ins))
 	for i, in := range ins {

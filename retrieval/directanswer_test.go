@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/internal/enginetest"
+	"github.com/loci-memory/loci/service"
 )
 
 // directRunbook answers "How do I rotate the database credentials?".
@@ -65,18 +66,14 @@ func TestDirectAnswerOutranksLooseMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl := control.New(time.Now)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := engine.Open(t.TempDir(), engine.Options{Control: ctl, Logger: quiet, Embedder: enc, EmbedInBackground: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	quiet := enginetest.Quiet()
+	db := enginetest.OpenControlled(t, t.TempDir(), engine.Options{Logger: quiet, Embedder: enc, EmbedInBackground: true}, ctl)
 	defer db.Close()
-	ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpd.New(db, ctl, httpd.Config{Version: "test", Logger: quiet})
+	srv := httpd.New(service.New(db, ctl, service.Config{Logger: quiet}), httpd.Config{Version: "test", Logger: quiet})
 	go srv.Serve(ln)
 	defer srv.Shutdown()
 	base := "http://" + ln.Addr().String()

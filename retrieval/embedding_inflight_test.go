@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
-
-	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/pack"
 )
 
@@ -77,7 +77,7 @@ func TestPacksWhileEmbeddingInFlightProperty(t *testing.T) {
 				Profile: []string{"", pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall}[r.IntN(4)]})
 		}
 		emb := &steppedEmbedder{Embedder: glove.New(), step: make(chan struct{}), queries: queries}
-		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, Embedder: emb, EmbedInBackground: true})
+		db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, Embedder: emb, EmbedInBackground: true})
 		defer db.Close()
 		p := New(db)
 		byVersion := map[string]string{} // request index and data version -> body

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/loci-memory/loci/engine"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 )
 
 // snapshot is everything readable about a set of workspaces, search
@@ -168,8 +169,8 @@ func TestLayoutIndependence(t *testing.T) {
 	props := gopter.NewProperties(params)
 	props.Property("reads do not depend on layout", prop.ForAll(func(ops []op) bool {
 		dir := t.TempDir()
-		db := openTest(t, dir, engine.Options{DisableBackground: true})
-		headOnly := openTest(t, t.TempDir(), engine.Options{DisableBackground: true})
+		db := enginetest.Open(t, dir, engine.Options{DisableBackground: true})
+		headOnly := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
 		defer func() { db.Close(); headOnly.Close() }()
 		for _, o := range ops {
 			tn, ws := layoutTenants[o.Tenant], layoutWorkspaces[o.WS]
@@ -224,7 +225,7 @@ func TestLayoutIndependence(t *testing.T) {
 			{"restart", func() error {
 				db.Close()
 				var err error
-				db, err = openEngine(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
+				db, err = enginetest.OpenErr(dir, engine.Options{DisableBackground: true, Logger: enginetest.Quiet()})
 				return err
 			}},
 			{"compact after restart", func() error { return db.Compact() }},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 )
 
 // TestMetadataFilterSearchesMatchingSpans: a metadata filter restricts the
@@ -15,20 +16,20 @@ import (
 // pack cites it, and only it, in the head, in a segment, and in a segment
 // read through its view without an erased artifact, with the same pack hash.
 func TestMetadataFilterSearchesMatchingSpans(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
 	defer db.Close()
 	p := New(db)
 	const n = 2500
 	var rare uuid.UUID
 	var others []uuid.UUID
 	for i := range n {
-		in := chat("w", fmt.Sprintf("The deploy window for team %d is Tuesday at %d:00, the deploy window is fixed.", i, i%24))
+		in := enginetest.Chat("w", fmt.Sprintf("The deploy window for team %d is Tuesday at %d:00, the deploy window is fixed.", i, i%24))
 		in.Metadata = map[string]string{"user": fmt.Sprintf("u-%d", i%50)}
 		if i == n/2 {
-			in = chat("w", "Notes from the planning call: the window moved.")
+			in = enginetest.Chat("w", "Notes from the planning call: the window moved.")
 			in.Metadata = map[string]string{"user": "u-rare", "team": "payments"}
 		}
-		r := mustIngest(t, db, "t", in)
+		r := enginetest.MustIngest(t, db, "t", in)
 		if i == n/2 {
 			rare = r.ArtifactID
 		} else {

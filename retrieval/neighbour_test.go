@@ -2,12 +2,13 @@ package retrieval
 
 import (
 	"fmt"
-	"github.com/loci-memory/loci/engine"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 )
 
 // TestSessionNeighbourContext: the turn that answers a question without
@@ -41,15 +42,15 @@ func TestSessionNeighbourContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := base.Add(24 * time.Hour)
 			now := func() time.Time { return clock }
-			db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, Now: now})
+			db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, Now: now})
 			defer db.Close()
 			// Another session at the same time, ingested first, must not lend context.
-			other := chat("ws", "Jon: my brother is moving to a new city as well")
+			other := enginetest.Chat("ws", "Jon: my brother is moving to a new city as well")
 			other.SessionID, other.Timestamp = "s0", tc.stamp(hit)
-			mustIngest(t, db, "t", other)
+			enginetest.MustIngest(t, db, "t", other)
 			var ins []engine.IngestInput
 			for i, text := range turns {
-				in := chat("ws", text)
+				in := enginetest.Chat("ws", text)
 				in.SessionID, in.Timestamp, in.IdempotencyKey = "s1", tc.stamp(i), fmt.Sprint(i)
 				ins = append(ins, in)
 			}
@@ -64,7 +65,7 @@ func TestSessionNeighbourContext(t *testing.T) {
 				}
 			} else {
 				for i, in := range ins {
-					ids[i] = mustIngest(t, db, "t", in).ArtifactID
+					ids[i] = enginetest.MustIngest(t, db, "t", in).ArtifactID
 					clock = clock.Add(20 * time.Minute)
 				}
 			}

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loci-memory/loci/engine"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -28,6 +27,8 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/text"
@@ -223,7 +224,7 @@ func TestPackBudgetProperty(t *testing.T) {
 	full := 0
 	props := gopter.NewProperties(ppParams(40))
 	props.Property("total_tokens <= max_tokens and = count(context_text)", prop.ForAll(func(docs []ppDoc, budgets []int, seed uint64) string {
-		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true})
+		db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
 		defer db.Close()
 		res := ppIngest(t, db, "t", "ws", "", docs)
 		r := rand.New(rand.NewPCG(seed, 1))
@@ -359,7 +360,7 @@ func TestPackLayoutProperty(t *testing.T) {
 			return ""
 		}
 		dir := t.TempDir()
-		db := openTest(t, dir, engine.Options{DisableBackground: true})
+		db := enginetest.Open(t, dir, engine.Options{DisableBackground: true})
 		defer func() { db.Close() }()
 		r := rand.New(rand.NewPCG(seed, 2))
 		half := len(docs) / 2
@@ -416,7 +417,7 @@ func TestPackLayoutProperty(t *testing.T) {
 			{"restart", func() error {
 				db.Close()
 				var err error
-				db, err = openEngine(dir, engine.Options{DisableBackground: true, Logger: quietLogger()})
+				db, err = enginetest.OpenErr(dir, engine.Options{DisableBackground: true, Logger: enginetest.Quiet()})
 				return err
 			}},
 			{"flush and compaction after restart", func() error {
@@ -479,7 +480,7 @@ func TestPackIsolationProperty(t *testing.T) {
 	cited := 0
 	props := gopter.NewProperties(ppParams(30))
 	props.Property("no space sees another", prop.ForAll(func(docs []ppDoc, seed uint64) string {
-		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: seed%2 == 0})
+		db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: seed%2 == 0})
 		defer db.Close()
 		r := rand.New(rand.NewPCG(seed, 3))
 		spaces := []*ppSpace{{tenant: "acme", ws: "ws-a", marker: "zqalpha"}, {tenant: "acme", ws: "ws-b", marker: "zqbravo"},
@@ -689,7 +690,7 @@ func TestPackAccountingProperty(t *testing.T) {
 	reasons := map[string]int{}
 	props := gopter.NewProperties(ppParams(30))
 	props.Property("every candidate once; feedback and privacy hold", prop.ForAll(func(docs []ppDoc, seed uint64) string {
-		db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+		db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 		defer db.Close()
 		res := ppIngest(t, db, "t", "ws", "", docs)
 		r := rand.New(rand.NewPCG(seed, 4))
@@ -903,18 +904,6 @@ func ppNote(ws, creator, typ, content string, perm artifact.Permissions, minutes
 		Timestamp: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(minutes) * time.Minute)}
 }
 
-func mustIngest(t *testing.T, db *engine.DB, tenant string, in engine.IngestInput) engine.IngestResult {
-	t.Helper()
-	r, err := db.Ingest(tenant, in)
-	if err != nil {
-		t.Fatalf("ingest: %v", err)
-	}
-	if len(r.SpanIDs) == 0 {
-		t.Fatalf("ingest of %s: no spans", in.Payload)
-	}
-	return r
-}
-
 func mustPack(t *testing.T, db *engine.DB, tenant string, req PackRequest) *PackResponse {
 	t.Helper()
 	pr, err := New(db).ContextPack(context.Background(), tenant, req)
@@ -948,7 +937,7 @@ func spanOutcome(r *pack.Result, id uuid.UUID) (string, string) {
 // response, the CONFLICTS section and the stored receipt, with the id
 // derived from the two span ids.
 func TestPackConflictRules(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	tests := []struct {
 		name, a, b string
@@ -969,8 +958,8 @@ func TestPackConflictRules(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := fmt.Sprintf("conflict-%d", i)
-			ra := mustIngest(t, db, "t", ppNote(ws, "u1", "note", tt.a, artifact.Permissions{}, 0))
-			rb := mustIngest(t, db, "t", ppNote(ws, "u1", "note", tt.b, artifact.Permissions{}, 1))
+			ra := enginetest.MustIngest(t, db, "t", ppNote(ws, "u1", "note", tt.a, artifact.Permissions{}, 0))
+			rb := enginetest.MustIngest(t, db, "t", ppNote(ws, "u1", "note", tt.b, artifact.Permissions{}, 1))
 			pr := mustPack(t, db, "t", PackRequest{Workspace: ws, Query: tt.a + " " + tt.b, MaxTokens: 4096, ActorID: "u1"})
 			res := pr.Result
 			for _, id := range []uuid.UUID{ra.SpanIDs[0], rb.SpanIDs[0]} {
@@ -1017,7 +1006,7 @@ func TestPackConflictRules(t *testing.T) {
 // from a segment.
 func TestPackPolicyAndPermissions(t *testing.T) {
 	dir := t.TempDir()
-	db := openTest(t, dir, engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, dir, engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer func() { db.Close() }()
 	arts := []struct {
 		name, typ, creator, text string
@@ -1032,7 +1021,7 @@ func TestPackPolicyAndPermissions(t *testing.T) {
 	}
 	spans := map[string]uuid.UUID{}
 	for i, a := range arts {
-		spans[a.name] = mustIngest(t, db, "t", ppNote("pol", a.creator, a.typ, a.text, a.perm, i)).SpanIDs[0]
+		spans[a.name] = enginetest.MustIngest(t, db, "t", ppNote("pol", a.creator, a.typ, a.text, a.perm, i)).SpanIDs[0]
 	}
 	const (
 		restrictedU1 = `artifact is restricted and actor "u1" is not in its allowed_actors`
@@ -1091,7 +1080,7 @@ func TestPackPolicyAndPermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	db = openTest(t, dir, engine.Options{DisableBackground: true, NoEmbedder: true})
+	db = enginetest.Open(t, dir, engine.Options{DisableBackground: true, NoEmbedder: true})
 	run("segment after restart")
 }
 
@@ -1099,7 +1088,7 @@ func TestPackPolicyAndPermissions(t *testing.T) {
 // artifact, changes the next packs of every actor as the contract says; on
 // one span, the artifact's other spans keep their outcome.
 func TestPackFeedbackActions(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	// A note of two or three spans about refunds, each sentence different.
 	var long []string
@@ -1151,11 +1140,11 @@ func TestPackFeedbackActions(t *testing.T) {
 		}
 		t.Run(tt.name+" "+scope, func(t *testing.T) {
 			ws := fmt.Sprintf("fb-%d", i)
-			multi := mustIngest(t, db, "t", ppNote(ws, "u1", "note", strings.Join(long, " "), artifact.Permissions{}, 0))
+			multi := enginetest.MustIngest(t, db, "t", ppNote(ws, "u1", "note", strings.Join(long, " "), artifact.Permissions{}, 0))
 			if n := len(multi.SpanIDs); n < 2 || n > pack.DefaultTuning().MaxSpansPerArtifact {
 				t.Fatalf("the refund note has %d spans, want 2..%d", n, pack.DefaultTuning().MaxSpansPerArtifact)
 			}
-			unrelated := mustIngest(t, db, "t", ppNote(ws, "u2", "note", "Bicycles may be parked behind the east gate after sunset; the caretaker keeps a spare lock.", artifact.Permissions{}, 1))
+			unrelated := enginetest.MustIngest(t, db, "t", ppNote(ws, "u2", "note", "Bicycles may be parked behind the east gate after sunset; the caretaker keeps a spare lock.", artifact.Permissions{}, 1))
 			target := multi
 			if tt.target == "unrelated" {
 				target = unrelated
@@ -1205,12 +1194,12 @@ func TestPackFeedbackActions(t *testing.T) {
 // that span and makes the other OUTDATED in later packs, so the conflict
 // is gone; clear on the outdated span brings it back.
 func TestPackResolveConflict(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	for _, preferSecond := range []bool{false, true} {
 		ws := fmt.Sprintf("resolve-%v", preferSecond)
-		a := mustIngest(t, db, "t", ppNote(ws, "u1", "note", "The refund window is 30 days.", artifact.Permissions{}, 0))
-		b := mustIngest(t, db, "t", ppNote(ws, "u2", "note", "The refund window is 45 days.", artifact.Permissions{}, 1))
+		a := enginetest.MustIngest(t, db, "t", ppNote(ws, "u1", "note", "The refund window is 30 days.", artifact.Permissions{}, 0))
+		b := enginetest.MustIngest(t, db, "t", ppNote(ws, "u2", "note", "The refund window is 45 days.", artifact.Permissions{}, 1))
 		req := PackRequest{Workspace: ws, Query: "refund window days", MaxTokens: 2000, ActorID: "u1"}
 		res := mustPack(t, db, "t", req).Result
 		if len(res.Conflicts) != 1 {
@@ -1249,13 +1238,13 @@ func TestPackResolveConflict(t *testing.T) {
 // tuning overrides that lift them; an abstaining pack still carries its
 // evidence.
 func TestPackAbstention(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	tuning := func(edit func(*pack.Tuning)) pack.Tuning { tn := pack.DefaultTuning(); edit(&tn); return tn }
 
 	// Insufficient evidence tokens: one tiny matching fact, under a floor of
 	// 20 tokens; with the default floor (5) one sentence is evidence.
-	mustIngest(t, db, "t", ppNote("few", "u1", "note", "Refunds: 30 days.", artifact.Permissions{}, 0))
+	enginetest.MustIngest(t, db, "t", ppNote("few", "u1", "note", "Refunds: 30 days.", artifact.Permissions{}, 0))
 	res := mustPack(t, db, "t", PackRequest{Workspace: "few", Query: "refunds days", MaxTokens: 1000,
 		Tuning: tuning(func(tn *pack.Tuning) { tn.MinEvidenceTokens = 20 })}).Result
 	if !res.Abstain || res.AbstainReason != pack.AbstainFewTokens || len(res.Citations) != 1 || res.ContextText == "" {
@@ -1282,7 +1271,7 @@ func TestPackAbstention(t *testing.T) {
 	for i := range 60 {
 		words = append(words, fmt.Sprintf("caretaker%c%c", 'a'+i%26, 'a'+i/26))
 	}
-	r := mustIngest(t, db, "t", ppNote("weak", "u1", "note", "Bicycles behind the east gate: "+strings.Join(words, " ")+".", artifact.Permissions{}, 0))
+	r := enginetest.MustIngest(t, db, "t", ppNote("weak", "u1", "note", "Bicycles behind the east gate: "+strings.Join(words, " ")+".", artifact.Permissions{}, 0))
 	if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: "weak", ActorID: "u1", Action: engine.ActionPin, ArtifactID: r.ArtifactID}); err != nil {
 		t.Fatal(err)
 	}
@@ -1314,7 +1303,7 @@ func TestPackAbstention(t *testing.T) {
 // the unbounded prefix, and the pinned spans left out are BUDGET with a
 // "pinned overflow" detail.
 func TestPackPinnedOverflow(t *testing.T) {
-	db := openTest(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	o200k := text.O200kBase()
 	var pinned []uuid.UUID
@@ -1323,13 +1312,13 @@ func TestPackPinnedOverflow(t *testing.T) {
 		for j := range 40 + 30*i {
 			words = append(words, fmt.Sprintf("lock%c%c%d", 'a'+j%26, 'a'+i, j/26))
 		}
-		r := mustIngest(t, db, "t", ppNote("ov", "u1", "note", fmt.Sprintf("Pinned rule %d: %s.", i, strings.Join(words, " ")), artifact.Permissions{}, 10-i))
+		r := enginetest.MustIngest(t, db, "t", ppNote("ov", "u1", "note", fmt.Sprintf("Pinned rule %d: %s.", i, strings.Join(words, " ")), artifact.Permissions{}, 10-i))
 		if _, err := db.Feedback("t", engine.FeedbackInput{Workspace: "ov", ActorID: "u1", Action: engine.ActionPin, ArtifactID: r.ArtifactID}); err != nil {
 			t.Fatal(err)
 		}
 		pinned = append(pinned, r.SpanIDs...)
 	}
-	mustIngest(t, db, "t", ppNote("ov", "u1", "note", "The refund window is thirty days for annual plans and fourteen for monthly ones.", artifact.Permissions{}, 20))
+	enginetest.MustIngest(t, db, "t", ppNote("ov", "u1", "note", "The refund window is thirty days for annual plans and fourteen for monthly ones.", artifact.Permissions{}, 20))
 	req := PackRequest{Workspace: "ov", Query: "refund window", ActorID: "u1", MaxTokens: MaxPackTokens}
 	full := mustPack(t, db, "t", req).Result
 	var order []uuid.UUID // the unbounded prefix

@@ -8,6 +8,7 @@ import (
 	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 )
 
 // queryEmbedder is GloVe at ingest (several texts) and answers a query (one
@@ -51,13 +52,13 @@ func TestSearchSemantic(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.DisableBackground = true
-			db := openTest(t, t.TempDir(), tt.opts)
+			db := enginetest.Open(t, t.TempDir(), tt.opts)
 			defer db.Close()
-			king, err := db.Ingest("t", chat("ws", "The king and the queen greeted the royal guests."))
+			king, err := db.Ingest("t", enginetest.Chat("ws", "The king and the queen greeted the royal guests."))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.Ingest("t", chat("ws", "Deploy the payment service on Friday.")); err != nil {
+			if _, err := db.Ingest("t", enginetest.Chat("ws", "Deploy the payment service on Friday.")); err != nil {
 				t.Fatal(err)
 			}
 			hits, err := SearchSemantic(context.Background(), db, "t", "ws", "monarch crown", 1)

@@ -64,14 +64,14 @@ const (
 	KindSpans         uint16 = 19 // per workspace: one fixed-width row per span
 	KindSpanText      uint16 = 20 // per workspace: span text blob (bulk, per-span checksums)
 
-	KindPostings     uint16 = 32 // per workspace, reserved (retrieval)
-	KindTermDict     uint16 = 33 // per workspace, reserved (retrieval)
-	KindDocLengths   uint16 = 34 // per workspace, reserved (retrieval)
-	KindVectors      uint16 = 35 // per workspace, reserved (retrieval)
+	KindPostings     uint16 = 32 // per workspace, extension: BM25 postings (invindex)
+	KindTermDict     uint16 = 33 // per workspace, extension: term dictionary (invindex)
+	KindDocLengths   uint16 = 34 // per workspace, extension: document lengths (invindex)
+	KindVectors      uint16 = 35 // per workspace, extension: int8 vectors (vecindex)
 	KindArtifactMeta uint16 = 36 // per workspace, optional: artifacts without payloads (packing)
 
-	KindFeedback uint16 = 48 // per workspace, reserved
-	KindReceipts uint16 = 49 // per workspace, reserved
+	KindFeedback uint16 = 48 // per workspace, extension: feedback events (engine)
+	KindReceipts uint16 = 49 // per workspace, extension: receipts (engine)
 )
 
 // Section flags (TOC entry flags field).

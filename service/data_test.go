@@ -17,6 +17,7 @@ import (
 	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 )
 
 // dataHarness is a started service over a real engine and control state in
@@ -53,13 +54,9 @@ func (h *dataHarness) start() {
 	h.t.Helper()
 	h.ctl = control.New(time.Now)
 	opts := h.opts
-	opts.Logger, opts.Control = quietLog, h.ctl
-	db, err := engine.Open(h.dir, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	opts.Logger = quietLog
+	db := enginetest.OpenControlled(h.t, h.dir, opts, h.ctl)
 	h.db = db
-	h.ctl.Attach(db.AppendControl)
 	cfg := h.cfg
 	cfg.Logger = quietLog
 	h.svc = New(db, h.ctl, cfg)

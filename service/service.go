@@ -4,11 +4,12 @@
 // engine: ingest (v1 and batches, idempotency, asynchronous jobs and the
 // runner that indexes them), artifacts (read, status, erase, listings),
 // workspaces (listing, settings, erasure), feedback and receipts, each with
-// its request validation. Transports (httpd, later MCP and the UI) decode a
-// request, call a Service method with the caller's Principal and a typed
-// request, and encode its typed response; they map the kind of its errors
-// (Classify, errors.go: the one error vocabulary, also for the engine's and
-// control's errors it passes through) to their own answers in one place.
+// its request validation. Transports (httpd, mcpd; the web console is a
+// client of httpd's API) decode a request, call a Service method with the
+// caller's Principal and a typed request, and encode its typed response;
+// they map the kind of its errors (Classify, errors.go: the one error
+// vocabulary, also for the engine's and control's errors it passes through)
+// to their own answers in one place.
 //
 // The durable state lives in engine and control; rate-limit windows in
 // ratelimit. API keys reach the service only to be checked: control keeps

@@ -1,8 +1,6 @@
 package telemetry
 
 import (
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/retrieval"
 )
 
@@ -21,11 +20,7 @@ func TestScrapeLints(t *testing.T) {
 	for _, withEngine := range []bool{false, true} {
 		m := New("test")
 		if withEngine {
-			db, err := engine.Open(t.TempDir(), engine.Options{NoEmbedder: true,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
+			db := enginetest.Open(t, t.TempDir(), engine.Options{NoEmbedder: true})
 			defer db.Close()
 			m.WatchEngine(db)
 			m.WatchPacks(retrieval.New(db))

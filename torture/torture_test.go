@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,19 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loci-memory/loci/internal/proctest"
 	"golang.org/x/sys/unix"
 )
 
-// buildLoci builds the loci binary once per test binary run.
-func buildLoci(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "loci")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/loci-memory/loci/cmd/loci")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/loci: %v\n%s", err, out)
-	}
-	return bin
-}
+func TestMain(m *testing.M) { proctest.Main(m) }
 
 // seed is LOCI_TORTURE_SEED if set (to replay a failure), else fixed.
 func seed(t *testing.T) int64 {
@@ -48,7 +39,7 @@ func seed(t *testing.T) int64 {
 func runTorture(t *testing.T, cfg Config) *Summary {
 	t.Helper()
 	var log bytes.Buffer
-	cfg.Bin, cfg.DataDir, cfg.Seed, cfg.Log = buildLoci(t), t.TempDir(), seed(t), &log
+	cfg.Bin, cfg.DataDir, cfg.Seed, cfg.Log = proctest.Loci(t), t.TempDir(), seed(t), &log
 	sum, err := Run(cfg)
 	t.Logf("progress:\n%s", log.String())
 	if err != nil {
@@ -120,7 +111,7 @@ func TestTortureKillAtFirstFlush(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs loci serve")
 	}
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	// Slow, short load: the first flush (from the first erasure) comes after
 	// the watcher is armed.
 	sum, err := Run(Config{Bin: bin, DataDir: t.TempDir(), Rounds: 1, Seed: 1, Events: []string{EventSegment},
@@ -144,7 +135,7 @@ func TestTortureCatchesLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs loci serve")
 	}
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	wipe := func(dir string) {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {

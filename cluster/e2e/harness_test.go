@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/cluster/natstest"
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 const (
@@ -67,52 +68,7 @@ const (
 	hdrMinDataVersion = "X-Loci-Min-Data-Version"
 )
 
-var (
-	binDir    string // removed when the test binary ends
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "loci-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(2)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// lociBinary compiles ./cmd/loci of this module once per test binary run and
-// returns its path.
-func lociBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err == nil {
-			_, err = os.Stat(filepath.Join(root, "go.mod"))
-		}
-		if err != nil {
-			buildErr = fmt.Errorf("module root: %w", err)
-			return
-		}
-		bin := filepath.Join(binDir, "loci")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/loci")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/loci: %v\n%s", err, out)
-			return
-		}
-		buildBin = bin
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildBin
-}
+func TestMain(m *testing.M) { proctest.Main(m) }
 
 // options says what startHarness runs.
 type options struct {
@@ -176,7 +132,7 @@ func startHarness(t testing.TB, o options) *harness {
 	if o.nats > 0 {
 		h.nats = natstest.Start(t, o.nats)
 	}
-	h.bin = lociBinary(t)
+	h.bin = proctest.Loci(t)
 	h.client = &http.Client{Transport: &http.Transport{
 		MaxIdleConns:        512,
 		MaxIdleConnsPerHost: 128,
@@ -218,12 +174,12 @@ func startHarness(t testing.TB, o options) *harness {
 	// TestClusterConcurrentFirstStart); the others start together.
 	first := 0
 	if !o.together && o.nodes > 0 {
-		h.spawn(0, freePort(t))
+		h.spawn(0, proctest.FreeAddr(t))
 		h.waitHealthy(0, readyTimeout)
 		first = 1
 	}
 	for i := first; i < o.nodes; i++ {
-		h.spawn(i, freePort(t))
+		h.spawn(i, proctest.FreeAddr(t))
 	}
 	for i := first; i < o.nodes; i++ {
 		h.waitHealthy(i, readyTimeout)
@@ -234,16 +190,6 @@ func startHarness(t testing.TB, o options) *harness {
 
 // stamp is the wall-clock time for logs that are read beside node logs.
 func stamp() string { return time.Now().UTC().Format("15:04:05.000") }
-
-func freePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // N is the number of configured Loci nodes (running or not).
 func (h *harness) N() int { return len(h.nodes) }
@@ -298,7 +244,7 @@ func (h *harness) spawn(i int, addr string) {
 	cmd := exec.Command(h.bin, append([]string{"serve", "--addr", addr}, n.args...)...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	proctest.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		h.t.Fatalf("e2e: starting %s: %v", n.name, err)
@@ -381,7 +327,7 @@ func (h *harness) StartNode(i int) time.Duration {
 		if addr != "" {
 			h.t.Logf("e2e: %s's port %s is taken; restarting on another", h.Name(i), addr)
 		}
-		addr = freePort(h.t)
+		addr = proctest.FreeAddr(h.t)
 	}
 	start := time.Now()
 	h.spawn(i, addr)
@@ -527,7 +473,7 @@ func (h *harness) Log(i int) string {
 
 // logOf quotes the end of node i's log for a failure message.
 func (h *harness) logOf(i int) string {
-	return fmt.Sprintf("\n--- %s log (tail):\n%s", h.Name(i), tail(h.Log(i), logTail))
+	return fmt.Sprintf("\n--- %s log (tail):\n%s", h.Name(i), proctest.Tail(h.Log(i), logTail))
 }
 
 // logs quotes the end of every node's log, access lines left out.
@@ -540,20 +486,9 @@ func (h *harness) logs() string {
 				keep = append(keep, line)
 			}
 		}
-		fmt.Fprintf(&b, "\n--- %s log (tail, without access lines):\n%s", h.Name(i), tail(strings.Join(keep, "\n"), logTail))
+		fmt.Fprintf(&b, "\n--- %s log (tail, without access lines):\n%s", h.Name(i), proctest.Tail(strings.Join(keep, "\n"), logTail))
 	}
 	return b.String()
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	if k := strings.IndexByte(s, '\n'); k >= 0 {
-		s = s[k+1:]
-	}
-	return s
 }
 
 // reply is one HTTP exchange with a node.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // postJSON posts body and returns the status and response body.
@@ -39,7 +41,7 @@ func runLoci(bin string, args ...string) (string, error) {
 // directories that verify clean and serve every artifact acknowledged
 // before each backup began, and packs over them.
 func TestBackupRunningServerUnderLoad(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	p := startServeWith(t, bin, data, serveOptions{args: []string{"--embedder", "glove", "--flush-threshold-mb", "1"}})
@@ -136,7 +138,7 @@ func TestBackupRunningServerUnderLoad(t *testing.T) {
 
 // The commands refuse what they cannot do, with a message saying why.
 func TestBackupRestoreRefusals(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	p := startServeWith(t, bin, data, serveOptions{args: []string{"--embedder", "none"}})

@@ -7,12 +7,14 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // TestHelpExitsZero checks that asking for help prints usage to stdout and
 // exits 0, and that a missing or unknown name still exits 2.
 func TestHelpExitsZero(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	cases := []struct {
 		args []string
 		code int
@@ -66,7 +68,7 @@ func TestHelpExitsZero(t *testing.T) {
 // TestBenchPrintsTable runs a small `loci bench restart`: a table by
 // default, one JSON object with --json.
 func TestBenchPrintsTable(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	args := []string{"bench", "restart", "--artifacts", "200", "--restarts", "1", "--dir", t.TempDir()}
 	out, err := exec.Command(bin, args...).Output()
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // fakeEmbeddings speaks the OpenAI embeddings protocol on loopback (the one
@@ -95,7 +97,7 @@ func TestServeEmbedderOutage(t *testing.T) {
 	fake := &fakeEmbeddings{}
 	provider := httptest.NewServer(fake)
 	defer provider.Close()
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	data := t.TempDir()
 	opts := serveOptions{
 		env:  []string{"EMBEDDINGS_URL=" + provider.URL + "/v1", "EMBEDDINGS_MODEL=fake", fmt.Sprintf("EMBEDDINGS_DIM=%d", fakeDim)},

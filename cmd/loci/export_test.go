@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // A workspace exported from one data directory and imported into a fresh
@@ -15,7 +17,7 @@ import (
 // receipt id) for a set of requests, feedback included; the export has the
 // fields a re-ingest needs.
 func TestExportImportIdenticalPacks(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
 	p := startServeWith(t, bin, src, serveOptions{args: []string{"--embedder", "glove"}})

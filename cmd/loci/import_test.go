@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/export"
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
-// importFixtureArtifacts is more than one import batch (importBatchItems),
+// importFixtureArtifacts is more than one import batch (export.ImportBatchItems),
 // so a file refused at its end was imported in part before imports were
 // atomic.
-const importFixtureArtifacts = importBatchItems + 76
+const importFixtureArtifacts = export.ImportBatchItems + 76
 
 // fillImportFixture writes n artifacts (and feedback on a few) of tenant
 // into workspace ws of the data directory dir, with the engine, and a
@@ -123,7 +125,7 @@ func lastOf(lines []string, kind string) int {
 // another tenant's copy of a tenant's artifacts shadowed them, and a data
 // version of 2^64-1 was accepted.
 func TestImportBrokenInputsChangeNothing(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	fillImportFixture(t, data, "default", "w", importFixtureArtifacts)
@@ -142,7 +144,7 @@ func TestImportBrokenInputsChangeNothing(t *testing.T) {
 	raw, _ := os.ReadFile(fresh)
 	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
 	lastArt, lastFb := lastOf(lines, "artifact"), lastOf(lines, "feedback")
-	if lastArt < importBatchItems || lastFb < importBatchItems {
+	if lastArt < export.ImportBatchItems || lastFb < export.ImportBatchItems {
 		t.Fatalf("fixture: last artifact line %d, feedback line %d: not past the first batch", lastArt, lastFb)
 	}
 	wantW, wantOther := exportBody(t, bin, data, "default", "w"), exportBody(t, bin, data, "default", "other")
@@ -255,12 +257,12 @@ func firstIDOf(t *testing.T, file string) string {
 // its run leaves a directory that verifies and serves, holding either
 // nothing of the import or all of it, and its own data unchanged.
 func TestImportKilled(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	dir := t.TempDir()
 	pristine := filepath.Join(dir, "pristine")
 	fillImportFixture(t, pristine, "default", "w", 200)
 	src := filepath.Join(dir, "src")
-	fillImportFixture(t, src, "default", "w", 3*importBatchItems)
+	fillImportFixture(t, src, "default", "w", 3*export.ImportBatchItems)
 	file := filepath.Join(dir, "w.jsonl")
 	if msg, err := runLoci(bin, "export", "--data", src, "--workspace", "w", "--out", file); err != nil {
 		t.Fatalf("export: %v\n%s", err, msg)
@@ -282,9 +284,7 @@ func TestImportKilled(t *testing.T) {
 		data := filepath.Join(dir, fmt.Sprintf("round%d", i))
 		copyDir(t, pristine, data)
 		cmd := exec.Command(bin, "import", "--data", data, "--in", file, "--workspace", "imp")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		proctest.Start(t, cmd)
 		// From early in the run to just past its end.
 		time.Sleep(took * time.Duration(i+1) / rounds)
 		cmd.Process.Signal(syscall.SIGKILL)
@@ -303,7 +303,7 @@ func TestImportKilled(t *testing.T) {
 			seen[true]++
 		default:
 			t.Fatalf("round %d: the killed import left part of the workspace: %d artifact lines of %d", i,
-				strings.Count(got, `"kind":"artifact"`), 3*importBatchItems)
+				strings.Count(got, `"kind":"artifact"`), 3*export.ImportBatchItems)
 		}
 		p := startServeWith(t, bin, data, serveOptions{args: []string{"--embedder", "none"}}) // it starts
 		p.stop(t)

@@ -14,27 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
-// buildLoci compiles the binary once per test run.
-func buildLoci(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "loci")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func TestMain(m *testing.M) { proctest.Main(m) }
 
 // serveProcess is `loci serve` running as a real process on a loopback port.
 type serveProcess struct {
@@ -61,7 +45,7 @@ func startServe(t *testing.T, bin, data string) *serveProcess {
 
 func startServeWith(t *testing.T, bin, data string, o serveOptions) *serveProcess {
 	t.Helper()
-	p := &serveProcess{addr: freePort(t), exited: make(chan error, 1)}
+	p := &serveProcess{addr: proctest.FreeAddr(t), exited: make(chan error, 1)}
 	args := append([]string{"serve", "--addr", p.addr, "--data", data}, o.args...)
 	if o.fileLimit > 0 {
 		// ulimit in the shell that execs the server: the limit is set
@@ -72,12 +56,8 @@ func startServeWith(t *testing.T, bin, data string, o serveOptions) *serveProces
 	}
 	p.cmd.Env = append(os.Environ(), o.env...)
 	stderr, _ := p.cmd.StderrPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// A test that fails midway must not leave its server running (one
-	// stopped or killed already makes this a no-op).
-	t.Cleanup(func() { p.cmd.Process.Kill() })
+	// A test that fails midway must not leave its server running.
+	proctest.Start(t, p.cmd)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -162,7 +142,7 @@ func (p *serveProcess) expectArtifacts(t *testing.T, acked []string) {
 // checks the data directory with `loci verify`, and finds every
 // acknowledged artifact after a restart.
 func TestServeGracefulShutdownLosesNothing(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	data := filepath.Join(t.TempDir(), "data")
 	p := startServe(t, bin, data)
 
@@ -210,7 +190,7 @@ func TestServeGracefulShutdownLosesNothing(t *testing.T) {
 }
 
 func TestVerifyExitCodeOnFault(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "MANIFEST"), []byte("garbage that is not a manifest"), 0o644)
 	out, err := exec.Command(bin, "verify", "--data", data).CombinedOutput()
@@ -226,7 +206,7 @@ func TestVerifyExitCodeOnFault(t *testing.T) {
 // many open files" and exit 1), and once the connections close it must serve
 // /health and an ingest again.
 func TestServeSurvivesConnectionExhaustion(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	data := filepath.Join(t.TempDir(), "data")
 	// Caps off, so that the descriptors, not the caps, run out.
 	p := startServeWith(t, bin, data, serveOptions{fileLimit: 256,
@@ -300,7 +280,7 @@ func TestServeSurvivesConnectionExhaustion(t *testing.T) {
 // TestServeWarnsAboutAPIKeyFlag: --api-key is visible to every user in ps,
 // so the server warns when it is used, and never logs the key itself.
 func TestServeWarnsAboutAPIKeyFlag(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	const key = "flag-admin-key-that-must-not-be-logged"
 	data := filepath.Join(t.TempDir(), "data")
 	for _, c := range []struct {
@@ -336,7 +316,7 @@ func TestServeWarnsAboutAPIKeyFlag(t *testing.T) {
 // server must still exit 0, saying why, and restart with every
 // acknowledged artifact once space is freed.
 func TestServeStopsCleanlyOnAFullDisk(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	mnt := t.TempDir()
 	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
 		t.Skipf("cannot mount a tmpfs here (%v): needs root or CAP_SYS_ADMIN", err)
@@ -383,7 +363,7 @@ func TestServeStopsCleanlyOnAFullDisk(t *testing.T) {
 // reaches the engine: with LOCI_RECEIPTS_PER_WORKSPACE=2, three distinct
 // packs leave two receipts listed.
 func TestServeRetentionSettings(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	for _, tc := range []struct{ env, value string }{
 		{"LOCI_RECEIPTS_PER_WORKSPACE", "0"},
 		{"LOCI_JOB_RETENTION", "-1h"},
@@ -391,7 +371,7 @@ func TestServeRetentionSettings(t *testing.T) {
 		{"LOCI_MAX_UNFINISHED_JOBS", "0"},
 		{"LOCI_MAX_UNFINISHED_JOB_BYTES", "1.5"},
 	} {
-		cmd := exec.Command(bin, "serve", "--addr", freePort(t), "--data", t.TempDir())
+		cmd := exec.Command(bin, "serve", "--addr", proctest.FreeAddr(t), "--data", t.TempDir())
 		cmd.Env = append(os.Environ(), tc.env+"="+tc.value)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.env) {

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/mcpd"
 	"github.com/loci-memory/loci/service"
@@ -55,14 +53,11 @@ Environment only:
 	if err := embedderOptions(*embedderName, &opts); err != nil {
 		return err
 	}
-	ctl := control.New(time.Now)
-	opts.Control = ctl
-	db, err := engine.Open(*data, opts)
+	a, err := openApp(*data, opts, nil, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log})
 	if err != nil {
 		return err
 	}
-	ctl.Attach(db.AppendControl)
-	svc := service.New(db, ctl, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log})
+	db, svc := a.db, a.svc
 	svc.Start()
 	p, err := svc.Authenticate(service.Credentials{APIKey: os.Getenv("LOCI_API_KEY")})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // TestMCPStdioSurvivesMalformedLines runs the real `loci mcp` and writes
@@ -16,7 +18,7 @@ import (
 // -32700, invalid request -32600) and the session goes on serving the next
 // lines; it used to end the session and the process at the first one.
 func TestMCPStdioSurvivesMalformedLines(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	cmd := exec.Command(bin, "mcp", "--data", t.TempDir(), "--embedder", "none")
 	cmd.Env = append(cmd.Environ(), "API_KEY=", "LOCI_API_KEY=")
 	stdin, err := cmd.StdinPipe()
@@ -29,10 +31,7 @@ func TestMCPStdioSurvivesMalformedLines(t *testing.T) {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	proctest.Start(t, cmd)
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // TestServeAdminListener runs `loci serve --admin-addr` with JSON logs and
@@ -14,8 +16,8 @@ import (
 // not on the public listener, and that every log line is JSON, with access
 // lines for the requests made.
 func TestServeAdminListener(t *testing.T) {
-	bin := buildLoci(t)
-	admin := freePort(t)
+	bin := proctest.Loci(t)
+	admin := proctest.FreeAddr(t)
 	p := startServeWith(t, bin, t.TempDir(), serveOptions{
 		args: []string{"--admin-addr", admin, "--embedder", "none"},
 		env:  []string{"LOG_FORMAT=json", "LOG_LEVEL=info"},

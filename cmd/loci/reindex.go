@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 )
 
@@ -43,13 +42,10 @@ func runReindex(args []string) error {
 	if _, err := os.Stat(*data); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	ctl := control.New(time.Now)
-	opts.Control = ctl
-	db, err := engine.Open(*data, opts)
+	db, _, err := openEngine(*data, opts, nil)
 	if err != nil {
 		return err
 	}
-	ctl.Attach(db.AppendControl)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()

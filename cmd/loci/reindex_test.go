@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // A data directory keeps its embedder: serve refuses another, naming both
 // and the way out, and loci reindex switches it with nothing lost.
 func TestServeRefusesAnotherEmbedderAndReindexSwitches(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	data := filepath.Join(t.TempDir(), "data")
 	p := startServeWith(t, bin, data, serveOptions{args: []string{"--embedder", "glove"}})
 	body := `{"workspace_id":"w","actor_id":"a","wait_for_embedding":true,"artifacts":[` +
@@ -36,7 +38,7 @@ func TestServeRefusesAnotherEmbedderAndReindexSwitches(t *testing.T) {
 	}
 	p.stop(t)
 
-	cmd := exec.Command(bin, "serve", "--addr", freePort(t), "--data", data, "--embedder", "minilm")
+	cmd := exec.Command(bin, "serve", "--addr", proctest.FreeAddr(t), "--data", data, "--embedder", "minilm")
 	done := make(chan []byte, 1)
 	go func() { out, _ := cmd.CombinedOutput(); done <- out }()
 	select {

@@ -21,6 +21,7 @@ import (
 	"github.com/loci-memory/loci/control"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/wal"
@@ -220,62 +221,46 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	hcfg := httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log, APIKey: *apiKey,
-		OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing, IndexWorkers: *workers,
+	hcfg := httpd.Config{Version: version, MaxRequestBytes: limit, Logger: log,
 		MaxConns: conns, MaxConnsPerIP: connsPerIP, ReadTimeout: timeouts[0], WriteTimeout: timeouts[1], IdleTimeout: timeouts[2],
-		RegisterLimit: regLimit, RegisterWindow: timeouts[3], Metrics: metrics, Console: ui.Serve,
+		Metrics: metrics, Console: ui.Serve,
 		AllowedOrigins: origins, AllowedHosts: hosts, MaxBodyBytesInFlight: inFlight}
+	scfg := service.Config{AdminKey: *apiKey, OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing,
+		IndexWorkers: *workers, RegisterLimit: regLimit, RegisterWindow: timeouts[3], Logger: log}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})
-	engineOpts.Logger, engineOpts.Control = log, ctl
+	engineOpts.Logger = log
 	if clusterCfg != nil {
+		engineOpts.Control = ctl
 		clusterCfg.Engine, clusterCfg.Control, clusterCfg.Dir, clusterCfg.Logger = engineOpts, ctl, *data, log
-		return serveCluster(*clusterCfg, ln, hcfg, &server, sig, log)
+		return serveCluster(*clusterCfg, ln, hcfg, scfg, &server, sig, log)
 	}
 	srv := httpd.NewStarting(hcfg)
 	server.Store(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	db, err := engine.Open(*data, engineOpts)
+	a, err := openApp(*data, engineOpts, ctl, scfg)
 	if err != nil {
 		srv.Shutdown()
 		return err
 	}
-	ctl.Attach(db.AppendControl)
-	srv.Start(db, ctl)
+	srv.Start(a.svc)
 	log.Info("loci: serving", "addr", ln.Addr().String(), "data", *data, "fsync", policy.String(), "version", version,
 		"auth", *apiKey != "", "async_indexing", asyncIndexing, "embedder", *embedderName)
 
 	if err := waitForStop(sig, served, log); err != nil {
 		srv.Shutdown()
-		db.Close()
+		a.db.Close()
 		return err
 	}
-	// Stop accepting, finish in-flight requests, then close the engine
-	// (which syncs the WAL): nothing acknowledged is lost.
+	// Stop accepting, finish in-flight requests (and the service's
+	// background work), then close the engine (which syncs the WAL):
+	// nothing acknowledged is lost.
 	shutdownErr := srv.Shutdown()
-	var flushErr error
-	if n := db.EmbeddingBacklog(); n > 0 {
-		// A flush would wait for the embedder (a segment is written with its
-		// vectors); the WAL holds everything, and the next start embeds them.
-		log.Info("loci: final flush skipped: artifacts wait for the embedder; the next start replays them from the WAL and embeds them", "artifacts", n)
-	} else {
-		flushErr = db.Flush() // the next start replays no WAL
-	}
-	if diskFull(flushErr) {
-		// Everything acknowledged is already durable in the WAL, which the
-		// next start replays: a full disk must not make a clean stop fail.
-		log.Warn("loci: final flush skipped: no space left on device; the next start replays the WAL", "err", flushErr)
-		flushErr = nil
-	}
-	closeErr := db.Close()
-	if diskFull(closeErr) {
-		log.Warn("loci: closing the engine hit a full disk; acknowledged writes were already durable", "err", closeErr)
-		closeErr = nil
-	}
+	stopErr := a.stop(log)
 	log.Info("loci: stopped")
-	return errors.Join(shutdownErr, flushErr, closeErr)
+	return errors.Join(shutdownErr, stopErr)
 }
 
 // waitForStop waits for SIGINT or SIGTERM (nil: stop cleanly) or for the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/loci-memory/loci/cluster"
 	"github.com/loci-memory/loci/httpd"
+	"github.com/loci-memory/loci/service"
 )
 
 // clusterConfig checks the cluster flags (docs/cluster.md).
@@ -59,7 +60,7 @@ func clusterConfig(urls, node, shards, replicas, nodeReplicas, advertise, addr s
 // serveCluster is serve in cluster mode: the node joins the cluster (its
 // engines catch up with the streams) while /health answers "starting", then
 // serves until SIGINT or SIGTERM.
-func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, server *atomic.Pointer[httpd.Server], sig <-chan os.Signal, log *slog.Logger) error {
+func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, scfg service.Config, server *atomic.Pointer[httpd.Server], sig <-chan os.Signal, log *slog.Logger) error {
 	var node *cluster.Node
 	hcfg.Cluster = clusterRef{&node}
 	srv := httpd.NewStarting(hcfg)
@@ -83,9 +84,16 @@ func serveCluster(cfg cluster.Config, ln net.Listener, hcfg httpd.Config, server
 	cancel()
 	node = n
 	cfg.Control.Attach(node.ControlEngine().AppendControl)
-	srv.StartSharded(node, cfg.Control)
+	// Asynchronous indexing is refused in cluster mode: a job's fence would
+	// compare sequence numbers of two different streams.
+	scfg.NoJobs = true
+	srv.Start(service.NewSharded(node, cfg.Control, scfg))
+	// The engines' gauges follow the shards the node serves as they move,
+	// and the node's own series (per-stream apply lag) join the scrapes.
+	node.OnEngines(hcfg.Metrics.WatchEngines)
+	hcfg.Metrics.Register(node)
 	log.Info("loci: serving in cluster mode", "addr", ln.Addr().String(), "node", cfg.NodeID, "nats", strings.Join(cfg.URLs, ","),
-		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "replicas", cfg.Replicas, "data", cfg.Dir, "fsync", cfg.Engine.Sync.String(), "auth", hcfg.APIKey != "")
+		"shards", cfg.Shards, "stream_replicas", cfg.StreamReplicas, "replicas", cfg.Replicas, "data", cfg.Dir, "fsync", cfg.Engine.Sync.String(), "auth", scfg.AdminKey != "")
 	if err := waitForStop(sig, served, log); err != nil {
 		srv.Shutdown()
 		node.Close()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // TestMeasureSlowBodies measures the resident memory of `loci serve` while
@@ -27,7 +29,7 @@ func TestMeasureSlowBodies(t *testing.T) {
 	}
 	bin := os.Getenv("LOCI_MEASURE_BIN")
 	if bin == "" {
-		bin = buildLoci(t)
+		bin = proctest.Loci(t)
 	}
 	const conns, declared, sent = 1000, 9 << 20, 2 << 20
 	for _, c := range []struct {

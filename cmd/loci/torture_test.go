@@ -5,13 +5,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/loci-memory/loci/internal/proctest"
 )
 
 // TestTortureCommand runs `loci torture` for two rounds against the binary
 // itself: the subcommand wires its flags to package torture and prints the
 // summary as JSON. (Package torture's tests run longer tortures.)
 func TestTortureCommand(t *testing.T) {
-	bin := buildLoci(t)
+	bin := proctest.Loci(t)
 	cmd := exec.Command(bin, "torture", "--rounds", "2", "--seed", "7", "--events", "random,manifest", "--max-load", "1s",
 		"--data", t.TempDir(), "--json", "--quiet")
 	out, err := cmd.Output()
