@@ -331,7 +331,9 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 func (db *DB) writeSegment(m *manifest.Manifest, data []segment.WorkspaceData) (*liveSegment, error) {
 	id := m.NextSegmentID
 	m.NextSegmentID++
+	db.mu.Lock() // Stats and exports read the manifest under mu
 	db.manifest.NextSegmentID = m.NextSegmentID // never reuse an id, even if this attempt fails
+	db.mu.Unlock()
 	dir := filepath.Join(db.dir, segmentDir)
 	info, err := segment.WriteFS(db.opts.FS, dir, id, data)
 	if err != nil {
@@ -379,11 +381,20 @@ func (db *DB) commitManifest(m *manifest.Manifest, added *liveSegment) (committe
 		}
 		return false, err
 	} else if err != nil {
-		db.manifest = *m
+		db.setManifest(m)
 		return true, err
 	}
-	db.manifest = *m
+	db.setManifest(m)
 	return true, nil
+}
+
+// setManifest makes m the manifest in force. The maintainer (holding
+// maintMu) is the only writer and reads it without mu; Stats and exports
+// read it under mu.
+func (db *DB) setManifest(m *manifest.Manifest) {
+	db.mu.Lock()
+	db.manifest = *m
+	db.mu.Unlock()
 }
 
 // compactLocked merges runs of at least minRun small contiguous segments and
