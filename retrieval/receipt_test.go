@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/pack"
 )
 
@@ -17,14 +18,14 @@ import (
 func TestReceiptPreviewsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	opts := engine.Options{DisableBackground: true, NoEmbedder: true}
-	db := openTest(t, dir, opts)
+	db := enginetest.Open(t, dir, opts)
 	texts := []string{
 		"The <b>quarterly</b> report & the \"budget\" review were moved to Friday.",
 		strings.Repeat("Ünïcode quarterly budget notes with émoji 🚀 and more words; ", 8),
 		"Budget meeting: the quarterly numbers need a review before \u2028 the board.",
 	}
 	for _, tx := range texts {
-		if _, err := db.Ingest("t", chat("ws", tx)); err != nil {
+		if _, err := db.Ingest("t", enginetest.Chat("ws", tx)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,14 +71,14 @@ func TestReceiptPreviewsRebuilt(t *testing.T) {
 	db.Flush()
 	same("segment")
 	db.Close()
-	db = openTest(t, dir, opts)
+	db = enginetest.Open(t, dir, opts)
 	same("restart")
-	db.Ingest("t", chat("ws", "another quarterly note"))
+	db.Ingest("t", enginetest.Chat("ws", "another quarterly note"))
 	db.Flush()
 	db.Compact()
 	same("compaction")
 	db.Close()
-	db = openTest(t, dir, opts)
+	db = enginetest.Open(t, dir, opts)
 	same("restart after compaction")
 
 	erased := res.Result.Citations[0].ArtifactID
