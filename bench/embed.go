@@ -451,10 +451,6 @@ type refOutput struct {
 	CheckEmbeddings [][]float32       `json:"check_embeddings"`
 }
 
-// refExitSkipped is the exit status of embed_reference.py when a package or
-// the model is missing.
-const refExitSkipped = 3
-
 // referenceScriptName is the reference's script, in this package's folder.
 const referenceScriptName = "embed_reference.py"
 

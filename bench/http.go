@@ -55,11 +55,6 @@ func (e Embedding) Name() string {
 	return e.Embedder.Model()
 }
 
-// startServer starts a server with the built-in GloVe embedder, inline.
-func startServer(prefix string, sync wal.SyncPolicy) (*server, error) {
-	return startServerWith(prefix, sync, nil)
-}
-
 // startServerWith starts a server whose semantic channel is emb's (nil:
 // GloVe, inline), in a fresh temporary directory.
 func startServerWith(prefix string, sync wal.SyncPolicy, emb *Embedding) (*server, error) {

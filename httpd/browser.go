@@ -162,6 +162,7 @@ func (s *Server) checkHost(ctx *fasthttp.RequestCtx) error {
 	if ip := net.ParseIP(name); ip != nil && (ip.IsLoopback() || s.listenIP(ip)) {
 		return nil
 	}
+	//lint:ignore ST1005 the detail starts with the header's name, as callers see it
 	return fmt.Errorf("Host %q refused: this server answers requests for loopback names and addresses only "+
 		"(a defence against DNS rebinding); to reach it by that name, list it in LOCI_ALLOWED_HOSTS (--allowed-hosts)", host)
 }

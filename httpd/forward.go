@@ -105,13 +105,13 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, ns *service.NotServedError) {
 		ctx.Response.Header.Set("X-RateLimit-Remaining", remaining)
 	}
 	ctx.SetStatusCode(resp.StatusCode())
-	resp.Header.VisitAll(func(k, v []byte) {
+	for k, v := range resp.Header.All() {
 		switch strings.ToLower(string(k)) {
 		case "connection", "content-length", "transfer-encoding", "date", "server", "keep-alive":
-			return
+			continue
 		}
 		ctx.Response.Header.SetBytesKV(k, v)
-	})
+	}
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
 	ctx.SetBody(resp.Body())
 }

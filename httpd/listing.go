@@ -14,25 +14,21 @@ import (
 // error naming it. Values are returned by name.
 func queryParams(ctx *fasthttp.RequestCtx, allowed ...string) (map[string]string, error) {
 	out := map[string]string{}
-	var err error
-	ctx.QueryArgs().VisitAll(func(k, v []byte) {
+	for k, v := range ctx.QueryArgs().All() {
 		name := string(k)
-		switch {
-		case err != nil:
-		case !slices.Contains(allowed, name):
+		if !slices.Contains(allowed, name) {
 			known := "none"
 			if len(allowed) > 0 {
 				known = strings.Join(allowed, ", ")
 			}
-			err = fmt.Errorf("%s: unknown query parameter; allowed here: %s", name, known)
-		default:
-			if _, dup := out[name]; dup {
-				err = fmt.Errorf("%s: query parameter given more than once", name)
-			}
-			out[name] = string(v)
+			return nil, fmt.Errorf("%s: unknown query parameter; allowed here: %s", name, known)
 		}
-	})
-	return out, err
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s: query parameter given more than once", name)
+		}
+		out[name] = string(v)
+	}
+	return out, nil
 }
 
 // param is a query parameter's value, nil when absent.
