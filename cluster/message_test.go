@@ -89,9 +89,10 @@ func TestSplitEntries(t *testing.T) {
 }
 
 // TestMalformedMessageIsCorruption: a damaged stream message matches
-// codec.ErrCorrupt, as every storage decoder's error does.
+// codec.ErrCorrupt, as every storage decoder's error does; so does one with
+// a non-minimal varint (internal/varint's rule).
 func TestMalformedMessageIsCorruption(t *testing.T) {
-	for _, b := range [][]byte{{0xff}, {2, 1}, {1, 1, 0x7f}} {
+	for _, b := range [][]byte{{0xff}, {2, 1}, {1, 1, 0x7f}, {0x80, 0x00}, {1, 1, 0x80, 0x00}} {
 		_, err := decodeMessage(b)
 		if err == nil || !errors.Is(err, codec.ErrCorrupt) {
 			t.Errorf("decodeMessage(%x) = %v, want a codec.ErrCorrupt", b, err)
