@@ -9,7 +9,8 @@ import (
 )
 
 // A stream message carries the records of one write, in the engine's WAL
-// record form (docs/format/wal.md: a type byte and a payload):
+// record form (docs/format/wal.md: a type byte and a payload; byte-exact in
+// docs/format/cluster-message.md):
 //
 //	message = uvarint(count) record*
 //	record  = type:u8 uvarint(len) payload[len]
@@ -57,29 +58,26 @@ func uvarintLen(v uint64) int {
 
 var errMessage = codec.Sentinel("cluster: malformed message")
 
-// decodeMessage parses a message into entries whose payloads alias b.
+// decodeMessage parses a message (docs/format/cluster-message.md) into
+// entries whose payloads alias b. Varints follow internal/varint's rule: a
+// non-minimal one is refused, as in every storage format.
 func decodeMessage(b []byte) ([]wal.Entry, error) {
-	count, k := binary.Uvarint(b)
-	if k <= 0 || count > maxRecords {
-		return nil, fmt.Errorf("%w: bad record count", errMessage)
+	d := codec.Decoder{B: b, Fault: func(field string, at int, reason string) error {
+		return fmt.Errorf("%w: %s at offset %d: %s", errMessage, field, at, reason)
+	}}
+	count := d.Count("record count", 2) // a record takes at least 2 bytes
+	if d.Err == nil && count > maxRecords {
+		d.Failf("record count", 0, "%d records, at most %d", count, maxRecords)
 	}
-	b = b[k:]
 	entries := make([]wal.Entry, 0, count)
-	for i := uint64(0); i < count; i++ {
-		if len(b) < 2 {
-			return nil, fmt.Errorf("%w: record %d truncated", errMessage, i)
-		}
-		t := b[0]
-		l, k := binary.Uvarint(b[1:])
-		if k <= 0 || l > uint64(len(b)-1-k) {
-			return nil, fmt.Errorf("%w: record %d: bad length", errMessage, i)
-		}
-		start := 1 + k
-		entries = append(entries, wal.Entry{Type: t, Payload: b[start : start+int(l) : start+int(l)]})
-		b = b[start+int(l):]
+	for i := 0; i < count && d.Err == nil; i++ {
+		t := d.Byte("record type")
+		p := d.Bytes("record payload")
+		entries = append(entries, wal.Entry{Type: t, Payload: p[:len(p):len(p)]})
 	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last record", errMessage, len(b))
+	d.End("message")
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	return entries, nil
 }

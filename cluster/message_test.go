@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
 )
@@ -89,12 +91,36 @@ func TestSplitEntries(t *testing.T) {
 }
 
 // TestMalformedMessageIsCorruption: a damaged stream message matches
-// codec.ErrCorrupt, as every storage decoder's error does.
+// codec.ErrCorrupt, as every storage decoder's error does; so does one with
+// a non-minimal varint (internal/varint's rule).
 func TestMalformedMessageIsCorruption(t *testing.T) {
-	for _, b := range [][]byte{{0xff}, {2, 1}, {1, 1, 0x7f}} {
+	for _, b := range [][]byte{{0xff}, {2, 1}, {1, 1, 0x7f}, {0x80, 0x00}, {1, 1, 0x80, 0x00}} {
 		_, err := decodeMessage(b)
 		if err == nil || !errors.Is(err, codec.ErrCorrupt) {
 			t.Errorf("decodeMessage(%x) = %v, want a codec.ErrCorrupt", b, err)
+		}
+	}
+}
+
+// TestMessageID: the de-duplication ids are those of
+// docs/format/cluster-message.md (pinned: a node of another version must
+// give a retry the same id).
+func TestMessageID(t *testing.T) {
+	a := uuid.UUID{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	b := uuid.UUID{0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8, 0xf7, 0xf6, 0xf5, 0xf4, 0xf3, 0xf2, 0xf1, 0xf0}
+	for _, tt := range []struct {
+		w    engine.Write
+		want string
+	}{
+		{engine.Write{Tenant: "t", Ingested: []engine.Ingested{{Workspace: "w", IdempotencyKey: "k1", ID: a}, {Workspace: "v", IdempotencyKey: "k2", ID: b}}},
+			"ingest-keys:1526c8a7903fb0c990d29580a7ffc4789b4c0543652dca230b1bc5be0881081d"},
+		{engine.Write{Tenant: "t", Ingested: []engine.Ingested{{Workspace: "w", IdempotencyKey: "k1", ID: a}, {Workspace: "v", ID: b}}},
+			"ingest-ids:d8088b8336a83b8894e13f6155fc6b4cac13213c224de4df85bceb0df3ffd35a"},
+		{engine.Write{Receipt: a}, "receipt:00010203-0405-0607-0809-0a0b0c0d0e0f"},
+		{engine.Write{Entries: entries(3)}, ""},
+	} {
+		if got := messageID(tt.w); got != tt.want {
+			t.Errorf("messageID(%+v) = %q, want %q", tt.w, got, tt.want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,72 +135,6 @@ func (s *Shard) Position() uint64 {
 
 // settleWait bounds how long Position waits for an apply in progress.
 const settleWait = time.Second
-
-// Replicate publishes a write and waits for the quorum's acknowledgement
-// and this node's apply (engine.Replicator).
-func (s *Shard) Replicate(msgID string, entries []wal.Entry) error {
-	limit := int(s.node.nc.MaxPayload()) - 1024 // room for the headers
-	runs, err := splitEntries(entries, limit)
-	if err != nil {
-		return &engine.InvalidError{Field: "payload", Reason: err.Error()}
-	}
-	for i, run := range runs {
-		id := msgID
-		if id != "" && len(runs) > 1 {
-			id += "/" + strconv.Itoa(i)
-		}
-		if err := s.publish(id, run); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Shard) publish(msgID string, entries []wal.Entry) error {
-	token := s.node.cfg.NodeID + "." + s.node.boot + "." + strconv.FormatUint(s.seq.Add(1), 10)
-	if msgID == "" {
-		msgID = token
-	}
-	p := &pending{entries: entries, done: make(chan struct{})}
-	s.mu.Lock()
-	s.pending[token] = p
-	s.mu.Unlock()
-	forget := func() {
-		s.mu.Lock()
-		delete(s.pending, token)
-		s.mu.Unlock()
-	}
-	m := nats.NewMsg(s.subject)
-	m.Data = encodeMessage(entries)
-	m.Header.Set(pubHeader, token)
-	m.Header.Set(jetstream.MsgIDHeader, msgID)
-	ctx, cancel := context.WithTimeout(s.node.ctx, s.node.cfg.PublishTimeout)
-	defer cancel()
-	ack, err := s.node.js.PublishMsg(ctx, m, jetstream.WithExpectStream(s.stream), jetstream.WithRetryAttempts(50),
-		jetstream.WithRetryWait(100*time.Millisecond))
-	if err != nil {
-		forget()
-		return fmt.Errorf("%w: %s: %v", engine.ErrUnavailable, s.stream, err)
-	}
-	s.sawLast(ack.Sequence)
-	if ack.Duplicate {
-		// The earlier copy may still be on its way to a quorum: a
-		// clustered stream then answers sequence 0 (nats-server 2.9 stages
-		// the id so), and this returns at once; the engine passes again.
-		forget()
-		if err := s.waitApplied(ctx, ack.Sequence); err != nil {
-			return fmt.Errorf("%w: %s: the earlier copy (sequence %d) is not applied here yet", engine.ErrUnavailable, s.stream, ack.Sequence)
-		}
-		return engine.ErrDuplicate
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-ctx.Done():
-		forget()
-		return fmt.Errorf("%w: %s: stored at sequence %d but not applied by this node within %s", engine.ErrUnavailable, s.stream, ack.Sequence, s.node.cfg.PublishTimeout)
-	}
-}
 
 // sawLast notes that the stream holds a message at seq.
 func (s *Shard) sawLast(seq uint64) {

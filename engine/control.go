@@ -91,7 +91,7 @@ func (db *DB) AppendControl(kind uint8, payload []byte) error {
 	defer db.leave()
 	t := recControlBase + record.Type(kind)
 	var applyErr error
-	err := db.append("", wal.Entry{Type: uint8(t), Payload: payload,
+	err := db.append(wal.Entry{Type: uint8(t), Payload: payload,
 		Apply: func(seq uint64) { applyErr = db.apply(t, seq, payload, nil) }})
 	if err != nil {
 		return fmt.Errorf("engine: append control record: %w", err)

@@ -175,7 +175,7 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 	}
 	res := ArtifactErasure{Workspace: rec.Workspace, Spans: spans}
 	applied := false
-	err = db.append("", wal.Entry{Type: uint8(record.TypeEraseArtifact), Payload: record.EncodeEraseArtifact(&rec), Apply: func(seq uint64) {
+	err = db.append(wal.Entry{Type: uint8(record.TypeEraseArtifact), Payload: record.EncodeEraseArtifact(&rec), Apply: func(seq uint64) {
 		res.Seq = seq
 		applied = db.applyEraseArtifact(&rec, seq)
 	}})

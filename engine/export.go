@@ -252,7 +252,7 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 			Apply: func(seq uint64) { db.apply(record.TypeFeedback, seq, nil, e) }})
 	}
 	if len(entries) > 0 {
-		if err := db.append("", entries...); err != nil {
+		if err := db.append(entries...); err != nil {
 			return fmt.Errorf("engine: import: %w", err)
 		}
 	}

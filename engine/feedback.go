@@ -350,7 +350,7 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 		}
 		slices.SortFunc(e.Spans, func(x, y uuid.UUID) int { return slices.Compare(x[:], y[:]) })
 	}
-	err = db.append("", wal.Entry{Type: uint8(record.TypeFeedback), Payload: record.EncodeFeedback(e),
+	err = db.append(wal.Entry{Type: uint8(record.TypeFeedback), Payload: record.EncodeFeedback(e),
 		Apply: func(seq uint64) { db.apply(record.TypeFeedback, seq, nil, e) }})
 	if err != nil {
 		return FeedbackResult{}, fmt.Errorf("engine: feedback: %w", err)

@@ -3,9 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,30 +121,20 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	}
 	defer db.leave()
 	res, err := db.ingestBatch(tenant, ins)
-	// The replicated log held this write already (the same idempotency keys
-	// or artifact ids, sent through another node, or an earlier attempt
-	// that was not acknowledged): once the first copy is applied, another
-	// pass answers with what it stored. The first copy may still be on its
-	// way to a quorum (the log answers "duplicate" for it already), so pass
-	// again for a while; then the client is asked to retry.
-	for pass := 1; errors.Is(err, ErrDuplicate); pass++ {
-		if pass == duplicatePasses {
+	if errors.Is(err, ErrDuplicate) {
+		// The replicated log held this write already (the same idempotency
+		// keys or artifact ids, sent through another node, or an earlier
+		// attempt that was not acknowledged), and this engine has applied
+		// the first copy: another pass answers with what it stored. Should
+		// the log answer so again, the first copy stored nothing this pass
+		// finds (and the client is asked to retry).
+		res, err = db.ingestBatch(tenant, ins)
+		if errors.Is(err, ErrDuplicate) {
 			return nil, fmt.Errorf("%w: an earlier copy of this write is not applied yet", ErrUnavailable)
 		}
-		if pass > 1 {
-			time.Sleep(duplicateWait)
-		}
-		res, err = db.ingestBatch(tenant, ins)
 	}
 	return res, err
 }
-
-// How often, and how far apart, IngestBatch passes again over a write the
-// replicated log already holds (about 5 s in all).
-const (
-	duplicatePasses = 50
-	duplicateWait   = 100 * time.Millisecond
-)
 
 func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, error) {
 	if err := CheckID("tenant", tenant, true); err != nil {
@@ -220,11 +208,7 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		results[i].Embedded = ha.vecs != nil
 	}
 	if len(entries) > 0 {
-		msgID := ""
-		if db.opts.Replicated {
-			msgID = ingestMsgID(tenant, ins, prepared)
-		}
-		if err := db.append(msgID, entries...); err != nil {
+		if err := db.appendWrite(Write{Entries: entries, Tenant: tenant, Ingested: ingested(ins, prepared)}); err != nil {
 			if errors.Is(err, ErrDuplicate) {
 				return nil, err
 			}
@@ -753,31 +737,14 @@ func trimIndex(field string) string {
 	return field
 }
 
-// ingestMsgID is the replicated log's de-duplication id of an ingest: the
-// hash of its idempotency keys when every stored artifact has one (a client's
-// retry through any node is then the same message), else of its artifact ids
-// (a write re-sent with the same ids, such as a job indexed again).
-func ingestMsgID(tenant string, ins []IngestInput, prepared []*headArtifact) string {
-	h := sha256.New()
-	keyed := true
+// ingested names the artifacts an ingest stores (the prepared ones), for a
+// replicator's de-duplication.
+func ingested(ins []IngestInput, prepared []*headArtifact) []Ingested {
+	var out []Ingested
 	for i, ha := range prepared {
-		if ha != nil && ins[i].IdempotencyKey == "" {
-			keyed = false
+		if ha != nil {
+			out = append(out, Ingested{Workspace: ha.a.Workspace, IdempotencyKey: ins[i].IdempotencyKey, ID: ha.a.ID})
 		}
 	}
-	for i, ha := range prepared {
-		if ha == nil {
-			continue
-		}
-		if keyed {
-			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", tenant, ha.a.Workspace, ins[i].IdempotencyKey)
-		} else {
-			h.Write(ha.a.ID[:])
-		}
-	}
-	kind := "ingest-ids:"
-	if keyed {
-		kind = "ingest-keys:"
-	}
-	return kind + hex.EncodeToString(h.Sum(nil))
+	return out
 }

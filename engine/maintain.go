@@ -331,8 +331,10 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 func (db *DB) writeSegment(m *manifest.Manifest, data []segment.WorkspaceData) (*liveSegment, error) {
 	id := m.NextSegmentID
 	m.NextSegmentID++
-	db.mu.Lock() // Stats and exports read the manifest under mu
-	db.manifest.NextSegmentID = m.NextSegmentID // never reuse an id, even if this attempt fails
+	// Never reuse an id, even if this attempt fails. Stats and exports read
+	// the manifest under mu.
+	db.mu.Lock()
+	db.manifest.NextSegmentID = m.NextSegmentID
 	db.mu.Unlock()
 	dir := filepath.Join(db.dir, segmentDir)
 	info, err := segment.WriteFS(db.opts.FS, dir, id, data)

@@ -240,7 +240,7 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 	}
 	k := wsKey{tenant, ws}
 	var res EraseResult
-	err := db.append("", wal.Entry{Type: uint8(record.TypeEraseWorkspace), Payload: record.EncodeEraseWorkspace(tenant, ws), Apply: func(seq uint64) {
+	err := db.append(wal.Entry{Type: uint8(record.TypeEraseWorkspace), Payload: record.EncodeEraseWorkspace(tenant, ws), Apply: func(seq uint64) {
 		db.mu.RLock()
 		res = db.countVisible(k)
 		res.Receipts = len(db.receipts.byWS[k])

@@ -3,12 +3,10 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
@@ -482,10 +480,7 @@ func (db *DB) storeReceipt(r Receipt) error {
 	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
 	entry := wal.Entry{Type: uint8(record.TypeReceipt), Payload: encodeReceiptRecord(&rec),
 		Apply: func(seq uint64) { db.apply(record.TypeReceipt, seq, nil, &rec) }}
-	if db.opts.Replicated {
-		return db.replicateReceipt(rec.ID.String(), entry)
-	}
-	if err := db.append("", entry); err != nil {
+	if err := db.appendWrite(Write{Entries: []wal.Entry{entry}, Receipt: rec.ID}); err != nil {
 		return fmt.Errorf("engine: store receipt: %w", err)
 	}
 	return nil
@@ -639,50 +634,4 @@ func (db *DB) ReceiptStats() (n int, bytes int64) {
 		}
 	}
 	return len(db.receipts.byID), bytes
-}
-
-// ReceiptWait is how long a pack waits for its receipt to be replicated
-// (cluster mode) before it is answered anyway; the receipt keeps being
-// published in the background for up to ReceiptRetry.
-const (
-	ReceiptWait  = 300 * time.Millisecond
-	ReceiptRetry = 30 * time.Second
-)
-
-// replicateReceipt stores a receipt through the replicated log. A pack is a
-// read: it must not fail, or wait for seconds, because the log is electing
-// a new leader after a server died. So it waits ReceiptWait for the
-// receipt's quorum and then answers; the receipt is published again until
-// the log takes it, and until then GET /v1/receipts/{id} answers 404.
-func (db *DB) replicateReceipt(id string, entry wal.Entry) error {
-	done := make(chan error, 1)
-	go func() {
-		deadline := time.Now().Add(ReceiptRetry)
-		for {
-			if db.enter() != nil {
-				done <- nil // closing: a receipt is not a write the client was told about
-				return
-			}
-			err := db.append("receipt:"+id, entry)
-			db.leave()
-			if errors.Is(err, ErrDuplicate) { // another node stored it (the same pack) first
-				err = nil
-			}
-			if err == nil || !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
-				if err != nil {
-					db.log.Warn("engine: receipt not stored", "receipt_id", id, "err", err)
-				}
-				done <- err
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(ReceiptWait):
-		db.log.Warn("engine: receipt not replicated yet; the pack is answered and the receipt follows", "receipt_id", id)
-		return nil
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
@@ -13,21 +14,45 @@ import (
 // The engine prepares every write completely (ids, times, vectors) and hands
 // its records to Replicate instead of appending them to its own WAL; every
 // replica, this one included, then receives them from the log in order and
-// applies them with ApplyReplicated.
+// applies them with ApplyReplicated. The policy of the log (which copies are
+// one write, how long to wait for what, how log positions become sequence
+// numbers) is the replicator's.
 type Replicator interface {
-	// Replicate publishes entries (whose order it keeps) and returns once
-	// the log has stored them on a quorum and this engine has applied them
-	// through ApplyReplicated, running their Apply functions (the ones given
-	// here, not decoded copies): then the write is acknowledged. msgID, when
-	// not empty, de-duplicates: if the log already holds a message with that
-	// id, Replicate waits until this engine has applied that one and returns
-	// ErrDuplicate, and the entries are never applied. Any other error
-	// means the write is not acknowledged; it may still be applied later.
-	Replicate(msgID string, entries []wal.Entry) error
+	// Replicate publishes w's entries (whose order it keeps) and returns
+	// once the log has stored them on a quorum and this engine has applied
+	// them through ApplyReplicated, running their Apply functions (the ones
+	// given here, not decoded copies): then the write is acknowledged. If
+	// the log already holds this write (the replicator tells copies of one
+	// write apart by what w says it is), Replicate returns ErrDuplicate once
+	// this engine has applied the earlier copy, and w's entries are never
+	// applied. Any other error means the write is not acknowledged; it may
+	// still be applied later. A receipt (w.Receipt set) is a read's
+	// by-product: Replicate may return before it is applied, and nil.
+	Replicate(w Write) error
 }
 
-// ErrDuplicate is a Replicator's answer to a write the log already holds
-// (by message id), after the engine applied the earlier copy.
+// Write is one write of a replicated engine: its records, and what the
+// write is, from which the replicator derives its identity in the log.
+type Write struct {
+	Entries []wal.Entry
+	// Tenant and Ingested: for an ingest, its tenant and the artifacts it
+	// stores, in the order of their records (nil for other writes).
+	Tenant   string
+	Ingested []Ingested
+	// Receipt is the id of the receipt a write stores (uuid.Nil for other
+	// writes).
+	Receipt uuid.UUID
+}
+
+// Ingested names an artifact an ingest stores.
+type Ingested struct {
+	Workspace      string
+	IdempotencyKey string // "" when the client sent none
+	ID             uuid.UUID
+}
+
+// ErrDuplicate is a Replicator's answer to a write the log already holds,
+// after the engine applied the earlier copy.
 var ErrDuplicate = errors.New("engine: the replicated log already holds this write")
 
 // ErrUnavailable is a Replicator's refusal of a write the replicated log
@@ -47,19 +72,28 @@ func (db *DB) SetReplicator(r Replicator) {
 }
 
 // append writes entries: to the WAL, or through the replicator in
-// replicated mode. msgID is the de-duplication id a replicator uses (empty:
-// none).
-func (db *DB) append(msgID string, entries ...wal.Entry) error {
+// replicated mode.
+func (db *DB) append(entries ...wal.Entry) error {
+	return db.appendWrite(Write{Entries: entries})
+}
+
+// appendWrite is append for a write whose Write says more than its
+// entries (an ingest, a receipt).
+func (db *DB) appendWrite(w Write) error {
 	if !db.opts.Replicated {
-		_, err := db.wal.Append(entries...)
+		_, err := db.wal.Append(w.Entries...)
 		return err
 	}
 	r := db.repl.Load()
 	if r == nil {
 		return ErrNotReplicating
 	}
-	return (*r).Replicate(msgID, entries)
+	return (*r).Replicate(w)
 }
+
+// Closing reports whether Close has begun: a replicator stops publishing
+// on the engine's behalf (a receipt it keeps retrying).
+func (db *DB) Closing() bool { return db.closing.Load() }
 
 // ApplyReplicated appends records of the replicated log to the local WAL at
 // sequence numbers first, first+1, ... (strictly above every earlier one;

@@ -3,9 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/wal"
 )
@@ -29,7 +31,27 @@ type memReplica struct {
 	self *DB
 }
 
-func (r memReplica) Replicate(msgID string, entries []wal.Entry) error {
+// writeID is the test log's de-duplication id of a write (package cluster
+// has the real one): its receipt id, its idempotency keys when every
+// artifact has one, else its artifact ids; "" for other writes.
+func writeID(w Write) string {
+	if w.Receipt != uuid.Nil {
+		return "receipt:" + w.Receipt.String()
+	}
+	keyed := !slices.ContainsFunc(w.Ingested, func(a Ingested) bool { return a.IdempotencyKey == "" })
+	id := ""
+	for _, a := range w.Ingested {
+		if keyed {
+			id += w.Tenant + "/" + a.Workspace + "/" + a.IdempotencyKey + ";"
+		} else {
+			id += a.ID.String() + ";"
+		}
+	}
+	return id
+}
+
+func (r memReplica) Replicate(w Write) error {
+	msgID, entries := writeID(w), w.Entries
 	l := r.log
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -104,7 +104,7 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 		return &InvalidError{"retention_days", fmt.Sprintf("must be between 1 and %d, or null to clear", MaxRetentionDays)}
 	}
 	r := &record.Retention{Tenant: tenant, Workspace: ws, Days: uint64(days)}
-	err := db.append("", wal.Entry{Type: uint8(record.TypeRetention), Payload: record.EncodeRetention(r), Apply: func(seq uint64) {
+	err := db.append(wal.Entry{Type: uint8(record.TypeRetention), Payload: record.EncodeRetention(r), Apply: func(seq uint64) {
 		db.applyRetention(r, seq)
 	}})
 	if err != nil {
