@@ -24,8 +24,6 @@ type frameError struct {
 	err jsonrpc.Error
 }
 
-func (e *frameError) Error() string { return e.err.Message }
-
 // checkFrame checks frame b (named what in messages: "request body",
 // "line"): UTF-8 JSON holding one JSON-RPC message object, or a batch (an
 // array) of 1 to MaxBatch message objects. It returns the messages,

@@ -114,12 +114,3 @@ func CreateTemp(fsys FS, dir, pattern string) (File, error) {
 	return nil, fmt.Errorf("vfs: create temporary file in %s: too many names taken", dir)
 }
 
-// ReadFile reads the whole file name.
-func ReadFile(fsys FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}

@@ -516,16 +516,6 @@ func (c *Cluster) N() int { return len(c.servers) }
 // Name is server i's name, "n<i+1>".
 func (c *Cluster) Name(i int) string { return c.server(i).name }
 
-// Index is the index of the server named name, or -1.
-func (c *Cluster) Index(name string) int {
-	for i, s := range c.servers {
-		if s.name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // URL is server i's client URL.
 func (c *Cluster) URL(i int) string {
 	return fmt.Sprintf("nats://127.0.0.1:%d", c.server(i).clientPort)
@@ -694,15 +684,6 @@ func (c *Cluster) killAll() {
 			<-s.exited
 		}
 	}
-}
-
-// Log is everything server i has written so far, across restarts.
-func (c *Cluster) Log(i int) string {
-	b, err := os.ReadFile(c.server(i).logPath)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	return string(b)
 }
 
 // logs quotes the end of every server's log, for error messages.
