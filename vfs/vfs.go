@@ -113,4 +113,3 @@ func CreateTemp(fsys FS, dir, pattern string) (File, error) {
 	}
 	return nil, fmt.Errorf("vfs: create temporary file in %s: too many names taken", dir)
 }
-
