@@ -36,4 +36,4 @@ type InProcess interface {
 // ErrUnavailable marks an embedder that cannot answer now (down, timing
 // out, rate limited past its retries, misconfigured). Its text predates
 // this package and is kept, so that messages read as they did.
-var ErrUnavailable = errors.New("vecindex: embedder unavailable")
+var ErrUnavailable = errors.New("embed: embedder unavailable")

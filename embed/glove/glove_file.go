@@ -61,7 +61,7 @@ func loadGloVe() (*gloveTable, error) {
 	gloveOnce.Do(func() {
 		gloveTab, gloveError = parseGloVe(gloveData, gloveSHA256)
 		if gloveError != nil {
-			gloveError = fmt.Errorf("vecindex: embedded GloVe table model/glove100d.bin: %w (%w)", gloveError, embed.ErrUnavailable)
+			gloveError = fmt.Errorf("glove: embedded GloVe table model/glove100d.bin: %w (%w)", gloveError, embed.ErrUnavailable)
 		}
 	})
 	return gloveTab, gloveError

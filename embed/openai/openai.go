@@ -137,19 +137,19 @@ func ConfigFromEnv() (cfg Config, ok bool, err error) {
 	cfg.Model = strings.TrimSpace(os.Getenv(envEmbeddingsModel))
 	cfg.APIKey = strings.TrimSpace(os.Getenv(envEmbeddingsAPIKey))
 	if cfg.Model == "" {
-		return cfg, true, fmt.Errorf("vecindex: %s is set but %s is empty", envEmbeddingsURL, envEmbeddingsModel)
+		return cfg, true, fmt.Errorf("openai embedder: %s is set but %s is empty", envEmbeddingsURL, envEmbeddingsModel)
 	}
 	if s := strings.TrimSpace(os.Getenv(envEmbeddingsDim)); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			return cfg, true, fmt.Errorf("vecindex: %s=%q is not a non-negative integer", envEmbeddingsDim, s)
+			return cfg, true, fmt.Errorf("openai embedder: %s=%q is not a non-negative integer", envEmbeddingsDim, s)
 		}
 		cfg.Dim = n
 	}
 	if s := strings.TrimSpace(os.Getenv(envEmbeddingsTimeout)); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return cfg, true, fmt.Errorf("vecindex: %s=%q is not a positive duration such as 10s", envEmbeddingsTimeout, s)
+			return cfg, true, fmt.Errorf("openai embedder: %s=%q is not a positive duration such as 10s", envEmbeddingsTimeout, s)
 		}
 		cfg.Timeout = d
 	}
@@ -224,16 +224,16 @@ func New(ctx context.Context, cfg Config) (*Embedder, error) {
 	}
 	switch {
 	case e.model == "":
-		return nil, errors.New("vecindex: OpenAI embedder: no model configured")
+		return nil, errors.New("openai embedder: no model configured")
 	case e.dim < 0:
-		return nil, fmt.Errorf("vecindex: OpenAI embedder: Dim is %d, want 0 (probe) or positive", e.dim)
+		return nil, fmt.Errorf("openai embedder: Dim is %d, want 0 (probe) or positive", e.dim)
 	case e.batchSize < 0:
-		return nil, fmt.Errorf("vecindex: OpenAI embedder: BatchSize is %d, want 0 (default) or positive", e.batchSize)
+		return nil, fmt.Errorf("openai embedder: BatchSize is %d, want 0 (default) or positive", e.batchSize)
 	case e.timeout < 0:
-		return nil, fmt.Errorf("vecindex: OpenAI embedder: Timeout is %v, want 0 (default) or positive", e.timeout)
+		return nil, fmt.Errorf("openai embedder: Timeout is %v, want 0 (default) or positive", e.timeout)
 	case strings.IndexFunc(e.key, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
 		// Do not echo the key: say only what is wrong with it.
-		return nil, errors.New("vecindex: OpenAI embedder: API key contains whitespace or control characters")
+		return nil, errors.New("openai embedder: API key contains whitespace or control characters")
 	}
 	if e.batchSize == 0 {
 		e.batchSize = defaultOpenAIBatchSize
@@ -293,7 +293,7 @@ func newOpenAIClient() *http.Client {
 func embeddingsEndpoint(raw string) (endpoint, host string, err error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", "", errors.New("vecindex: OpenAI embedder: no URL configured")
+		return "", "", errors.New("openai embedder: no URL configured")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -303,13 +303,13 @@ func embeddingsEndpoint(raw string) (endpoint, host string, err error) {
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return "", "", fmt.Errorf("vecindex: OpenAI embedder: URL does not parse: %v", err)
+		return "", "", fmt.Errorf("openai embedder: URL does not parse: %v", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", "", fmt.Errorf("vecindex: OpenAI embedder: URL scheme is %q, want http or https", u.Scheme)
+		return "", "", fmt.Errorf("openai embedder: URL scheme is %q, want http or https", u.Scheme)
 	}
 	if u.Host == "" {
-		return "", "", errors.New("vecindex: OpenAI embedder: URL has no host")
+		return "", "", errors.New("openai embedder: URL has no host")
 	}
 	u.Fragment, u.RawFragment = "", ""
 	const suffix = "/embeddings"
@@ -407,7 +407,7 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string, where string)
 	}
 	payload, err := json.Marshal(embeddingsRequest{Model: e.model, Input: input, EncodingFormat: "float"})
 	if err != nil {
-		return nil, fmt.Errorf("vecindex: encoding embeddings request for %s: %v", where, err)
+		return nil, fmt.Errorf("openai embedder: encoding embeddings request for %s: %v", where, err)
 	}
 	body, err := e.post(ctx, where, payload, successBodyBase+int64(len(texts))*successBodyPerText)
 	if err != nil {
@@ -522,7 +522,7 @@ func (e *Embedder) post(ctx context.Context, where string, payload []byte, limit
 		case code >= 400 && code < 500:
 			// The provider is up and rejected this input (too long, bad
 			// characters...): retrying or degrading will not change that.
-			return nil, fmt.Errorf("vecindex: embeddings at %s, %s: %s%s", e.host, where, httpStatusLine(code), e.providerMessage(r.body))
+			return nil, fmt.Errorf("openai embedder: embeddings at %s, %s: %s%s", e.host, where, httpStatusLine(code), e.providerMessage(r.body))
 		default:
 			return nil, e.unavailable(where, "unexpected %s", httpStatusLine(code))
 		}
@@ -654,7 +654,7 @@ func (e *Embedder) canceled(where string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: embeddings at %s, %s: %w", embed.ErrUnavailable, e.host, where, err)
 	}
-	return fmt.Errorf("vecindex: embeddings at %s, %s: %w", e.host, where, err)
+	return fmt.Errorf("openai embedder: embeddings at %s, %s: %w", e.host, where, err)
 }
 
 // providerMessage extracts the provider's explanation from an error body,
