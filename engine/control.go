@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
@@ -49,7 +50,7 @@ type ControlPayloads interface {
 }
 
 // controlPayloadsName is the file holding the latest ControlPayloads.
-const controlPayloadsName = "CONTROL_PAYLOADS"
+const controlPayloadsName = manifest.ControlPayloadsName
 
 // controlPayloadsMagic opens the payloads file; framed like CONTROL.
 var controlPayloadsMagic = []byte("LOCICPL")
@@ -61,7 +62,7 @@ const MaxControlKind = 15
 const recControlBase = record.TypeTenant
 
 // controlName is the file holding the latest control snapshot.
-const controlName = "CONTROL"
+const controlName = manifest.ControlName
 
 // controlMagic opens the control snapshot file; the version byte follows.
 var controlMagic = []byte("LOCICTL")

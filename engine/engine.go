@@ -165,8 +165,8 @@ type InvalidError struct {
 func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
 
 const (
-	walDir     = "wal"
-	segmentDir = "segments"
+	walDir     = manifest.WALDir
+	segmentDir = manifest.SegmentDir
 )
 
 // DB is an open data directory. All methods are safe for concurrent use.

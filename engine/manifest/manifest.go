@@ -28,6 +28,17 @@ import (
 // replay starts. It is replaced atomically (write temp, fsync, rename, fsync dir).
 const FileName = "MANIFEST"
 
+// The rest of a data directory's layout (docs/format/manifest.md): the
+// directories of the WAL and segment files the manifest names, and the
+// control files written before every manifest. The engine writes them;
+// backup copies them.
+const (
+	WALDir              = "wal"
+	SegmentDir          = "segments"
+	ControlName         = "CONTROL"          // the latest control snapshot
+	ControlPayloadsName = "CONTROL_PAYLOADS" // the latest control payloads
+)
+
 var magic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
 // currentVersion is the version written. Version 1 (still read) has no
