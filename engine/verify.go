@@ -136,7 +136,7 @@ func Verify(dir string) (*VerifyReport, error) {
 		for wi, w := range s.Workspaces() {
 			k := wsKey{w.Tenant, w.Workspace}
 			if b, ok := s.Section(wi, segment.KindFeedback); ok {
-				if _, err := decodeFeedbackSection(b); err != nil {
+				if _, err := record.DecodeFeedbackSection(b); err != nil {
 					fault("segment %s: workspace %d: %v", path, wi, err)
 				}
 			}

@@ -4,7 +4,8 @@
 // It lives apart from the engine so that the format can be read, tested and
 // fuzzed without a database: the engine decides what a record means when it
 // is applied; this package only says how its bytes look. It imports no part
-// of the engine. The receipt record's codec is still in engine/receipts.go.
+// of the engine. The segment sections that hold records in their WAL encoding
+// (FEEDBACK, RECEIPTS; docs/format/segment.md) are framed here too.
 package record
 
 import "fmt"
