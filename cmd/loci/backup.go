@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/engine/backup"
+	"github.com/loci-memory/loci/engine/verify"
 )
 
 // runBackup copies a data directory, which a running server may hold, to a
@@ -75,7 +75,7 @@ func runRestore(args []string) error {
 	if err := backup.Restore(*from, *data); err != nil {
 		return err
 	}
-	r, err := engine.Verify(*data)
+	r, err := verify.Dir(*data)
 	if err != nil {
 		return fmt.Errorf("restore: verify: %w", err)
 	}

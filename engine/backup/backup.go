@@ -508,7 +508,7 @@ func ReadInfo(dir string) (*Info, error) {
 // not exist or be empty, checking every file's size and checksum against
 // BACKUP.json; the manifest is written last, so an interrupted restore
 // leaves a directory Open refuses rather than a partial one it would accept.
-// The caller verifies the result (loci restore runs engine.Verify on it).
+// The caller verifies the result (loci restore runs verify.Dir on it).
 func Restore(from, dir string) error { return RestoreFS(vfs.Default, from, dir) }
 
 // RestoreFS is Restore writing through the file system fsys.

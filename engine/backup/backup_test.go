@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/verify"
 )
 
 // Backups taken while writers ingest and flushes and compactions run as
@@ -249,7 +250,7 @@ func TestBackupCutsTornTail(t *testing.T) {
 	if info.WALCut != 10 {
 		t.Fatalf("cut %d bytes, want 10", info.WALCut)
 	}
-	r, err := engine.Verify(dst)
+	r, err := verify.Dir(dst)
 	if err != nil || len(r.Faults)+len(r.Warnings) > 0 || r.Artifacts != 1 {
 		t.Fatalf("verify: %v %+v", err, r)
 	}
@@ -263,13 +264,13 @@ func TestBackupCutsTornTail(t *testing.T) {
 	}
 }
 
-// restoreVerify is Restore and then engine.Verify of the result, as loci
+// restoreVerify is Restore and then verify.Dir of the result, as loci
 // restore runs them.
-func restoreVerify(from, dir string) (*engine.VerifyReport, error) {
+func restoreVerify(from, dir string) (*verify.Report, error) {
 	if err := Restore(from, dir); err != nil {
 		return nil, err
 	}
-	r, err := engine.Verify(dir)
+	r, err := verify.Dir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("restore: verify: %w", err)
 	}

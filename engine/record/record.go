@@ -41,6 +41,14 @@ const (
 	TypeWorkspace Type = 36 // workspace claimed or released by a tenant
 )
 
+// MaxControlKind is the highest control record kind: types TypeTenant
+// (kind 0) to TypeTenant+MaxControlKind (32-47) are control records, whose
+// payloads are the control state's (docs/format/control.md).
+const MaxControlKind = 15
+
+// IsControl reports whether t is a control record's type.
+func (t Type) IsControl() bool { return t >= TypeTenant && t <= TypeTenant+MaxControlKind }
+
 // Version is the leading byte of every record payload.
 const Version byte = 1
 
