@@ -3,9 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/wal"
@@ -49,32 +49,30 @@ type ControlPayloads interface {
 }
 
 // controlPayloadsName is the file holding the latest ControlPayloads.
-const controlPayloadsName = "CONTROL_PAYLOADS"
+const controlPayloadsName = manifest.ControlPayloadsName
 
 // controlPayloadsMagic opens the payloads file; framed like CONTROL.
-var controlPayloadsMagic = []byte("LOCICPL")
+var controlPayloadsMagic = manifest.ControlPayloadsMagic
 
 // MaxControlKind is the highest control record kind: WAL record types 32-47.
-const MaxControlKind = 15
+const MaxControlKind = record.MaxControlKind
 
 // recControlBase is the WAL record type of control kind 0.
 const recControlBase = record.TypeTenant
 
 // controlName is the file holding the latest control snapshot.
-const controlName = "CONTROL"
+const controlName = manifest.ControlName
 
 // controlMagic opens the control snapshot file; the version byte follows.
-var controlMagic = []byte("LOCICTL")
+var controlMagic = manifest.ControlMagic
 
-const controlVersion = 1
+const controlVersion = manifest.ControlVersion
 
 // ErrNoControl is returned when control records are written or found but
 // the DB was opened without Options.Control: dropping them would lose them.
 var ErrNoControl = errors.New("engine: no control state configured (Options.Control)")
 
-func isControlRecord(t record.Type) bool {
-	return t >= recControlBase && t <= recControlBase+MaxControlKind
-}
+func isControlRecord(t record.Type) bool { return t.IsControl() }
 
 // AppendControl writes one control record. It returns once the record is
 // durable (per the fsync policy) and ApplyControl has applied it.
@@ -128,20 +126,7 @@ func decodeControlFile(path string, b []byte) ([]byte, error) {
 
 // readControlFile returns the stored snapshot, or nil when there is none.
 func readControlFile(dir string) ([]byte, error) {
-	return readFramedFile(dir, controlName, controlMagic)
-}
-
-// readFramedFile returns a framed file's payload, or nil when there is none.
-func readFramedFile(dir, name string, magic []byte) ([]byte, error) {
-	path := filepath.Join(dir, name)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return codec.DecodeFramed(path, magic, controlVersion, b)
+	return manifest.ReadFramed(dir, controlName, controlMagic)
 }
 
 // restoreControl loads the control snapshot before WAL replay. Without a
@@ -162,7 +147,7 @@ func (db *DB) restoreControl() error {
 		return fmt.Errorf("engine: %s: %w", filepath.Join(db.dir, controlName), err)
 	}
 	if p, ok := db.opts.Control.(ControlPayloads); ok {
-		b, err := readFramedFile(db.dir, controlPayloadsName, controlPayloadsMagic)
+		b, err := manifest.ReadFramed(db.dir, controlPayloadsName, controlPayloadsMagic)
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}

@@ -204,9 +204,9 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// TestRecordDecodersMarkCorruption feeds every decoder of the engine's own
-// formats (receipt records, sections, the MANIFEST, framed files, backup
-// frames; engine/record tests the other records) damaged bytes: each error
+// TestRecordDecodersMarkCorruption feeds decoders the engine calls (receipt
+// records and sections as the engine decodes them, the MANIFEST, framed
+// files; engine/record tests the record codecs) damaged bytes: each error
 // must match codec.ErrCorrupt, so that a caller tells damage from an I/O
 // failure with one errors.Is.
 func TestRecordDecodersMarkCorruption(t *testing.T) {
@@ -216,6 +216,5 @@ func TestRecordDecodersMarkCorruption(t *testing.T) {
 		{Name: "control file", Decode: func() error { _, err := decodeControlFile("CONTROL", junk); return err }},
 		{Name: "receipt record", Decode: func() error { _, err := decodeReceiptRecord(junk, true); return err }},
 		{Name: "receipts section", Decode: func() error { _, err := decodeReceiptSection(junk); return err }},
-		{Name: "feedback section", Decode: func() error { _, err := decodeFeedbackSection(junk); return err }},
 	})
 }

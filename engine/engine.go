@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,8 +164,8 @@ type InvalidError struct {
 func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
 
 const (
-	walDir     = "wal"
-	segmentDir = "segments"
+	walDir     = manifest.WALDir
+	segmentDir = manifest.SegmentDir
 )
 
 // DB is an open data directory. All methods are safe for concurrent use.
@@ -372,7 +371,7 @@ func (db *DB) recover() error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	if m == nil {
-		if err := checkNoManifest(db.dir); err != nil {
+		if err := manifest.CheckMissing(db.dir); err != nil {
 			return err
 		}
 		// A new data directory gets an empty manifest before anything else,
@@ -444,27 +443,6 @@ func (db *DB) recover() error {
 	db.log.Info("engine: recovered", "dir", db.dir, "segments", len(db.segments),
 		"wal_records", replayed, "wal_replay", time.Since(start).Round(time.Microsecond))
 	return nil
-}
-
-// checkNoManifest decides whether a directory without a manifest may be
-// opened as one whose manifest was never written. It may when it has no
-// segment files, or when the first WAL file is still there: the checkpoint
-// never moved past file 1 without a manifest, so the WAL holds everything,
-// and the segment files are leftovers of a first flush interrupted before
-// its manifest (directories made before the empty manifest was written at
-// creation could be left so) and are removed as orphans. Segment files
-// without a manifest or the first WAL file mean a lost manifest: refuse,
-// rather than start empty over them.
-func checkNoManifest(dir string) error {
-	segs, _ := filepath.Glob(filepath.Join(dir, segmentDir, "*.seg"))
-	if len(segs) == 0 {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, walDir, wal.FileName(1))); err == nil {
-		return nil
-	}
-	return fmt.Errorf("engine: %s has %d segment files but no %s and no %s: the manifest is lost; refusing to start empty over them",
-		dir, len(segs), manifest.FileName, filepath.Join(walDir, wal.FileName(1)))
 }
 
 // removeOrphans deletes segment files the manifest does not list (written by
@@ -837,26 +815,5 @@ func (db *DB) Stats() Stats {
 	return st
 }
 
-// lockDir takes an exclusive advisory lock on dir/LOCK, recording our pid.
-func lockDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("engine: open lock file: %w", err)
-	}
-	if err := flock(f); err != nil {
-		holder, _ := os.ReadFile(path)
-		f.Close()
-		who := strings.TrimSpace(string(holder))
-		if who == "" {
-			who = "another process"
-		} else {
-			who = "pid " + who
-		}
-		return nil, fmt.Errorf("engine: data directory %s is in use by %s (lock %s): %w", dir, who, path, err)
-	}
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
-	}
-	return f, nil
-}
+// lockDir takes an exclusive advisory lock on dir/LOCK (manifest.Lock).
+func lockDir(dir string) (*os.File, error) { return manifest.Lock(dir) }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/engine/record"
-	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
@@ -185,42 +183,13 @@ func (db *DB) applyFeedback(k wsKey, e *record.Feedback) {
 	f.apply(e)
 }
 
-// A FEEDBACK section (segment kind 48) holds a workspace's feedback events in
-// sequence order: u32 count, then per event u64 seq, u32 length and the
-// event in the WAL record encoding (docs/format/wal.md, type 16).
-func encodeFeedbackSection(events []*record.Feedback) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(events)))
-	for _, e := range events {
-		b = appendSeqFrame(b, e.Seq, record.EncodeFeedback(e))
-	}
-	return b
-}
-
-func decodeFeedbackSection(b []byte) ([]*record.Feedback, error) {
-	frames, rest, err := readSeqFrames(b, "feedback section")
-	if err != nil {
-		return nil, err
-	}
-	if len(rest) != 0 {
-		return nil, codec.Errorf("feedback section: %d trailing bytes", len(rest))
-	}
-	out := make([]*record.Feedback, len(frames))
-	for i, f := range frames {
-		if out[i], err = record.DecodeFeedback(b[f.off : f.off+f.len]); err != nil {
-			return nil, codec.Errorf("feedback section: event %d: %w", i, err)
-		}
-		out[i].Seq = f.seq
-	}
-	return out, nil
-}
-
 // readFeedbackSection returns the feedback events of workspace wi of s.
 func readFeedbackSection(s *liveSegment, wi int) ([]*record.Feedback, error) {
 	b, ok := s.Section(wi, segment.KindFeedback)
 	if !ok {
 		return nil, nil
 	}
-	evs, err := decodeFeedbackSection(b)
+	evs, err := record.DecodeFeedbackSection(b)
 	if err != nil {
 		return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
 	}
@@ -244,7 +213,7 @@ func withFeedbackSections(ws []segment.WorkspaceData, events []*record.Feedback,
 		byWS[k] = append(byWS[k], e)
 	}
 	for _, k := range order {
-		ws = appendSection(ws, k, segment.Section{Kind: segment.KindFeedback, Data: encodeFeedbackSection(byWS[k])})
+		ws = appendSection(ws, k, segment.Section{Kind: segment.KindFeedback, Data: record.EncodeFeedbackSection(byWS[k])})
 	}
 	return ws
 }
@@ -417,9 +386,10 @@ func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
 	if w.Artifacts > 0 && (hidden(k, w.MinSeq) || s.holdsErased(wi)) {
 		return true
 	}
-	// Feedback and receipt sections start with a count and the first (lowest) seq.
+	// Feedback and receipt sections are in seq order: the first decides.
 	for _, kind := range []uint16{segment.KindFeedback, segment.KindReceipts} {
-		if b, ok := s.Section(wi, kind); ok && len(b) >= 12 && binary.LittleEndian.Uint32(b) > 0 && hidden(k, binary.LittleEndian.Uint64(b[4:])) {
+		b, _ := s.Section(wi, kind)
+		if first, ok := record.FirstSeq(b); ok && hidden(k, first) {
 			return true
 		}
 	}

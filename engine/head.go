@@ -171,6 +171,9 @@ func (h *head) add(ha *headArtifact, model string, dim int, background bool) {
 	h.note(a.Seq)
 }
 
+// castagnoli is the CRC-32C table of the tie keys.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // spanTieKeys returns spanTieKey of each span, computed without copying the
 // span texts (artifact.TieKey converts its text to a byte slice).
 func spanTieKeys(spans []artifact.Span) [][16]byte {

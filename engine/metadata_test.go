@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/engine/backup"
 )
 
 // metaFixture ingests four artifacts of t1/w, three with metadata, and one
@@ -144,12 +145,15 @@ func TestMetadataDurable(t *testing.T) {
 		t.Fatalf("filtered pack changed with layout:\n%s\n%s", want, got)
 	}
 
-	backup := filepath.Join(t.TempDir(), "backup")
-	if _, err := Backup(dir, backup, BackupOptions{}); err != nil {
+	bdir := filepath.Join(t.TempDir(), "backup")
+	if _, err := backup.Take(dir, bdir, backup.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	restored := filepath.Join(t.TempDir(), "restored")
-	if _, err := Restore(backup, restored); err != nil {
+	if err := backup.Restore(bdir, restored); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(restored); err != nil {
 		t.Fatal(err)
 	}
 	r := openTest(t, restored, Options{DisableBackground: true})

@@ -2,16 +2,12 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
-	"sort"
 
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
 	"github.com/loci-memory/loci/engine/record"
-	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/wal"
 )
@@ -43,20 +39,14 @@ type Receipt struct {
 	packed []byte
 }
 
-// ReceiptCut is a part left out of a stored receipt body: At is the offset
-// of its two-byte placeholder in the body, Len the length in bytes of what
-// was left out. Placeholders do not overlap: each At is at least the
-// previous At plus 2.
-type ReceiptCut struct{ At, Len int }
+// ReceiptCut is a part left out of a stored receipt body (engine/record):
+// At is the offset of its two-byte placeholder in the body, Len the length
+// in bytes of what was left out.
+type ReceiptCut = record.ReceiptCut
 
 // DefaultReceiptsPerWorkspace is the default receipt retention
 // (Options.ReceiptsPerWorkspace).
 const DefaultReceiptsPerWorkspace = 10_000
-
-// receiptVersion is the leading byte of receipt records written now: the
-// body is zstd-compressed. Version 1 (record.Version), with the body as is,
-// is still read.
-const receiptVersion byte = 2
 
 // The receipt body codec. EncodeAll and DecodeAll are safe for concurrent use.
 // Receipts are compressed on the pack path: the fastest level (a 34 KB body
@@ -67,7 +57,7 @@ var (
 )
 
 // maxReceiptBody bounds a decompressed receipt body.
-const maxReceiptBody = 64 << 20
+const maxReceiptBody = record.MaxReceiptBody
 
 // pack compresses r.Body into r.packed (once) and drops r.Body.
 func (r *Receipt) pack() {
@@ -102,152 +92,73 @@ type ReceiptPage struct {
 	Total    int
 }
 
-// encodeReceiptRecord: version 2 | 16 id | tenant | workspace | query |
-// actor | pack hash | varint timestamp | f64 confidence | abstain byte |
-// uvarint total tokens | uvarint cut count | per cut uvarint offset (from
-// the previous cut's offset) and uvarint length | body compressed with zstd
-// (uvarint length + bytes). It packs r first.
+// encodeReceiptRecord encodes a receipt record (record.EncodeReceipt). It
+// packs r first.
 func encodeReceiptRecord(r *Receipt) []byte {
 	r.pack()
-	b := []byte{receiptVersion}
-	b = append(b, r.ID[:]...)
-	for _, s := range []string{r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash} {
-		b = codec.AppendString(b, s)
-	}
-	b = binary.AppendVarint(b, r.Timestamp)
-	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Confidence))
-	abstain := byte(0)
-	if r.Abstain {
-		abstain = 1
-	}
-	b = append(b, abstain)
-	b = binary.AppendUvarint(b, uint64(r.TotalTokens))
-	b = binary.AppendUvarint(b, uint64(len(r.Cuts)))
-	prev := 0
-	for _, c := range r.Cuts {
-		b = binary.AppendUvarint(b, uint64(c.At-prev))
-		b = binary.AppendUvarint(b, uint64(c.Len))
-		prev = c.At
-	}
-	b = binary.AppendUvarint(b, uint64(len(r.packed)))
-	return append(b, r.packed...)
+	return record.EncodeReceipt(r.toRecord())
+}
+
+// toRecord is a packed receipt as the record codec takes it.
+func (r *Receipt) toRecord() *record.Receipt {
+	return &record.Receipt{ID: r.ID, Tenant: r.Tenant, Workspace: r.Workspace, Query: r.Query, ActorID: r.ActorID,
+		PackHash: r.PackHash, Timestamp: r.Timestamp, Confidence: r.Confidence, Abstain: r.Abstain,
+		TotalTokens: r.TotalTokens, Cuts: r.Cuts, Body: r.packed, Compressed: true, Seq: r.Seq}
 }
 
 // decodeReceiptRecord decodes a receipt of either version, its body packed
 // (version 1 bodies are compressed here); withBody false leaves the body
 // out. The compressed body is checked only when it is read (unpack).
 func decodeReceiptRecord(b []byte, withBody bool) (*Receipt, error) {
-	return decodeReceipt(b, withBody, true)
+	rr, err := record.DecodeReceipt(b, withBody)
+	if err != nil {
+		return nil, err
+	}
+	return fromRecord(rr, withBody, true), nil
 }
 
-// decodeReceipt is decodeReceiptRecord; with clone false the compressed
-// body aliases b.
-func decodeReceipt(b []byte, withBody, clone bool) (*Receipt, error) {
-	if len(b) == 0 || b[0] != record.Version && b[0] != receiptVersion {
-		return nil, codec.Errorf("receipt record: unsupported version")
-	}
-	version := b[0]
-	d := codec.Decoder{B: b[1:]}
-	r := &Receipt{}
-	r.ID = d.UUID("")
-	r.Tenant, r.Workspace, r.Query, r.ActorID, r.PackHash = d.Str(""), d.Str(""), d.Str(""), d.Str(""), d.Str("")
-	r.Timestamp = d.Varint("")
-	if d.Err == nil && d.Remaining() < 9 {
-		d.Failf("", d.Off, "short confidence")
-	}
-	if d.Err == nil {
-		r.Confidence = math.Float64frombits(binary.LittleEndian.Uint64(d.Rest()))
-		switch d.Rest()[8] {
-		case 0:
-		case 1:
-			r.Abstain = true
-		default:
-			d.Failf("", d.Off, "bad abstain byte")
+// fromRecord is a decoded receipt record as the engine keeps it, its body
+// packed; with clone false the compressed body aliases the record's.
+func fromRecord(rr *record.Receipt, withBody, clone bool) *Receipt {
+	r := &Receipt{ID: rr.ID, Tenant: rr.Tenant, Workspace: rr.Workspace, Query: rr.Query, ActorID: rr.ActorID,
+		PackHash: rr.PackHash, Timestamp: rr.Timestamp, Confidence: rr.Confidence, Abstain: rr.Abstain,
+		TotalTokens: rr.TotalTokens, Cuts: rr.Cuts, Seq: rr.Seq}
+	switch {
+	case !withBody:
+	case rr.Compressed:
+		r.packed = rr.Body
+		if clone {
+			r.packed = bytes.Clone(rr.Body)
 		}
-		d.Off += 9
+	default:
+		r.Body = rr.Body
+		r.pack()
 	}
-	r.TotalTokens = int(d.Uvarint(""))
-	if version == receiptVersion {
-		n := d.Uvarint("")
-		if d.Err == nil && n > uint64(d.Remaining())/2 {
-			d.Failf("", d.Off, "bad preview cut count")
-		}
-		at := 0
-		for i := uint64(0); i < n && d.Err == nil; i++ {
-			delta, length := d.Uvarint(""), d.Uvarint("")
-			if delta > maxReceiptBody || length > maxReceiptBody || i > 0 && delta < 2 {
-				d.Failf("", d.Off, "bad preview cut")
-			}
-			at += int(delta)
-			if withBody {
-				r.Cuts = append(r.Cuts, ReceiptCut{At: at, Len: int(length)})
-			}
-		}
-	}
-	if body := d.Bytes(""); withBody && d.Err == nil {
-		if version == receiptVersion {
-			r.packed = body
-			if clone {
-				r.packed = bytes.Clone(body)
-			}
-		} else {
-			r.Body = body
-			r.pack()
-		}
-	}
-	if d.Err == nil && d.Remaining() != 0 {
-		d.Failf("", d.Off, "trailing bytes")
-	}
-	if d.Err != nil {
-		return nil, codec.Errorf("receipt record: %w", d.Err)
-	}
-	return r, nil
+	return r
 }
 
-// A RECEIPTS section (segment kind 49) holds a workspace's receipts in
-// sequence order: u32 count, then per receipt u64 seq, u32 length and the
-// receipt in the WAL record encoding (type 17), then count u32 row numbers
-// ordering the receipts by id, for lookup.
-//
-// Receipts are in the record encoding, so a compacted section copies their
-// compressed bodies without recompressing them.
+// encodeReceiptSection encodes a RECEIPTS section (record.EncodeReceiptSection)
+// of receipts in sequence order, packing them first.
 func encodeReceiptSection(rs []*Receipt) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, uint32(len(rs)))
-	for _, r := range rs {
-		b = appendSeqFrame(b, r.Seq, encodeReceiptRecord(r))
+	recs := make([]*record.Receipt, len(rs))
+	for i, r := range rs {
+		r.pack()
+		recs[i] = r.toRecord()
 	}
-	byID := make([]uint32, len(rs))
-	for i := range byID {
-		byID[i] = uint32(i)
-	}
-	sort.Slice(byID, func(i, j int) bool { return bytes.Compare(rs[byID[i]].ID[:], rs[byID[j]].ID[:]) < 0 })
-	for _, i := range byID {
-		b = binary.LittleEndian.AppendUint32(b, i)
-	}
-	return b
+	return record.EncodeReceiptSection(recs)
 }
 
 // decodeReceiptSection decodes a RECEIPTS section. The receipts' compressed
 // bodies alias b: a compaction copies them into its output while its input
 // segments are still mapped, without holding a second copy of every body.
 func decodeReceiptSection(b []byte) ([]*Receipt, error) {
-	rows, err := receiptRows(b)
+	recs, err := record.DecodeReceiptSection(b)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Receipt, len(rows))
-	for i, row := range rows {
-		if out[i], err = decodeReceipt(b[row.off:row.off+row.len], true, false); err != nil {
-			return nil, codec.Errorf("receipts section: receipt %d: %w", i, err)
-		}
-		out[i].Seq = row.seq
-	}
-	table := b[len(b)-4*len(rows):]
-	for i := range rows {
-		row := binary.LittleEndian.Uint32(table[4*i:])
-		if int(row) >= len(rows) || i > 0 && bytes.Compare(out[binary.LittleEndian.Uint32(table[4*(i-1):])].ID[:], out[row].ID[:]) >= 0 {
-			return nil, codec.Errorf("receipts section: id order table entry %d is wrong", i)
-		}
+	out := make([]*Receipt, len(recs))
+	for i, rr := range recs {
+		out[i] = fromRecord(rr, true, false)
 	}
 	return out, nil
 }
@@ -320,16 +231,16 @@ func (s *receiptStore) place(ls *liveSegment) error {
 		if !ok {
 			continue
 		}
-		rows, err := receiptRows(b)
+		rows, err := record.ReceiptRows(b)
 		if err != nil {
 			return fmt.Errorf("segment %s: workspace %d: %w", ls.Path(), wi, err)
 		}
 		for _, row := range rows {
-			r, err := decodeReceiptRecord(b[row.off:row.off+row.len], false)
+			r, err := decodeReceiptRecord(b[row.Off:row.Off+row.Len], false)
 			if err != nil {
 				return fmt.Errorf("segment %s: workspace %d: %w", ls.Path(), wi, err)
 			}
-			r.Seq = row.seq
+			r.Seq = row.Seq
 			k := wsKey{r.Tenant, r.Workspace}
 			if s.expired(k, r.Seq) {
 				continue
@@ -345,7 +256,7 @@ func (s *receiptStore) place(ls *liveSegment) error {
 					continue
 				}
 			}
-			sr.Body, sr.packed, sr.Cuts, sr.seg, sr.ws, sr.off, sr.len = nil, nil, nil, ls, wi, row.off, row.len
+			sr.Body, sr.packed, sr.Cuts, sr.seg, sr.ws, sr.off, sr.len = nil, nil, nil, ls, wi, row.Off, row.Len
 		}
 	}
 	return nil
@@ -379,63 +290,6 @@ func (sr *storedReceipt) stored() ([]byte, []ReceiptCut, error) {
 		return nil, nil, fmt.Errorf("segment %s: %w", sr.seg.Path(), err)
 	}
 	return body, r.Cuts, nil
-}
-
-// receiptRows checks a RECEIPTS section's framing and returns its rows.
-func receiptRows(b []byte) ([]seqFrame, error) {
-	rows, rest, err := readSeqFrames(b, "receipts section")
-	if err != nil {
-		return nil, err
-	}
-	if len(rest) != 4*len(rows) {
-		return nil, codec.Errorf("receipts section: id order table is %d bytes, want %d", len(rest), 4*len(rows))
-	}
-	return rows, nil
-}
-
-// Event sections (FEEDBACK, RECEIPTS) frame their records the same way:
-// u32 count, then per record u64 seq, u32 length and the record's bytes;
-// seqs strictly increase.
-
-// seqFrame locates one framed record in a section.
-type seqFrame struct {
-	seq      uint64
-	off, len int
-}
-
-func appendSeqFrame(b []byte, seq uint64, rec []byte) []byte {
-	b = binary.LittleEndian.AppendUint64(b, seq)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
-	return append(b, rec...)
-}
-
-// readSeqFrames checks the framing of an event section and returns its
-// frames and the bytes after them.
-func readSeqFrames(b []byte, what string) ([]seqFrame, []byte, error) {
-	if len(b) < 4 {
-		return nil, nil, codec.Errorf("%s: %d bytes, want at least 4", what, len(b))
-	}
-	n := binary.LittleEndian.Uint32(b)
-	if uint64(n) > uint64(len(b)-4)/12 {
-		return nil, nil, codec.Errorf("%s: count %d exceeds its size", what, n)
-	}
-	frames := make([]seqFrame, 0, n)
-	at := 4
-	var prev uint64
-	for i := uint32(0); i < n; i++ {
-		if len(b)-at < 12 {
-			return nil, nil, codec.Errorf("%s: record %d truncated", what, i)
-		}
-		seq, l := binary.LittleEndian.Uint64(b[at:]), int(binary.LittleEndian.Uint32(b[at+8:]))
-		at += 12
-		if l > len(b)-at || seq <= prev {
-			return nil, nil, codec.Errorf("%s: record %d: bad length %d or seq %d after %d", what, i, l, seq, prev)
-		}
-		frames = append(frames, seqFrame{seq, at, l})
-		prev = seq
-		at += l
-	}
-	return frames, b[at:], nil
 }
 
 // StoreReceipt stores a receipt, its body and cuts as given, durably (its
@@ -598,19 +452,19 @@ func (db *DB) receiptsExpired(s *liveSegment) bool {
 	var dead int64
 	for wi, w := range s.Workspaces() {
 		k := wsKey{w.Tenant, w.Workspace}
-		b, ok := s.Section(wi, segment.KindReceipts)
-		if !ok || len(b) < 12 || !db.receipts.expired(k, binary.LittleEndian.Uint64(b[4:])) {
+		b, _ := s.Section(wi, segment.KindReceipts)
+		if first, ok := record.FirstSeq(b); !ok || !db.receipts.expired(k, first) {
 			continue // no receipts, or the oldest is kept: so are the others
 		}
-		frames, _, err := readSeqFrames(b, "receipts section")
+		frames, _, err := record.SeqFrames(b, "receipts section")
 		if err != nil {
 			return true // a rewrite reports the damage
 		}
 		for _, f := range frames {
-			if !db.receipts.expired(k, f.seq) {
+			if !db.receipts.expired(k, f.Seq) {
 				break
 			}
-			dead += int64(12 + f.len)
+			dead += int64(12 + f.Len)
 		}
 	}
 	return dead > 0 && (2*dead >= s.entry.Size || dead >= expiredRewriteBytes)

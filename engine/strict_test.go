@@ -4,71 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/internal/crashtest"
 	"github.com/loci-memory/loci/vfs"
 )
-
-// crashAt is a file system that simulates a power failure (Strict.Crash)
-// just before its nth changing operation, which then fails like every later
-// one. Counting operations makes every crash point reproducible.
-type crashAt struct {
-	*vfs.Strict
-	mu      sync.Mutex
-	n, ops  int // crash before operation n (0: never); operations so far
-	crashed bool
-}
-
-// op counts one changing operation and crashes the file system if it is
-// the chosen one.
-func (c *crashAt) op() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ops++
-	if c.ops == c.n && !c.crashed {
-		c.crashed = true
-		if err := c.Strict.Crash(); err != nil {
-			panic(err)
-		}
-	}
-}
-
-func (c *crashAt) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
-	if flag&(1|2) != 0 { // O_WRONLY or O_RDWR: the file may change
-		c.op()
-	}
-	f, err := c.Strict.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &crashFile{File: f, c: c}, nil
-}
-
-func (c *crashAt) Remove(name string) error { c.op(); return c.Strict.Remove(name) }
-func (c *crashAt) Rename(oldname, newname string) error {
-	c.op()
-	return c.Strict.Rename(oldname, newname)
-}
-func (c *crashAt) SyncDir(name string) error { c.op(); return c.Strict.SyncDir(name) }
-
-type crashFile struct {
-	vfs.File
-	c *crashAt
-}
-
-func (f *crashFile) Write(p []byte) (int, error) { f.c.op(); return f.File.Write(p) }
-func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
-	f.c.op()
-	return f.File.WriteAt(p, off)
-}
-func (f *crashFile) Sync() error               { f.c.op(); return f.File.Sync() }
-func (f *crashFile) Truncate(size int64) error { f.c.op(); return f.File.Truncate(size) }
 
 // strictWorkload ingests, flushes, compacts and erases on db until an
 // operation fails (the file system crashed), and returns the artifacts
@@ -134,14 +76,14 @@ func TestStrictCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := &crashAt{Strict: s}
+	count := &crashtest.FS{Strict: s}
 	db, err := testOpen(dir, strictOptions(count))
 	if err != nil {
 		t.Fatal(err)
 	}
 	strictWorkload(db)
 	db.Close()
-	total := count.ops
+	total := count.Ops()
 	step := 2
 	if testing.Short() {
 		step = 7
@@ -159,7 +101,7 @@ func checkStrictCrash(t *testing.T, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &crashAt{Strict: s, n: n}
+	c := &crashtest.FS{Strict: s, N: n}
 	var acked map[uuid.UUID][]byte
 	var erased map[uuid.UUID]bool
 	if db, err := testOpen(dir, strictOptions(c)); err == nil {
@@ -168,7 +110,7 @@ func checkStrictCrash(t *testing.T, n int) {
 	} else if !errors.Is(err, vfs.ErrCrashed) {
 		t.Fatalf("crash at op %d: Open before the crash: %v", n, err)
 	}
-	if !c.crashed {
+	if !c.Crashed() {
 		t.Fatalf("crash at op %d: the workload ended before it", n)
 	}
 	s.Restart()
@@ -221,7 +163,7 @@ func TestStrictCrashConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &crashAt{Strict: s, n: n}
+		c := &crashtest.FS{Strict: s, N: n}
 		opts := strictOptions(c)
 		opts.DisableBackground = false
 		opts.FlushThreshold = 24 << 10
@@ -250,7 +192,7 @@ func TestStrictCrashConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 		db.Close()
-		if !c.crashed {
+		if !c.Crashed() {
 			t.Fatalf("round %d: the workload ended before op %d", round, n)
 		}
 		s.Restart()
@@ -269,90 +211,5 @@ func TestStrictCrashConcurrent(t *testing.T) {
 		}
 		db.Close()
 		t.Logf("round %d: crash at op %d, %d acknowledged", round, n, len(acked))
-	}
-}
-
-// TestStrictCrashBackupRestore crashes a backup, then a restore of it, at
-// every file system operation, on a file system that loses what is not
-// fsynced. Whatever the crash point, the backup is either refused as
-// incomplete or restores every artifact, and the restored directory either
-// has no MANIFEST (Open refuses its files or starts empty) or opens with
-// every artifact byte-identical: never readable but wrong.
-func TestStrictCrashBackupRestore(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "src")
-	db, err := testOpen(src, strictOptions(vfs.Default))
-	if err != nil {
-		t.Fatal(err)
-	}
-	acked := map[uuid.UUID][]byte{}
-	for i := range 12 {
-		in := chat("main", fmt.Sprintf("note %d before the backup", i))
-		r, err := db.Ingest("t", in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		acked[r.ArtifactID] = in.Payload
-		if i == 7 { // a segment, and a WAL tail after it
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	db.Close()
-
-	run := func(fsys vfs.FS, root string) error {
-		if _, err := Backup(src, filepath.Join(root, "b"), BackupOptions{FS: fsys}); err != nil {
-			return err
-		}
-		_, err := RestoreFS(fsys, filepath.Join(root, "b"), filepath.Join(root, "r"))
-		return err
-	}
-	root := t.TempDir()
-	s, err := vfs.NewStrict(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := &crashAt{Strict: s}
-	if err := run(count, root); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d file system operations; crashing before each", count.ops)
-	for n := 1; n <= count.ops; n++ {
-		root := t.TempDir()
-		s, err := vfs.NewStrict(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &crashAt{Strict: s, n: n}
-		if err := run(c, root); err == nil || !c.crashed {
-			t.Fatalf("crash at op %d: the run ended before it (%v)", n, err)
-		}
-		s.Restart()
-		if _, err := ReadBackupInfo(filepath.Join(root, "b")); err == nil {
-			again := filepath.Join(t.TempDir(), "again")
-			if _, err := Restore(filepath.Join(root, "b"), again); err != nil {
-				t.Fatalf("crash at op %d: a backup marked complete does not restore: %v", n, err)
-			}
-			checkRestored(t, n, again, acked)
-		}
-		if _, err := os.Stat(filepath.Join(root, "r", manifest.FileName)); err == nil {
-			checkRestored(t, n, filepath.Join(root, "r"), acked)
-		}
-	}
-}
-
-// checkRestored opens a restored directory and checks every artifact.
-func checkRestored(t *testing.T, n int, dir string, acked map[uuid.UUID][]byte) {
-	t.Helper()
-	db, err := testOpen(dir, strictOptions(vfs.Default))
-	if err != nil {
-		t.Fatalf("crash at op %d: %s has a manifest but does not open: %v", n, dir, err)
-	}
-	defer db.Close()
-	for id, payload := range acked {
-		a, err := db.Artifact("t", id)
-		if err != nil || !bytes.Equal(a.Payload, payload) {
-			t.Fatalf("crash at op %d: %s: artifact %s lost or changed: %v", n, dir, id, err)
-		}
 	}
 }

@@ -25,6 +25,12 @@ func FuzzManifest(f *testing.F) {
 	good := m.Encode()
 	f.Add(good)
 	f.Add((&manifest.Manifest{NextSegmentID: 1, Checkpoint: 1}).Encode())
+	// Two entries per list, sorted: swapping or repeating them must be refused.
+	m.Tombstones = append(m.Tombstones, manifest.Tombstone{Tenant: "a", Workspace: "b", Seq: 9})
+	m.Versions = append(m.Versions, manifest.DataVersion{Tenant: "a", Workspace: "b", Seq: 3,
+		Erased: []manifest.ErasedArtifact{{Seq: 2, ID: [16]byte{2}}}})
+	m.Retention = append(m.Retention, manifest.Retention{Tenant: "a", Workspace: "b", Days: 1, Cutoff: 0})
+	f.Add(m.Encode())
 	f.Add(good[:len(good)-1])
 	f.Add([]byte{})
 

@@ -16,7 +16,8 @@ import (
 // payload that decodes must be exactly what the encoder writes for what was
 // decoded (one encoding per value), the artifact record aside, whose
 // artifact encoding has more than one form: it must decode again to the
-// same value once re-encoded.
+// same value once re-encoded; and the receipt record of version 1, which is
+// read but never written.
 func FuzzRecord(f *testing.F) {
 	id := uuid.UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	a := &artifact.Artifact{ID: id, Tenant: "t", Workspace: "ws", Type: "note", Payload: []byte(`"x"`)}
@@ -32,6 +33,8 @@ func FuzzRecord(f *testing.F) {
 	f.Add(uint8(record.TypeFeedback), record.EncodeFeedback(&record.Feedback{ID: id, Tenant: "t", Workspace: "ws", ActorID: "a",
 		Action: record.ActionPin, ArtifactID: id, Spans: []uuid.UUID{{9}}, CreatedAt: -5}))
 	f.Add(uint8(record.TypeFeedback), []byte{})
+	f.Add(uint8(record.TypeReceipt), record.EncodeReceipt(&record.Receipt{ID: id, Tenant: "t", Workspace: "ws", Query: "q",
+		Confidence: 0.5, TotalTokens: 9, Cuts: []record.ReceiptCut{{At: 1, Len: 4}, {At: 3}}, Body: []byte{0x28, 0xb5}, Compressed: true}))
 
 	f.Fuzz(func(t *testing.T, typ uint8, b []byte) {
 		var again []byte
@@ -77,6 +80,14 @@ func FuzzRecord(f *testing.F) {
 			var e *record.Feedback
 			if e, err = record.DecodeFeedback(b); err == nil {
 				again = record.EncodeFeedback(e)
+			}
+		case record.TypeReceipt:
+			var r *record.Receipt
+			if r, err = record.DecodeReceipt(b, true); err == nil {
+				if !r.Compressed {
+					return // version 1: read, never written
+				}
+				again = record.EncodeReceipt(r)
 			}
 		default:
 			return

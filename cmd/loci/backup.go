@@ -7,11 +7,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/engine/backup"
+	"github.com/loci-memory/loci/engine/verify"
 )
 
 // runBackup copies a data directory, which a running server may hold, to a
-// new directory as a crash-consistent snapshot (engine.Backup).
+// new directory as a crash-consistent snapshot (backup.Take).
 func runBackup(args []string) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory to back up; the server may be running (env LOCI_DATA_DIR)")
@@ -33,7 +34,7 @@ func runBackup(args []string) error {
 		fs.Usage()
 		return exitCode(2)
 	}
-	info, err := engine.Backup(*data, *out, engine.BackupOptions{Link: *link})
+	info, err := backup.Take(*data, *out, backup.Options{Link: *link})
 	if err != nil {
 		return err
 	}
@@ -71,9 +72,12 @@ func runRestore(args []string) error {
 		return exitCode(2)
 	}
 	start := time.Now()
-	r, err := engine.Restore(*from, *data)
-	if err != nil {
+	if err := backup.Restore(*from, *data); err != nil {
 		return err
+	}
+	r, err := verify.Dir(*data)
+	if err != nil {
+		return fmt.Errorf("restore: verify: %w", err)
 	}
 	for _, w := range r.Warnings {
 		fmt.Println("warning:", w)

@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"cluster"},
 	{"service", "telemetry"},
 	{"retrieval"},
-	{"engine", "engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "control", "export"},
+	{"engine", "engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "engine/verify", "control", "export"},
 	{"pack", "invindex", "vecindex", "segment", "wal", "text", "artifact", "embed", "embed/glove",
 		"embed/minilm", "embed/openai", "ratelimit"},
 	{"internal/codec", "internal/varint", "vfs", ""},
@@ -31,9 +31,10 @@ var layers = [][]string{
 // sameLayer lists the imports allowed within a layer.
 var sameLayer = map[string][]string{
 	"httpd":           {"mcpd", "apidoc", "console"},
-	"engine":          {"engine/record", "engine/manifest", "engine/artmeta", "engine/backup"},
+	"engine":          {"engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "engine/verify"},
 	"engine/manifest": {"engine/record"},
 	"engine/backup":   {"engine/manifest"},
+	"engine/verify":   {"engine/record", "engine/manifest", "engine/artmeta"},
 	"export":          {"engine"},
 	"pack":            {"artifact", "text", "invindex"},
 	"segment":         {"artifact"},

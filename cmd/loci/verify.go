@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/engine/verify"
 )
 
 func runVerify(args []string) error {
@@ -16,7 +16,7 @@ func runVerify(args []string) error {
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
-	r, err := engine.Verify(*data)
+	r, err := verify.Dir(*data)
 	if err != nil {
 		return err
 	}

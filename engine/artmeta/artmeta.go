@@ -8,14 +8,14 @@
 //
 // It is apart from the engine as the other formats the engine writes are
 // (engine/record, engine/manifest): bytes only, testable alone. It imports
-// no part of the engine.
+// no part of the engine. Its decoders' errors match codec.ErrCorrupt.
 package artmeta
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/segment"
 )
 
@@ -61,15 +61,15 @@ func Section(arts []*artifact.Artifact) segment.Section {
 func RowAt(sec []byte, count, ord int) ([]byte, error) {
 	le := binary.LittleEndian
 	if len(sec) < 4 || int(le.Uint32(sec)) != count {
-		return nil, fmt.Errorf("ARTIFACT_META: header does not hold %d rows", count)
+		return nil, codec.Errorf("ARTIFACT_META: header does not hold %d rows", count)
 	}
 	rowsAt := 4 + 4*(count+1)
 	if ord < 0 || ord >= count || len(sec) < rowsAt {
-		return nil, fmt.Errorf("ARTIFACT_META: row %d of %d outside the section", ord, count)
+		return nil, codec.Errorf("ARTIFACT_META: row %d of %d outside the section", ord, count)
 	}
 	lo, hi := int(le.Uint32(sec[4+4*ord:])), int(le.Uint32(sec[4+4*(ord+1):]))
 	if lo > hi || rowsAt+hi > len(sec) {
-		return nil, fmt.Errorf("ARTIFACT_META: row %d at [%d, %d) outside the %d-byte rows", ord, lo, hi, len(sec)-rowsAt)
+		return nil, codec.Errorf("ARTIFACT_META: row %d at [%d, %d) outside the %d-byte rows", ord, lo, hi, len(sec)-rowsAt)
 	}
 	return sec[rowsAt+lo : rowsAt+hi], nil
 }
@@ -80,13 +80,13 @@ func DecodeRow(row []byte, id [16]byte, seq uint64) (*artifact.Artifact, error) 
 	a, n, err := artifact.DecodeArtifact(row)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("ARTIFACT_META: %w", err)
+		return nil, codec.Errorf("ARTIFACT_META: %w", err)
 	case n != len(row):
-		return nil, fmt.Errorf("ARTIFACT_META: row of artifact %x has %d trailing bytes", id, len(row)-n)
+		return nil, codec.Errorf("ARTIFACT_META: row of artifact %x has %d trailing bytes", id, len(row)-n)
 	case a.ID != id || a.Seq != seq:
-		return nil, fmt.Errorf("ARTIFACT_META: row holds artifact %s seq %d, the table says %x seq %d", a.ID, a.Seq, id, seq)
+		return nil, codec.Errorf("ARTIFACT_META: row holds artifact %s seq %d, the table says %x seq %d", a.ID, a.Seq, id, seq)
 	case len(a.Payload) != 0:
-		return nil, fmt.Errorf("ARTIFACT_META: row of artifact %s carries a payload", a.ID)
+		return nil, codec.Errorf("ARTIFACT_META: row of artifact %s carries a payload", a.ID)
 	}
 	return &a, nil
 }

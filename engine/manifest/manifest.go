@@ -28,6 +28,17 @@ import (
 // replay starts. It is replaced atomically (write temp, fsync, rename, fsync dir).
 const FileName = "MANIFEST"
 
+// The rest of a data directory's layout (docs/format/manifest.md): the
+// directories of the WAL and segment files the manifest names, and the
+// control files written before every manifest. The engine writes them;
+// backup copies them.
+const (
+	WALDir              = "wal"
+	SegmentDir          = "segments"
+	ControlName         = "CONTROL"          // the latest control snapshot
+	ControlPayloadsName = "CONTROL_PAYLOADS" // the latest control payloads
+)
+
 var magic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
 // currentVersion is the version written. Version 1 (still read) has no
@@ -191,7 +202,8 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool { return target == codec.ErrCorrupt }
 
 // Decode decodes a MANIFEST file's bytes; file names it in errors. Every
-// fault is an *Error.
+// fault is an *Error. Tombstones, data versions and retention must be as
+// Encode writes them: sorted by (tenant, workspace), one per workspace.
 func Decode(file string, b []byte) (*Manifest, error) {
 	bad := func(off int, reason string) error {
 		return &Error{File: file, Offset: int64(off), Reason: reason}
@@ -224,11 +236,19 @@ func Decode(file string, b []byte) (*Manifest, error) {
 	}
 	nts := d.Count("", 3)
 	for i := 0; i < nts && d.Err == nil; i++ {
-		m.Tombstones = append(m.Tombstones, Tombstone{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint("")})
+		t := Tombstone{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint("")}
+		if d.Err == nil && i > 0 && !wsLess(m.Tombstones[i-1].Tenant, m.Tombstones[i-1].Workspace, t.Tenant, t.Workspace) {
+			d.Failf("", d.Off, "tombstone of workspace %q out of order or listed twice", t.Workspace)
+		}
+		m.Tombstones = append(m.Tombstones, t)
 	}
 	nv := d.Count("", 3)
 	for i := 0; i < nv && d.Err == nil; i++ {
-		m.Versions = append(m.Versions, DataVersion{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint(""), Newest: d.Varint("")})
+		v := DataVersion{Tenant: d.Str(""), Workspace: d.Str(""), Seq: d.Uvarint(""), Newest: d.Varint("")}
+		if d.Err == nil && i > 0 && !wsLess(m.Versions[i-1].Tenant, m.Versions[i-1].Workspace, v.Tenant, v.Workspace) {
+			d.Failf("", d.Off, "data version of workspace %q out of order or listed twice", v.Workspace)
+		}
+		m.Versions = append(m.Versions, v)
 	}
 	if version >= 2 {
 		m.Embedder = d.Str("")
@@ -240,6 +260,7 @@ func Decode(file string, b []byte) (*Manifest, error) {
 	}
 	if version >= 3 {
 		nw := d.Count("", 4)
+		last := -1 // the version entry of the previous workspace: they come in the versions' order
 		for i := 0; i < nw && d.Err == nil; i++ {
 			tenant, ws := d.Str(""), d.Str("")
 			ne := d.Count("", 17)
@@ -264,8 +285,11 @@ func Decode(file string, b []byte) (*Manifest, error) {
 				d.Failf("", d.Off, "erased artifacts of workspace %q, which has no version", ws)
 			case len(m.Versions[at].Erased) > 0 || ne == 0:
 				d.Failf("", d.Off, "erased artifacts of workspace %q listed twice or empty", ws)
+			case at < last:
+				d.Failf("", d.Off, "erased artifacts of workspace %q out of order", ws)
 			default:
 				m.Versions[at].Erased = erased
+				last = at
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -9,9 +10,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loci-memory/loci/engine/record"
+	"github.com/loci-memory/loci/internal/codec"
 	"github.com/loci-memory/loci/vfs"
 )
 
@@ -110,6 +113,63 @@ func TestManifestRetention(t *testing.T) {
 		m.Retention = bad
 		if _, err := Decode("m", m.Encode()); err == nil {
 			t.Errorf("retention %+v accepted", bad)
+		}
+	}
+}
+
+// TestManifestListsSorted: Encode sorts tombstones, data versions and
+// retention by (tenant, workspace), one entry per workspace, and lists
+// erased artifacts in the versions' order, so Decode refuses a file whose
+// lists are out of order or repeat a workspace (a hand-made file: no build
+// wrote one), as it did for retention alone.
+func TestManifestListsSorted(t *testing.T) {
+	m := sampleManifest()
+	m.Retention = []Retention{{Tenant: "a", Workspace: "b", Days: 1, Cutoff: 5}, {Tenant: "t", Workspace: "w", Days: 30, Cutoff: -7}}
+	m.Versions[0].Erased = []ErasedArtifact{{Seq: 3, ID: [16]byte{3}}}
+	m.Versions[1].Erased = []ErasedArtifact{{Seq: 4, ID: [16]byte{4}}, {Seq: 6, ID: [16]byte{6}}}
+	good := m.Encode()
+	if _, err := Decode("m", good); err != nil {
+		t.Fatal(err)
+	}
+	tomb := func(e Tombstone) []byte {
+		return binary.AppendUvarint(codec.AppendString(codec.AppendString(nil, e.Tenant), e.Workspace), e.Seq)
+	}
+	version := func(v DataVersion) []byte {
+		b := codec.AppendString(codec.AppendString(nil, v.Tenant), v.Workspace)
+		return binary.AppendVarint(binary.AppendUvarint(b, v.Seq), v.Newest)
+	}
+	erased := func(v DataVersion) []byte {
+		b := binary.AppendUvarint(codec.AppendString(codec.AppendString(nil, v.Tenant), v.Workspace), uint64(len(v.Erased)))
+		for _, e := range v.Erased {
+			b = append(binary.AppendUvarint(b, e.Seq), e.ID[:]...)
+		}
+		return b
+	}
+	retention := func(r Retention) []byte {
+		b := codec.AppendString(codec.AppendString(nil, r.Tenant), r.Workspace)
+		return binary.AppendVarint(binary.AppendUvarint(b, r.Days), r.Cutoff)
+	}
+	// The sorted pairs, as Encode wrote them.
+	pairs := map[string][2][]byte{
+		"tombstones":    {tomb(m.Tombstones[1]), tomb(m.Tombstones[0])},
+		"data versions": {version(m.Versions[1]), version(m.Versions[0])},
+		"erased":        {erased(m.Versions[1]), erased(m.Versions[0])},
+		"retention":     {retention(m.Retention[0]), retention(m.Retention[1])},
+	}
+	for name, p := range pairs {
+		sorted := slices.Concat(p[0], p[1])
+		if bytes.Count(good, sorted) != 1 {
+			t.Fatalf("%s: the encoded pair is not in the file once", name)
+		}
+		for what, repl := range map[string][]byte{"unsorted": slices.Concat(p[1], p[0]), "repeated": slices.Concat(p[1], p[1])} {
+			b := bytes.Replace(good, sorted, repl, 1)
+			binary.LittleEndian.PutUint32(b[12:], uint32(len(b)-20)) // the frame: body length, checksum
+			b = binary.LittleEndian.AppendUint32(b[:len(b)-4], crc32.Checksum(b[8:len(b)-4], castagnoli))
+			_, err := Decode("m", b)
+			var me *Error
+			if !errors.As(err, &me) || !strings.Contains(me.Reason, "out of order") && !strings.Contains(me.Reason, "listed twice") {
+				t.Errorf("%s %s: got %v, want *Error", what, name, err)
+			}
 		}
 	}
 }

@@ -4,7 +4,8 @@
 // It lives apart from the engine so that the format can be read, tested and
 // fuzzed without a database: the engine decides what a record means when it
 // is applied; this package only says how its bytes look. It imports no part
-// of the engine. The receipt record's codec is still in engine/receipts.go.
+// of the engine. The segment sections that hold records in their WAL encoding
+// (FEEDBACK, RECEIPTS; docs/format/segment.md) are framed here too.
 package record
 
 import "fmt"
@@ -39,6 +40,14 @@ const (
 	TypeJob       Type = 35 // indexing job state change
 	TypeWorkspace Type = 36 // workspace claimed or released by a tenant
 )
+
+// MaxControlKind is the highest control record kind: types TypeTenant
+// (kind 0) to TypeTenant+MaxControlKind (32-47) are control records, whose
+// payloads are the control state's (docs/format/control.md).
+const MaxControlKind = 15
+
+// IsControl reports whether t is a control record's type.
+func (t Type) IsControl() bool { return t >= TypeTenant && t <= TypeTenant+MaxControlKind }
 
 // Version is the leading byte of every record payload.
 const Version byte = 1

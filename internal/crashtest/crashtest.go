@@ -1,6 +1,8 @@
-// Package crashtest runs one round of a crash test: the test binary again as
-// a child process that changes durable state and prints a line for each
-// change it has acknowledged, killed with SIGKILL at a chosen moment.
+// Package crashtest is crash-test support. Round runs one round of a crash
+// test: the test binary again as a child process that changes durable state
+// and prints a line for each change it has acknowledged, killed with SIGKILL
+// at a chosen moment. FS is a file system that loses power at a chosen
+// operation, for the strict crash tests.
 package crashtest
 
 import (

@@ -1,4 +1,10 @@
-package engine
+// Package backup copies a live data directory to a backup and a backup back
+// to a data directory (docs/format/export.md § Backup, § Restore). It reads
+// the directory's files, never opens the engine: the engine's write order
+// (segments immutable, MANIFEST and the control files replaced atomically,
+// the WAL append-only) makes a copy in the right order crash-consistent. It
+// writes through vfs, so the strict crash tests reach it.
+package backup
 
 import (
 	"encoding/json"
@@ -19,24 +25,24 @@ import (
 	"github.com/loci-memory/loci/wal"
 )
 
-// castagnoli is the CRC-32C table of the backup manifest and the tie keys.
+// castagnoli is the CRC-32C table of the checksums in BACKUP.json.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// BackupInfoName is the file a finished backup ends with: it lists every
+// InfoName is the file a finished backup ends with: it lists every
 // file of the backup with its size and checksum. A backup directory without
 // it is incomplete (the backup was interrupted) and Restore refuses it.
-const BackupInfoName = "BACKUP.json"
+const InfoName = "BACKUP.json"
 
-// backupAttempts bounds how often Backup starts over when the server's
+// maxAttempts bounds how often Take starts over when the server's
 // maintenance removed a file between reading the manifest and opening it.
-const backupAttempts = 20
+const maxAttempts = 20
 
 // walHeader is the 8-byte header every WAL file starts with
 // (docs/format/wal.md § File header).
 var walHeader = []byte("LOCIWAL\x01")
 
-// BackupOptions configures Backup.
-type BackupOptions struct {
+// Options configures Take.
+type Options struct {
 	// Link hard-links segment files into the backup instead of copying
 	// them, when the backup is on the same file system (segments are
 	// immutable, so sharing their inodes is safe; it is not a copy against
@@ -48,35 +54,35 @@ type BackupOptions struct {
 	FS vfs.FS
 }
 
-// BackupInfo describes a finished backup; it is stored as BACKUP.json.
-type BackupInfo struct {
-	Format     int          `json:"format"`
-	Source     string       `json:"source"`
-	StartedAt  time.Time    `json:"started_at"`
-	FinishedAt time.Time    `json:"finished_at"`
-	Attempts   int          `json:"attempts"`   // snapshots taken; more than 1 when maintenance raced the backup
-	Checkpoint int          `json:"checkpoint"` // first WAL file of the backup
-	LastSeq    uint64       `json:"last_seq"`   // highest WAL sequence number in the backup (manifest's when the WAL is empty)
-	Segments   int          `json:"segments"`
-	WALFiles   int          `json:"wal_files"`
-	WALCut     int64        `json:"wal_cut_bytes"` // bytes of an unfinished record dropped from the last WAL file
-	Bytes      int64        `json:"bytes"`
-	Files      []BackupFile `json:"files"`
+// Info describes a finished backup; it is stored as BACKUP.json.
+type Info struct {
+	Format     int       `json:"format"`
+	Source     string    `json:"source"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Attempts   int       `json:"attempts"`   // snapshots taken; more than 1 when maintenance raced the backup
+	Checkpoint int       `json:"checkpoint"` // first WAL file of the backup
+	LastSeq    uint64    `json:"last_seq"`   // highest WAL sequence number in the backup (manifest's when the WAL is empty)
+	Segments   int       `json:"segments"`
+	WALFiles   int       `json:"wal_files"`
+	WALCut     int64     `json:"wal_cut_bytes"` // bytes of an unfinished record dropped from the last WAL file
+	Bytes      int64     `json:"bytes"`
+	Files      []File    `json:"files"`
 }
 
-// BackupFile is one file of a backup, its path relative to the backup
+// File is one file of a backup, its path relative to the backup
 // directory. CRC is the CRC-32C of its bytes (0 for a hard-linked segment:
 // its sections carry their own checksums).
-type BackupFile struct {
+type File struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	CRC    uint32 `json:"crc32c"`
 	Linked bool   `json:"linked,omitempty"`
 }
 
-// backupManifestRead, when set (tests only), runs right after a snapshot
+// manifestRead, when set (tests only), runs right after a snapshot
 // attempt has read the manifest, to make maintenance race it.
-var backupManifestRead func()
+var manifestRead func()
 
 // errRaced marks a snapshot attempt that lost a race with the server's
 // maintenance (a file named by the manifest was removed): start over.
@@ -133,8 +139,8 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if backupManifestRead != nil {
-		backupManifestRead()
+	if manifestRead != nil {
+		manifestRead()
 	}
 	s := &sourceSnapshot{manifestBytes: b, m: m}
 	defer func() {
@@ -143,7 +149,7 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 		}
 	}()
 	for _, e := range m.Segments {
-		p := filepath.Join(src, segmentDir, segment.FileName(e.ID))
+		p := filepath.Join(src, manifest.SegmentDir, segment.FileName(e.ID))
 		f, err := os.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("segment %s: %w", p, errRaced)
@@ -160,13 +166,13 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 			return nil, fmt.Errorf("segment %s is %d bytes, the manifest says %d: the data directory is damaged (run loci verify)", p, st.Size(), e.Size)
 		}
 	}
-	if s.control, err = openOptional(filepath.Join(src, controlName)); err != nil {
+	if s.control, err = openOptional(filepath.Join(src, manifest.ControlName)); err != nil {
 		return nil, err
 	}
-	if s.payloads, err = openOptional(filepath.Join(src, controlPayloadsName)); err != nil {
+	if s.payloads, err = openOptional(filepath.Join(src, manifest.ControlPayloadsName)); err != nil {
 		return nil, err
 	}
-	walPath := filepath.Join(src, walDir)
+	walPath := filepath.Join(src, manifest.WALDir)
 	all, err := wal.Files(walPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -192,14 +198,14 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 	return s, nil
 }
 
-// Backup copies the data directory src, which a running server may hold
+// Take copies the data directory src, which a running server may hold
 // open, to the new directory dst as a crash-consistent snapshot: dst is a
 // state src could have been left in by a crash at some moment during the
 // backup, so a server opened on it recovers as after that crash. Everything
-// acknowledged before Backup was called is in it. It needs no cooperation
+// acknowledged before Take was called is in it. It needs no cooperation
 // from the server and does not take its lock (docs/format/export.md §
 // Backup explains why this is safe). dst must not exist or be empty.
-func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
+func Take(src, dst string, opts Options) (*Info, error) {
 	start := time.Now()
 	if opts.FS == nil {
 		opts.FS = vfs.Default
@@ -213,22 +219,22 @@ func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
 	if err := checkEmptyTarget(dst); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
-	for _, d := range []string{dst, filepath.Join(dst, segmentDir), filepath.Join(dst, walDir)} {
+	for _, d := range []string{dst, filepath.Join(dst, manifest.SegmentDir), filepath.Join(dst, manifest.WALDir)} {
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
 	}
 	var lastErr error
-	for attempt := 1; attempt <= backupAttempts; attempt++ {
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		s, err := takeSourceSnapshot(src)
 		if err == nil {
-			var info *BackupInfo
+			var info *Info
 			info, err = writeSnapshot(s, src, dst, opts)
 			s.close()
 			if err == nil {
 				info.StartedAt, info.Attempts = start.UTC(), attempt
 				info.FinishedAt = time.Now().UTC()
-				if err := writeBackupInfo(fsys, dst, info); err != nil {
+				if err := writeInfo(fsys, dst, info); err != nil {
 					return nil, fmt.Errorf("backup: %w", err)
 				}
 				return info, nil
@@ -240,12 +246,12 @@ func Backup(src, dst string, opts BackupOptions) (*BackupInfo, error) {
 		lastErr = err
 		// Leave nothing of the lost attempt behind: the next one starts
 		// from an empty directory.
-		if err := clearBackupDir(fsys, dst); err != nil {
+		if err := clearDir(fsys, dst); err != nil {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
 		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
 	}
-	return nil, fmt.Errorf("backup: the data directory changed under %d attempts in a row (last: %v); retry when maintenance is quieter", backupAttempts, lastErr)
+	return nil, fmt.Errorf("backup: the data directory changed under %d attempts in a row (last: %v); retry when maintenance is quieter", maxAttempts, lastErr)
 }
 
 // checkEmptyTarget refuses a path that exists and is not an empty directory.
@@ -263,10 +269,10 @@ func checkEmptyTarget(dir string) error {
 	return nil
 }
 
-// clearBackupDir empties the backup directory after a lost attempt,
+// clearDir empties the backup directory after a lost attempt,
 // keeping its segments/ and wal/ subdirectories.
-func clearBackupDir(fsys vfs.FS, dst string) error {
-	for _, d := range []string{segmentDir, walDir} {
+func clearDir(fsys vfs.FS, dst string) error {
+	for _, d := range []string{manifest.SegmentDir, manifest.WALDir} {
 		entries, err := fsys.ReadDir(filepath.Join(dst, d))
 		if err != nil {
 			return err
@@ -277,7 +283,7 @@ func clearBackupDir(fsys vfs.FS, dst string) error {
 			}
 		}
 	}
-	for _, name := range []string{manifest.FileName, controlName, controlPayloadsName} {
+	for _, name := range []string{manifest.FileName, manifest.ControlName, manifest.ControlPayloadsName} {
 		if err := fsys.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -286,16 +292,16 @@ func clearBackupDir(fsys vfs.FS, dst string) error {
 }
 
 // writeSnapshot writes the snapshot's files into dst, the manifest last.
-func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*BackupInfo, error) {
+func writeSnapshot(s *sourceSnapshot, src, dst string, opts Options) (*Info, error) {
 	fsys := opts.FS
-	info := &BackupInfo{Format: 1, Source: src, Checkpoint: s.m.Checkpoint, LastSeq: s.m.LastSeq, Segments: len(s.segs)}
+	info := &Info{Format: 1, Source: src, Checkpoint: s.m.Checkpoint, LastSeq: s.m.LastSeq, Segments: len(s.segs)}
 	add := func(rel string, size int64, crc uint32, linked bool) {
-		info.Files = append(info.Files, BackupFile{Path: rel, Size: size, CRC: crc, Linked: linked})
+		info.Files = append(info.Files, File{Path: rel, Size: size, CRC: crc, Linked: linked})
 		info.Bytes += size
 	}
 	for i, f := range s.segs {
 		name := segment.FileName(s.m.Segments[i].ID)
-		rel := filepath.Join(segmentDir, name)
+		rel := filepath.Join(manifest.SegmentDir, name)
 		if opts.Link && fsys == vfs.Default && linkSame(f, filepath.Join(src, rel), filepath.Join(dst, rel)) {
 			add(rel, s.m.Segments[i].Size, 0, true)
 			continue
@@ -314,7 +320,7 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 	// written now; a record still being written is cut, as replay would.
 	prev := s.m.LastSeq
 	for k, f := range s.wals {
-		rel := filepath.Join(walDir, wal.FileName(s.walIndexes[k]))
+		rel := filepath.Join(manifest.WALDir, wal.FileName(s.walIndexes[k]))
 		path := filepath.Join(dst, rel)
 		if _, _, err := copyFrom(fsys, f, path, -1); err != nil {
 			return nil, err
@@ -355,14 +361,14 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 		info.WALFiles++
 	}
 	info.LastSeq = prev
-	for _, rel := range []string{walDir, segmentDir} {
+	for _, rel := range []string{manifest.WALDir, manifest.SegmentDir} {
 		if err := fsys.SyncDir(filepath.Join(dst, rel)); err != nil {
 			return nil, err
 		}
 	}
 	// Files sizes and checksums are taken from the final bytes.
 	for k := range s.wals {
-		rel := filepath.Join(walDir, wal.FileName(s.walIndexes[k]))
+		rel := filepath.Join(manifest.WALDir, wal.FileName(s.walIndexes[k]))
 		size, crc, err := fileCRC(filepath.Join(dst, rel))
 		if err != nil {
 			return nil, err
@@ -372,7 +378,7 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts BackupOptions) (*Bac
 	for _, c := range []struct {
 		f    *os.File
 		name string
-	}{{s.payloads, controlPayloadsName}, {s.control, controlName}} {
+	}{{s.payloads, manifest.ControlPayloadsName}, {s.control, manifest.ControlName}} {
 		if c.f == nil {
 			continue
 		}
@@ -465,35 +471,35 @@ func fileCRC(path string) (int64, uint32, error) {
 	return n, h.Sum32(), err
 }
 
-// writeBackupInfo writes BACKUP.json atomically: its presence marks the
+// writeInfo writes BACKUP.json atomically: its presence marks the
 // backup complete.
-func writeBackupInfo(fsys vfs.FS, dst string, info *BackupInfo) error {
+func writeInfo(fsys vfs.FS, dst string, info *Info) error {
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err
 	}
-	return codec.WriteFile(fsys, dst, BackupInfoName, append(b, '\n'))
+	return codec.WriteFile(fsys, dst, InfoName, append(b, '\n'))
 }
 
-// ReadBackupInfo reads a backup's BACKUP.json; a directory without one is
+// ReadInfo reads a backup's BACKUP.json; a directory without one is
 // not a complete backup.
-func ReadBackupInfo(dir string) (*BackupInfo, error) {
+func ReadInfo(dir string) (*Info, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("backup %s: %w", dir, err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, BackupInfoName))
+	b, err := os.ReadFile(filepath.Join(dir, InfoName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s has no %s: not a complete Loci backup (an interrupted one, or another directory)", dir, BackupInfoName)
+		return nil, fmt.Errorf("%s has no %s: not a complete Loci backup (an interrupted one, or another directory)", dir, InfoName)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var info BackupInfo
+	var info Info
 	if err := json.Unmarshal(b, &info); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, BackupInfoName), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, InfoName), err)
 	}
 	if info.Format != 1 {
-		return nil, fmt.Errorf("%s: unsupported backup format %d", filepath.Join(dir, BackupInfoName), info.Format)
+		return nil, fmt.Errorf("%s: unsupported backup format %d", filepath.Join(dir, InfoName), info.Format)
 	}
 	return &info, nil
 }
@@ -502,79 +508,75 @@ func ReadBackupInfo(dir string) (*BackupInfo, error) {
 // not exist or be empty, checking every file's size and checksum against
 // BACKUP.json; the manifest is written last, so an interrupted restore
 // leaves a directory Open refuses rather than a partial one it would accept.
-// It then runs Verify on the result and returns its report.
-func Restore(from, dir string) (*VerifyReport, error) { return RestoreFS(vfs.Default, from, dir) }
+// The caller verifies the result (loci restore runs verify.Dir on it).
+func Restore(from, dir string) error { return RestoreFS(vfs.Default, from, dir) }
 
 // RestoreFS is Restore writing through the file system fsys.
-func RestoreFS(fsys vfs.FS, from, dir string) (*VerifyReport, error) {
-	info, err := ReadBackupInfo(from)
+func RestoreFS(fsys vfs.FS, from, dir string) error {
+	info, err := ReadInfo(from)
 	if err != nil {
-		return nil, fmt.Errorf("restore: %w", err)
+		return fmt.Errorf("restore: %w", err)
 	}
 	if err := checkEmptyTarget(dir); err != nil {
-		return nil, fmt.Errorf("restore: %w", err)
+		return fmt.Errorf("restore: %w", err)
 	}
-	for _, d := range []string{dir, filepath.Join(dir, segmentDir), filepath.Join(dir, walDir)} {
+	for _, d := range []string{dir, filepath.Join(dir, manifest.SegmentDir), filepath.Join(dir, manifest.WALDir)} {
 		if err := fsys.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("restore: %w", err)
+			return fmt.Errorf("restore: %w", err)
 		}
 	}
 	files := slices.Clone(info.Files)
 	// The manifest goes last: a directory with segments and no manifest
 	// is refused by Open, never taken for an empty one.
-	slices.SortStableFunc(files, func(a, b BackupFile) int {
+	slices.SortStableFunc(files, func(a, b File) int {
 		return boolInt(a.Path == manifest.FileName) - boolInt(b.Path == manifest.FileName)
 	})
 	for _, bf := range files {
 		if filepath.IsAbs(bf.Path) || !filepath.IsLocal(bf.Path) {
-			return nil, fmt.Errorf("restore: %s lists an unsafe path %q", BackupInfoName, bf.Path)
+			return fmt.Errorf("restore: %s lists an unsafe path %q", InfoName, bf.Path)
 		}
 		var n int64
 		var crc uint32
 		if bf.Path == manifest.FileName {
 			b, err := os.ReadFile(filepath.Join(from, bf.Path))
 			if err != nil {
-				return nil, fmt.Errorf("restore: %w", err)
+				return fmt.Errorf("restore: %w", err)
 			}
 			n, crc = int64(len(b)), crc32.Checksum(b, castagnoli)
 			if n == bf.Size && crc == bf.CRC {
 				// What the manifest names must be durable before it is:
 				// a crash must not leave it naming files that are gone.
-				for _, d := range []string{filepath.Join(dir, segmentDir), filepath.Join(dir, walDir), dir} {
+				for _, d := range []string{filepath.Join(dir, manifest.SegmentDir), filepath.Join(dir, manifest.WALDir), dir} {
 					if err := fsys.SyncDir(d); err != nil {
-						return nil, fmt.Errorf("restore: %w", err)
+						return fmt.Errorf("restore: %w", err)
 					}
 				}
 				if err := codec.WriteFile(fsys, dir, manifest.FileName, b); err != nil {
-					return nil, fmt.Errorf("restore: %w", err)
+					return fmt.Errorf("restore: %w", err)
 				}
 			}
 		} else {
 			in, err := os.Open(filepath.Join(from, bf.Path))
 			if err != nil {
-				return nil, fmt.Errorf("restore: %w", err)
+				return fmt.Errorf("restore: %w", err)
 			}
 			n, crc, err = copyFrom(fsys, in, filepath.Join(dir, bf.Path), -1)
 			in.Close()
 			if err != nil {
-				return nil, fmt.Errorf("restore: %w", err)
+				return fmt.Errorf("restore: %w", err)
 			}
 		}
 		if n != bf.Size || (!bf.Linked && crc != bf.CRC) {
-			return nil, codec.Errorf("restore: %s is %d bytes with CRC-32C %08x; the backup recorded %d bytes, %08x: the backup is damaged",
+			return codec.Errorf("restore: %s is %d bytes with CRC-32C %08x; the backup recorded %d bytes, %08x: the backup is damaged",
 				filepath.Join(from, bf.Path), n, crc, bf.Size, bf.CRC)
 		}
 	}
-	for _, d := range []string{filepath.Join(dir, segmentDir), filepath.Join(dir, walDir), dir} {
+	for _, d := range []string{filepath.Join(dir, manifest.SegmentDir), filepath.Join(dir, manifest.WALDir), dir} {
 		if err := fsys.SyncDir(d); err != nil {
-			return nil, fmt.Errorf("restore: %w", err)
+			return fmt.Errorf("restore: %w", err)
 		}
 	}
-	r, err := Verify(dir)
-	if err != nil {
-		return nil, fmt.Errorf("restore: verify: %w", err)
-	}
-	return r, nil
+	return nil
 }
 
 func boolInt(b bool) int {

@@ -1,7 +1,9 @@
-package engine
+package backup
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/engine/manifest"
+	"github.com/loci-memory/loci/engine/verify"
 )
 
 // Backups taken while writers ingest and flushes and compactions run as
@@ -18,7 +23,7 @@ import (
 // began, verify clean, and open; Restore brings them back the same.
 func TestBackupRacesMaintenance(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := testOpen(src, Options{FlushThreshold: 32 << 10, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
+	db, err := engine.Open(src, engine.Options{FlushThreshold: 32 << 10, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +42,7 @@ func TestBackupRacesMaintenance(t *testing.T) {
 					return
 				default:
 				}
-				res, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
+				res, err := db.Ingest("t", engine.IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
 					Payload: []byte(fmt.Sprintf(`{"content":"writer %d note %d about the %s deploy window"}`, w, i, strings.Repeat("quarterly ", 20)))})
 				if err != nil {
 					t.Error(err)
@@ -75,20 +80,20 @@ func TestBackupRacesMaintenance(t *testing.T) {
 		before := slices.Clone(acked)
 		mu.Unlock()
 		dst := filepath.Join(t.TempDir(), "backup")
-		info, err := Backup(src, dst, BackupOptions{Link: round%2 == 1})
+		info, err := Take(src, dst, Options{Link: round%2 == 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		raced += info.Attempts - 1
 		restored := filepath.Join(t.TempDir(), "restored")
-		r, err := Restore(dst, restored)
+		r, err := restoreVerify(dst, restored)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(r.Faults) > 0 {
 			t.Fatalf("round %d: verify of the restored backup: %v", round, r.Faults)
 		}
-		got, err := testOpen(restored, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+		got, err := engine.Open(restored, engine.Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 		if err != nil {
 			t.Fatalf("round %d: open restored: %v", round, err)
 		}
@@ -107,16 +112,16 @@ func TestBackupRacesMaintenance(t *testing.T) {
 // Backup and Restore refuse what they cannot do, saying why.
 func TestBackupRestoreRefusals(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := testOpen(src, Options{NoEmbedder: true, Logger: quietLogger()})
+	db, err := engine.Open(src, engine.Options{NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"x"`)}); err != nil {
+	if _, err := db.Ingest("t", engine.IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"x"`)}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
 	good := filepath.Join(t.TempDir(), "good")
-	if _, err := Backup(src, good, BackupOptions{}); err != nil {
+	if _, err := Take(src, good, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	nonEmpty := t.TempDir()
@@ -130,17 +135,17 @@ func TestBackupRestoreRefusals(t *testing.T) {
 		want string
 	}{
 		{"backup of a missing directory", func() error {
-			_, err := Backup(filepath.Join(src, "nope"), filepath.Join(t.TempDir(), "b"), BackupOptions{})
+			_, err := Take(filepath.Join(src, "nope"), filepath.Join(t.TempDir(), "b"), Options{})
 			return err
 		}, "no such file"},
-		{"backup of a directory without a manifest", func() error { _, err := Backup(notData, filepath.Join(t.TempDir(), "b"), BackupOptions{}); return err }, "not a Loci data directory"},
-		{"backup into a non-empty directory", func() error { _, err := Backup(src, nonEmpty, BackupOptions{}); return err }, "is not empty"},
-		{"restore into a non-empty directory", func() error { _, err := Restore(good, nonEmpty); return err }, "is not empty"},
+		{"backup of a directory without a manifest", func() error { _, err := Take(notData, filepath.Join(t.TempDir(), "b"), Options{}); return err }, "not a Loci data directory"},
+		{"backup into a non-empty directory", func() error { _, err := Take(src, nonEmpty, Options{}); return err }, "is not empty"},
+		{"restore into a non-empty directory", func() error { _, err := restoreVerify(good, nonEmpty); return err }, "is not empty"},
 		{"restore from a missing directory", func() error {
-			_, err := Restore(filepath.Join(src, "nope"), filepath.Join(t.TempDir(), "r"))
+			_, err := restoreVerify(filepath.Join(src, "nope"), filepath.Join(t.TempDir(), "r"))
 			return err
 		}, "no such file"},
-		{"restore of an incomplete backup", func() error { _, err := Restore(incomplete, filepath.Join(t.TempDir(), "r")); return err }, "not a complete Loci backup"},
+		{"restore of an incomplete backup", func() error { _, err := restoreVerify(incomplete, filepath.Join(t.TempDir(), "r")); return err }, "not a complete Loci backup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.run()
@@ -150,11 +155,11 @@ func TestBackupRestoreRefusals(t *testing.T) {
 		})
 	}
 	// A damaged file in the backup is found by Restore.
-	seg, _ := filepath.Glob(filepath.Join(good, walDir, "*.wal"))
+	seg, _ := filepath.Glob(filepath.Join(good, manifest.WALDir, "*.wal"))
 	b, _ := os.ReadFile(seg[0])
 	b[len(b)-1] ^= 0xff
 	os.WriteFile(seg[0], b, 0o644)
-	if _, err := Restore(good, filepath.Join(t.TempDir(), "r")); err == nil || !strings.Contains(err.Error(), "the backup is damaged") {
+	if _, err := restoreVerify(good, filepath.Join(t.TempDir(), "r")); err == nil || !strings.Contains(err.Error(), "the backup is damaged") {
 		t.Fatalf("restore of a damaged backup: %v", err)
 	}
 }
@@ -164,7 +169,7 @@ func TestBackupRestoreRefusals(t *testing.T) {
 // attempt start over, and the backup taken then is complete.
 func TestBackupRetriesAfterCompaction(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := testOpen(src, Options{DisableBackground: true, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
+	db, err := engine.Open(src, engine.Options{DisableBackground: true, CompactionMinSegments: 2, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +177,7 @@ func TestBackupRetriesAfterCompaction(t *testing.T) {
 	var ids []uuid.UUID
 	ingest := func(n int) {
 		for i := 0; i < n; i++ {
-			res, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
+			res, err := db.Ingest("t", engine.IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
 				Payload: []byte(fmt.Sprintf(`{"content":"note %d"}`, len(ids)))})
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +193,7 @@ func TestBackupRetriesAfterCompaction(t *testing.T) {
 	}
 	ingest(5) // in the WAL only
 	calls := 0
-	backupManifestRead = func() {
+	manifestRead = func() {
 		if calls++; calls == 1 {
 			ingest(5)
 			if err := db.Compact(); err != nil {
@@ -196,16 +201,16 @@ func TestBackupRetriesAfterCompaction(t *testing.T) {
 			}
 		}
 	}
-	defer func() { backupManifestRead = nil }()
+	defer func() { manifestRead = nil }()
 	dst := filepath.Join(t.TempDir(), "backup")
-	info, err := Backup(src, dst, BackupOptions{})
+	info, err := Take(src, dst, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Attempts != 2 {
 		t.Fatalf("attempts %d, want 2 (the first raced the compaction)", info.Attempts)
 	}
-	got, err := testOpen(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	got, err := engine.Open(dst, engine.Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,16 +226,16 @@ func TestBackupRetriesAfterCompaction(t *testing.T) {
 // the copy, as replay would cut it, so the backup verifies without warnings.
 func TestBackupCutsTornTail(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	db, err := testOpen(src, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	db, err := engine.Open(src, engine.Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"kept"`)})
+	res, err := db.Ingest("t", engine.IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"kept"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	files, _ := filepath.Glob(filepath.Join(src, walDir, "*.wal"))
+	files, _ := filepath.Glob(filepath.Join(src, manifest.WALDir, "*.wal"))
 	f, err := os.OpenFile(files[len(files)-1], os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -238,18 +243,18 @@ func TestBackupCutsTornTail(t *testing.T) {
 	f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, 1, 9}) // a frame header cut short
 	f.Close()
 	dst := filepath.Join(t.TempDir(), "backup")
-	info, err := Backup(src, dst, BackupOptions{})
+	info, err := Take(src, dst, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.WALCut != 10 {
 		t.Fatalf("cut %d bytes, want 10", info.WALCut)
 	}
-	r, err := Verify(dst)
+	r, err := verify.Dir(dst)
 	if err != nil || len(r.Faults)+len(r.Warnings) > 0 || r.Artifacts != 1 {
 		t.Fatalf("verify: %v %+v", err, r)
 	}
-	got, err := testOpen(dst, Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
+	got, err := engine.Open(dst, engine.Options{DisableBackground: true, NoEmbedder: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,3 +263,18 @@ func TestBackupCutsTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// restoreVerify is Restore and then verify.Dir of the result, as loci
+// restore runs them.
+func restoreVerify(from, dir string) (*verify.Report, error) {
+	if err := Restore(from, dir); err != nil {
+		return nil, err
+	}
+	r, err := verify.Dir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("restore: verify: %w", err)
+	}
+	return r, nil
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
