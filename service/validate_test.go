@@ -125,7 +125,7 @@ func TestIngestValidation(t *testing.T) {
 		t.Fatalf("replay: %+v %v", again, err)
 	}
 	r.RawPayload = json.RawMessage(`"y"`)
-	var conflict *engine.IdempotencyConflictError
+	var conflict *IdempotencyConflictError
 	if _, err := h.svc.Ingest(context.Background(), open, r); !errors.As(err, &conflict) || conflict.ArtifactID != first.ArtifactID {
 		t.Fatalf("key reused for another artifact: %v", err)
 	}
