@@ -167,8 +167,16 @@ func TestListQuery(t *testing.T) {
 // TestDataPlaneValidation covers the other requests' validation.
 func TestDataPlaneValidation(t *testing.T) {
 	h := newData(t, Config{})
-	if _, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(`"the heron"`)}); err != nil {
+	stored, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(`"the heron"`)})
+	if err != nil {
 		t.Fatal(err)
+	}
+	feedback := func(r FeedbackRequest) func() error {
+		return func() error {
+			r.WorkspaceID, r.ArtifactID = "ws", stored.ArtifactID.String()
+			_, err := h.svc.Feedback(open, r)
+			return err
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -202,6 +210,11 @@ func TestDataPlaneValidation(t *testing.T) {
 			return err
 		},
 			`workspace_id: byte 1 ('/') is not allowed; a workspace id is 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -`},
+		{"feedback actor", feedback(FeedbackRequest{ActorID: "a\x01b", Action: "like"}), "actor_id: contains a control character"},
+		{"feedback action", feedback(FeedbackRequest{Action: "like", Reason: strings.Repeat("r", 4097)}),
+			fmt.Sprintf(`action: unknown value "like"; allowed: %v`, engine.FeedbackActions)},
+		{"feedback reason", feedback(FeedbackRequest{Action: "pin", Reason: strings.Repeat("r", 4097)}), "reason: is longer than 4096 bytes"},
+		{"resolve without conflict", feedback(FeedbackRequest{Action: engine.ActionResolveConflict}), "conflict_id: is required for resolve_conflict"},
 		{"retention missing", func() error { _, err := h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws"}); return err },
 			"retention_days: is required (null clears the retention)"},
 		{"retention zero", func() error {
