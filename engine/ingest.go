@@ -667,12 +667,14 @@ func ValidVisibility(v string) bool {
 const MaxWorkspaceIDLength = 128
 
 // CheckWorkspaceID is the one rule for workspace ids, which the API checks
-// when data is written to a workspace (ingest): 1 to MaxWorkspaceIDLength bytes
-// of A-Z a-z 0-9 and . _ : @ -, and not "." or "..". A workspace id travels
-// as a URL path segment (DELETE /v1/workspaces/{workspace_id}), so it must
-// never hold '/', a percent sign, a dot segment or a control character, which
-// proxies and routers rewrite. The engine itself stores any id checkID
-// accepts, so workspaces written before the rule stay readable and erasable.
+// when data is written to a workspace (ingest), and import too: 1 to
+// MaxWorkspaceIDLength bytes of A-Z a-z 0-9 and . _ : @ -, and not "." or
+// "..". A workspace id travels as a URL path segment (DELETE
+// /v1/workspaces/{workspace_id}), so it must never hold '/', a percent
+// sign, a dot segment or a control character, which proxies and routers
+// rewrite. The error names workspace_id, the field of the API and of the
+// export format. The engine itself stores any id CheckID accepts, so
+// workspaces written before the rule stay readable and erasable.
 func CheckWorkspaceID(v string) *InvalidError {
 	const field = "workspace_id"
 	switch {
@@ -690,22 +692,6 @@ func CheckWorkspaceID(v string) *InvalidError {
 		}
 	}
 	return nil
-}
-
-// CheckWorkspace is CheckWorkspaceID for the routes that read or erase a
-// workspace (context packs, feedback, receipts, erasure). An id outside the
-// rule is refused like at ingest, unless tenant already holds data under it,
-// written before the rule: such a workspace stays readable and erasable, so
-// no data is stranded, but nothing new can be ingested into it.
-func (db *DB) CheckWorkspace(tenant, ws string) error {
-	err := CheckWorkspaceID(ws)
-	if err == nil {
-		return nil
-	}
-	if CheckID("workspace_id", ws, true) == nil && db.DataVersion(tenant, ws) != 0 {
-		return nil
-	}
-	return err
 }
 
 // CheckID checks an id-like field (workspace, actor, session): at most

@@ -100,35 +100,6 @@ func TestIdempotencyConflictStoresNothing(t *testing.T) {
 	}
 }
 
-// TestCheckWorkspace: ids outside the rule are refused unless the tenant
-// already holds data under them (written before the rule).
-func TestCheckWorkspace(t *testing.T) {
-	db := openTest(t, t.TempDir(), Options{DisableBackground: true})
-	defer db.Close()
-	if _, err := db.Ingest("t", chat("team/legacy", "written before the rule")); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		tenant, ws string
-		ok         bool
-	}{
-		{"t", "ws", true},
-		{"t", "never-written", true},
-		{"t", "team/legacy", true},
-		{"other", "team/legacy", false}, // another tenant's legacy id is not this tenant's
-		{"t", "team/other", false},
-		{"t", "..", false},
-		{"t", "", false},
-		{"t", strings.Repeat("x", MaxWorkspaceIDLength+1), false},
-	} {
-		err := db.CheckWorkspace(c.tenant, c.ws)
-		var inv *InvalidError
-		if c.ok != (err == nil) || err != nil && (!errors.As(err, &inv) || inv.Field != "workspace_id") {
-			t.Errorf("CheckWorkspace(%q, %q) = %v, want ok %v", c.tenant, c.ws, err, c.ok)
-		}
-	}
-}
-
 // TestFeedbackWithoutActor: actor_id is optional; private without an actor
 // is private for nobody.
 func TestFeedbackWithoutActor(t *testing.T) {

@@ -447,3 +447,32 @@ func TestIngestValidationOrder(t *testing.T) {
 		t.Fatalf("only %d faulty cases", n)
 	}
 }
+
+// TestCheckWorkspace: ids outside the rule are refused unless the tenant
+// already holds data under them (written before the rule).
+func TestCheckWorkspace(t *testing.T) {
+	h := newData(t, Config{})
+	legacy := engine.IngestInput{Workspace: "team/legacy", ActorID: "a", Type: "note", Payload: []byte(`"written before the rule"`)}
+	if _, err := h.db.Ingest("t", legacy); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tenant, ws string
+		ok         bool
+	}{
+		{"t", "ws", true},
+		{"t", "never-written", true},
+		{"t", "team/legacy", true},
+		{"other", "team/legacy", false}, // another tenant's legacy id is not this tenant's
+		{"t", "team/other", false},
+		{"t", "..", false},
+		{"t", "", false},
+		{"t", strings.Repeat("x", engine.MaxWorkspaceIDLength+1), false},
+	} {
+		err := checkWorkspace(h.db, c.tenant, c.ws)
+		var inv *InvalidError
+		if c.ok != (err == nil) || err != nil && (!errors.As(err, &inv) || inv.Field != "workspace_id") {
+			t.Errorf("checkWorkspace(%q, %q) = %v, want ok %v", c.tenant, c.ws, err, c.ok)
+		}
+	}
+}
