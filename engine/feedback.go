@@ -263,7 +263,7 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 		return FeedbackResult{}, err
 	}
 	defer db.leave()
-	if err := CheckFeedback(in); err != nil {
+	if err := checkFeedback(in); err != nil {
 		return FeedbackResult{}, err
 	}
 	a, spans, err := db.artifactAndSpans(tenant, in.ArtifactID)
@@ -288,11 +288,11 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	switch {
 	case in.Action == ActionResolveConflict:
 		if in.ConflictID == "" {
-			return FeedbackResult{}, &InvalidError{"conflict_id", "is required for resolve_conflict"}
+			return FeedbackResult{}, &InvalidError{"ConflictID", "is required for resolve_conflict"}
 		}
 		a, b := in.ConflictSpans[0], in.ConflictSpans[1]
 		if a == (uuid.UUID{}) || b == (uuid.UUID{}) || a == b {
-			return FeedbackResult{}, &InvalidError{"conflict_id", "names no known conflict"}
+			return FeedbackResult{}, &InvalidError{"ConflictSpans", "must be two different spans"}
 		}
 		keep := in.PreferredSpanID
 		if keep == (uuid.UUID{}) {
@@ -305,7 +305,7 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 		case b:
 			other = a
 		default:
-			return FeedbackResult{}, &InvalidError{"preferred_span_id", "is not one of the conflict's two spans"}
+			return FeedbackResult{}, &InvalidError{"PreferredSpanID", "is not one of ConflictSpans"}
 		}
 		e.ConflictID, e.Preferred, e.Spans = in.ConflictID, keep, []uuid.UUID{other}
 	case in.SpanID != uuid.UUID{}:
@@ -327,26 +327,30 @@ func (db *DB) Feedback(tenant string, in FeedbackInput) (FeedbackResult, error) 
 	return FeedbackResult{FeedbackID: e.ID, Action: e.Action, Applied: len(e.Spans), CreatedAt: time.UnixMicro(e.CreatedAt).UTC()}, nil
 }
 
-// CheckFeedback checks a feedback event's fields that do not depend on
-// stored data (Feedback checks them first): a caller that looks something
-// up for the event (a conflict's spans) checks them before, so that its
-// errors come in the same order.
-func CheckFeedback(in FeedbackInput) error {
-	if err := CheckID("workspace_id", in.Workspace, true); err != nil {
+// MaxReasonLength bounds a feedback event's reason, in bytes.
+const MaxReasonLength = 4096
+
+// checkFeedback checks a feedback event against the engine's invariants
+// that do not depend on stored data (Feedback checks the conflict's fields
+// after the artifact's lookup). Every caller's event meets them; the API's
+// validation, with the API's field names and in its order, is the
+// service's. Errors name FeedbackInput's fields.
+func checkFeedback(in FeedbackInput) error {
+	if err := CheckID("Workspace", in.Workspace, true); err != nil {
 		return err
 	}
-	// The contract does not require actor_id: feedback without one is
-	// anonymous (private then hides the span from every actor).
-	if err := CheckID("actor_id", in.ActorID, false); err != nil {
+	// Feedback without an actor is anonymous (private then hides the span
+	// from every actor).
+	if err := CheckID("ActorID", in.ActorID, false); err != nil {
 		return err
 	}
 	if !slices.Contains(FeedbackActions, in.Action) {
-		return &InvalidError{"action", fmt.Sprintf("unknown value %q; allowed: %v", in.Action, FeedbackActions)}
+		return &InvalidError{"Action", fmt.Sprintf("unknown value %q; allowed: %v", in.Action, FeedbackActions)}
 	}
-	if len(in.Reason) > 4096 {
-		return &InvalidError{"reason", "is longer than 4096 bytes"}
+	if len(in.Reason) > MaxReasonLength {
+		return &InvalidError{"Reason", fmt.Sprintf("is longer than %d bytes", MaxReasonLength)}
 	}
-	if err := CheckWriteTime("created_at", in.CreatedAt); err != nil {
+	if err := CheckWriteTime("CreatedAt", in.CreatedAt); err != nil {
 		return err
 	}
 	return nil

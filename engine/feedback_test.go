@@ -65,7 +65,7 @@ func TestFeedbackActions(t *testing.T) {
 	}
 	// Errors: unknown action, a span of another artifact, another tenant, another workspace.
 	var ie *InvalidError
-	if _, err := fb("like", span, r1.ArtifactID); !errors.As(err, &ie) || ie.Field != "action" {
+	if _, err := fb("like", span, r1.ArtifactID); !errors.As(err, &ie) || ie.Field != "Action" {
 		t.Fatalf("unknown action: %v", err)
 	}
 	if _, err := fb(ActionPin, r2.SpanIDs[0], r1.ArtifactID); !errors.Is(err, ErrNotFound) {

@@ -100,12 +100,6 @@ type inflightIngest struct{ done chan struct{} }
 func (db *DB) Ingest(tenant string, in IngestInput) (IngestResult, error) {
 	res, err := db.IngestBatch(tenant, []IngestInput{in})
 	if err != nil {
-		switch e := err.(type) {
-		case *InvalidError:
-			e.Field = trimIndex(e.Field)
-		case *IdempotencyConflictError:
-			e.Field = trimIndex(e.Field)
-		}
 		return IngestResult{}, err
 	}
 	return res[0], nil
@@ -318,8 +312,7 @@ func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*h
 			}
 			if j, ok := firstInBatch[k]; ok {
 				if diff := IdempotencyDiff(prepared[j].a, &ins[i]); diff != nil {
-					return fail(&InvalidError{fmt.Sprintf("artifacts[%d].idempotency_key", i),
-						fmt.Sprintf("%q is also the key of artifacts[%d], which differs from this item in %s; one key names one artifact", k.key, j, strings.Join(diff, ", "))})
+					return fail(&IdempotencyRepeatError{Item: i, Earlier: j, Key: k.key, Differs: diff})
 				}
 				prepared[i] = nil
 				results[i] = resultOf(prepared[j].a, prepared[j].spans, true)
@@ -331,8 +324,7 @@ func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*h
 			}
 			if ok {
 				if diff := IdempotencyDiff(a, &ins[i]); diff != nil {
-					return fail(&IdempotencyConflictError{Field: fmt.Sprintf("artifacts[%d].idempotency_key", i),
-						Key: k.key, Workspace: ins[i].Workspace, ArtifactID: a.ID, Differs: diff})
+					return fail(&IdempotencyConflictError{Item: i, Key: k.key, Workspace: ins[i].Workspace, ArtifactID: a.ID, Differs: diff})
 				}
 				prepared[i] = nil
 				results[i] = resultOf(a, spans, true)
@@ -348,10 +340,12 @@ func (db *DB) resolveIdempotency(tenant string, ins []IngestInput, prepared []*h
 }
 
 // IdempotencyConflictError is an ingest whose idempotency key is already
-// the key of a stored artifact that differs from it (IdempotencyDiff): the
-// API answers 409, and nothing of the request is stored.
+// the key of a stored artifact that differs from it (IdempotencyDiff):
+// nothing of the batch is stored. It is data for the caller to word (the
+// service names the API's fields and answers 409); its Error is the
+// engine's own wording.
 type IdempotencyConflictError struct {
-	Field      string // the request's field: idempotency_key, or artifacts[i].idempotency_key
+	Item       int // the batch item (0 for Ingest)
 	Key        string
 	Workspace  string
 	ArtifactID uuid.UUID // the artifact stored under Key
@@ -359,40 +353,56 @@ type IdempotencyConflictError struct {
 }
 
 func (e *IdempotencyConflictError) Error() string {
-	return fmt.Sprintf("%s: %q is already the key of artifact %s in workspace %q, which differs from this request in %s; "+
-		"resend the original artifact to get it back, or use a new key for a new artifact",
-		e.Field, e.Key, e.ArtifactID, e.Workspace, strings.Join(e.Differs, ", "))
+	return fmt.Sprintf("engine: ingest item %d: idempotency key %q is already the key of artifact %s in workspace %q, which differs in %s",
+		e.Item, e.Key, e.ArtifactID, e.Workspace, strings.Join(e.Differs, ", "))
+}
+
+// IdempotencyRepeatError is a batch in which two items with one idempotency
+// key differ (IdempotencyDiff): one key names one artifact, so nothing of
+// the batch is stored. Like IdempotencyConflictError it is data for the
+// caller to word (the service answers 400).
+type IdempotencyRepeatError struct {
+	Item    int // the later item
+	Earlier int // the earlier item with the same key
+	Key     string
+	Differs []string // the fields that differ, as IdempotencyDiff names them
+}
+
+func (e *IdempotencyRepeatError) Error() string {
+	return fmt.Sprintf("engine: ingest item %d: idempotency key %q is also the key of item %d, which differs in %s",
+		e.Item, e.Key, e.Earlier, strings.Join(e.Differs, ", "))
 }
 
 // IdempotencyDiff names the fields in which in differs from a, the artifact
-// stored under the same idempotency key; nil means in is a retry of a. The
-// fields compared are those that make the artifact what it is: its type,
-// its raw_payload by content hash (the exact bytes sent; a JSON string by
-// its decoded text), its actor, session, thread, permissions and metadata. The
+// stored under the same idempotency key, by IngestInput's field names, in
+// that order: Type, Payload, ActorID, SessionID, ThreadID, Permissions,
+// Metadata. nil means in is a retry of a. The fields compared are those
+// that make the artifact what it is; the payload is compared by content
+// hash (the exact bytes sent; a JSON string by its decoded text). The
 // timestamp is not compared: it defaults to the time of ingest, so a retry
 // without one always differs from the original.
 func IdempotencyDiff(a *artifact.Artifact, in *IngestInput) []string {
 	var diff []string
 	if a.Type != in.Type {
-		diff = append(diff, "artifact_type")
+		diff = append(diff, "Type")
 	}
 	if a.ContentHash != artifact.ContentHash(in.Payload) {
-		diff = append(diff, "raw_payload")
+		diff = append(diff, "Payload")
 	}
 	if a.ActorID != in.ActorID {
-		diff = append(diff, "actor_id")
+		diff = append(diff, "ActorID")
 	}
 	if a.SessionID != in.SessionID {
-		diff = append(diff, "session_id")
+		diff = append(diff, "SessionID")
 	}
 	if a.ThreadID != in.ThreadID {
-		diff = append(diff, "thread_id")
+		diff = append(diff, "ThreadID")
 	}
 	if !samePermissions(a.Permissions, in.Permissions) {
-		diff = append(diff, "permissions")
+		diff = append(diff, "Permissions")
 	}
 	if !sameMetadata(a.Metadata, in.Metadata) {
-		diff = append(diff, "metadata")
+		diff = append(diff, "Metadata")
 	}
 	return diff
 }
@@ -657,12 +667,14 @@ func ValidVisibility(v string) bool {
 const MaxWorkspaceIDLength = 128
 
 // CheckWorkspaceID is the one rule for workspace ids, which the API checks
-// when data is written to a workspace (ingest): 1 to MaxWorkspaceIDLength bytes
-// of A-Z a-z 0-9 and . _ : @ -, and not "." or "..". A workspace id travels
-// as a URL path segment (DELETE /v1/workspaces/{workspace_id}), so it must
-// never hold '/', a percent sign, a dot segment or a control character, which
-// proxies and routers rewrite. The engine itself stores any id checkID
-// accepts, so workspaces written before the rule stay readable and erasable.
+// when data is written to a workspace (ingest), and import too: 1 to
+// MaxWorkspaceIDLength bytes of A-Z a-z 0-9 and . _ : @ -, and not "." or
+// "..". A workspace id travels as a URL path segment (DELETE
+// /v1/workspaces/{workspace_id}), so it must never hold '/', a percent
+// sign, a dot segment or a control character, which proxies and routers
+// rewrite. The error names workspace_id, the field of the API and of the
+// export format. The engine itself stores any id CheckID accepts, so
+// workspaces written before the rule stay readable and erasable.
 func CheckWorkspaceID(v string) *InvalidError {
 	const field = "workspace_id"
 	switch {
@@ -680,22 +692,6 @@ func CheckWorkspaceID(v string) *InvalidError {
 		}
 	}
 	return nil
-}
-
-// CheckWorkspace is CheckWorkspaceID for the routes that read or erase a
-// workspace (context packs, feedback, receipts, erasure). An id outside the
-// rule is refused like at ingest, unless tenant already holds data under it,
-// written before the rule: such a workspace stays readable and erasable, so
-// no data is stranded, but nothing new can be ingested into it.
-func (db *DB) CheckWorkspace(tenant, ws string) error {
-	err := CheckWorkspaceID(ws)
-	if err == nil {
-		return nil
-	}
-	if CheckID("workspace_id", ws, true) == nil && db.DataVersion(tenant, ws) != 0 {
-		return nil
-	}
-	return err
 }
 
 // CheckID checks an id-like field (workspace, actor, session): at most
@@ -727,14 +723,6 @@ func firstNonSpace(b []byte) byte {
 		return c
 	}
 	return 0
-}
-
-// trimIndex turns "artifacts[0].field" into "field" for single ingests.
-func trimIndex(field string) string {
-	if i := bytes.IndexByte([]byte(field), '.'); i >= 0 && bytes.HasPrefix([]byte(field), []byte("artifacts[")) {
-		return field[i+1:]
-	}
-	return field
 }
 
 // ingested names the artifacts an ingest stores (the prepared ones), for a

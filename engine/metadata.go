@@ -21,7 +21,8 @@ const (
 )
 
 // CheckMetadata checks metadata against the bounds; field names the
-// object ("metadata"), and errors name the offending key as field.key. Keys
+// object as the caller knows it (the API's "metadata", IngestInput's
+// "Metadata"), and errors name the offending key as field.key. Keys
 // are checked in sorted order, so the error is the same whatever the order
 // they were sent in.
 func CheckMetadata(field string, m map[string]string) *InvalidError {

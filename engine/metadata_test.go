@@ -241,7 +241,7 @@ func TestMetadataIdempotency(t *testing.T) {
 	for _, md := range []map[string]string{nil, {"a": "1"}, {"a": "1", "b": "3"}} {
 		in.Metadata = md
 		var conflict *IdempotencyConflictError
-		if _, err := db.Ingest("t1", in); !errors.As(err, &conflict) || !reflect.DeepEqual(conflict.Differs, []string{"metadata"}) {
+		if _, err := db.Ingest("t1", in); !errors.As(err, &conflict) || !reflect.DeepEqual(conflict.Differs, []string{"Metadata"}) {
 			t.Fatalf("metadata %v: err %v, want a conflict in metadata", md, err)
 		}
 	}

@@ -235,7 +235,7 @@ func (db *DB) EraseWorkspace(tenant, ws string) (EraseResult, error) {
 		return EraseResult{}, err
 	}
 	defer db.leave()
-	if err := CheckID("workspace_id", ws, true); err != nil {
+	if err := CheckID("ws", ws, true); err != nil {
 		return EraseResult{}, err
 	}
 	k := wsKey{tenant, ws}

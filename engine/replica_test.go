@@ -392,8 +392,8 @@ func TestIngestedAt(t *testing.T) {
 			t.Errorf("IngestedAt %v: err %v, want an InvalidError on IngestedAt", bad, err)
 		}
 		_, err = db.Feedback("t", FeedbackInput{Workspace: "ws", Action: ActionPin, ArtifactID: r.ArtifactID, CreatedAt: bad})
-		if !errors.As(err, &inv) || inv.Field != "created_at" {
-			t.Errorf("feedback CreatedAt %v: err %v, want an InvalidError on created_at", bad, err)
+		if !errors.As(err, &inv) || inv.Field != "CreatedAt" {
+			t.Errorf("feedback CreatedAt %v: err %v, want an InvalidError on CreatedAt", bad, err)
 		}
 	}
 	if _, err := db.Ingest("t", IngestInput{Workspace: "ws", ActorID: "a", Type: "chat_turn", IngestedAt: minWriteTime}); err != nil {

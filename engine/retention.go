@@ -97,11 +97,11 @@ func (db *DB) SetRetention(tenant, ws string, days int) error {
 		return err
 	}
 	defer db.leave()
-	if err := CheckID("workspace_id", ws, true); err != nil {
+	if err := CheckID("ws", ws, true); err != nil {
 		return err
 	}
 	if days < 0 || days > MaxRetentionDays {
-		return &InvalidError{"retention_days", fmt.Sprintf("must be between 1 and %d, or null to clear", MaxRetentionDays)}
+		return &InvalidError{"days", fmt.Sprintf("must be between 0 (clear) and %d", MaxRetentionDays)}
 	}
 	r := &record.Retention{Tenant: tenant, Workspace: ws, Days: uint64(days)}
 	err := db.append(wal.Entry{Type: uint8(record.TypeRetention), Payload: record.EncodeRetention(r), Apply: func(seq uint64) {

@@ -42,7 +42,7 @@ func TestToolErrorWording(t *testing.T) {
 		{fmt.Errorf("ingest: %w", control.ErrWorkspaceQuota), "ingest: " + control.ErrWorkspaceQuota.Error()},
 		{control.ErrJobBacklog, control.ErrJobBacklog.Error()},
 		{backpressure, backpressure.Error()},
-		{&engine.IdempotencyConflictError{Field: "idempotency_key", Key: "k"}, (&engine.IdempotencyConflictError{Field: "idempotency_key", Key: "k"}).Error()},
+		{&service.IdempotencyConflictError{Field: "idempotency_key", Key: "k"}, (&service.IdempotencyConflictError{Field: "idempotency_key", Key: "k"}).Error()},
 		{fmt.Errorf("receipt: %w", engine.ErrNotFound), "not found"},
 		{control.ErrNotFound, "not found"},
 		{engine.ErrClosed, "the service is shutting down; retry shortly"},

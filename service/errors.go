@@ -85,7 +85,7 @@ func Classify(err error) Fault {
 	var rl *RateLimitedError
 	var plan *PlanError
 	var ns *NotServedError
-	var conflict *engine.IdempotencyConflictError
+	var conflict *IdempotencyConflictError
 	var inv *engine.InvalidError
 	var cinv *control.InvalidError
 	switch {

@@ -32,7 +32,7 @@ type classifyCase struct {
 
 func classifyCases() []classifyCase {
 	wrap := func(err error) error { return fmt.Errorf("while testing: %w", err) }
-	conflict := &engine.IdempotencyConflictError{Field: "idempotency_key", Key: "k", Workspace: "w",
+	conflict := &IdempotencyConflictError{Field: "idempotency_key", Key: "k", Workspace: "w",
 		ArtifactID: uuid.MustParse("0b6f3c1e-0000-4000-8000-000000000001"), Differs: []string{"raw_payload"}}
 	backpressure := &engine.BackpressureError{UnflushedBytes: 10}
 	return []classifyCase{
@@ -47,8 +47,8 @@ func classifyCases() []classifyCase {
 		{"", refuse(ErrNotFound, "artifact not found"), KindNotFound, "artifact not found", 0},
 		{"", refuse(ErrConflict, "taken"), KindConflict, "taken", 0},
 		{"", &NotServedError{Shard: 3}, KindNotServed, "", 0},
+		{"", wrap(conflict), KindConflict, conflict.Error(), 0},
 		// The engine's and control's, passed through (wrapped or not).
-		{"engine.IdempotencyConflictError", wrap(conflict), KindConflict, conflict.Error(), 0},
 		{"engine.InvalidError", wrap(&engine.InvalidError{Field: "f", Reason: "is bad"}), KindInvalid, "f: is bad", 0},
 		{"control.InvalidError", wrap(&control.InvalidError{Field: "email", Reason: "is required"}), KindInvalid, "email: is required", 0},
 		{"engine.ErrNotFound", wrap(engine.ErrNotFound), KindNotFound, "not found", 0},
@@ -69,6 +69,8 @@ func classifyCases() []classifyCase {
 		{"engine.ErrDuplicate", engine.ErrDuplicate, KindInternal, "", 0},
 		{"engine.ErrNoControl", engine.ErrNoControl, KindInternal, "", 0},
 		{"engine.ErrWorkspaceErased", engine.ErrWorkspaceErased, KindInternal, "", 0},
+		{"engine.IdempotencyConflictError", &engine.IdempotencyConflictError{Key: "k"}, KindInternal, "", 0}, // keyError
+		{"engine.IdempotencyRepeatError", &engine.IdempotencyRepeatError{Item: 1, Key: "k"}, KindInternal, "", 0},
 		{"control.DecodeError", &control.DecodeError{What: "snapshot", Reason: "bad"}, KindInternal, "", 0},
 		{"control.ErrBuiltinTenant", control.ErrBuiltinTenant, KindInternal, "", 0},
 		{"control.ErrDuplicateEmail", control.ErrDuplicateEmail, KindInternal, "", 0},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,14 +70,17 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 	if in.PreferredSpanID, err = optionalID("preferred_span_id", r.PreferredSpanID); err != nil {
 		return FeedbackResult{}, err
 	}
+	if err := checkFeedback(in); err != nil {
+		return FeedbackResult{}, err
+	}
 	var res engine.FeedbackResult
-	if in.Action == engine.ActionResolveConflict && in.ConflictID != "" {
-		// The fields are checked before the lookup, as they were when the
-		// engine looked conflicts up.
-		if err := engine.CheckFeedback(in); err != nil {
-			return FeedbackResult{}, err
+	if in.Action == engine.ActionResolveConflict {
+		if in.ConflictID != "" {
+			err = resolveConflict(db, p.TenantID, &in)
 		}
-		err = resolveConflict(db, p.TenantID, &in)
+		if err == nil {
+			err = checkResolve(db, p.TenantID, in)
+		}
 	}
 	if err == nil {
 		res, err = db.Feedback(p.TenantID, in)
@@ -94,6 +98,59 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 	return FeedbackResult{FeedbackID: res.FeedbackID, Action: res.Action, Applied: res.Applied, CreatedAt: FormatTime(res.CreatedAt)}, nil
 }
 
+// checkFeedback checks a feedback event's fields that need no stored data
+// (workspaceEngine checked workspace_id), before any lookup: errors name
+// the API's fields, in the API's order. The engine's invariants
+// (engine.FeedbackInput) are among them.
+func checkFeedback(in engine.FeedbackInput) *InvalidError {
+	// The contract does not require actor_id: feedback without one is
+	// anonymous (private then hides the span from every actor).
+	if err := engine.CheckID("actor_id", in.ActorID, false); err != nil {
+		return err
+	}
+	if !slices.Contains(engine.FeedbackActions, in.Action) {
+		return &InvalidError{Field: "action", Reason: fmt.Sprintf("unknown value %q; allowed: %v", in.Action, engine.FeedbackActions)}
+	}
+	if len(in.Reason) > engine.MaxReasonLength {
+		return &InvalidError{Field: "reason", Reason: fmt.Sprintf("is longer than %d bytes", engine.MaxReasonLength)}
+	}
+	return nil
+}
+
+// checkResolve checks a resolve_conflict's conflict fields once the
+// artifact whose marks change (in.ArtifactID: the request's, or the one
+// resolveConflict set) is found in the workspace, else engine.ErrNotFound:
+// the order the API has always had.
+func checkResolve(db *engine.DB, tenant string, in engine.FeedbackInput) error {
+	a, err := db.Artifact(tenant, in.ArtifactID)
+	if err != nil {
+		return err
+	}
+	if a.Workspace != in.Workspace {
+		return engine.ErrNotFound // ids of other workspaces do not leak either
+	}
+	if in.ConflictID == "" {
+		return &InvalidError{Field: "conflict_id", Reason: "is required for resolve_conflict"}
+	}
+	x, y := in.ConflictSpans[0], in.ConflictSpans[1]
+	if x == uuid.Nil || y == uuid.Nil || x == y {
+		return &InvalidError{Field: "conflict_id", Reason: "names no known conflict"}
+	}
+	if keep := preferredSpan(in); keep != x && keep != y {
+		return &InvalidError{Field: "preferred_span_id", Reason: "is not one of the conflict's two spans"}
+	}
+	return nil
+}
+
+// preferredSpan is the span a resolve_conflict keeps: preferred_span_id, or
+// span_id without it.
+func preferredSpan(in engine.FeedbackInput) uuid.UUID {
+	if in.PreferredSpanID != uuid.Nil {
+		return in.PreferredSpanID
+	}
+	return in.SpanID
+}
+
 // resolveConflict prepares a resolve_conflict: it finds the conflict named
 // by in.ConflictID in the workspace's receipts and sets the conflict's two
 // spans and the artifact of the span made outdated (where the marks live),
@@ -107,11 +164,7 @@ func resolveConflict(db *engine.DB, tenant string, in *engine.FeedbackInput) err
 		return engine.ErrNotFound
 	}
 	in.ConflictSpans = [2]uuid.UUID{claims[0].SpanID, claims[1].SpanID}
-	keep := in.PreferredSpanID
-	if keep == (uuid.UUID{}) {
-		keep = in.SpanID
-	}
-	switch keep {
+	switch preferredSpan(*in) {
 	case claims[0].SpanID:
 		in.ArtifactID = claims[1].ArtifactID
 	case claims[1].SpanID:

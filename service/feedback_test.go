@@ -44,6 +44,17 @@ func TestResolveConflictByID(t *testing.T) {
 				var ie *engine.InvalidError
 				return errors.As(err, &ie) && ie.Field == "actor_id"
 			}},
+		{"preferred span outside the conflict", FeedbackRequest{WorkspaceID: "ws", ActorID: "u", Action: engine.ActionResolveConflict, ConflictID: cf.ID.String(),
+			ArtifactID: cf.ClaimA.ArtifactID.String(), PreferredSpanID: "0b6f3c1e-0000-4000-8000-000000000000"},
+			func(err error) bool {
+				return err != nil && err.Error() == "preferred_span_id: is not one of the conflict's two spans"
+			}},
+		// The artifact is looked up first (the request's, as no claim is kept).
+		{"preferred span outside, no artifact", FeedbackRequest{WorkspaceID: "ws", ActorID: "u", Action: engine.ActionResolveConflict, ConflictID: cf.ID.String(),
+			PreferredSpanID: "0b6f3c1e-0000-4000-8000-000000000000"},
+			func(err error) bool { return errors.Is(err, ErrNotFound) }},
+		{"no conflict id, no artifact", FeedbackRequest{WorkspaceID: "ws", ActorID: "u", Action: engine.ActionResolveConflict},
+			func(err error) bool { return errors.Is(err, ErrNotFound) }},
 	} {
 		if _, err := h.svc.Feedback(open, c.r); !c.want(err) {
 			t.Errorf("%s: %v", c.name, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -155,7 +154,7 @@ func (s *Service) Ingest(ctx context.Context, p Principal, r IngestRequest) (Ing
 	in.ArtifactID = s.newArtifactID(p.TenantID, in.Workspace)
 	res, err := db.Ingest(p.TenantID, in)
 	if err != nil {
-		return IngestResult{}, err
+		return IngestResult{}, keyError(err, false)
 	}
 	out := IngestResult{ArtifactID: res.ArtifactID, ContentHash: hashString(res.ContentHash), Indexed: res.Indexed,
 		SpanIDs: nonNilIDs(res.SpanIDs), Created: FormatTime(res.Created), Replayed: res.Replayed}
@@ -180,8 +179,8 @@ func (s *Service) ingestAsync(db *engine.DB, p Principal, in engine.IngestInput,
 				return IngestResult{}, err
 			}
 			if diff := engine.IdempotencyDiff(a, &in); diff != nil {
-				return IngestResult{}, &engine.IdempotencyConflictError{Field: "idempotency_key", Key: in.IdempotencyKey,
-					Workspace: in.Workspace, ArtifactID: a.ID, Differs: diff}
+				return IngestResult{}, keyError(&engine.IdempotencyConflictError{Key: in.IdempotencyKey,
+					Workspace: in.Workspace, ArtifactID: a.ID, Differs: diff}, false)
 			}
 			spans, err := db.ArtifactSpans(p.TenantID, id)
 			if err != nil {
@@ -220,16 +219,10 @@ func (s *Service) ingestAsync(db *engine.DB, p Principal, in engine.IngestInput,
 // is created that completes at once with the existing artifact. A key whose
 // artifact (stored, pending or earlier in the batch) differs from the item
 // fails the whole call and queues nothing (engine.IdempotencyDiff). batch
-// says whether errors name items as artifacts[i].
+// says whether errors name items as artifacts[i] (keyError).
 func (s *Service) accept(db *engine.DB, tenant, ws string, ins []engine.IngestInput, now time.Time, batch bool) ([]control.Job, []bool, error) {
-	field := func(i int) string {
-		if batch {
-			return fmt.Sprintf("artifacts[%d].idempotency_key", i)
-		}
-		return "idempotency_key"
-	}
 	conflict := func(i int, a *artifact.Artifact, diff []string) error {
-		return &engine.IdempotencyConflictError{Field: field(i), Key: ins[i].IdempotencyKey, Workspace: ws, ArtifactID: a.ID, Differs: diff}
+		return keyError(&engine.IdempotencyConflictError{Item: i, Key: ins[i].IdempotencyKey, Workspace: ws, ArtifactID: a.ID, Differs: diff}, batch)
 	}
 	out := make([]control.Job, len(ins))
 	replay := make([]bool, len(ins))
@@ -243,8 +236,7 @@ func (s *Service) accept(db *engine.DB, tenant, ws string, ins []engine.IngestIn
 		if k := in.IdempotencyKey; k != "" {
 			if j, ok := first[k]; ok {
 				if diff := engine.IdempotencyDiff(pendingArtifact(uuid.Nil, ins[j]), &ins[i]); diff != nil {
-					return nil, nil, &engine.InvalidError{Field: field(i), Reason: fmt.Sprintf(
-						"%q is also the key of artifacts[%d], which differs from this item in %s; one key names one artifact", k, j, strings.Join(diff, ", "))}
+					return nil, nil, keyError(&engine.IdempotencyRepeatError{Item: i, Earlier: j, Key: k, Differs: diff}, batch)
 				}
 				dupOf[i], replay[i] = j, true
 				continue
@@ -435,7 +427,7 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 	}
 	res, err := db.IngestBatch(p.TenantID, ins)
 	if err != nil {
-		return IngestBatchResult{}, err
+		return IngestBatchResult{}, keyError(err, true)
 	}
 	if r.WaitForEmbedding {
 		ids := make([]uuid.UUID, len(res))

@@ -189,9 +189,10 @@ func (r *jobRunner) run(j control.Job) {
 	db, err := s.engine(j.TenantID, in.Workspace)
 	if err == nil {
 		res, err = r.ingestWhenRoom(db, j.TenantID, in)
+		err = keyError(err, false)
 	}
 	var inv *engine.InvalidError
-	var conflict *engine.IdempotencyConflictError
+	var conflict *IdempotencyConflictError
 	switch {
 	case errors.Is(err, engine.ErrClosed):
 		return

@@ -252,7 +252,7 @@ func (s *Service) Stop() {
 func (s *Service) engine(tenant, ws string) (*engine.DB, error) { return s.shards.Engine(tenant, ws) }
 
 // workspaceEngine is the engine of workspace ws of tenant, which must be
-// a workspace id the engine accepts (CheckWorkspace): an id that is not one
+// a workspace id the engine accepts (checkWorkspace): an id that is not one
 // is refused here, before any forwarding.
 func (s *Service) workspaceEngine(tenant, ws string) (*engine.DB, error) {
 	if err := engine.CheckID("workspace_id", ws, true); err != nil {
@@ -262,7 +262,7 @@ func (s *Service) workspaceEngine(tenant, ws string) (*engine.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.CheckWorkspace(tenant, ws); err != nil {
+	if err := checkWorkspace(db, tenant, ws); err != nil {
 		return nil, err
 	}
 	return db, nil

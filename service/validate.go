@@ -72,3 +72,20 @@ func checkInput(in *engine.IngestInput) *InvalidError {
 	}
 	return engine.CheckMetadata("metadata", in.Metadata)
 }
+
+// checkWorkspace is engine.CheckWorkspaceID for the routes that read or
+// erase a workspace (context packs, feedback, receipts, erasure). An id
+// outside the rule is refused like at ingest, unless tenant already holds
+// data under it, written before the rule: such a workspace stays readable
+// and erasable, so no data is stranded, but nothing new can be ingested
+// into it.
+func checkWorkspace(db *engine.DB, tenant, ws string) error {
+	err := engine.CheckWorkspaceID(ws)
+	if err == nil {
+		return nil
+	}
+	if engine.CheckID("workspace_id", ws, true) == nil && db.DataVersion(tenant, ws) != 0 {
+		return nil
+	}
+	return err
+}

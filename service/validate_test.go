@@ -125,7 +125,7 @@ func TestIngestValidation(t *testing.T) {
 		t.Fatalf("replay: %+v %v", again, err)
 	}
 	r.RawPayload = json.RawMessage(`"y"`)
-	var conflict *engine.IdempotencyConflictError
+	var conflict *IdempotencyConflictError
 	if _, err := h.svc.Ingest(context.Background(), open, r); !errors.As(err, &conflict) || conflict.ArtifactID != first.ArtifactID {
 		t.Fatalf("key reused for another artifact: %v", err)
 	}
@@ -167,8 +167,16 @@ func TestListQuery(t *testing.T) {
 // TestDataPlaneValidation covers the other requests' validation.
 func TestDataPlaneValidation(t *testing.T) {
 	h := newData(t, Config{})
-	if _, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(`"the heron"`)}); err != nil {
+	stored, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note", RawPayload: json.RawMessage(`"the heron"`)})
+	if err != nil {
 		t.Fatal(err)
+	}
+	feedback := func(r FeedbackRequest) func() error {
+		return func() error {
+			r.WorkspaceID, r.ArtifactID = "ws", stored.ArtifactID.String()
+			_, err := h.svc.Feedback(open, r)
+			return err
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -202,6 +210,11 @@ func TestDataPlaneValidation(t *testing.T) {
 			return err
 		},
 			`workspace_id: byte 1 ('/') is not allowed; a workspace id is 1 to 128 bytes of A-Z a-z 0-9 . _ : @ -`},
+		{"feedback actor", feedback(FeedbackRequest{ActorID: "a\x01b", Action: "like"}), "actor_id: contains a control character"},
+		{"feedback action", feedback(FeedbackRequest{Action: "like", Reason: strings.Repeat("r", 4097)}),
+			fmt.Sprintf(`action: unknown value "like"; allowed: %v`, engine.FeedbackActions)},
+		{"feedback reason", feedback(FeedbackRequest{Action: "pin", Reason: strings.Repeat("r", 4097)}), "reason: is longer than 4096 bytes"},
+		{"resolve without conflict", feedback(FeedbackRequest{Action: engine.ActionResolveConflict}), "conflict_id: is required for resolve_conflict"},
 		{"retention missing", func() error { _, err := h.svc.SetSettings(open, SetSettingsRequest{WorkspaceID: "ws"}); return err },
 			"retention_days: is required (null clears the retention)"},
 		{"retention zero", func() error {
@@ -432,5 +445,34 @@ func TestIngestValidationOrder(t *testing.T) {
 	}
 	if n < 30 {
 		t.Fatalf("only %d faulty cases", n)
+	}
+}
+
+// TestCheckWorkspace: ids outside the rule are refused unless the tenant
+// already holds data under them (written before the rule).
+func TestCheckWorkspace(t *testing.T) {
+	h := newData(t, Config{})
+	legacy := engine.IngestInput{Workspace: "team/legacy", ActorID: "a", Type: "note", Payload: []byte(`"written before the rule"`)}
+	if _, err := h.db.Ingest("t", legacy); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tenant, ws string
+		ok         bool
+	}{
+		{"t", "ws", true},
+		{"t", "never-written", true},
+		{"t", "team/legacy", true},
+		{"other", "team/legacy", false}, // another tenant's legacy id is not this tenant's
+		{"t", "team/other", false},
+		{"t", "..", false},
+		{"t", "", false},
+		{"t", strings.Repeat("x", engine.MaxWorkspaceIDLength+1), false},
+	} {
+		err := checkWorkspace(h.db, c.tenant, c.ws)
+		var inv *InvalidError
+		if c.ok != (err == nil) || err != nil && (!errors.As(err, &inv) || inv.Field != "workspace_id") {
+			t.Errorf("checkWorkspace(%q, %q) = %v, want ok %v", c.tenant, c.ws, err, c.ok)
+		}
 	}
 }
