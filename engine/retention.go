@@ -205,8 +205,8 @@ func (db *DB) retentionRefLocked(k wsKey) int64 {
 }
 
 // repairRetentionLocked lowers, at open and before the WAL is replayed,
-// every cutoff later than the cutoff of the clock plus MaxFutureSkew: no
-// accepted write can give one, so it is a cutoff an earlier version took
+// every cutoff later than a one-day retention's cutoff of the clock plus
+// MaxFutureSkew: no accepted write can give one, so it is a cutoff an earlier version took
 // from a far-future timestamp, which would erase every artifact written
 // from now on. It is lowered to the cutoff of the workspace's visible
 // artifacts' reference (what the current rule gives); what it erased stays
@@ -224,7 +224,11 @@ func (db *DB) repairRetentionLocked() {
 	})
 	for _, k := range keys {
 		r := db.retention[k]
-		if r.Cutoff <= retentionCutoff(limit, r.Days) {
+		// The latest possible cutoff is a day before the clock's: the
+		// shortest retention's. Not r.Days': retention lengthened after a
+		// shorter one keeps the shorter one's cutoff (cutoffs only move
+		// forward), which is possible and must stay.
+		if r.Cutoff <= retentionCutoff(limit, 1) {
 			continue
 		}
 		c := min(r.Cutoff, retentionCutoff(db.retentionRefLocked(k), r.Days))

@@ -144,3 +144,45 @@ func TestRetentionRepairsFarFutureCutoff(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionLengthenedCutoffKeptAtOpen: a retention lengthened after a
+// shorter one keeps the shorter one's cutoff (cutoffs only move forward);
+// open must not take that possible cutoff for a far-future one and lower
+// it, which let artifacts the cutoff refuses back in (found by loci
+// torture: RETENTION UNDONE after a restart).
+func TestRetentionLengthenedCutoffKeptAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, futureOpts())
+	ingestStamped(t, db, futureClock.Add(-30*time.Minute), "the plover runbook")
+	if err := db.SetRetention("t1", "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetRetention("t1", "w", 3); err != nil {
+		t.Fatal(err)
+	}
+	k := wsKey{"t1", "w"}
+	db.mu.RLock()
+	want := db.retention[k].Cutoff
+	db.mu.RUnlock()
+	if want != retentionCutoff(futureClock.UnixMicro(), 1) {
+		t.Fatalf("cutoff %s, want the one-day retention's", cutoffString(want))
+	}
+	if err := db.Flush(); err != nil { // the manifest holds days 3 with the one-day cutoff
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = openTest(t, dir, futureOpts())
+	defer db.Close()
+	db.mu.RLock()
+	got := db.retention[k].Cutoff
+	db.mu.RUnlock()
+	if got != want {
+		t.Fatalf("cutoff after open %s, want %s (kept)", cutoffString(got), cutoffString(want))
+	}
+	// Two days old: after the kept cutoff, erased as it is applied.
+	old := ingestStamped(t, db, futureClock.Add(-30*time.Hour), "the heron archive")
+	if _, err := db.Artifact("t1", old); err == nil {
+		t.Fatalf("an artifact older than the kept cutoff is visible")
+	}
+}
