@@ -64,6 +64,10 @@ func runEvalLoCoMo(args []string) error {
 	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the store's embedder: minilm, glove or none (the engine's with --ingest engine, the server's with --ingest http)")
+	shape := fs.String("shape", bench.ShapeRole, "how a chat turn is sent: role (role = the speaker's name, content = the text), "+
+		"prefix (role user for speaker_a and assistant for speaker_b, content = \"<Name>: <text>\"), "+
+		"actor (role user/assistant, content = the text, actor_id = the speaker: one v2 batch per run of turns by one speaker; packs without actor_id) "+
+		"or none (role user/assistant, content = the text, no names)")
 	if done, err := parseFlags(fs, args); done {
 		return err
 	}
@@ -84,7 +88,12 @@ func runEvalLoCoMo(args []string) error {
 	default:
 		return fmt.Errorf("-timestamps %q: want session, spread or none", *stamps)
 	}
-	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder,
+	switch *shape {
+	case bench.ShapeRole, bench.ShapePrefix, bench.ShapeActor, bench.ShapeNone:
+	default:
+		return fmt.Errorf("-shape %q: want role, prefix, actor or none", *shape)
+	}
+	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder, Shape: *shape,
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }})
 	if err != nil {
 		return err
