@@ -93,6 +93,44 @@ func TestLoCoMoSmall(t *testing.T) {
 	if _, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{64}, Timestamps: "hourly"}); err == nil {
 		t.Error("an unknown timestamp style was accepted")
 	}
+	for _, shape := range []string{ShapePrefix, ShapeActor, ShapeNone} {
+		for _, ingest := range []string{IngestViaEngine, IngestViaHTTP} {
+			r, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{512}, Ingest: ingest, Shape: shape})
+			if err != nil {
+				t.Fatalf("%s/%s: %v", ingest, shape, err)
+			}
+			if r.Turns != 3 || r.Questions != 2 || r.Budgets[0].RecallByCat["4"] != 1 || r.Shape != shape {
+				t.Fatalf("%s/%s: implausible result %+v", ingest, shape, r)
+			}
+		}
+	}
+	if _, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{64}, Shape: "json"}); err == nil {
+		t.Error("an unknown shape was accepted")
+	}
+}
+
+// TestLoCoMoShapes: the payload and actor of a turn in each client shape.
+func TestLoCoMoShapes(t *testing.T) {
+	a := locomoTurn{Speaker: "Ana", Text: "Hi!", First: true}
+	b := locomoTurn{Speaker: "Ben", Text: "Hello."}
+	for _, tc := range []struct {
+		shape, a, b, actorA string
+	}{
+		{ShapeRole, `{"content":"Hi!","role":"Ana"}`, `{"content":"Hello.","role":"Ben"}`, locomoActor},
+		{ShapePrefix, `{"content":"Ana: Hi!","role":"user"}`, `{"content":"Ben: Hello.","role":"assistant"}`, locomoActor},
+		{ShapeActor, `{"content":"Hi!","role":"user"}`, `{"content":"Hello.","role":"assistant"}`, "Ana"},
+		{ShapeNone, `{"content":"Hi!","role":"user"}`, `{"content":"Hello.","role":"assistant"}`, locomoActor},
+	} {
+		if got := string(a.payload(tc.shape)); got != tc.a {
+			t.Errorf("%s: speaker_a's payload %s, want %s", tc.shape, got, tc.a)
+		}
+		if got := string(b.payload(tc.shape)); got != tc.b {
+			t.Errorf("%s: speaker_b's payload %s, want %s", tc.shape, got, tc.b)
+		}
+		if got := a.actor(tc.shape); got != tc.actorA {
+			t.Errorf("%s: actor %q, want %q", tc.shape, got, tc.actorA)
+		}
+	}
 }
 
 // TestConfidenceAUC: the share of (answerable, unanswerable) pairs that

@@ -36,10 +36,33 @@ type LoCoMoConfig struct {
 	// default; EmbedderGloVe; EmbedderNone): the engine's in IngestViaEngine,
 	// the server's in IngestViaHTTP.
 	Embedder string
+	// Shape is how a chat turn is sent (ShapeRole, the default;
+	// ShapePrefix, ShapeActor, ShapeNone): the shapes clients use.
+	Shape string
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci eval prints it to stderr).
 	Progress func(string)
 }
+
+// Shapes of a chat turn (LoCoMoConfig.Shape): where the speaker's name goes.
+// In every shape but ShapeRole the first speaker of a conversation
+// (speaker_a) is role "user" and the second (speaker_b) "assistant".
+const (
+	// ShapeRole sends role = the speaker's name, content = the text.
+	ShapeRole = "role"
+	// ShapePrefix sends role user/assistant, content = "<Name>: <text>".
+	ShapePrefix = "prefix"
+	// ShapeActor sends role user/assistant, content = the text, and the
+	// speaker as the artifact's actor_id (over HTTP, one v2 batch per run
+	// of consecutive turns by the same speaker). Packs are asked without
+	// actor_id, so every actor's public turns are visible.
+	ShapeActor = "actor"
+	// ShapeNone sends role user/assistant, content = the text: no names.
+	ShapeNone = "none"
+)
+
+// locomoActor is the actor_id of the turns in every shape but ShapeActor.
+const locomoActor = "locomo"
 
 // Ingest modes and timestamp styles of LoCoMoConfig.
 const (
@@ -154,6 +177,7 @@ type LoCoMoResult struct {
 	Ingest        string         `json:"ingest"`
 	Timestamps    string         `json:"timestamps"`
 	Embedder      string         `json:"embedder"`
+	Shape         string         `json:"shape"`
 	Budgets       []LoCoMoBudget `json:"budgets"`
 	Note          string         `json:"note"`
 }
@@ -170,6 +194,7 @@ type locomoQA struct {
 // locomoTurn is one turn of a LoCoMo conversation, as ingested.
 type locomoTurn struct {
 	Speaker, DiaID, Text string
+	First                bool      // said by the conversation's speaker_a
 	Session              int       // the LoCoMo session number
 	When                 time.Time // the session's date-time
 	Pos                  int       // position within the session, from 0
@@ -239,6 +264,11 @@ func readLoCoMo(path string) ([]locomoConv, error) {
 		QA           []locomoQA                 `json:"qa"`
 		Conversation map[string]json.RawMessage `json:"conversation"`
 	}
+	speakerA := func(conv map[string]json.RawMessage) string {
+		var a string
+		json.Unmarshal(conv["speaker_a"], &a)
+		return a
+	}
 	if err := json.Unmarshal(raw, &convs); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -254,6 +284,7 @@ func readLoCoMo(path string) ([]locomoConv, error) {
 			}
 		}
 		sort.Ints(sessions)
+		first := speakerA(conv.Conversation)
 		for _, si := range sessions {
 			var when string
 			json.Unmarshal(conv.Conversation[fmt.Sprintf("session_%d_date_time", si)], &when)
@@ -270,17 +301,48 @@ func readLoCoMo(path string) ([]locomoConv, error) {
 				return nil, fmt.Errorf("%s: conversation %d session %d: %w", path, ci, si, err)
 			}
 			for ti, t := range turns {
-				out[ci].turns = append(out[ci].turns, locomoTurn{Speaker: t.Speaker, DiaID: t.DiaID, Text: t.Text, Session: si, When: ts, Pos: ti})
+				out[ci].turns = append(out[ci].turns, locomoTurn{Speaker: t.Speaker, DiaID: t.DiaID, Text: t.Text, First: t.Speaker == first,
+					Session: si, When: ts, Pos: ti})
 			}
 		}
 	}
 	return out, nil
 }
 
-// turnPayload is a turn's chat_turn payload.
-func turnPayload(t *locomoTurn) []byte {
-	payload, _ := json.Marshal(map[string]string{"role": t.Speaker, "content": t.Text})
+// payload is the turn's chat_turn payload in shape.
+func (t *locomoTurn) payload(shape string) []byte {
+	role, content := "assistant", t.Text
+	if t.First {
+		role = "user"
+	}
+	switch shape {
+	case ShapeRole:
+		role = t.Speaker
+	case ShapePrefix:
+		content = t.Speaker + ": " + t.Text
+	}
+	payload, _ := json.Marshal(map[string]string{"role": role, "content": content})
 	return payload
+}
+
+// actor is the turn's actor_id in shape.
+func (t *locomoTurn) actor(shape string) string {
+	if shape == ShapeActor {
+		return t.Speaker
+	}
+	return locomoActor
+}
+
+// locomoNote says what a result measured, in shape.
+func locomoNote(shape string) string {
+	how := map[string]string{
+		ShapeRole:   "role = the speaker's name, content = the text",
+		ShapePrefix: "role user (speaker_a) / assistant (speaker_b), content = '<speaker>: <text>'",
+		ShapeActor:  "role user (speaker_a) / assistant (speaker_b), content = the text, actor_id = the speaker; packs asked without actor_id",
+		ShapeNone:   "role user (speaker_a) / assistant (speaker_b), content = the text, no names",
+	}[shape]
+	return "each conversation in its own workspace; a turn is sent as " + how +
+		"; an evidence turn counts as recalled when the pack cites a span of its artifact"
 }
 
 // engineStore is the engine in process (IngestViaEngine).
@@ -291,10 +353,10 @@ type engineStore struct {
 }
 
 // ingestEngine ingests every conversation into a scratch engine, one
-// IngestBatch per session (each turn a chat_turn, actor its speaker,
-// idempotency key its dialogue id), and compacts. turnOf[ci] maps an
+// IngestBatch per session (each turn a chat_turn in shape, with the actor
+// the shape gives it, idempotency key its dialogue id), and compacts. turnOf[ci] maps an
 // artifact to its dialogue id.
-func ingestEngine(convs []locomoConv, style string, emb embed.Embedder, p *progress) (*engineStore, []map[uuid.UUID]string, error) {
+func ingestEngine(convs []locomoConv, style, shape string, emb embed.Embedder, p *progress) (*engineStore, []map[uuid.UUID]string, error) {
 	db, cleanup, err := evalEngine("loci-eval-locomo-", emb)
 	if err != nil {
 		return nil, nil, err
@@ -308,8 +370,8 @@ func ingestEngine(convs []locomoConv, style string, emb embed.Embedder, p *progr
 			var ins []engine.IngestInput
 			for ; j < len(conv.turns) && conv.turns[j].Session == conv.turns[i].Session; j++ {
 				t := &conv.turns[j]
-				ins = append(ins, engine.IngestInput{Workspace: fmt.Sprintf("locomo-%d", ci), ActorID: t.Speaker, Type: "chat_turn",
-					Payload: turnPayload(t), IdempotencyKey: t.DiaID, SessionID: t.sessionID(), Timestamp: t.stamp(style)})
+				ins = append(ins, engine.IngestInput{Workspace: fmt.Sprintf("locomo-%d", ci), ActorID: t.actor(shape), Type: "chat_turn",
+					Payload: t.payload(shape), IdempotencyKey: t.DiaID, SessionID: t.sessionID(), Timestamp: t.stamp(style)})
 			}
 			rs, err := db.IngestBatch("eval", ins)
 			if err != nil {
@@ -352,10 +414,27 @@ func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.
 
 func (s *engineStore) close() { s.cleanup() }
 
-// httpStore is a real server on loopback, used as a client would (IngestViaHTTP).
+// httpStore is a real server on loopback, used as a client would
+// (IngestViaHTTP, and `loci eval longmemeval`).
 type httpStore struct {
 	s      *server
 	client *fasthttp.HostClient
+	// embedded, when set, requires every ingested artifact to be embedded
+	// once its batch is answered (the server has an embedder).
+	embedded bool
+}
+
+// newHTTPStore starts a server whose semantic channel is emb's (nil:
+// lexical only). The server embeds in the background, as loci serve does;
+// each batch asks to be answered once embedded (wait_for_embedding), as a
+// client that packs right after ingesting would.
+func newHTTPStore(prefix string, emb embed.Embedder) (*httpStore, error) {
+	s, err := startServerWith(prefix, wal.SyncOff, &Embedding{Embedder: emb})
+	if err != nil {
+		return nil, err
+	}
+	return &httpStore{s: s, client: &fasthttp.HostClient{Addr: s.addr, ReadTimeout: time.Minute, WriteTimeout: time.Minute},
+		embedded: emb != nil}, nil
 }
 
 // do sends body (if any) as JSON to path and decodes the response into out,
@@ -386,62 +465,115 @@ func (h *httpStore) do(method, path string, body any, want int, out any) error {
 	return nil
 }
 
+// chatTurn is one chat_turn artifact of a v2 ingest batch: its payload,
+// idempotency key, session and timestamp (zero: none sent, the store
+// stamps the time of ingest).
+type chatTurn struct {
+	payload []byte
+	key     string
+	session string
+	stamp   time.Time
+}
+
+// ingest sends turns to POST /v2/ingest as one batch by actor in workspace
+// ws, waiting for their embedding, and returns their artifacts in order.
+func (h *httpStore) ingest(ws, actor string, turns []chatTurn) ([]uuid.UUID, error) {
+	items := make([]map[string]any, len(turns))
+	for k, t := range turns {
+		items[k] = map[string]any{"artifact_type": "chat_turn", "raw_payload": json.RawMessage(t.payload),
+			"idempotency_key": t.key, "session_id": t.session}
+		if !t.stamp.IsZero() {
+			items[k]["timestamp"] = t.stamp.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	var out struct {
+		Ingested []struct {
+			ArtifactID uuid.UUID `json:"artifact_id"`
+			Embedding  string    `json:"embedding"`
+		} `json:"ingested"`
+	}
+	body := map[string]any{"workspace_id": ws, "actor_id": actor, "artifacts": items, "wait_for_embedding": true}
+	for try := 1; ; try++ {
+		status := 201 // created; a batch sent again is all replays: 200
+		if try > 1 {
+			status = 200
+		}
+		if err := h.do("POST", "/v2/ingest", body, status, &out); err != nil {
+			return nil, err
+		}
+		if len(out.Ingested) != len(turns) {
+			return nil, fmt.Errorf("%d artifacts ingested of %d", len(out.Ingested), len(turns))
+		}
+		ids := make([]uuid.UUID, len(turns))
+		pending := ""
+		for k, r := range out.Ingested {
+			if h.embedded && r.Embedding != engine.EmbeddingEmbedded && pending == "" {
+				pending = fmt.Sprintf("turn %s is %q", turns[k].key, r.Embedding)
+			}
+			ids[k] = r.ArtifactID
+		}
+		if pending == "" {
+			return ids, nil
+		}
+		// The server waits at most 20 s per request; on a loaded machine a
+		// batch can take longer. Sending it again (the same idempotency
+		// keys: nothing new is stored) waits again, as a client would.
+		if try == maxIngestTries {
+			return nil, fmt.Errorf("%s, not embedded, after %d requests with wait_for_embedding", pending, try)
+		}
+	}
+}
+
+// maxIngestTries bounds how often httpStore.ingest sends a batch whose
+// embedding is still pending: 30 waits of at most 20 s.
+const maxIngestTries = 30
+
 // ingestHTTP starts a server and ingests each conversation with POST
-// /v2/ingest in batches of locomoHTTPBatch turns, in conversation order
-// (a batch may span sessions; session_id says which turn is in which).
-func ingestHTTP(convs []locomoConv, style string, emb embed.Embedder, p *progress) (*httpStore, []map[uuid.UUID]string, error) {
-	// The server embeds in the background, as loci serve does; each batch
-	// asks to be answered once embedded (wait_for_embedding), as a client
-	// that packs right after ingesting would.
-	s, err := startServerWith("loci-eval-locomo-http-", wal.SyncOff, &Embedding{Embedder: emb})
+// /v2/ingest in conversation order, in batches of at most locomoHTTPBatch
+// turns (a batch may span sessions; session_id says which turn is in
+// which); in ShapeActor a batch is one run of consecutive turns by the
+// same speaker, its actor.
+func ingestHTTP(convs []locomoConv, style, shape string, emb embed.Embedder, p *progress) (*httpStore, []map[uuid.UUID]string, error) {
+	h, err := newHTTPStore("loci-eval-locomo-http-", emb)
 	if err != nil {
 		return nil, nil, err
 	}
-	h := &httpStore{s: s, client: &fasthttp.HostClient{Addr: s.addr, ReadTimeout: time.Minute, WriteTimeout: time.Minute}}
 	turnOf := make([]map[uuid.UUID]string, len(convs))
 	for ci, conv := range convs {
 		turnOf[ci] = map[uuid.UUID]string{}
-		for i := 0; i < len(conv.turns); i += locomoHTTPBatch {
+		for i := 0; i < len(conv.turns); {
 			p.tick("ingesting and embedding: conversation %d of %d", ci+1, len(convs))
-			batch := conv.turns[i:min(i+locomoHTTPBatch, len(conv.turns))]
-			items := make([]map[string]any, len(batch))
-			for k := range batch {
-				t := &batch[k]
-				items[k] = map[string]any{"artifact_type": "chat_turn", "raw_payload": json.RawMessage(turnPayload(t)),
-					"idempotency_key": t.DiaID, "session_id": t.sessionID()}
-				if ts := t.stamp(style); !ts.IsZero() {
-					items[k]["timestamp"] = ts.UTC().Format(time.RFC3339Nano)
+			j := i + 1
+			for ; j < min(i+locomoHTTPBatch, len(conv.turns)); j++ {
+				if shape == ShapeActor && conv.turns[j].Speaker != conv.turns[i].Speaker {
+					break
 				}
 			}
-			var out struct {
-				Ingested []struct {
-					ArtifactID uuid.UUID `json:"artifact_id"`
-					Embedding  string    `json:"embedding"`
-				} `json:"ingested"`
+			batch := conv.turns[i:j]
+			turns := make([]chatTurn, len(batch))
+			for k := range batch {
+				t := &batch[k]
+				turns[k] = chatTurn{payload: t.payload(shape), key: t.DiaID, session: t.sessionID(), stamp: t.stamp(style)}
 			}
-			body := map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "actor_id": "locomo", "artifacts": items,
-				"wait_for_embedding": true}
-			if err := h.do("POST", "/v2/ingest", body, 201, &out); err != nil {
+			ids, err := h.ingest(fmt.Sprintf("locomo-%d", ci), batch[0].actor(shape), turns)
+			if err != nil {
 				h.close()
 				return nil, nil, fmt.Errorf("conversation %d: %w", ci, err)
 			}
-			if len(out.Ingested) != len(batch) {
-				h.close()
-				return nil, nil, fmt.Errorf("conversation %d: %d artifacts ingested of %d", ci, len(out.Ingested), len(batch))
+			for k, id := range ids {
+				turnOf[ci][id] = batch[k].DiaID
 			}
-			for k, r := range out.Ingested {
-				if emb != nil && r.Embedding != engine.EmbeddingEmbedded {
-					h.close()
-					return nil, nil, fmt.Errorf("conversation %d: turn %s is %q, not embedded, after wait_for_embedding", ci, batch[k].DiaID, r.Embedding)
-				}
-				turnOf[ci][r.ArtifactID] = batch[k].DiaID
-			}
+			i = j
 		}
 	}
 	return h, turnOf, nil
 }
 
-func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
+// contextPack runs POST /v1/context-pack with req (workspace_id, query,
+// max_tokens and whatever else a caller sets) and times it; with
+// exclusions it reads them from the pack's receipt (GET
+// /v1/receipts/{id}, outside the timing: the v1 body carries none).
+func (h *httpStore) contextPack(req map[string]any, exclusions bool) (packOutcome, time.Duration, error) {
 	var out struct {
 		Citations  []pack.Citation `json:"citations"`
 		Confidence float64         `json:"confidence"`
@@ -450,7 +582,7 @@ func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Du
 		Tokens     int             `json:"total_tokens"`
 	}
 	start := time.Now()
-	err := h.do("POST", "/v1/context-pack", map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "query": query, "max_tokens": budget}, 200, &out)
+	err := h.do("POST", "/v1/context-pack", req, 200, &out)
 	lat := time.Since(start)
 	if err != nil {
 		return packOutcome{}, 0, err
@@ -459,15 +591,20 @@ func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Du
 	for _, c := range out.Citations {
 		o.cited = append(o.cited, c.ArtifactID)
 	}
-	// The v1 body carries no exclusions; the receipt does.
-	var receipt struct {
-		Exclusions []pack.Exclusion `json:"exclusions"`
+	if exclusions {
+		var receipt struct {
+			Exclusions []pack.Exclusion `json:"exclusions"`
+		}
+		if err := h.do("GET", "/v1/receipts/"+out.ReceiptID.String(), nil, 200, &receipt); err != nil {
+			return packOutcome{}, 0, err
+		}
+		o.excluded = receipt.Exclusions
 	}
-	if err := h.do("GET", "/v1/receipts/"+out.ReceiptID.String(), nil, 200, &receipt); err != nil {
-		return packOutcome{}, 0, err
-	}
-	o.excluded = receipt.Exclusions
 	return o, lat, nil
+}
+
+func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
+	return h.contextPack(map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "query": query, "max_tokens": budget}, true)
 }
 
 func (h *httpStore) close() { h.s.close() }
@@ -513,6 +650,14 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	default:
 		return nil, fmt.Errorf("timestamps %q: want session, spread or none", cfg.Timestamps)
 	}
+	if cfg.Shape == "" {
+		cfg.Shape = ShapeRole
+	}
+	switch cfg.Shape {
+	case ShapeRole, ShapePrefix, ShapeActor, ShapeNone:
+	default:
+		return nil, fmt.Errorf("shape %q: want role, prefix, actor or none", cfg.Shape)
+	}
 	if cfg.Embedder == "" {
 		cfg.Embedder = EmbedderMiniLM
 	}
@@ -529,9 +674,9 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	p := newProgress(cfg.Progress)
 	switch cfg.Ingest {
 	case IngestViaEngine:
-		store, turnOf, err = ingestEngine(convs, cfg.Timestamps, emb, p)
+		store, turnOf, err = ingestEngine(convs, cfg.Timestamps, cfg.Shape, emb, p)
 	case IngestViaHTTP:
-		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps, emb, p)
+		store, turnOf, err = ingestHTTP(convs, cfg.Timestamps, cfg.Shape, emb, p)
 	default:
 		return nil, fmt.Errorf("ingest %q: want engine or http", cfg.Ingest)
 	}
@@ -540,7 +685,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	}
 	defer store.close()
 	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps, Embedder: cfg.Embedder,
-		Note: "each conversation in its own workspace; a turn's text is '<speaker>: <text>'; an evidence turn counts as recalled when the pack cites a span of its artifact"}
+		Shape: cfg.Shape, Note: locomoNote(cfg.Shape)}
 	for _, c := range convs {
 		res.Turns += len(c.turns)
 	}
@@ -613,9 +758,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 		b.ConfidenceAUC = confidenceAUC(confAnswerable, confUnanswerable)
 		n := q14 + asked[5]
 		b.MeanTokens = tokens / n
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		b.P50ms = float64(lat[len(lat)/2].Microseconds()) / 1e3
-		b.P99ms = float64(lat[int(0.99*float64(len(lat)-1))].Microseconds()) / 1e3
+		b.P50ms, b.P99ms = latencyQuantiles(lat)
 		res.Questions = int(n)
 		res.Budgets = append(res.Budgets, b)
 	}

@@ -11,8 +11,9 @@ import (
 
 const evalUsage = `usage: loci eval <name> [flags]
 
-  beir     nDCG@10, Recall@100 and queries/s on a BEIR data set (lexical, semantic, hybrid)
-  locomo   evidence recall of context packs on LoCoMo, per budget and category
+  beir          nDCG@10, Recall@100 and queries/s on a BEIR data set (lexical, semantic, hybrid)
+  locomo        evidence recall of context packs on LoCoMo, per budget and category
+  longmemeval   evidence recall and abstention of context packs on LongMemEval, per budget and question type
 
 Each prints a table of its results, or one JSON object with --json; progress goes to stderr.
 loci eval <name> --help lists the flags of one.
@@ -25,6 +26,9 @@ func runEval(args []string) error {
 	}
 	if len(args) > 0 && args[0] == "locomo" {
 		return runEvalLoCoMo(args[1:])
+	}
+	if len(args) > 0 && args[0] == "longmemeval" {
+		return runEvalLongMemEval(args[1:])
 	}
 	if len(args) == 0 || args[0] != "beir" {
 		fmt.Fprint(os.Stderr, evalUsage)
@@ -64,14 +68,12 @@ func runEvalLoCoMo(args []string) error {
 	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the store's embedder: minilm, glove or none (the engine's with --ingest engine, the server's with --ingest http)")
-	if done, err := parseFlags(fs, args); done {
-		return err
-	}
-	if err := checkEmbedder(*embedder); err != nil {
-		return err
-	}
-	bs, err := intList("budgets", *budgets, 1, 128000)
-	if err != nil {
+	shape := fs.String("shape", bench.ShapeRole, "how a chat turn is sent: role (role = the speaker's name, content = the text), "+
+		"prefix (role user for speaker_a and assistant for speaker_b, content = \"<Name>: <text>\"), "+
+		"actor (role user/assistant, content = the text, actor_id = the speaker: one v2 batch per run of turns by one speaker; packs without actor_id) "+
+		"or none (role user/assistant, content = the text, no names)")
+	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
+	if done {
 		return err
 	}
 	switch *ingest {
@@ -84,12 +86,63 @@ func runEvalLoCoMo(args []string) error {
 	default:
 		return fmt.Errorf("-timestamps %q: want session, spread or none", *stamps)
 	}
-	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder,
+	switch *shape {
+	case bench.ShapeRole, bench.ShapePrefix, bench.ShapeActor, bench.ShapeNone:
+	default:
+		return fmt.Errorf("-shape %q: want role, prefix, actor or none", *shape)
+	}
+	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder, Shape: *shape,
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }})
 	if err != nil {
 		return err
 	}
 	return writeResult("loci eval locomo", res, *asJSON)
+}
+
+func runEvalLongMemEval(args []string) error {
+	fs := flag.NewFlagSet("eval longmemeval", flag.ContinueOnError)
+	data := fs.String("data", "../shared/data/longmemeval/longmemeval-s-dev.json", "a json file in LongMemEval's layout")
+	budgets := fs.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the server's embedder: minilm, glove or none")
+	limit := fs.Int("limit", 0, "evaluate only the first this many questions (0: all)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: loci eval longmemeval [flags]
+
+Starts the real HTTP server on loopback and, for each question, ingests its haystack into a workspace of its own
+(POST /v2/ingest, one batch per session in date order: chat_turn {role, content} as given, session_id the session's
+id, timestamp its date), then asks the question with POST /v1/context-pack at each budget, as_of its question_date.
+Prints per budget: the share of evidence turns (has_answer) cited, the share of questions whose evidence sessions
+are all cited, both per question type, abstention on _abs questions and on the rest, the ROC AUC of confidence
+(_abs vs the rest), mean tokens and pack latency.
+
+`)
+		fs.PrintDefaults()
+	}
+	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
+	if done {
+		return err
+	}
+	res, err := bench.EvalLongMemEval(bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit,
+		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval longmemeval:", s) }})
+	if err != nil {
+		return err
+	}
+	return writeResult("loci eval longmemeval", res, *asJSON)
+}
+
+// parseEvalFlags parses the flags of an evaluation with --embedder and
+// --budgets, checks those two, and returns the budgets; done as parseFlags
+// (also true, with the error, for a bad value).
+func parseEvalFlags(fs *flag.FlagSet, args []string, embedder, budgets *string) (bs []int, done bool, err error) {
+	if done, err := parseFlags(fs, args); done {
+		return nil, true, err
+	}
+	if err := checkEmbedder(*embedder); err != nil {
+		return nil, true, err
+	}
+	bs, err = intList("budgets", *budgets, 1, 128000)
+	return bs, err != nil, err
 }
 
 // checkEmbedder checks an --embedder flag's value.
