@@ -70,32 +70,11 @@ func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 	if len(dst) != H {
 		return fmt.Errorf("minilm: encode: dst holds %d values, want %d", len(dst), H)
 	}
-	for i, id := range ids {
-		if id < 0 || int(id) >= m.VocabSize {
-			return fmt.Errorf("minilm: encode: token %d has id %d outside the vocabulary (%d)", i, id, m.VocabSize)
-		}
+	if err := m.checkIDs(ids); err != nil {
+		return fmt.Errorf("minilm: encode: %w", err)
 	}
-	b, _ := e.scratch.Get().(*buffers)
-	if b == nil {
-		b = new(buffers)
-	}
+	b := e.run(ids, 0)
 	defer e.scratch.Put(b)
-	b.size(T, H, m.Intermediate)
-
-	// Embeddings: word + position + token type 0, then layer norm.
-	for t, id := range ids {
-		row := b.x[t*H : (t+1)*H]
-		m.wordEmb.rowTo(int(id), row)
-		pos := m.posEmb.f[t*H : (t+1)*H]
-		typ := m.typeEmb.f[:H]
-		for i := range row {
-			row[i] += pos[i] + typ[i]
-		}
-		active.addLayerNorm(row, nil, m.embNormW, m.embNormB, m.LayerNormEps)
-	}
-	for li := range m.layers {
-		e.layer(&m.layers[li], b, T)
-	}
 	// Mean pooling over every token (no padding), then L2 normalisation.
 	clear(dst)
 	for t := 0; t < T; t++ {
@@ -115,6 +94,74 @@ func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 		}
 	}
 	return nil
+}
+
+// run embeds ids (token type 0 for the first typeSplit ids and 1 for the
+// rest; typeSplit 0 means all 0) and runs every layer: the final states are
+// in the returned buffers' x, which the caller puts back in e.scratch.
+func (e *Encoder) run(ids []int32, typeSplit int) *buffers {
+	m := e.m
+	T, H := len(ids), m.Hidden
+	b, _ := e.scratch.Get().(*buffers)
+	if b == nil {
+		b = new(buffers)
+	}
+	b.size(T, H, m.Intermediate)
+
+	// Embeddings: word + position + token type, then layer norm.
+	for t, id := range ids {
+		row := b.x[t*H : (t+1)*H]
+		m.wordEmb.rowTo(int(id), row)
+		pos := m.posEmb.f[t*H : (t+1)*H]
+		typ := m.typeEmb.f[:H]
+		if typeSplit > 0 && t >= typeSplit {
+			typ = m.typeEmb.f[H : 2*H]
+		}
+		for i := range row {
+			row[i] += pos[i] + typ[i]
+		}
+		active.addLayerNorm(row, nil, m.embNormW, m.embNormB, m.LayerNormEps)
+	}
+	for li := range m.layers {
+		e.layer(&m.layers[li], b, T)
+	}
+	return b
+}
+
+// Classifier reports whether the model has a classification head, that is
+// whether it is a cross-encoder (ScorePair) rather than a sentence encoder
+// (EncodeIDs).
+func (e *Encoder) Classifier() bool { return e.m.head != nil }
+
+// ScorePair returns a cross-encoder's relevance logit for a pair of texts
+// encoded as one sequence, [CLS] a [SEP] b [SEP]: ids holds it, and its
+// first split ids ([CLS] a [SEP]) have token type 0, the rest type 1. The
+// logit is the classifier applied to the pooled state of [CLS]. As with
+// EncodeIDs, the result depends on the ids and split alone.
+func (e *Encoder) ScorePair(ids []int32, split int) (float32, error) {
+	m := e.m
+	T, H := len(ids), m.Hidden
+	if m.head == nil {
+		return 0, fmt.Errorf("minilm: score pair: model %s has no classification head", m.Name)
+	}
+	if T < 2 || T > m.MaxSeqLen || split < 1 || split > T {
+		return 0, fmt.Errorf("minilm: score pair: %d token ids split at %d, want 2 to %d ids and a split inside", T, split, m.MaxSeqLen)
+	}
+	if err := m.checkIDs(ids); err != nil {
+		return 0, fmt.Errorf("minilm: score pair: %w", err)
+	}
+	b := e.run(ids, split)
+	defer e.scratch.Put(b)
+	hd := m.head
+	// Pooler: tanh(P · x[CLS] + p), in float32 with float64 sums for the
+	// one row it runs on; then the classifier's dot product.
+	cls := b.x[:H]
+	var logit float64
+	for o := 0; o < H; o++ {
+		pooled := math.Tanh(float64(dotF32(hd.poolW.f[o*H:(o+1)*H], cls) + hd.poolB[o]))
+		logit += pooled * float64(hd.clsW[o])
+	}
+	return float32(logit) + hd.clsB, nil
 }
 
 // layer runs one transformer layer on b.x in place.
@@ -191,6 +238,16 @@ func attnContext(p, v []float32, ldv int, out []float32) {
 			out[i] += ps * x
 		}
 	}
+}
+
+// checkIDs reports the first id outside the vocabulary.
+func (m *Model) checkIDs(ids []int32) error {
+	for i, id := range ids {
+		if id < 0 || int(id) >= m.VocabSize {
+			return fmt.Errorf("token %d has id %d outside the vocabulary (%d)", i, id, m.VocabSize)
+		}
+	}
+	return nil
 }
 
 // rowTo writes row r of w (float32 or int8 rows), dequantized, to dst.

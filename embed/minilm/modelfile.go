@@ -72,6 +72,16 @@ type Model struct {
 	posEmb, typeEmb    matrix
 	embNormW, embNormB []float32
 	layers             []layer
+	head               *classifierHead // nil: a sentence encoder
+}
+
+// classifierHead is a cross-encoder's head (BERT for sequence
+// classification with one label): the pooler, tanh(P·x + p) of the first
+// token's final state, and one output, c·pooled + b, the relevance logit.
+type classifierHead struct {
+	poolW       matrix // H × H, float32
+	poolB, clsW []float32
+	clsB        float32
 }
 
 // ParseModel decodes a model file (docs/format/encoder.md). Int8 codes alias
@@ -222,6 +232,17 @@ func (m *Model) bind(ts map[string]matrix) error {
 			outNormW:  vec(p+"output.LayerNorm.weight", h),
 			outNormB:  vec(p+"output.LayerNorm.bias", h),
 		}
+	}
+	if _, ok := ts["pooler.dense.weight"]; ok {
+		hd := &classifierHead{
+			poolW: f32mat("pooler.dense.weight", h, h),
+			poolB: vec("pooler.dense.bias", h),
+			clsW:  vec("classifier.weight", h),
+		}
+		if b := vec("classifier.bias", 1); len(b) == 1 {
+			hd.clsB = b[0]
+		}
+		m.head = hd
 	}
 	if err != nil {
 		return err

@@ -340,6 +340,12 @@ def main() -> None:
             records.append(f32_record(p + n + ".bias", w[p + n + ".bias"]))
 
     name = NAME.replace("w8a8", "fp32") if args.fp32 else NAME
+    write_model(args.out, name, cfg, MAX_SEQ_LEN, vocab, records)
+
+
+def write_model(out: str, name: str, cfg: dict, max_seq_len: int, vocab: list, records: list) -> None:
+    """Writes the model file (docs/format/encoder.md): header, name,
+    vocabulary, the tensor records as given, CRC-32C."""
     vocab_bytes = "\n".join(vocab).encode("utf-8")
     buf = bytearray()
     buf += MAGIC
@@ -348,12 +354,12 @@ def main() -> None:
         VERSION,
         0,
         cfg["vocab_size"],
-        H,
+        cfg["hidden_size"],
         cfg["num_hidden_layers"],
         cfg["num_attention_heads"],
-        I,
+        cfg["intermediate_size"],
         cfg["max_position_embeddings"],
-        MAX_SEQ_LEN,
+        max_seq_len,
         cfg["layer_norm_eps"],
         len(name.encode()),
         len(vocab_bytes),
@@ -368,8 +374,8 @@ def main() -> None:
         buf += r
     crc = crc32c(bytes(buf))
     buf += struct.pack("<I", crc)
-    Path(args.out).write_bytes(buf)
-    print(f"wrote {args.out}: {len(buf)} bytes, {len(records)} tensors, crc32c {crc:08x}")
+    Path(out).write_bytes(buf)
+    print(f"wrote {out}: {len(buf)} bytes, {len(records)} tensors, crc32c {crc:08x}")
 
 
 if __name__ == "__main__":
