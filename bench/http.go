@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/loci-memory/loci/embed/crossenc"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -105,8 +106,14 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 		removeDir()
 		return nil, err
 	}
+	rr, err := crossenc.Default()
+	if err != nil {
+		db.Close()
+		removeDir()
+		return nil, err
+	}
 	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(),
-		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
+		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log, Reranker: rr}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
 }

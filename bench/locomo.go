@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sort"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/crossenc"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
@@ -42,6 +44,13 @@ type LoCoMoConfig struct {
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci eval prints it to stderr).
 	Progress func(string)
+	// RerankDepth, when positive, is sent as each pack's rerank_depth: the
+	// relevance model (embed/crossenc) rereads that many candidates.
+	RerankDepth int
+	// Dump, if set, receives one JSON line per question and budget (the
+	// conversation, category, budget, confidence, abstain flag and the
+	// share of gold turns cited): what calibrating confidence reads.
+	Dump io.Writer
 }
 
 // Shapes of a chat turn (LoCoMoConfig.Shape): where the speaker's name goes.
@@ -350,6 +359,7 @@ type engineStore struct {
 	db      *engine.DB
 	packer  *retrieval.Packer
 	cleanup func()
+	rerank  int // rerank_depth of every pack
 }
 
 // ingestEngine ingests every conversation into a scratch engine, one
@@ -395,12 +405,20 @@ func ingestEngine(convs []locomoConv, style, shape string, emb embed.Embedder, p
 		cleanup()
 		return nil, nil, err
 	}
-	return &engineStore{db, retrieval.New(db), cleanup}, turnOf, nil
+	rr, err := crossenc.Default()
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	packer := retrieval.New(db)
+	packer.SetReranker(rr)
+	return &engineStore{db: db, packer: packer, cleanup: cleanup}, turnOf, nil
 }
 
 func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
 	start := time.Now()
-	pr, err := s.packer.ContextPack(context.Background(), "eval", retrieval.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget})
+	pr, err := s.packer.ContextPack(context.Background(), "eval", retrieval.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget,
+		RerankDepth: s.rerank})
 	lat := time.Since(start)
 	if err != nil {
 		return packOutcome{}, 0, err
@@ -422,6 +440,7 @@ type httpStore struct {
 	// embedded, when set, requires every ingested artifact to be embedded
 	// once its batch is answered (the server has an embedder).
 	embedded bool
+	rerank   int // rerank_depth of every pack (0: none sent)
 }
 
 // newHTTPStore starts a server whose semantic channel is emb's (nil:
@@ -604,7 +623,11 @@ func (h *httpStore) contextPack(req map[string]any, exclusions bool) (packOutcom
 }
 
 func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
-	return h.contextPack(map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "query": query, "max_tokens": budget}, true)
+	req := map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "query": query, "max_tokens": budget}
+	if h.rerank > 0 {
+		req["rerank_depth"] = h.rerank
+	}
+	return h.contextPack(req, true)
 }
 
 func (h *httpStore) close() { h.s.close() }
@@ -684,6 +707,12 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 		return nil, err
 	}
 	defer store.close()
+	switch st := store.(type) {
+	case *engineStore:
+		st.rerank = cfg.RerankDepth
+	case *httpStore:
+		st.rerank = cfg.RerankDepth
+	}
 	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps, Embedder: cfg.Embedder,
 		Shape: cfg.Shape, Note: locomoNote(cfg.Shape)}
 	for _, c := range convs {
@@ -715,6 +744,17 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 					if t := turnOf[ci][e.ArtifactID]; why[t] == "" {
 						why[t] = e.Reason
 					}
+				}
+				if cfg.Dump != nil {
+					n := 0
+					for _, id := range qa.gold() {
+						if cited[id] {
+							n++
+						}
+					}
+					line, _ := json.Marshal(map[string]any{"conversation": ci, "category": qa.Category, "budget": budget,
+						"confidence": o.confidence, "abstain": o.abstain, "gold": len(qa.gold()), "cited": n})
+					cfg.Dump.Write(append(line, '\n'))
 				}
 				for _, id := range qa.gold() {
 					total[qa.Category]++

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -20,6 +21,12 @@ type LongMemEvalConfig struct {
 	Embedder string
 	// Limit, when positive, evaluates only the first Limit questions.
 	Limit int
+	// RerankDepth, when positive, is sent as each pack's rerank_depth.
+	RerankDepth int
+	// Dump, if set, receives one JSON line per question and budget (id,
+	// type, whether it is an _abs question, budget, confidence, abstain flag,
+	// evidence turns and those cited).
+	Dump io.Writer
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci eval prints it to stderr), with the running
 	// figures after each question.
@@ -342,12 +349,22 @@ func EvalLongMemEval(cfg LongMemEvalConfig) (*LongMemEvalResult, error) {
 		ingest += time.Since(start)
 		start = time.Now()
 		for bi, budget := range cfg.Budgets {
-			o, lat, err := h.contextPack(map[string]any{"workspace_id": ws, "query": q.Question, "max_tokens": budget,
-				"as_of": q.asked.UTC().Format(time.RFC3339Nano)}, false)
+			req := map[string]any{"workspace_id": ws, "query": q.Question, "max_tokens": budget,
+				"as_of": q.asked.UTC().Format(time.RFC3339Nano)}
+			if cfg.RerankDepth > 0 {
+				req["rerank_depth"] = cfg.RerankDepth
+			}
+			o, lat, err := h.contextPack(req, false)
 			if err != nil {
 				return nil, fmt.Errorf("question %s: %w", q.ID, err)
 			}
-			tallies[bi].add(q, q.score(ids, o.cited), o, lat)
+			sc := q.score(ids, o.cited)
+			tallies[bi].add(q, sc, o, lat)
+			if cfg.Dump != nil {
+				line, _ := json.Marshal(map[string]any{"id": q.ID, "type": q.Type, "abs": q.abstains(), "budget": budget,
+					"confidence": o.confidence, "abstain": o.abstain, "evidence": sc.evidence, "cited": sc.evidenceFound, "sessions_all": sc.sessionsAll})
+				cfg.Dump.Write(append(line, '\n'))
+			}
 		}
 		packing += time.Since(start)
 		var sofar []string

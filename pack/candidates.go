@@ -93,6 +93,9 @@ func merge(c, d *cand) {
 	c.Semantic = max(finite(c.Semantic), finite(d.Semantic))
 	c.InLexical = c.InLexical || d.InLexical
 	c.InSemantic = c.InSemantic || d.InSemantic
+	if d.Reranked && (!c.Reranked || finite(d.Rerank) > finite(c.Rerank)) {
+		c.Rerank, c.Reranked = finite(d.Rerank), true
+	}
 	m, n := &c.Marks, &d.Marks
 	m.Pinned = m.Pinned || n.Pinned
 	m.Private = m.Private || n.Private

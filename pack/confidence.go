@@ -47,6 +47,9 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	if len(included) == 0 {
 		return 0
 	}
+	if best, ok := bestRerank(included); ok {
+		return neuralConfidence(best)
+	}
 	rels := make([]float64, len(included))
 	for i, c := range included {
 		rels[i] = c.rel

@@ -27,6 +27,12 @@ type Candidate struct {
 
 	InLexical, InSemantic bool // which channels returned the span
 
+	// Rerank is the relevance model's logit for the query and the span
+	// (retrieval's reranker, a cross-encoder), set when Reranked: only the
+	// best candidates are reranked (see Rank).
+	Rerank   float64
+	Reranked bool
+
 	Marks Marks // effective feedback state
 
 	// TieKey is artifact.TieKey(Text, Timestamp) when the caller has it at

@@ -93,6 +93,9 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, query []uin
 		// which some architectures would round differently.
 		rel := float64(w.Lexical*c.lex) + float64(w.Semantic*c.sem)
 		rel += float64(w.Temporal * c.temp)
+		if c.Reranked {
+			rel = reranked(rel, c.Rerank)
+		}
 		c.rel = round6(clamp01(rel))
 	}
 	addContext(cs)

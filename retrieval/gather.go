@@ -86,6 +86,7 @@ type gathered struct {
 	cands       []pack.Candidate
 	useSemantic bool
 	maxTokens   int
+	reranked    string // the assumption note of a reranked pass, "" when not
 }
 
 // decide packs the gathered candidates (no lock needed).
@@ -93,6 +94,9 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 	res := pack.Pack(g.preq, g.pinned, g.cands, tok)
 	if assumption != "" && g.useSemantic && !slices.Contains(res.Assumptions, assumption) {
 		res.Assumptions = append(res.Assumptions, assumption)
+	}
+	if g.reranked != "" {
+		res.Assumptions = append(res.Assumptions, g.reranked)
 	}
 	res.TokenAccounting.Budget = g.maxTokens
 	res.TokenAccounting.Remaining = g.maxTokens - res.TokenAccounting.TotalUsed

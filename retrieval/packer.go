@@ -95,6 +95,10 @@ type PackRequest struct {
 	// whose metadata holds every pair with exactly its value (pinned spans
 	// included).
 	Metadata map[string]string
+	// RerankDepth is how many of the best candidates the Packer's
+	// relevance model rereads (0: none; at most MaxRerankDepth); without a
+	// model it is ignored, and the pack says so among its assumptions.
+	RerankDepth int
 }
 
 // PackResponse is a packed context with its receipt's id.
@@ -116,6 +120,7 @@ type Packer struct {
 	slots chan struct{}    // admission of concurrent packs
 	count packCounters     // see PackCounts
 	lines *pack.LineCounts // evidence line counts, shared by every pack
+	rr    Reranker         // nil: no relevance model
 }
 
 // lineMemo is how many spans' evidence line counts a Packer remembers
@@ -234,6 +239,9 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 		if err != nil {
 			return nil, err
 		}
+		if err := p.rerankPass(ctx, g, req); err != nil {
+			return nil, err
+		}
 		res, served = g.decide(tok, qv.note()), first.profile
 		if second == nil || !pack.Sparse(res) {
 			break
@@ -243,6 +251,9 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 		}
 		if g == nil {
 			continue // the workspace changed between the passes: start over
+		}
+		if err := p.rerankPass(ctx, g, req); err != nil {
+			return nil, err
 		}
 		res, served = g.decide(tok, qv.note()), second.profile
 		break
@@ -266,6 +277,18 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 		return nil, err
 	}
 	return &PackResponse{Result: res, ReceiptID: id, ServingProfile: served, DataVersion: version}, nil
+}
+
+// rerankPass reranks a gathered pass when the request asks for it.
+func (p *Packer) rerankPass(ctx context.Context, g *gathered, req PackRequest) error {
+	switch {
+	case req.RerankDepth <= 0:
+		return nil
+	case p.rr == nil:
+		g.reranked = pack.AssumeNoReranker
+		return nil
+	}
+	return g.rerank(ctx, p.rr, req.Query, req.RerankDepth)
 }
 
 // withDefaults fills what a request may leave zero: max_tokens

@@ -57,8 +57,10 @@ func canonicalRequest(req PackRequest) any {
 		// filter keep the receipt ids they had before filters existed.
 		// encoding/json writes map keys sorted: the order sent is irrelevant.
 		Metadata map[string]string `json:",omitempty"`
+		// RerankDepth likewise: requests that rerank nothing keep their ids.
+		RerankDepth int `json:",omitempty"`
 	}{req.Query, req.ActorID, req.SessionID, req.Mode, req.Profile, req.MaxTokens, p, req.AsOf, req.Tuning, req.MaxLatencyMs, req.MaxCostUSD,
-		req.Metadata}
+		req.Metadata, req.RerankDepth}
 }
 
 // receiptBody is the full receipt as the receipts endpoint serves it.

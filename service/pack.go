@@ -34,6 +34,10 @@ type PackRequest struct {
 	// Metadata restricts the pack to artifacts whose metadata holds
 	// every given pair exactly.
 	Metadata json.RawMessage `json:"metadata"`
+	// RerankDepth is how many of the best candidates the relevance model
+	// rereads (0 to retrieval.MaxRerankDepth); nil takes the profile's
+	// default (see rerankDepthFor).
+	RerankDepth *int `json:"rerank_depth"`
 }
 
 // PackV2Request is a v2 context pack request: v1's fields and profile.
@@ -132,7 +136,36 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 			req.Profile = *profile
 		}
 	}
+	req.RerankDepth = rerankDepthFor(req.Profile)
+	if v := r.RerankDepth; v != nil {
+		if *v < 0 || *v > retrieval.MaxRerankDepth {
+			return req, fmt.Errorf("rerank_depth: must be between 0 and %d, got %d", retrieval.MaxRerankDepth, *v)
+		}
+		if *v > 0 && req.Profile == pack.ProfileLowLatency {
+			return req, fmt.Errorf("rerank_depth: the low_latency profile never reranks; use balanced or high_recall, or leave rerank_depth out")
+		}
+		req.RerankDepth = *v
+	}
 	return req, nil
+}
+
+// Rerank depths by profile, when a request sets none: v1 packs (profile
+// "") and low_latency never rerank, so that the default pack keeps its
+// latency; balanced and high_recall reread their best candidates with the
+// relevance model. docs/pack.md has the measurements behind the depths.
+const (
+	RerankDepthBalanced   = 10
+	RerankDepthHighRecall = 20
+)
+
+func rerankDepthFor(profile string) int {
+	switch profile {
+	case pack.ProfileBalanced:
+		return RerankDepthBalanced
+	case pack.ProfileHighRecall:
+		return RerankDepthHighRecall
+	}
+	return 0
 }
 
 // CheckPackRequest is the validation of a converted pack request, after

@@ -77,6 +77,9 @@ type Config struct {
 	NoJobs bool
 	// Logger receives the job runner's failures (default slog.Default()).
 	Logger *slog.Logger
+	// Reranker is the relevance model packs with a rerank depth use (nil:
+	// none; such packs say so among their assumptions).
+	Reranker retrieval.Reranker
 }
 
 // Shards is where the data plane lives: one engine on a single node, one
@@ -216,6 +219,9 @@ func NewSharded(shards Shards, ctl *control.Store, cfg Config) *Service {
 	} else if shards != nil {
 		db = shards.Engines()[0]
 		packer = retrieval.New(db)
+	}
+	if packer != nil && cfg.Reranker != nil {
+		packer.SetReranker(cfg.Reranker)
 	}
 	return &Service{db: db, shards: shards, partial: partial, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),

@@ -314,6 +314,12 @@ func TestPackValidation(t *testing.T) {
 			`as_of: "soon" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
 		{"profile", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100)}, Profile: strp("fast")}, true,
 			`profile: unknown value "fast"; allowed: low_latency, balanced, high_recall`},
+		{"rerank_depth", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, RerankDepth: n(101)}}, false,
+			"rerank_depth: must be between 0 and 100, got 101"},
+		{"negative rerank_depth", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, RerankDepth: n(-1)}}, false,
+			"rerank_depth: must be between 0 and 100, got -1"},
+		{"low_latency reranking", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), RerankDepth: n(5)}, Profile: strp("low_latency")}, true,
+			"rerank_depth: the low_latency profile never reranks; use balanced or high_recall, or leave rerank_depth out"},
 	} {
 		_, err := h.svc.Pack(context.Background(), open, c.req, c.v2)
 		badInput(t, c.name, err, c.want)

@@ -8,10 +8,12 @@ import (
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/crossenc"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/embed/openai"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 // Embedder names accepted by --embedder (env LOCI_EMBEDDER).
@@ -97,4 +99,26 @@ func benchEmbedding(name string) (bench.Embedding, error) {
 		return bench.Embedding{}, err
 	}
 	return bench.Embedding{Embedder: o.Embedder}, nil
+}
+
+// Reranker names accepted by --reranker (env LOCI_RERANKER).
+const (
+	rerankerCrossEnc = "crossenc" // the built-in cross-encoder (default)
+	rerankerNone     = "none"     // packs are not reranked
+	rerankerNames    = "crossenc | none"
+)
+
+// reranker returns the relevance model of a name, nil for none.
+func reranker(name string) (retrieval.Reranker, error) {
+	switch name {
+	case rerankerCrossEnc:
+		r, err := crossenc.Default()
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	case rerankerNone:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--reranker %q: want %s", name, rerankerNames)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -72,6 +73,8 @@ func runEvalLoCoMo(args []string) error {
 		"prefix (role user for speaker_a and assistant for speaker_b, content = \"<Name>: <text>\"), "+
 		"actor (role user/assistant, content = the text, actor_id = the speaker: one v2 batch per run of turns by one speaker; packs without actor_id) "+
 		"or none (role user/assistant, content = the text, no names)")
+	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
+	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
 	if done {
 		return err
@@ -91,12 +94,12 @@ func runEvalLoCoMo(args []string) error {
 	default:
 		return fmt.Errorf("-shape %q: want role, prefix, actor or none", *shape)
 	}
-	res, err := bench.EvalLoCoMo(bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder, Shape: *shape,
-		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }})
-	if err != nil {
-		return err
-	}
-	return writeResult("loci eval locomo", res, *asJSON)
+	cfg := bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder, Shape: *shape,
+		RerankDepth: *rerank, Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }}
+	return withDump(*dump, func(w io.Writer) (any, error) {
+		cfg.Dump = w
+		return bench.EvalLoCoMo(cfg)
+	}, "loci eval locomo", *asJSON)
 }
 
 func runEvalLongMemEval(args []string) error {
@@ -106,6 +109,8 @@ func runEvalLongMemEval(args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the server's embedder: minilm, glove or none")
 	limit := fs.Int("limit", 0, "evaluate only the first this many questions (0: all)")
+	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
+	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, evidence cited)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: loci eval longmemeval [flags]
 
@@ -123,12 +128,12 @@ are all cited, both per question type, abstention on _abs questions and on the r
 	if done {
 		return err
 	}
-	res, err := bench.EvalLongMemEval(bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit,
-		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval longmemeval:", s) }})
-	if err != nil {
-		return err
-	}
-	return writeResult("loci eval longmemeval", res, *asJSON)
+	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank,
+		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval longmemeval:", s) }}
+	return withDump(*dump, func(w io.Writer) (any, error) {
+		cfg.Dump = w
+		return bench.EvalLongMemEval(cfg)
+	}, "loci eval longmemeval", *asJSON)
 }
 
 // parseEvalFlags parses the flags of an evaluation with --embedder and
@@ -152,4 +157,23 @@ func checkEmbedder(name string) error {
 		return nil
 	}
 	return fmt.Errorf("-embedder %q: want minilm, glove or none", name)
+}
+
+// withDump runs an evaluation with its --dump file (none for "") and
+// writes its result.
+func withDump(path string, run func(io.Writer) (any, error), name string, asJSON bool) error {
+	var w io.Writer
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	res, err := run(w)
+	if err != nil {
+		return err
+	}
+	return writeResult(name, res, asJSON)
 }

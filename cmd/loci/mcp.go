@@ -27,6 +27,7 @@ func runMCP(args []string) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory (env LOCI_DATA_DIR)")
 	embedderName := fs.String("embedder", defaultEmbedderName(), "the semantic channel's embedder: "+embedderNames+" (env LOCI_EMBEDDER)")
+	rerankerName := fs.String("reranker", envOr("LOCI_RERANKER", rerankerCrossEnc), "the relevance model of packs with rerank_depth: "+rerankerNames+" (env LOCI_RERANKER)")
 	tokenizer := fs.String("tokenizer", envOr("TOKENIZER", "o200k_base"), "token counting encoding: o200k_base | cl100k_base (env TOKENIZER)")
 	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "warn"), "lowest level logged to stderr: debug | info | warn | error (env LOG_LEVEL)")
 	fs.Usage = func() {
@@ -53,7 +54,11 @@ Environment only:
 	if err := embedderOptions(*embedderName, &opts); err != nil {
 		return err
 	}
-	a, err := openApp(*data, opts, nil, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log})
+	rr, err := reranker(*rerankerName)
+	if err != nil {
+		return err
+	}
+	a, err := openApp(*data, opts, nil, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log, Reranker: rr})
 	if err != nil {
 		return err
 	}

@@ -288,6 +288,7 @@ class Client:
         diversity_decay: Optional[float] = None,
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
+        rerank_depth: Optional[int] = None,
     ) -> m.ContextPack:
         """``POST /v1/context-pack``: evidence for ``query`` within ``max_tokens`` (server default 4096).
 
@@ -312,6 +313,7 @@ class Client:
             diversity_decay=diversity_decay,
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
+            rerank_depth=rerank_depth,
         )
         return self._send(_core.context_pack(req))
 
@@ -336,6 +338,7 @@ class Client:
         diversity_decay: Optional[float] = None,
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
+        rerank_depth: Optional[int] = None,
     ) -> m.ContextPackV2:
         """``POST /v2/context-pack``: a pack as snippets (full span text) with a serving ``profile``."""
         req = m.ContextPackV2Request(
@@ -357,6 +360,7 @@ class Client:
             diversity_decay=diversity_decay,
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
+            rerank_depth=rerank_depth,
         )
         return self._send(_core.context_pack_v2(req))
 

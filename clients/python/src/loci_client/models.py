@@ -176,6 +176,8 @@ class ContextPackRequest(_Request):
     diversity_decay: Optional[float] = None
     redundancy_jaccard_threshold: Optional[float] = None
     temporal_half_life_hours: Optional[float] = None
+    rerank_depth: Optional[int] = None
+    """How many of the best candidates the relevance model rereads (0-100; v1 default 0, v2 by profile)."""
 
 
 @dataclass

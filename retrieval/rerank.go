@@ -1,0 +1,65 @@
+package retrieval
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/pack"
+)
+
+// Reranker is a relevance model that reads the query and a passage
+// together (embed/crossenc): its logits order the best candidates of a
+// pack and give its confidence (pack.RerankWeight). ScoreAll writes one
+// logit per passage to dst; each must depend on its query and passage
+// alone, so that packs stay deterministic.
+type Reranker interface {
+	Model() string
+	ScoreAll(ctx context.Context, query string, passages []string, dst []float32, workers int) error
+}
+
+// MaxRerankDepth bounds a request's rerank_depth: each reranked candidate
+// costs one forward pass of the model.
+const MaxRerankDepth = 100
+
+// SetReranker gives the Packer a relevance model; requests with a rerank
+// depth use it. Call it before the first pack.
+func (p *Packer) SetReranker(r Reranker) { p.rr = r }
+
+// Reranker returns the Packer's relevance model, nil when it has none.
+func (p *Packer) Reranker() Reranker { return p.rr }
+
+// rerank has the model score the depth best candidates of g (pack.Rank)
+// and records the logits in them. It runs outside the engine's lock.
+func (g *gathered) rerank(ctx context.Context, rr Reranker, query string, depth int) error {
+	ids := pack.Rank(g.preq, g.pinned, g.cands)
+	ids = ids[:min(depth, len(ids))]
+	if len(ids) == 0 {
+		return nil
+	}
+	at := make(map[uuid.UUID]int, len(ids))
+	for i, id := range ids {
+		at[id] = i
+	}
+	passages := make([]string, len(ids))
+	for _, c := range g.cands {
+		if i, ok := at[c.SpanID]; ok {
+			passages[i] = c.Text
+		}
+	}
+	logits := make([]float32, len(ids))
+	if err := rr.ScoreAll(ctx, query, passages, logits, 0); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("retrieval: rerank: %w", err)
+	}
+	for k := range g.cands {
+		c := &g.cands[k]
+		if i, ok := at[c.SpanID]; ok {
+			c.Rerank, c.Reranked = float64(logits[i]), true
+		}
+	}
+	g.reranked = fmt.Sprintf(pack.AssumeReranked, len(ids), rr.Model())
+	return nil
+}
