@@ -226,6 +226,9 @@ type PackHTTPConfig struct {
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci bench and loci eval print it to stderr).
 	Progress func(string)
+	// RerankDepth, when positive, is each request's rerank_depth: the
+	// relevance model rereads that many candidates.
+	RerankDepth int
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -255,6 +258,8 @@ type PackHTTPResult struct {
 	// AccessLog is true when the server wrote an access log line per
 	// request (PackHTTPConfig.AccessLog).
 	AccessLog bool `json:"access_log"`
+	// RerankDepth is each request's rerank_depth (0: not reranked).
+	RerankDepth int `json:"rerank_depth"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -295,7 +300,8 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats, AccessLog: cfg.AccessLog != ""}
+	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats, AccessLog: cfg.AccessLog != "",
+		RerankDepth: cfg.RerankDepth}
 	arts, spans, err := s.db.WorkspaceContent(httpd.DefaultTenant, "bench")
 	if err != nil {
 		return nil, err
@@ -343,6 +349,9 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		out := make([][]byte, 0, n)
 		for ; n > 0 && len(queries) > 0; n-- {
 			req := map[string]any{"workspace_id": "bench", "query": queries[0], "max_tokens": cfg.MaxTokens}
+			if cfg.RerankDepth > 0 {
+				req["rerank_depth"] = cfg.RerankDepth
+			}
 			if !cfg.Repeats {
 				req["actor_id"] = fmt.Sprintf("bench-%d", before.Total+sent)
 			}

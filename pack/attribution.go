@@ -88,11 +88,31 @@ func speakerTerms(c *cand) []uint64 {
 // 0.70 with the relevance of the included spans, 0.77 with this;
 // docs/pack.md). The spans read do not depend on the budget.
 func attribution(visible []*cand, query []uint64) float64 {
+	return attributionBy(visible, query, lexicalWeight)
+}
+
+// lexicalWeight is a span's weight in attribution: its BM25 score, when
+// the lexical channel returned it with a positive one.
+func lexicalWeight(c *cand) (float64, bool) {
+	return finite(c.Lexical), c.InLexical && finite(c.Lexical) > 0
+}
+
+// rerankWeight is a reranked span's weight in the attribution of a
+// reranked pack: the relevance model's probability that it answers the
+// query.
+func rerankWeight(c *cand) (float64, bool) {
+	return sigmoid(finite(c.Rerank)), c.Reranked
+}
+
+// attributionBy is attribution with the spans weighted (and those that
+// count chosen) by weight.
+func attributionBy(visible []*cand, query []uint64, weight func(*cand) (float64, bool)) float64 {
 	if len(query) == 0 {
 		return 1
 	}
 	type said struct {
 		c       *cand
+		w       float64
 		queried bool
 	}
 	var spans []said
@@ -104,15 +124,15 @@ func attribution(visible []*cand, query []uint64) float64 {
 		}
 		q := namesSpeaker(query, sp)
 		named = named || q
-		if c.InLexical && finite(c.Lexical) > 0 {
-			spans = append(spans, said{c, q})
+		if w, ok := weight(c); ok {
+			spans = append(spans, said{c, w, q})
 		}
 	}
 	if !named || len(spans) == 0 {
 		return 1
 	}
 	slices.SortFunc(spans, func(a, b said) int {
-		if c := cmp.Compare(finite(b.c.Lexical), finite(a.c.Lexical)); c != 0 {
+		if c := cmp.Compare(b.w, a.w); c != 0 {
 			return c
 		}
 		return compareTies(a.c, b.c)
@@ -120,9 +140,9 @@ func attribution(visible []*cand, query []uint64) float64 {
 	spans = spans[:min(AttributionTop, len(spans))]
 	all, by := 0.0, 0.0
 	for _, s := range spans {
-		all += finite(s.c.Lexical)
+		all += s.w
 		if s.queried {
-			by += finite(s.c.Lexical)
+			by += s.w
 		}
 	}
 	if !(all > 0) {

@@ -48,7 +48,8 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 		return 0
 	}
 	if best, ok := bestRerank(included); ok {
-		return neuralConfidence(best)
+		a := attributionBy(visible, query, rerankWeight)
+		return round6(neuralConfidence(best) * a * a)
 	}
 	rels := make([]float64, len(included))
 	for i, c := range included {

@@ -90,6 +90,7 @@ func runBench(args []string) error {
 		fsync := fs.String("fsync", "always", "WAL fsync policy (receipts are written durably): always | batch | off")
 		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
 		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
+		rerank := fs.Int("rerank", 0, "rerank_depth of each pack: how many candidates the relevance model rereads (0: none, the v1 default)")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
@@ -105,7 +106,8 @@ func runBench(args []string) error {
 				return nil, err
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
-				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, AccessLog: *accessLog, Progress: progress})
+				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, AccessLog: *accessLog, Progress: progress,
+				RerankDepth: *rerank})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")
