@@ -15,8 +15,10 @@ import (
 // multiplies and adds, never a fused multiply-add that Go does not do, sums
 // in Go's order), so its results are the Go function's bit for bit: the
 // AVX2 encoder gives the same vectors as the pure-Go element-wise steps.
-// Lanes hold independent elements; where Go sums along a row (softmax), the
-// lanes are added one by one in Go's order.
+// Lanes hold independent elements; where Go sums along a row (softmax,
+// layer norm), the lanes are added one by one in Go's order. Go itself fuses
+// x*y+z into one rounding only when built with GOAMD64=v3 or above; these
+// kernels match the default build (v1).
 //
 // These use at most 16 vector registers (VEX encodings cannot name more).
 
