@@ -94,7 +94,7 @@ func TestAVX2StepsExact(t *testing.T) {
 		}
 	}
 
-	for _, dh := range []int{8, 32, 64} {
+	for _, dh := range []int{8, 24, 32, 56, 64} {
 		for _, n := range []int{1, 3, 16, 17, 45, 48, 300} {
 			tp := (n + 15) &^ 15
 			q, kt := randv(dh, 1), randv(dh*tp, 1)

@@ -6485,6 +6485,64 @@ vm2_4_i:
 	JMP          vm2_4_chunk
 
 vm2_4_done:
+vm2_3_chunk:
+	CMPQ   BX, $0x18
+	JL     vm2_3_done
+	MOVQ   rows+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+vm2_3_i:
+	VBROADCASTSS (R8), Y3
+	VMULPS       (R9), Y3, Y4
+	VADDPS       Y4, Y0, Y0
+	VMULPS       32(R9), Y3, Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       64(R9), Y3, Y4
+	VADDPS       Y4, Y2, Y2
+	ADDQ         DX, R9
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          vm2_3_i
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	VMOVUPS      Y2, 64(SI)
+	ADDQ         $0x60, CX
+	ADDQ         $0x60, SI
+	SUBQ         $0x18, BX
+	JMP          vm2_3_chunk
+
+vm2_3_done:
+vm2_2_chunk:
+	CMPQ   BX, $0x10
+	JL     vm2_2_done
+	MOVQ   rows+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+vm2_2_i:
+	VBROADCASTSS (R8), Y2
+	VMULPS       (R9), Y2, Y3
+	VADDPS       Y3, Y0, Y0
+	VMULPS       32(R9), Y2, Y3
+	VADDPS       Y3, Y1, Y1
+	ADDQ         DX, R9
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          vm2_2_i
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, SI
+	SUBQ         $0x10, BX
+	JMP          vm2_2_chunk
+
+vm2_2_done:
 vm2_1_chunk:
 	CMPQ   BX, $0x08
 	JL     vm2_1_done

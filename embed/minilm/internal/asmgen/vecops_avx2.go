@@ -106,7 +106,9 @@ func genGeluAVX2() {
 // term: both of the attention's products, scores (a query against the
 // transposed keys) and attnContext (the probabilities against the values),
 // bit for bit. A sum is one lane, so the parallelism is across columns: 32
-// at a time (4 registers of independent sums), then 8.
+// at a time (4 registers of independent sums), then the rest (8, 16 or 24)
+// in one pass rather than 8 at a time, so that their sums' chains of
+// dependent additions run side by side.
 func genVecMatAVX2() {
 	TEXT("vecMatAVX2", NOSPLIT, "func(a *float32, m *float32, ld int, rows int, cols int, out *float32)")
 	Pragma("noescape")
@@ -117,7 +119,7 @@ func genVecMatAVX2() {
 	cols := Load(Param("cols"), GP64())
 	out := Load(Param("out"), GP64())
 	SHLQ(U8(2), ld)
-	for _, w := range []int{4, 1} {
+	for _, w := range []int{4, 3, 2, 1} {
 		lbl := "vm2_" + string(rune('0'+w))
 		Label(lbl + "_chunk")
 		CMPQ(cols, U8(8*w))
