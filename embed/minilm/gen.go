@@ -1,6 +1,6 @@
 package minilm
 
-// The AVX-512 kernels in matmul_amd64.s (and their stubs in
+// The AVX-512 and AVX2 kernels in matmul_amd64.s (and their stubs in
 // matmul_amd64.go) are generated with avo from internal/asmgen, a module of
 // its own so that avo stays out of Loci's go.mod.
 //

@@ -193,3 +193,43 @@ func scoresAVX512(q *float32, kt *float32, ldk int, n int, dh int, out *float32)
 //
 //go:noescape
 func contextAVX512(p *float32, v *float32, ldv int, n int, dh int, out *float32)
+
+// quantGroupsAVX2 quantizes one token's groups of 64 inputs as quantizeActs does (internal/asmgen/vecops_avx2.go).
+//
+//go:noescape
+func quantGroupsAVX2(x *float32, scale *float32, groups int, a *int8, tp *int32, tps int)
+
+// widenAVX2 sign-extends n int8 to int16; n must be a positive multiple of 16.
+//
+//go:noescape
+func widenAVX2(a *int8, a16 *int16, n int)
+
+// geluAVX2 applies gelu to n float32 in place, bit for bit as gelu; n must be a positive multiple of 8.
+//
+//go:noescape
+func geluAVX2(x *float32, n int)
+
+// rangeAVX2 returns the least and greatest of x[:n] and whether all are finite; n must be a positive multiple of 8.
+//
+//go:noescape
+func rangeAVX2(x *float32, n int) (lo float32, hi float32, finite bool)
+
+// expSumAVX2 sets x[i] = float32(math.Exp(float64(x[i]-mx))) for i < n and returns the sum in order of the float64 exponentials; n must be a positive multiple of 8 and every x[i]-mx in [-708, 0].
+//
+//go:noescape
+func expSumAVX2(x *float32, n int, mx float32) float64
+
+// scaleAVX2 multiplies x[:n] by s; n must be a positive multiple of 8.
+//
+//go:noescape
+func scaleAVX2(x *float32, n int, s float32)
+
+// vecMatAVX2 sets out[j] = Σ a[i]·m[i*ld+j] over i < rows for j < cols, bit for bit as scores and attnContext; cols must be a positive multiple of 8, rows positive.
+//
+//go:noescape
+func vecMatAVX2(a *float32, m *float32, ld int, rows int, cols int, out *float32)
+
+// addLayerNormAVX2 sets x[:n] = layerNorm(x + y) (y nil: x alone) with weight w and bias b, bit for bit as addLayerNorm; n must be a positive multiple of 8.
+//
+//go:noescape
+func addLayerNormAVX2(x *float32, y *float32, w *float32, b *float32, n int, eps float32)

@@ -5888,3 +5888,792 @@ ctx_store:
 	JNZ     ctx_chunk
 	VZEROUPPER
 	RET
+
+// func quantGroupsAVX2(x *float32, scale *float32, groups int, a *int8, tp *int32, tps int)
+// Requires: AVX, AVX2
+TEXT ·quantGroupsAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), AX
+	MOVQ scale+8(FP), CX
+	MOVQ groups+16(FP), DX
+	MOVQ a+24(FP), BX
+	MOVQ tp+32(FP), SI
+	MOVQ tps+40(FP), DI
+
+quant2_group:
+	VMOVUPS      (AX), Y0
+	VMULPS       (CX), Y0, Y0
+	VMOVUPS      32(AX), Y1
+	VMULPS       32(CX), Y1, Y1
+	VMOVUPS      64(AX), Y2
+	VMULPS       64(CX), Y2, Y2
+	VMOVUPS      96(AX), Y3
+	VMULPS       96(CX), Y3, Y3
+	VMOVUPS      128(AX), Y4
+	VMULPS       128(CX), Y4, Y4
+	VMOVUPS      160(AX), Y5
+	VMULPS       160(CX), Y5, Y5
+	VMOVUPS      192(AX), Y6
+	VMULPS       192(CX), Y6, Y6
+	VMOVUPS      224(AX), Y7
+	VMULPS       224(CX), Y7, Y7
+	VXORPS       Y10, Y10, Y10
+	VMINPS       Y10, Y0, Y8
+	VMAXPS       Y10, Y0, Y9
+	VMINPS       Y1, Y8, Y8
+	VMAXPS       Y1, Y9, Y9
+	VMINPS       Y2, Y8, Y8
+	VMAXPS       Y2, Y9, Y9
+	VMINPS       Y3, Y8, Y8
+	VMAXPS       Y3, Y9, Y9
+	VMINPS       Y4, Y8, Y8
+	VMAXPS       Y4, Y9, Y9
+	VMINPS       Y5, Y8, Y8
+	VMAXPS       Y5, Y9, Y9
+	VMINPS       Y6, Y8, Y8
+	VMAXPS       Y6, Y9, Y9
+	VMINPS       Y7, Y8, Y8
+	VMAXPS       Y7, Y9, Y9
+	VEXTRACTF128 $0x01, Y8, X11
+	VMINPS       X11, X8, X11
+	VPERMILPS    $0x4e, X11, X8
+	VMINPS       X8, X11, X11
+	VPERMILPS    $0xb1, X11, X8
+	VMINPS       X8, X11, X11
+	VEXTRACTF128 $0x01, Y9, X8
+	VMAXPS       X8, X9, X8
+	VPERMILPS    $0x4e, X8, X9
+	VMAXPS       X9, X8, X8
+	VPERMILPS    $0xb1, X8, X9
+	VMAXPS       X9, X8, X8
+	VSUBSS       X11, X8, X8
+	VDIVSS       q2_c255<>+0(SB), X8, X8
+	VMOVD        X8, R8
+	CMPL         R8, $0x0da24260
+	JL           quant2_zero
+	VMOVSS       q2_one<>+0(SB), X9
+	VDIVSS       X8, X9, X9
+	VMULSS       X9, X11, X10
+	VCVTSS2SI    X10, R8
+	NEGL         R8
+	SUBL         $0x80, R8
+	VBROADCASTSS X9, Y9
+	VMOVD        R8, X10
+	VPBROADCASTD X10, Y10
+	VPXOR        Y11, Y11, Y11
+	VMULPS       Y9, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPADDD       Y10, Y0, Y0
+	VMULPS       Y9, Y1, Y1
+	VCVTPS2DQ    Y1, Y1
+	VPADDD       Y10, Y1, Y1
+	VMULPS       Y9, Y2, Y2
+	VCVTPS2DQ    Y2, Y2
+	VPADDD       Y10, Y2, Y2
+	VMULPS       Y9, Y3, Y3
+	VCVTPS2DQ    Y3, Y3
+	VPADDD       Y10, Y3, Y3
+	VMULPS       Y9, Y4, Y4
+	VCVTPS2DQ    Y4, Y4
+	VPADDD       Y10, Y4, Y4
+	VMULPS       Y9, Y5, Y5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       Y10, Y5, Y5
+	VMULPS       Y9, Y6, Y6
+	VCVTPS2DQ    Y6, Y6
+	VPADDD       Y10, Y6, Y6
+	VMULPS       Y9, Y7, Y7
+	VCVTPS2DQ    Y7, Y7
+	VPADDD       Y10, Y7, Y7
+	VPBROADCASTD q2_m128<>+0(SB), Y9
+	VPMAXSD      Y9, Y0, Y0
+	VPMAXSD      Y9, Y1, Y1
+	VPMAXSD      Y9, Y2, Y2
+	VPMAXSD      Y9, Y3, Y3
+	VPMAXSD      Y9, Y4, Y4
+	VPMAXSD      Y9, Y5, Y5
+	VPMAXSD      Y9, Y6, Y6
+	VPMAXSD      Y9, Y7, Y7
+	VPBROADCASTD q2_p127<>+0(SB), Y9
+	VPMINSD      Y9, Y0, Y0
+	VPADDD       Y0, Y11, Y11
+	VPMINSD      Y9, Y1, Y1
+	VPADDD       Y1, Y11, Y11
+	VPMINSD      Y9, Y2, Y2
+	VPADDD       Y2, Y11, Y11
+	VPMINSD      Y9, Y3, Y3
+	VPADDD       Y3, Y11, Y11
+	VPMINSD      Y9, Y4, Y4
+	VPADDD       Y4, Y11, Y11
+	VPMINSD      Y9, Y5, Y5
+	VPADDD       Y5, Y11, Y11
+	VPMINSD      Y9, Y6, Y6
+	VPADDD       Y6, Y11, Y11
+	VPMINSD      Y9, Y7, Y7
+	VPADDD       Y7, Y11, Y11
+	VMOVDQU      q2_perm<>+0(SB), Y9
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y9, Y0
+	VMOVDQU      Y0, (BX)
+	VPACKSSDW    Y5, Y4, Y4
+	VPACKSSDW    Y7, Y6, Y6
+	VPACKSSWB    Y6, Y4, Y4
+	VPERMD       Y4, Y9, Y4
+	VMOVDQU      Y4, 32(BX)
+	VEXTRACTF128 $0x01, Y11, X0
+	VPADDD       X0, X11, X0
+	VPERMILPS    $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVD        X0, R9
+	SHLL         $0x07, R9
+	MOVL         R9, (SI)
+	VMOVSS       X8, 4(SI)
+	VCVTSI2SSL   R8, X12, X12
+	VMULSS       q2_minus1<>+0(SB), X8, X0
+	VMULSS       X12, X0, X0
+	VMOVSS       X0, 8(SI)
+	JMP          quant2_next
+
+quant2_zero:
+	VMOVDQU Y10, (BX)
+	VMOVDQU Y10, 32(BX)
+	MOVQ    $0x00000000, (SI)
+	MOVL    $0x00000000, 8(SI)
+
+quant2_next:
+	ADDQ $0x00000100, AX
+	ADDQ $0x00000100, CX
+	ADDQ $0x40, BX
+	ADDQ DI, SI
+	DECQ DX
+	JNZ  quant2_group
+	VZEROUPPER
+	RET
+
+DATA q2_c255<>+0(SB)/4, $0x437f0000
+GLOBL q2_c255<>(SB), RODATA|NOPTR, $4
+
+DATA q2_one<>+0(SB)/4, $0x3f800000
+GLOBL q2_one<>(SB), RODATA|NOPTR, $4
+
+DATA q2_minus1<>+0(SB)/4, $0xbf800000
+GLOBL q2_minus1<>(SB), RODATA|NOPTR, $4
+
+DATA q2_m128<>+0(SB)/4, $0xffffff80
+GLOBL q2_m128<>(SB), RODATA|NOPTR, $4
+
+DATA q2_p127<>+0(SB)/4, $0x0000007f
+GLOBL q2_p127<>(SB), RODATA|NOPTR, $4
+
+DATA q2_perm<>+0(SB)/4, $0x00000000
+DATA q2_perm<>+4(SB)/4, $0x00000004
+DATA q2_perm<>+8(SB)/4, $0x00000001
+DATA q2_perm<>+12(SB)/4, $0x00000005
+DATA q2_perm<>+16(SB)/4, $0x00000002
+DATA q2_perm<>+20(SB)/4, $0x00000006
+DATA q2_perm<>+24(SB)/4, $0x00000003
+DATA q2_perm<>+28(SB)/4, $0x00000007
+GLOBL q2_perm<>(SB), RODATA|NOPTR, $32
+
+// func widenAVX2(a *int8, a16 *int16, n int)
+// Requires: AVX, AVX2
+TEXT ·widenAVX2(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), AX
+	MOVQ a16+8(FP), CX
+	MOVQ n+16(FP), DX
+
+widen2_loop:
+	VPMOVSXBW (AX), Y0
+	VMOVDQU   Y0, (CX)
+	ADDQ      $0x10, AX
+	ADDQ      $0x20, CX
+	SUBQ      $0x10, DX
+	JNZ       widen2_loop
+	VZEROUPPER
+	RET
+
+// func geluAVX2(x *float32, n int)
+// Requires: AVX
+TEXT ·geluAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), AX
+	MOVQ n+8(FP), CX
+
+gelu2_loop:
+	VMOVUPS      (AX), Y0
+	VBROADCASTSS gelu2_sqrt2<>+0(SB), Y4
+	VMULPS       Y4, Y0, Y1
+	VBROADCASTSS gelu2_half<>+0(SB), Y4
+	VMULPS       Y4, Y1, Y1
+	VBROADCASTSS gelu2_lo4<>+0(SB), Y4
+	VMAXPS       Y4, Y1, Y1
+	VBROADCASTSS gelu2_hi4<>+0(SB), Y4
+	VMINPS       Y4, Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VBROADCASTSS gelu2_p0<>+0(SB), Y3
+	VMULPS       Y2, Y3, Y3
+	VBROADCASTSS gelu2_p1<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VBROADCASTSS gelu2_p2<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VBROADCASTSS gelu2_p3<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VBROADCASTSS gelu2_p4<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VBROADCASTSS gelu2_p5<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VMULPS       Y2, Y3, Y3
+	VBROADCASTSS gelu2_p6<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VBROADCASTSS gelu2_q0<>+0(SB), Y1
+	VMULPS       Y2, Y1, Y1
+	VBROADCASTSS gelu2_q1<>+0(SB), Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       Y2, Y1, Y1
+	VBROADCASTSS gelu2_q2<>+0(SB), Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       Y2, Y1, Y1
+	VBROADCASTSS gelu2_q3<>+0(SB), Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       Y2, Y1, Y1
+	VBROADCASTSS gelu2_q4<>+0(SB), Y4
+	VADDPS       Y4, Y1, Y1
+	VDIVPS       Y1, Y3, Y3
+	VBROADCASTSS gelu2_one<>+0(SB), Y4
+	VADDPS       Y4, Y3, Y3
+	VBROADCASTSS gelu2_half<>+0(SB), Y4
+	VMULPS       Y4, Y0, Y0
+	VMULPS       Y3, Y0, Y0
+	VMOVUPS      Y0, (AX)
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JNZ          gelu2_loop
+	VZEROUPPER
+	RET
+
+DATA gelu2_p0<>+0(SB)/4, $0xaf95df0b
+GLOBL gelu2_p0<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_p1<>+0(SB)/4, $0x32edffee
+GLOBL gelu2_p1<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_p2<>+0(SB)/4, $0xb60cff51
+GLOBL gelu2_p2<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_p3<>+0(SB)/4, $0xb86ec2d2
+GLOBL gelu2_p3<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_p4<>+0(SB)/4, $0xba40ac63
+GLOBL gelu2_p4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_p5<>+0(SB)/4, $0xbb41a1f6
+GLOBL gelu2_p5<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_p6<>+0(SB)/4, $0xbc83dbd4
+GLOBL gelu2_p6<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_q0<>+0(SB)/4, $0xb77460cd
+GLOBL gelu2_q0<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_q1<>+0(SB)/4, $0xb95fbd29
+GLOBL gelu2_q1<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_q2<>+0(SB)/4, $0xbadc924e
+GLOBL gelu2_q2<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_q3<>+0(SB)/4, $0xbbf19bf8
+GLOBL gelu2_q3<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_q4<>+0(SB)/4, $0xbc69b6a7
+GLOBL gelu2_q4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_sqrt2<>+0(SB)/4, $0x3fb504f3
+GLOBL gelu2_sqrt2<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_half<>+0(SB)/4, $0x3f000000
+GLOBL gelu2_half<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_lo4<>+0(SB)/4, $0xc0800000
+GLOBL gelu2_lo4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_hi4<>+0(SB)/4, $0x40800000
+GLOBL gelu2_hi4<>(SB), RODATA|NOPTR, $4
+
+DATA gelu2_one<>+0(SB)/4, $0x3f800000
+GLOBL gelu2_one<>(SB), RODATA|NOPTR, $4
+
+// func rangeAVX2(x *float32, n int) (lo float32, hi float32, finite bool)
+// Requires: AVX, SSE
+TEXT ·rangeAVX2(SB), NOSPLIT, $0-25
+	MOVQ    x+0(FP), AX
+	MOVQ    n+8(FP), CX
+	VMOVUPS (AX), Y0
+	VMOVUPS Y0, Y1
+	VXORPS  Y2, Y2, Y2
+
+range2_loop:
+	VMOVUPS      (AX), Y3
+	VMINPS       Y3, Y0, Y0
+	VMAXPS       Y3, Y1, Y1
+	VSUBPS       Y3, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JNZ          range2_loop
+	VEXTRACTF128 $0x01, Y0, X3
+	VMINPS       X3, X0, X3
+	VPERMILPS    $0x4e, X3, X0
+	VMINPS       X0, X3, X3
+	VPERMILPS    $0xb1, X3, X0
+	VMINPS       X0, X3, X3
+	VEXTRACTF128 $0x01, Y1, X0
+	VMAXPS       X0, X1, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	VEXTRACTF128 $0x01, Y2, X1
+	VADDPS       X1, X2, X1
+	VPERMILPS    $0x4e, X1, X2
+	VADDPS       X2, X1, X1
+	VPERMILPS    $0xb1, X1, X2
+	VADDPS       X2, X1, X1
+	VZEROUPPER
+	MOVSS        X3, lo+16(FP)
+	MOVSS        X0, hi+20(FP)
+	VXORPS       X0, X0, X0
+	VUCOMISS     X0, X1
+	SETEQ        AL
+	SETPC        CL
+	ANDB         CL, AL
+	MOVB         AL, finite+24(FP)
+	RET
+
+// func expSumAVX2(x *float32, n int, mx float32) float64
+// Requires: AVX, AVX2, FMA3, SSE, SSE2
+TEXT ·expSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVSS        mx+16(FP), X0
+	VBROADCASTSS X0, Y0
+	VXORPD       X1, X1, X1
+
+exp2_loop:
+	VMOVUPS      (AX), Y2
+	VSUBPS       Y0, Y2, Y2
+	VCVTPS2PD    X2, Y3
+	VBROADCASTSD exp2_log2e<>+0(SB), Y4
+	VMULPD       Y3, Y4, Y4
+	VCVTPD2DQY   Y4, X6
+	VCVTDQ2PD    X6, Y5
+	VBROADCASTSD exp2_ln2u<>+0(SB), Y4
+	VFNMADD231PD Y4, Y5, Y3
+	VBROADCASTSD exp2_ln2l<>+0(SB), Y4
+	VFNMADD231PD Y4, Y5, Y3
+	VBROADCASTSD exp2_sixteenth<>+0(SB), Y4
+	VMULPD       Y4, Y3, Y3
+	VBROADCASTSD exp2_c0<>+0(SB), Y5
+	VBROADCASTSD exp2_c1<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VBROADCASTSD exp2_c2<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VBROADCASTSD exp2_c3<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VBROADCASTSD exp2_c4<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VBROADCASTSD exp2_c5<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VBROADCASTSD exp2_c6<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VBROADCASTSD exp2_c7<>+0(SB), Y4
+	VFMADD213PD  Y4, Y3, Y5
+	VMULPD       Y5, Y3, Y3
+	VBROADCASTSD exp2_two<>+0(SB), Y4
+	VADDPD       Y4, Y3, Y5
+	VMULPD       Y5, Y3, Y3
+	VADDPD       Y4, Y3, Y5
+	VMULPD       Y5, Y3, Y3
+	VADDPD       Y4, Y3, Y5
+	VMULPD       Y5, Y3, Y3
+	VADDPD       Y4, Y3, Y5
+	VBROADCASTSD exp2_one<>+0(SB), Y4
+	VFMADD213PD  Y4, Y5, Y3
+	VPBROADCASTD exp2_bias<>+0(SB), X4
+	VPADDD       X4, X6, X6
+	VPMOVZXDQ    X6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VMULPD       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VBROADCASTSD exp2_log2e<>+0(SB), Y4
+	VMULPD       Y2, Y4, Y4
+	VCVTPD2DQY   Y4, X6
+	VCVTDQ2PD    X6, Y5
+	VBROADCASTSD exp2_ln2u<>+0(SB), Y4
+	VFNMADD231PD Y4, Y5, Y2
+	VBROADCASTSD exp2_ln2l<>+0(SB), Y4
+	VFNMADD231PD Y4, Y5, Y2
+	VBROADCASTSD exp2_sixteenth<>+0(SB), Y4
+	VMULPD       Y4, Y2, Y2
+	VBROADCASTSD exp2_c0<>+0(SB), Y5
+	VBROADCASTSD exp2_c1<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VBROADCASTSD exp2_c2<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VBROADCASTSD exp2_c3<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VBROADCASTSD exp2_c4<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VBROADCASTSD exp2_c5<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VBROADCASTSD exp2_c6<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VBROADCASTSD exp2_c7<>+0(SB), Y4
+	VFMADD213PD  Y4, Y2, Y5
+	VMULPD       Y5, Y2, Y2
+	VBROADCASTSD exp2_two<>+0(SB), Y4
+	VADDPD       Y4, Y2, Y5
+	VMULPD       Y5, Y2, Y2
+	VADDPD       Y4, Y2, Y5
+	VMULPD       Y5, Y2, Y2
+	VADDPD       Y4, Y2, Y5
+	VMULPD       Y5, Y2, Y2
+	VADDPD       Y4, Y2, Y5
+	VBROADCASTSD exp2_one<>+0(SB), Y4
+	VFMADD213PD  Y4, Y5, Y2
+	VPBROADCASTD exp2_bias<>+0(SB), X4
+	VPADDD       X4, X6, X6
+	VPMOVZXDQ    X6, Y4
+	VPSLLQ       $0x34, Y4, Y4
+	VMULPD       Y4, Y2, Y2
+	VADDSD       X3, X1, X1
+	VPERMILPD    $0x01, X3, X4
+	VADDSD       X4, X1, X1
+	VEXTRACTF128 $0x01, Y3, X4
+	VADDSD       X4, X1, X1
+	VPERMILPD    $0x01, X4, X4
+	VADDSD       X4, X1, X1
+	VADDSD       X2, X1, X1
+	VPERMILPD    $0x01, X2, X4
+	VADDSD       X4, X1, X1
+	VEXTRACTF128 $0x01, Y2, X4
+	VADDSD       X4, X1, X1
+	VPERMILPD    $0x01, X4, X4
+	VADDSD       X4, X1, X1
+	VCVTPD2PSY   Y3, X6
+	VCVTPD2PSY   Y2, X2
+	VINSERTF128  $0x01, X2, Y6, Y2
+	VMOVUPS      Y2, (AX)
+	ADDQ         $0x20, AX
+	SUBQ         $0x08, CX
+	JNZ          exp2_loop
+	VZEROUPPER
+	MOVSD        X1, ret+24(FP)
+	RET
+
+DATA exp2_log2e<>+0(SB)/8, $0x3ff71547652b82fe
+GLOBL exp2_log2e<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_ln2u<>+0(SB)/8, $0x3fe62e42fefa3000
+GLOBL exp2_ln2u<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_ln2l<>+0(SB)/8, $0x3d53de6af278ece6
+GLOBL exp2_ln2l<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c0<>+0(SB)/8, $0x3efa01a01a01a01a
+GLOBL exp2_c0<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c1<>+0(SB)/8, $0x3f2a01a01a01a01a
+GLOBL exp2_c1<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c2<>+0(SB)/8, $0x3f56c16c16c16c17
+GLOBL exp2_c2<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c3<>+0(SB)/8, $0x3f81111111111111
+GLOBL exp2_c3<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c4<>+0(SB)/8, $0x3fa5555555555555
+GLOBL exp2_c4<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c5<>+0(SB)/8, $0x3fc5555555555555
+GLOBL exp2_c5<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c6<>+0(SB)/8, $0x3fe0000000000000
+GLOBL exp2_c6<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_c7<>+0(SB)/8, $0x3ff0000000000000
+GLOBL exp2_c7<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_sixteenth<>+0(SB)/8, $0x3fb0000000000000
+GLOBL exp2_sixteenth<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_two<>+0(SB)/8, $0x4000000000000000
+GLOBL exp2_two<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_one<>+0(SB)/8, $0x3ff0000000000000
+GLOBL exp2_one<>(SB), RODATA|NOPTR, $8
+
+DATA exp2_bias<>+0(SB)/4, $0x000003ff
+GLOBL exp2_bias<>(SB), RODATA|NOPTR, $4
+
+// func scaleAVX2(x *float32, n int, s float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVSS        s+16(FP), X0
+	VBROADCASTSS X0, Y0
+
+scale2_loop:
+	VMULPS  (AX), Y0, Y1
+	VMOVUPS Y1, (AX)
+	ADDQ    $0x20, AX
+	SUBQ    $0x08, CX
+	JNZ     scale2_loop
+	VZEROUPPER
+	RET
+
+// func vecMatAVX2(a *float32, m *float32, ld int, rows int, cols int, out *float32)
+// Requires: AVX
+TEXT ·vecMatAVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), AX
+	MOVQ m+8(FP), CX
+	MOVQ ld+16(FP), DX
+	MOVQ cols+32(FP), BX
+	MOVQ out+40(FP), SI
+	SHLQ $0x02, DX
+
+vm2_4_chunk:
+	CMPQ   BX, $0x20
+	JL     vm2_4_done
+	MOVQ   rows+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+vm2_4_i:
+	VBROADCASTSS (R8), Y4
+	VMULPS       (R9), Y4, Y5
+	VADDPS       Y5, Y0, Y0
+	VMULPS       32(R9), Y4, Y5
+	VADDPS       Y5, Y1, Y1
+	VMULPS       64(R9), Y4, Y5
+	VADDPS       Y5, Y2, Y2
+	VMULPS       96(R9), Y4, Y5
+	VADDPS       Y5, Y3, Y3
+	ADDQ         DX, R9
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          vm2_4_i
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	VMOVUPS      Y2, 64(SI)
+	VMOVUPS      Y3, 96(SI)
+	ADDQ         $0x80, CX
+	ADDQ         $0x80, SI
+	SUBQ         $0x20, BX
+	JMP          vm2_4_chunk
+
+vm2_4_done:
+vm2_3_chunk:
+	CMPQ   BX, $0x18
+	JL     vm2_3_done
+	MOVQ   rows+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+
+vm2_3_i:
+	VBROADCASTSS (R8), Y3
+	VMULPS       (R9), Y3, Y4
+	VADDPS       Y4, Y0, Y0
+	VMULPS       32(R9), Y3, Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       64(R9), Y3, Y4
+	VADDPS       Y4, Y2, Y2
+	ADDQ         DX, R9
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          vm2_3_i
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	VMOVUPS      Y2, 64(SI)
+	ADDQ         $0x60, CX
+	ADDQ         $0x60, SI
+	SUBQ         $0x18, BX
+	JMP          vm2_3_chunk
+
+vm2_3_done:
+vm2_2_chunk:
+	CMPQ   BX, $0x10
+	JL     vm2_2_done
+	MOVQ   rows+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+vm2_2_i:
+	VBROADCASTSS (R8), Y2
+	VMULPS       (R9), Y2, Y3
+	VADDPS       Y3, Y0, Y0
+	VMULPS       32(R9), Y2, Y3
+	VADDPS       Y3, Y1, Y1
+	ADDQ         DX, R9
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          vm2_2_i
+	VMOVUPS      Y0, (SI)
+	VMOVUPS      Y1, 32(SI)
+	ADDQ         $0x40, CX
+	ADDQ         $0x40, SI
+	SUBQ         $0x10, BX
+	JMP          vm2_2_chunk
+
+vm2_2_done:
+vm2_1_chunk:
+	CMPQ   BX, $0x08
+	JL     vm2_1_done
+	MOVQ   rows+24(FP), DI
+	MOVQ   AX, R8
+	MOVQ   CX, R9
+	VXORPS Y0, Y0, Y0
+
+vm2_1_i:
+	VBROADCASTSS (R8), Y1
+	VMULPS       (R9), Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	ADDQ         DX, R9
+	ADDQ         $0x04, R8
+	DECQ         DI
+	JNZ          vm2_1_i
+	VMOVUPS      Y0, (SI)
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, SI
+	SUBQ         $0x08, BX
+	JMP          vm2_1_chunk
+
+vm2_1_done:
+	VZEROUPPER
+	RET
+
+// func addLayerNormAVX2(x *float32, y *float32, w *float32, b *float32, n int, eps float32)
+// Requires: AVX, AVX2, SSE
+TEXT ·addLayerNormAVX2(SB), NOSPLIT, $0-44
+	MOVQ   x+0(FP), AX
+	MOVQ   y+8(FP), CX
+	MOVQ   n+32(FP), DX
+	VXORPD X0, X0, X0
+	MOVQ   AX, BX
+	MOVQ   DX, SI
+
+ln2_sum:
+	VMOVUPS (BX), Y1
+	TESTQ   CX, CX
+	JZ      ln2_noy
+	VADDPS  (CX), Y1, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ    $0x20, CX
+
+ln2_noy:
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDSD       X2, X0, X0
+	VPERMILPD    $0x01, X2, X4
+	VADDSD       X4, X0, X0
+	VEXTRACTF128 $0x01, Y2, X2
+	VADDSD       X2, X0, X0
+	VPERMILPD    $0x01, X2, X4
+	VADDSD       X4, X0, X0
+	VADDSD       X1, X0, X0
+	VPERMILPD    $0x01, X1, X2
+	VADDSD       X2, X0, X0
+	VEXTRACTF128 $0x01, Y1, X1
+	VADDSD       X1, X0, X0
+	VPERMILPD    $0x01, X1, X2
+	VADDSD       X2, X0, X0
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, SI
+	JNZ          ln2_sum
+	VCVTSI2SDQ   DX, X3, X3
+	VDIVSD       X3, X0, X0
+	VBROADCASTSD X0, Y0
+	VXORPD       X2, X2, X2
+	MOVQ         AX, BX
+	MOVQ         DX, SI
+
+ln2_var:
+	VMOVUPS      (BX), Y1
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VSUBPD       Y0, Y4, Y4
+	VMULPD       Y4, Y4, Y4
+	VADDSD       X4, X2, X2
+	VPERMILPD    $0x01, X4, X5
+	VADDSD       X5, X2, X2
+	VEXTRACTF128 $0x01, Y4, X4
+	VADDSD       X4, X2, X2
+	VPERMILPD    $0x01, X4, X5
+	VADDSD       X5, X2, X2
+	VSUBPD       Y0, Y1, Y1
+	VMULPD       Y1, Y1, Y1
+	VADDSD       X1, X2, X2
+	VPERMILPD    $0x01, X1, X4
+	VADDSD       X4, X2, X2
+	VEXTRACTF128 $0x01, Y1, X1
+	VADDSD       X1, X2, X2
+	VPERMILPD    $0x01, X1, X4
+	VADDSD       X4, X2, X2
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, SI
+	JNZ          ln2_var
+	VDIVSD       X3, X2, X2
+	MOVSS        eps+40(FP), X1
+	VCVTSS2SD    X1, X1, X1
+	VADDSD       X1, X2, X2
+	VSQRTSD      X2, X2, X2
+	VMOVSD       ln2_one<>+0(SB), X1
+	VDIVSD       X2, X1, X1
+	VBROADCASTSD X1, Y2
+	MOVQ         w+16(FP), CX
+	MOVQ         b+24(FP), BX
+
+ln2_norm:
+	VMOVUPS      (AX), Y1
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VSUBPD       Y0, Y4, Y4
+	VMULPD       Y2, Y4, Y4
+	VSUBPD       Y0, Y1, Y1
+	VMULPD       Y2, Y1, Y1
+	VCVTPD2PSY   Y4, X3
+	VCVTPD2PSY   Y1, X1
+	VINSERTF128  $0x01, X1, Y3, Y1
+	VMULPS       (CX), Y1, Y1
+	VADDPS       (BX), Y1, Y1
+	VMOVUPS      Y1, (AX)
+	ADDQ         $0x20, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, BX
+	SUBQ         $0x08, DX
+	JNZ          ln2_norm
+	VZEROUPPER
+	RET
+
+DATA ln2_one<>+0(SB)/8, $0x3ff0000000000000
+GLOBL ln2_one<>(SB), RODATA|NOPTR, $8

@@ -11,10 +11,10 @@ import (
 // matmul_amd64.s, with the pure-Go int8 matrix path.
 var avx512Kernels = kernels{
 	name:         "avx512",
-	quant:        quantizeActsAVX512,
-	gelu:         geluVec,
+	quant:        quantizeWith(quantGroupsAVX512),
+	gelu:         geluWith(geluAVX512, 16),
 	softmax:      softmaxVec,
-	addLayerNorm: addLayerNormVec,
+	addLayerNorm: addLayerNormWith(addLayerNormAVX512, 16),
 	scores:       scoresVec,
 	context:      contextVec,
 	f32: [maxBlock]func([]float32, []float32, int, []float32){
@@ -37,11 +37,20 @@ var vnniQKernels = [4][3]qkernel{
 var avx2QKernels = [4]qkernelAVX2{qgemm1x8AVX2, qgemm2x8AVX2, qgemm3x8AVX2, qgemm4x8AVX2}
 
 // avx2Kernels are for CPUs with AVX2 and FMA but no AVX-512: the AVX2 int8
-// matrix kernels, the rest in Go.
+// matrix kernels and element-wise steps (the float32 matrices in Go). The
+// element-wise steps give the pure-Go functions' bits (see
+// internal/asmgen/vecops_avx2.go), so the AVX2 encoder's output is that of
+// the AVX2 int8 kernels with the pure-Go steps.
 var avx2Kernels = func() kernels {
 	ks := genericKernels
 	ks.name = "avx2"
 	ks.qAVX2 = &avx2QKernels
+	ks.quant = quantizeWith(quantGroupsAVX2)
+	ks.gelu = geluWith(geluAVX2, 8)
+	ks.softmax = softmaxAVX2Vec
+	ks.scores = scoresAVX2Vec
+	ks.context = contextAVX2Vec
+	ks.addLayerNorm = addLayerNormWith(addLayerNormAVX2, 8)
 	return ks
 }()
 
@@ -87,24 +96,6 @@ var avx512AVX2Kernels = func() kernels {
 
 func bestKernels() kernels { return *supportedKernels()[0] }
 
-// quantizeActsAVX512 is quantizeActs, one token per call of the kernel.
-func quantizeActsAVX512(x []float32, T, K int, inScale []float32, a []int8, tp []qtok) {
-	_, _, _ = x[T*K-1], inScale[K-1], a[T*K-1]
-	_ = tp[K/groupSize*T-1]
-	for t := 0; t < T; t++ {
-		quantGroupsAVX512(&x[t*K], &inScale[0], K/groupSize, &a[t*K], (*int32)(unsafe.Pointer(&tp[t])), T*int(unsafe.Sizeof(qtok{})))
-	}
-}
-
-// geluVec is gelu, 16 values at a time (the tail, if any, in Go).
-func geluVec(x []float32) {
-	n := len(x) &^ 15
-	if n > 0 {
-		geluAVX512(&x[0], n)
-	}
-	gelu(x[n:])
-}
-
 // softmaxVec is softmaxPadded: the padding set to -Inf comes out as 0.
 func softmaxVec(x []float32, n int) {
 	if len(x)%16 != 0 || n == 0 {
@@ -115,21 +106,6 @@ func softmaxVec(x []float32, n int) {
 		x[i] = float32(math.Inf(-1))
 	}
 	softmaxAVX512(&x[0], len(x))
-}
-
-// addLayerNormVec is addLayerNorm for rows of a multiple of 16 values.
-func addLayerNormVec(x, y, w, b []float32, eps float32) {
-	n := len(x)
-	if n%16 != 0 || n == 0 {
-		addLayerNorm(x, y, w, b, eps)
-		return
-	}
-	_, _ = w[n-1], b[n-1]
-	var yp *float32
-	if y != nil {
-		yp = &y[:n][0]
-	}
-	addLayerNormAVX512(&x[0], yp, &w[0], &b[0], n, eps)
 }
 
 // scoresVec is scores for a multiple of 16 outputs and a head size that is a
@@ -153,4 +129,108 @@ func contextVec(p, v []float32, ldv int, out []float32) {
 	}
 	_ = v[(n-1)*ldv+dh-1]
 	contextAVX512(&p[0], &v[0], ldv, n, dh, &out[0])
+}
+
+// softmaxAVX2Vec is softmaxPadded with the exponentials and the scaling 8
+// at a time, the tail past a multiple of 8 in Go. The kernel runs
+// math.Exp's normal path only, so inputs with a non-finite value or a
+// spread beyond 708 (far outside what attention scores do) take the pure-Go
+// path.
+func softmaxAVX2Vec(x []float32, n int) {
+	m := n &^ 7
+	if m == 0 {
+		softmaxPadded(x, n)
+		return
+	}
+	lo, mx, finite := rangeAVX2(&x[0], m)
+	for _, v := range x[m:n] {
+		lo, mx = min(lo, v), max(mx, v)
+		finite = finite && !math.IsInf(float64(v), 0) && v == v
+	}
+	// lo - mx is the least x[i] - mx (rounding is monotonic).
+	if !finite || float64(lo-mx) < -708 {
+		softmaxPadded(x, n)
+		return
+	}
+	sum := expSumAVX2(&x[0], m, mx)
+	for i := m; i < n; i++ {
+		ev := math.Exp(float64(x[i] - mx))
+		x[i] = float32(ev)
+		sum += ev
+	}
+	inv := float32(1 / sum)
+	scaleAVX2(&x[0], m, inv)
+	for i := m; i < n; i++ {
+		x[i] *= inv
+	}
+	clear(x[n:])
+}
+
+// scoresAVX2Vec is scores for a multiple of 8 outputs.
+func scoresAVX2Vec(q, kt []float32, ldk int, out []float32) {
+	n, dh := len(out), len(q)
+	if n%8 != 0 || n == 0 || dh == 0 {
+		scores(q, kt, ldk, out)
+		return
+	}
+	_ = kt[(dh-1)*ldk+n-1]
+	vecMatAVX2(&q[0], &kt[0], ldk, dh, n, &out[0])
+}
+
+// contextAVX2Vec is attnContext for a head size that is a multiple of 8:
+// the same product as scores.
+func contextAVX2Vec(p, v []float32, ldv int, out []float32) {
+	scoresAVX2Vec(p, v, ldv, out)
+}
+
+// widenCodes sets a16[i] = int16(a[i]), 16 at a time (len(a) is a multiple
+// of 64), for the AVX2 int8 kernels.
+func widenCodes(a []int8, a16 []int16) {
+	if len(a) == 0 {
+		return
+	}
+	_ = a16[len(a)-1]
+	widenAVX2(&a[0], &a16[0], len(a))
+}
+
+// quantizeWith returns quantizeActs on a kernel that quantizes one token's
+// groups (quantGroupsAVX512, quantGroupsAVX2), called once per token.
+func quantizeWith(k func(x *float32, scale *float32, groups int, a *int8, tp *int32, tps int)) func([]float32, int, int, []float32, []int8, []qtok) {
+	return func(x []float32, T, K int, inScale []float32, a []int8, tp []qtok) {
+		_, _, _ = x[T*K-1], inScale[K-1], a[T*K-1]
+		_ = tp[K/groupSize*T-1]
+		for t := 0; t < T; t++ {
+			k(&x[t*K], &inScale[0], K/groupSize, &a[t*K], (*int32)(unsafe.Pointer(&tp[t])), T*int(unsafe.Sizeof(qtok{})))
+		}
+	}
+}
+
+// geluWith returns gelu on a kernel that takes a multiple of width values,
+// the tail (if any) in Go.
+func geluWith(k func(x *float32, n int), width int) func([]float32) {
+	return func(x []float32) {
+		n := len(x) / width * width
+		if n > 0 {
+			k(&x[0], n)
+		}
+		gelu(x[n:])
+	}
+}
+
+// addLayerNormWith returns addLayerNorm on a kernel for rows of a multiple
+// of width values (other rows in Go).
+func addLayerNormWith(k func(x, y, w, b *float32, n int, eps float32), width int) func(x, y, w, b []float32, eps float32) {
+	return func(x, y, w, b []float32, eps float32) {
+		n := len(x)
+		if n%width != 0 || n == 0 {
+			addLayerNorm(x, y, w, b, eps)
+			return
+		}
+		_, _ = w[n-1], b[n-1]
+		var yp *float32
+		if y != nil {
+			yp = &y[:n][0]
+		}
+		k(&x[0], yp, &w[0], &b[0], n, eps)
+	}
 }

@@ -6,3 +6,11 @@ package minilm
 func supportedKernels() []*kernels { return []*kernels{&genericKernels} }
 
 func bestKernels() kernels { return genericKernels }
+
+// widenCodes sets a16[i] = int16(a[i]) (the AVX2 kernels' operand, unused
+// here).
+func widenCodes(a []int8, a16 []int16) {
+	for i, c := range a {
+		a16[i] = int16(c)
+	}
+}

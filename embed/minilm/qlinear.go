@@ -260,10 +260,7 @@ func qlinearAVX2(ks *[4]qkernelAVX2, dst []float32, a []int8, a16 []int16, tp []
 	groups := K / groupSize
 	_ = dst[T*N-1]
 	_ = tp[groups*T-1]
-	a16 = a16[:T*K]
-	for i, c := range a[:T*K] {
-		a16[i] = int16(c)
-	}
+	widenCodes(a[:T*K], a16[:T*K])
 	size := groups * (32*16 + 2*32)
 	for r0 := 0; r0 < N; r0 += 8 {
 		panel := pk[r0/8*size : (r0/8+1)*size]

@@ -17,14 +17,19 @@
 //   - quantGroupsAVX512, geluAVX512, softmaxAVX512, addLayerNormAVX512,
 //     scoresAVX512, contextAVX512 (vecops.go): the element-wise and
 //     attention steps, 16 float32 at a time;
+//   - quantGroupsAVX2, widenAVX2, geluAVX2, rangeAVX2, expSumAVX2,
+//     scaleAVX2, vecMatAVX2 (scores and context), addLayerNormAVX2
+//     (vecops_avx2.go, AVX2 and FMA): the same steps 8 float32 at a time,
+//     bit for bit as the pure-Go functions;
 //   - dotRows{K}F32AVX512, K 1-16: the dot products of one float32 weight
 //     row with K float32 rows (the matrices of a float32 model file), each
 //     row's 16 weights loaded once for K fused multiply-adds:
 //     out[k] = sum over i < n of w[i] * x[k*n+i], for k < K; n must be a
 //     positive multiple of 16, len(w) >= n, len(x) >= K*n, len(out) >= K.
 //
-// Float32 sums run in a different order from the pure-Go functions, so the
-// results agree to rounding, not bit for bit; the int8 sums are exact.
+// The AVX-512 float32 sums run in a different order from the pure-Go
+// functions, so the results agree to rounding, not bit for bit; the AVX2
+// steps keep Go's order; the int8 sums are exact.
 package main
 
 import (
@@ -54,6 +59,14 @@ func main() {
 	genLayerNorm()
 	genScores()
 	genContext()
+	genQuantAVX2()
+	genWidenAVX2()
+	genGeluAVX2()
+	genRangeAVX2()
+	genExpSumAVX2()
+	genScaleAVX2()
+	genVecMatAVX2()
+	genLayerNormAVX2()
 	Generate()
 }
 
