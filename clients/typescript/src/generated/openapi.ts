@@ -912,6 +912,7 @@ export interface components {
             confidence: number;
             /** @description True when the evidence is insufficient; callers must check it. */
             abstain_flag: boolean;
+            /** @description Why the pack abstained, null when it did not: "Confidence too low", "Insufficient evidence tokens", or "Workspace holds no memories" when the workspace holds nothing to cite. */
             abstain_reason: string | null;
             /** Format: uuid */
             receipt_id: string;
