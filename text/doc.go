@@ -81,15 +81,16 @@
 //
 //   - the role, when it is a name: {"role": "Caroline", "content": "hi"};
 //   - under a generic role (user, assistant, system, tool, human, ai, model,
-//     bot, function, developer; any case) or none, a name that starts the
-//     content: {"role": "user", "content": "Caroline: hi"};
-//   - else the artifact's actor_id, when it reads as a person's name (it
-//     starts with an upper-case letter): role "user", actor_id "Caroline".
+//     bot, function, developer; any case) or none, a capitalised name that
+//     starts the content: {"role": "user", "content": "Caroline: hi"};
+//   - else the artifact's actor_id, when it is a capitalised name: role
+//     "user", actor_id "Caroline".
 //
 // All three give "Caroline: hi". A name is one to three words of letters
 // (apostrophes allowed; words split at spaces, "_", "-" and ".") within 48
-// bytes, not made only of generic roles and label words ("Note: ...",
-// "PS: ...", "Today: ..."); a time such as "10:30" is no name. A turn without
+// bytes, none of them a generic role or a label word ("Note: ...",
+// "Job Title: ...", "Sure: ..."); a time such as "10:30" is no name;
+// capitalised means it starts with an upper-case letter. A turn without
 // a speaker is "<role>: <content>" as sent ("user: hi"), or just the content
 // without a role; a role that is neither generic nor a name ("tool_42") is
 // kept and names no one. A chat_turn payload that is a JSON string is the

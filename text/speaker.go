@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The speaker of a chat turn. Clients send who said a turn in one of three
@@ -22,14 +23,18 @@ const (
 // genericRoles say what kind of party spoke, not who.
 var genericRoles = []string{"ai", "assistant", "bot", "developer", "function", "human", "model", "system", "tool", "user"}
 
-// labelWords start a line as a label or a sentence, not as a speaker
-// ("Note: ...", "Today: ...").
+// labelWords start a line as a label, a heading or a sentence, not as a
+// speaker ("Note: ...", "Title: ...", "Sure: ..."). The list holds the
+// heading words found before ": " at the start of LongMemEval's turns.
 var labelWords = []string{
-	"a", "also", "and", "answer", "but", "caution", "context", "date", "edit", "error", "example", "fw", "fwd",
-	"fyi", "goal", "here", "hint", "important", "info", "input", "me", "nb", "no", "note", "notes", "now", "ok",
-	"okay", "or", "output", "ps", "q", "question", "re", "reason", "reminder", "result", "so", "source", "status",
-	"step", "subject", "summary", "task", "then", "tip", "title", "today", "todo", "tomorrow", "update", "warning",
-	"well", "yes", "yesterday", "you",
+	"a", "absolutely", "agenda", "alert", "also", "and", "answer", "approach", "background", "but", "caution",
+	"certainly", "conclusion", "cons", "context", "date", "definition", "department", "description", "domain", "edit",
+	"error", "example", "fw", "fwd", "fyi", "goal", "great", "hello", "here", "hey", "hi", "hint", "important", "info",
+	"ingredients", "input", "instructions", "introduction", "later", "me", "name", "nb", "no", "note", "notes", "now",
+	"objective", "ok", "okay", "or", "outline", "output", "overview", "problem", "prompt", "pros", "ps", "purpose", "q",
+	"question", "re", "reason", "remember", "reminder", "reply", "response", "result", "so", "solution", "source",
+	"status", "step", "steps", "subject", "summary", "sure", "task", "thanks", "then", "tip", "title", "today", "todo",
+	"tomorrow", "topic", "update", "warning", "well", "yes", "yesterday", "you",
 }
 
 // ChatSpeaker returns the speaker of a chat turn, or "" when none is known:
@@ -37,13 +42,17 @@ var labelWords = []string{
 //  1. role, when it is a name (SpeakerName); a role that is neither a name
 //     nor generic ("tool_42") names no one, and the rule stops there;
 //  2. when role is empty or generic (user, assistant, system, tool, human,
-//     ai, model, bot, function, developer; any case): the name before the
-//     first ": " of content ("Caroline: I went ...");
-//  3. then actorID, when it reads as a person's name: a name that starts
-//     with an upper-case letter ("Caroline", not "locomo" or "user-42"), since
-//     most clients keep one id such as "alice" or "u_123" for a whole
-//     memory, the assistant's turns included, and those must not become a
-//     speaker.
+//     ai, model, bot, function, developer; any case): a capitalised name
+//     (one that starts with an upper-case letter) before the first ": " of
+//     content ("Caroline: I went ...");
+//  3. then actorID, when it is a capitalised name ("Caroline", not "locomo"
+//     or "user-42"), since most clients keep one id such as "alice" or
+//     "u_123" for a whole memory, the assistant's turns included, and those
+//     must not become a speaker.
+//
+// Only the content's name and the actor must be capitalised: a role is
+// meant to name who speaks, they are not, and capitals keep lower-case
+// headings ("simplify this: ...") and ids out.
 func ChatSpeaker(role, content, actorID string) string {
 	if role != "" && !isGeneric(role) {
 		if SpeakerName(role) {
@@ -51,13 +60,19 @@ func ChatSpeaker(role, content, actorID string) string {
 		}
 		return ""
 	}
-	if p := TurnSpeaker(content); p != "" {
+	if p := TurnSpeaker(content); capitalised(p) {
 		return p
 	}
-	if r := []rune(actorID); len(r) > 0 && unicode.IsUpper(r[0]) && SpeakerName(actorID) {
+	if capitalised(actorID) && SpeakerName(actorID) {
 		return actorID
 	}
 	return ""
+}
+
+// capitalised reports whether s starts with an upper-case letter.
+func capitalised(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r)
 }
 
 // TurnSpeaker returns the name before the first ": " of s when it is one
@@ -72,8 +87,8 @@ func TurnSpeaker(s string) string {
 }
 
 // SpeakerName reports whether s reads as a person's name: one to three
-// words (SpeakerWords) of letters and apostrophes, at most 48 bytes, not
-// made only of generic roles and label words ("Note", "PS").
+// words (SpeakerWords) of letters and apostrophes, at most 48 bytes, none
+// of them a generic role or a label word ("Note", "Job Title", "AI Bot").
 func SpeakerName(s string) bool {
 	if len(s) == 0 || len(s) > maxSpeakerBytes {
 		return false
@@ -82,17 +97,17 @@ func SpeakerName(s string) bool {
 	if len(ws) == 0 || len(ws) > maxSpeakerWords {
 		return false
 	}
-	named := false
 	for _, w := range ws {
 		for _, r := range w {
 			if !unicode.IsLetter(r) && r != '\'' {
 				return false
 			}
 		}
-		l := strings.ToLower(w)
-		named = named || !(slices.Contains(genericRoles, l) || slices.Contains(labelWords, l))
+		if l := strings.ToLower(w); slices.Contains(genericRoles, l) || slices.Contains(labelWords, l) {
+			return false
+		}
 	}
-	return named
+	return true
 }
 
 // SpeakerWords splits a speaker's name into its words, at spaces,

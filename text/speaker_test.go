@@ -31,6 +31,10 @@ func TestChatSpeaker(t *testing.T) {
 		{"four words are no name", "user", "Mary Ann de Smith: hi", "", ""},
 		{"a role that is no name names no one", "tool_42", "Caroline: hi", "Caroline", ""},
 		{"no colon", "user", "no names here", "", ""},
+		{"an interjection is no prefix", "assistant", "Sure: mash three ripe bananas", "", ""},
+		{"a heading is no prefix", "user", "Job Title: data engineer", "", ""},
+		{"a lower-case prefix is no name", "user", "simplify this: the text", "", ""},
+		{"a role made of generic words", "AI Bot", "hi", "Caroline", ""},
 	}
 	for _, tt := range tests {
 		if got := ChatSpeaker(tt.role, tt.content, tt.actor); got != tt.want {
