@@ -120,8 +120,9 @@ func SpeakerWords(s string) []string {
 func isGeneric(role string) bool { return slices.Contains(genericRoles, strings.ToLower(role)) }
 
 // chatLine renders a chat turn: "<speaker>: <content>" when ChatSpeaker
-// finds one (content as it is when it already starts with the name), else
-// "<role>: <content>", or just content without a role.
+// finds one, else "<role>: <content>", or just content without a role. A
+// name taken from the content keeps its place, the rest trimmed as a
+// content is ("Jon:  hi" gives "Jon: hi", as role "Jon" and " hi" do).
 func chatLine(role, content, actorID string) string {
 	switch sp := ChatSpeaker(role, content, actorID); {
 	case sp == "" || sp == role:
@@ -130,7 +131,7 @@ func chatLine(role, content, actorID string) string {
 		}
 		return role + ": " + content
 	case strings.HasPrefix(content, sp+": "):
-		return content
+		return sp + ": " + strings.TrimSpace(content[len(sp)+2:])
 	default:
 		return sp + ": " + content
 	}

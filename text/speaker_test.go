@@ -56,6 +56,8 @@ func TestChatTurnShapes(t *testing.T) {
 		{"actor, string payload", "Caroline", `"I went to the support group."`, "Caroline: I went to the support group.", "Caroline"},
 		{"none", "locomo", `{"role":"user","content":"I went to the support group."}`, "user: I went to the support group.", ""},
 		{"none, string payload", "locomo", `"I went to the support group."`, "I went to the support group.", ""},
+		{"prefix with more space", "locomo", `{"role":"user","content":"Caroline:   I went to the support group."}`, "Caroline: I went to the support group.", "Caroline"},
+		{"role, content with space", "locomo", `{"role":"Caroline","content":"  I went to the support group."}`, "Caroline: I went to the support group.", "Caroline"},
 		{"label", "u_1", `{"role":"user","content":"Note: bring the tent"}`, "user: Note: bring the tent", ""},
 		{"odd role kept", "Caroline", `{"role":"tool_42","content":"hi"}`, "tool_42: hi", ""},
 	}
