@@ -93,14 +93,24 @@ func TestLoCoMoSmall(t *testing.T) {
 	if _, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{64}, Timestamps: "hourly"}); err == nil {
 		t.Error("an unknown timestamp style was accepted")
 	}
-	for _, shape := range []string{ShapePrefix, ShapeActor, ShapeNone} {
-		for _, ingest := range []string{IngestViaEngine, IngestViaHTTP} {
+	// The three shapes that name the speaker give the same figures (one
+	// speaker rule, text.ChatSpeaker).
+	for _, ingest := range []string{IngestViaEngine, IngestViaHTTP} {
+		var role LoCoMoBudget
+		for _, shape := range []string{ShapeRole, ShapePrefix, ShapeActor, ShapeNone} {
 			r, err := EvalLoCoMo(LoCoMoConfig{Data: path, Budgets: []int{512}, Ingest: ingest, Shape: shape})
 			if err != nil {
 				t.Fatalf("%s/%s: %v", ingest, shape, err)
 			}
 			if r.Turns != 3 || r.Questions != 2 || r.Budgets[0].RecallByCat["4"] != 1 || r.Shape != shape {
 				t.Fatalf("%s/%s: implausible result %+v", ingest, shape, r)
+			}
+			b := r.Budgets[0]
+			if shape == ShapeRole {
+				role = b
+			} else if shape != ShapeNone && (b.RecallCat1to4 != role.RecallCat1to4 || b.AbstainCat5 != role.AbstainCat5 ||
+				b.AbstainOther != role.AbstainOther || b.ConfidenceAUC != role.ConfidenceAUC) {
+				t.Errorf("%s/%s: %+v, shape role %+v", ingest, shape, b, role)
 			}
 		}
 	}

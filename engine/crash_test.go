@@ -228,7 +228,7 @@ func checkAfterCrash(t *testing.T, dir string, round int, acked map[string]uuid.
 			if !bytes.Equal(a.Payload, want) || a.ContentHash != artifact.ContentHash(want) {
 				t.Fatalf("round %d: artifact %s half-visible: payload differs", round, a.IdempotencyKey)
 			}
-			extracted, _ := text.Extract("chat_turn", want)
+			extracted, _ := text.Extract("chat_turn", a.ActorID, want)
 			chunks := text.Chunks(extracted, text.O200kBase(), SpanTargetTokens, SpanMaxTokens)
 			got := spansOf[a.ID]
 			if len(got) != len(chunks) {

@@ -520,7 +520,7 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 		extracted := in.Text
 		if !in.Extracted {
 			var err error
-			if extracted, err = text.Extract(in.Type, in.Payload); err != nil {
+			if extracted, err = text.Extract(in.Type, in.ActorID, in.Payload); err != nil {
 				if !json.Valid(in.Payload) {
 					return nil, &InvalidError{"Payload", "is not valid JSON"}
 				}

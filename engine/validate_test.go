@@ -13,7 +13,7 @@ func TestIngestTakesExtractedText(t *testing.T) {
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
 	defer db.Close()
 	payload := []byte(`{"content": "the heron count was 12"}`)
-	want, _ := text.Extract("note", payload)
+	want, _ := text.Extract("note", "", payload)
 	spanText := func(in IngestInput) string {
 		t.Helper()
 		res, err := db.Ingest("t", in)

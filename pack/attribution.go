@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/loci-memory/loci/text"
 )
 
 // Attribution of evidence to the people a question names. A chat turn's
-// extracted text is "<role>: <content>", so its first span names who said
-// it. A question about what one person said or did ("What did Caroline
-// realize after her charity race?") is not answered by the same words from
-// someone else ("Melanie: ... I'm starting to realize that self-care is
+// extracted text is "<speaker>: <content>" (text.ChatSpeaker), so its first
+// span names who said it. A question about what one person said or did
+// ("What did Caroline realize after her charity race?") is not answered by
+// the same words from someone else ("Melanie: ... I'm starting to realize that self-care is
 // important"), however well they match: that is how LoCoMo's unanswerable
 // (adversarial) questions are made, and how a memory of a conversation
 // misleads an agent. Term coverage cannot see it, since people address each
@@ -25,40 +27,27 @@ const (
 	// another's words ("Mel, you said ..."). Tuned on LoCoMo dev
 	// against 0.1 and 0.2 (docs/pack.md).
 	AttributionFloor = 0.15
-	// maxSpeakerBytes and maxSpeakerWords bound what counts as a role prefix.
-	maxSpeakerBytes = 48
-	maxSpeakerWords = 3
 )
 
 // speakerTerms returns the term hashes of the speaker of a chat turn span
-// that starts its artifact's text ("Caroline: ..." gives caroline), or nil
-// when the span has no such prefix: another artifact type, a later span of
-// a long turn, or text before the first ": " that is not one to three words
-// of letters (a time "10:30", a sentence "Note: ...").
+// that starts its artifact's text, or nil when the span names none: another
+// artifact type, a later span of a long turn, or a turn whose speaker is
+// not known. Extraction writes the speaker it resolved from the role, the
+// content or the actor_id (text.ChatSpeaker) at the start of the text, so
+// the span's "Caroline: ..." gives caroline in every client shape.
 func speakerTerms(c *cand) []uint64 {
 	if c.SourceType != "chat_turn" || c.Start != 0 {
 		return nil
 	}
-	i := strings.Index(c.Text, ": ")
-	if i <= 0 || i > maxSpeakerBytes {
+	name := text.TurnSpeaker(c.Text)
+	if name == "" {
 		return nil
 	}
-	role := c.Text[:i]
 	var hs []uint64
-	n, ok := 0, true
-	for _, w := range strings.FieldsFunc(role, func(r rune) bool { return r == ' ' || r == '_' || r == '-' || r == '.' }) {
-		for _, r := range w {
-			if !isLetter(r) && r != '\'' {
-				ok = false
-			}
-		}
-		n++
+	for _, w := range text.SpeakerWords(name) {
 		if h, kind := termHash([]byte(strings.ToLower(w))); kind == kindTerm {
 			hs = append(hs, h)
 		}
-	}
-	if !ok || n == 0 || n > maxSpeakerWords {
-		return nil
 	}
 	return hs
 }

@@ -14,7 +14,8 @@ func TestSpeakerTerms(t *testing.T) {
 	}{
 		{"chat_turn", 0, "Caroline: I went to the support group.", "caroline"},
 		{"chat_turn", 0, "Mary Ann Smith: hello", "mary ann smith"},
-		{"chat_turn", 0, "user: what is the refund window?", "user"},
+		{"chat_turn", 0, "user: what is the refund window?", ""}, // a generic role names no one
+		{"chat_turn", 0, "Note: the speaker is not known", ""},
 		{"chat_turn", 0, "Dr. Who's Friend: hi", "dr who's friend"},
 		{"chat_turn", 12, "Caroline: a later span of a long turn", ""},
 		{"note", 0, "Caroline: notes are not turns", ""},

@@ -21,6 +21,10 @@ const (
 const (
 	AbstainLowConfidence = "Confidence too low"
 	AbstainFewTokens     = "Insufficient evidence tokens"
+	// AbstainEmpty is the reason when the workspace holds nothing a pack
+	// could cite (no artifact, or all erased or expired); the packer's
+	// caller sets it, since only it sees the workspace.
+	AbstainEmpty = "Workspace holds no memories"
 )
 
 // AssumeNoSemantic is the assumption noted when semantic search did not run.

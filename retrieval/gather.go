@@ -87,6 +87,7 @@ type gathered struct {
 	useSemantic bool
 	maxTokens   int
 	reranked    string // the assumption note of a reranked pass, "" when not
+	empty       bool   // the workspace holds no visible span
 }
 
 // decide packs the gathered candidates (no lock needed).
@@ -100,6 +101,10 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 	}
 	res.TokenAccounting.Budget = g.maxTokens
 	res.TokenAccounting.Remaining = g.maxTokens - res.TokenAccounting.TotalUsed
+	if g.empty && res.Abstain {
+		// Only the view knows that nothing was there to find.
+		res.AbstainReason = pack.AbstainEmpty
+	}
 	return res
 }
 
@@ -216,7 +221,8 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	}
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
 		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines}
-	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens}, nil
+	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
+		empty: v.Spans() == 0}, nil
 }
 
 // packMarks is the packer's view of a span's feedback marks.

@@ -9,11 +9,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/internal/enginetest"
+	"github.com/loci-memory/loci/pack"
 )
 
 // TestSessionNeighbourContext: the turn that answers a question without
 // sharing its words gets context from the turn before it (ContextShare of
-// that turn's relevance) however the client stamps time: one timestamp for
+// that turn's relevance, then the speaker prior) however the client stamps time: one timestamp for
 // the whole session, none in one batch, none with turns sent 20 minutes
 // apart (the store stamps each at ingest), or an hour between turns. A
 // turn three after it gets none, and the pack is the same after a flush and a
@@ -78,9 +79,12 @@ func TestSessionNeighbourContext(t *testing.T) {
 			for _, e := range pr.Result.Exclusions {
 				rel[e.ArtifactID] = max(rel[e.ArtifactID], e.RelevanceScore)
 			}
-			share := round6(0.75 * rel[ids[hit]])
+			// The answer is Gina's and the question names Jon, so the
+			// speaker prior weighs it after the context step (the turns
+			// name their speakers in the content, under role user).
+			share := round6(pack.SpeakerPrior * round6(0.75*rel[ids[hit]]))
 			if rel[ids[hit]] == 0 || rel[ids[answer]] < share {
-				t.Errorf("answer turn relevance %v, want at least %v (0.75 of the question turn's %v)", rel[ids[answer]], share, rel[ids[hit]])
+				t.Errorf("answer turn relevance %v, want at least %v (%v of 0.75 of the question turn's %v)", rel[ids[answer]], share, pack.SpeakerPrior, rel[ids[hit]])
 			}
 			if rel[ids[far]] >= share {
 				t.Errorf("turn three after the question: relevance %v, want below %v", rel[ids[far]], share)

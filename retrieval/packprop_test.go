@@ -1259,9 +1259,9 @@ func TestPackAbstention(t *testing.T) {
 	if res.Abstain {
 		t.Errorf("min_evidence_tokens 1: abstained %q (confidence %v)", res.AbstainReason, res.Confidence)
 	}
-	// An empty workspace: nothing found, insufficient evidence.
+	// An empty workspace: nothing found, and the reason says so.
 	res = mustPack(t, db, "t", PackRequest{Workspace: "empty", Query: "refunds", MaxTokens: 1000}).Result
-	if !res.Abstain || res.AbstainReason != pack.AbstainFewTokens || res.ContextText != "" || res.TotalTokens != 0 {
+	if !res.Abstain || res.AbstainReason != pack.AbstainEmpty || res.ContextText != "" || res.TotalTokens != 0 {
 		t.Errorf("empty workspace: %+v", res)
 	}
 

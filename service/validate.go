@@ -20,7 +20,7 @@ func prepareInput(in *engine.IngestInput) error {
 	}
 	in.Text, in.Extracted = "", true
 	if len(in.Payload) > 0 {
-		s, err := text.Extract(in.Type, in.Payload)
+		s, err := text.Extract(in.Type, in.ActorID, in.Payload)
 		if err != nil {
 			return &InvalidError{Field: "raw_payload", Reason: err.Error()}
 		}

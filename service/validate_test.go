@@ -410,7 +410,7 @@ func TestCheckInput(t *testing.T) {
 	if err := prepareInput(&in); err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := text.Extract(in.Type, in.Payload); !in.Extracted || in.Text != want {
+	if want, _ := text.Extract(in.Type, in.ActorID, in.Payload); !in.Extracted || in.Text != want {
 		t.Fatalf("prepared text %q (extracted %v), want %q", in.Text, in.Extracted, want)
 	}
 }

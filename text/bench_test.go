@@ -53,7 +53,7 @@ func benchmarkPayload(b *testing.B, typ string, payload []byte) {
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s, err := Extract(typ, payload)
+		s, err := Extract(typ, "", payload)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func BenchmarkExtract(b *testing.B) {
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Extract("document", payload); err != nil {
+		if _, err := Extract("document", "", payload); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,7 +4,8 @@
 // # Extraction
 //
 // [Extract] decodes a raw_payload JSON value and renders it as plain text. A JSON
-// string payload is its own text, exactly as decoded. A JSON object whose
+// string payload is its own text, exactly as decoded (a chat turn's may be
+// preceded by its speaker, see Chat turns). A JSON object whose
 // artifact type is known and which holds at least one of that type's fields
 // (see below; for chat_turn, the content) is rendered with the type's layout;
 // every other payload is flattened (see Flattening). The result is
@@ -20,7 +21,7 @@
 // "Label: value" header lines, then, when there are both headers and a body,
 // one blank line, then the body:
 //
-//	chat_turn           <role>: <content>              (just <content> without a role)
+//	chat_turn           <speaker>: <content>           (see Chat turns)
 //	                      role    role, author, speaker
 //	                      content content, text, message, parts
 //	document            Title: <title>
@@ -71,6 +72,32 @@
 //	                      media type  media_type, mediaType, mime_type, mimeType, content_type, contentType
 //	                      description description, caption, alt_text, alt
 //	                      text        text, extracted_text
+//
+// # Chat turns
+//
+// Clients name the speaker of a chat turn in one of three places, and
+// [Extract] writes it first whichever they chose, so that a turn reads, and
+// is indexed, the same way in every shape ([ChatSpeaker]):
+//
+//   - the role, when it is a name: {"role": "Caroline", "content": "hi"};
+//   - under a generic role (user, assistant, system, tool, human, ai, model,
+//     bot, function, developer; any case) or none, a capitalised name that
+//     starts the content: {"role": "user", "content": "Caroline: hi"};
+//   - else the artifact's actor_id, when it is a capitalised name: role
+//     "user", actor_id "Caroline".
+//
+// All three give "Caroline: hi". A name is one to three words of letters
+// (apostrophes allowed; words split at spaces, "_", "-" and ".") within 48
+// bytes, none of them a generic role or a label word ("Note: ...",
+// "Job Title: ...", "Sure: ..."); a time such as "10:30" is no name;
+// capitalised means it starts with an upper-case letter. A turn without
+// a speaker is "<role>: <content>" as sent ("user: hi"), or just the content
+// without a role; a role that is neither generic nor a name ("tool_42") is
+// kept and names no one. A chat_turn payload that is a JSON string is the
+// content of a turn without a role. [TurnSpeaker] reads the speaker back
+// from the text. Lower-case and numbered actor ids ("alice", "user-42") are
+// taken for ids, not names: most clients keep one such id for a whole
+// memory, the assistant's turns included.
 //
 // Field values are rendered as follows.
 //

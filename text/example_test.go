@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleExtract() {
-	s, err := text.Extract("email", []byte(`{
+	s, err := text.Extract("email", "", []byte(`{
 		"subject": "Lunch?",
 		"from": {"name": "Ada", "email": "ada@example.com"},
 		"to": ["bob@example.com"],

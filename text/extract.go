@@ -7,10 +7,12 @@ import (
 )
 
 // Extract returns the searchable text of a raw_payload JSON value for an
-// artifact type. The layouts per type and the flattening of other values are
-// described in the package documentation. Extract fails only when payload is
-// not exactly one valid JSON value (surrounding white space allowed).
-func Extract(artifactType string, payload []byte) (string, error) {
+// artifact type and the artifact's actor_id (read only as a chat turn's
+// speaker, see ChatSpeaker). The layouts per type and the flattening of
+// other values are described in the package documentation. Extract fails
+// only when payload is not exactly one valid JSON value (surrounding white
+// space allowed).
+func Extract(artifactType, actorID string, payload []byte) (string, error) {
 	v, err := parseJSON(string(payload))
 	if err != nil {
 		return "", fmt.Errorf("text: %s payload: %w", artifactType, err)
@@ -19,9 +21,12 @@ func Extract(artifactType string, payload []byte) (string, error) {
 	switch v.kind {
 	case jsonString:
 		s = v.str
+		if artifactType == "chat_turn" {
+			s = chatLine("", s, actorID)
+		}
 	case jsonObject:
 		var ok bool
-		if s, ok = structured(artifactType, &v); !ok {
+		if s, ok = structured(artifactType, actorID, &v); !ok {
 			s = flatten(&v, "\n")
 		}
 	default:
@@ -40,20 +45,18 @@ type field struct {
 	label, value string
 }
 
-// structured renders the object m with the layout of artifactType. It reports
-// false when the type has no layout or m holds none of the fields the layout
-// needs, in which case the caller flattens m.
-func structured(artifactType string, m *value) (string, bool) {
+// structured renders the object m with the layout of artifactType, the
+// artifact's actor being actorID. It reports false when the type has no
+// layout or m holds none of the fields the layout needs, in which case the
+// caller flattens m.
+func structured(artifactType, actorID string, m *value) (string, bool) {
 	switch artifactType {
 	case "chat_turn":
 		content := body(lookup(m, "content", "text", "message", "parts"), false)
 		if content == "" {
 			return "", false
 		}
-		if role := inline(lookup(m, "role", "author", "speaker")); role != "" {
-			return role + ": " + content, true
-		}
-		return content, true
+		return chatLine(inline(lookup(m, "role", "author", "speaker")), content, actorID), true
 	case "document":
 		return compose([]field{
 			{"Title", inline(lookup(m, "title", "name", "subject"))},

@@ -115,7 +115,7 @@ func TestExtract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Extract(tt.typ, []byte(tt.payload))
+			got, err := Extract(tt.typ, "", []byte(tt.payload))
 			if err != nil {
 				t.Fatalf("Extract(%q, %s): %v", tt.typ, tt.payload, err)
 			}
@@ -139,7 +139,7 @@ func TestExtractInvalid(t *testing.T) {
 		`{"a":NaN}`,
 		`"unterminated`,
 	} {
-		if got, err := Extract("note", []byte(payload)); err == nil {
+		if got, err := Extract("note", "", []byte(payload)); err == nil {
 			t.Errorf("Extract(note, %q) = %q, want an error", payload, got)
 		}
 	}
@@ -152,7 +152,7 @@ func TestExtractInvalidUTF8(t *testing.T) {
 		[]byte("{\"k\xfe\":\"v\"}"),
 		[]byte(`"\ud800 lone surrogate"`),
 	} {
-		got, err := Extract("note", payload)
+		got, err := Extract("note", "", payload)
 		if err != nil {
 			t.Fatalf("Extract(note, %q): %v", payload, err)
 		}
@@ -164,12 +164,12 @@ func TestExtractInvalidUTF8(t *testing.T) {
 
 func TestExtractDeterministic(t *testing.T) {
 	payload := []byte(`{"z":{"b":[1,{"y":2,"x":3}],"a":"s"},"m":[{"k":"v","j":null}],"a":true,"q":"é"}`)
-	first, err := Extract("custom", payload)
+	first, err := Extract("custom", "", payload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 50 { // map iteration order varies between runs
-		if got, _ := Extract("custom", payload); got != first {
+		if got, _ := Extract("custom", "", payload); got != first {
 			t.Fatalf("Extract is not deterministic: %q then %q", first, got)
 		}
 	}
@@ -182,7 +182,7 @@ func FuzzExtract(f *testing.F) {
 	f.Add("email", []byte(`{"from":[{"name":"A","email":"a@x"}],"body":"b"}`))
 	f.Add("custom", []byte(`[1,{"a":null},"\u00e9"]`))
 	f.Fuzz(func(t *testing.T, typ string, payload []byte) {
-		got, err := Extract(typ, payload)
+		got, err := Extract(typ, "", payload)
 		if err != nil {
 			return
 		}

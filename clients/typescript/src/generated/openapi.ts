@@ -702,7 +702,7 @@ export interface components {
             /** @description In a v2 batch item, optional and equal to the batch's actor_id. */
             actor_id?: string;
             artifact_type: components["schemas"]["ArtifactType"];
-            /** @description The content, a JSON object, string or array, stored byte for byte (null or absent: no payload). Typical shapes are {role, content} for chat_turn, {title, content} for document and {content} for note. */
+            /** @description The content, a JSON object, string or array, stored byte for byte (null or absent: no payload). Typical shapes are {role, content} for chat_turn, {title, content} for document and {content} for note. A chat turn is indexed and shown as "<speaker>: <content>", its speaker being the role when it is a name ("Caroline"); under a generic role (user, assistant, system, tool, ...) a capitalised name that starts the content ("Caroline: ..."); else the actor_id when it is a capitalised name ("Caroline"; not "user-42" or "alice"); without a speaker, "<role>: <content>". */
             raw_payload?: Record<string, unknown> | string | unknown[] | null;
             /**
              * Format: date-time
@@ -917,6 +917,7 @@ export interface components {
             confidence: number;
             /** @description True when the evidence is insufficient; callers must check it. */
             abstain_flag: boolean;
+            /** @description Why the pack abstained, null when it did not: "Confidence too low", "Insufficient evidence tokens", or "Workspace holds no memories" when the workspace holds nothing to cite. */
             abstain_reason: string | null;
             /** Format: uuid */
             receipt_id: string;
