@@ -24,7 +24,7 @@ var layers = [][]string{
 	{"retrieval"},
 	{"engine", "engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "engine/verify", "control", "export"},
 	{"pack", "invindex", "vecindex", "segment", "wal", "text", "artifact", "embed", "embed/glove",
-		"embed/minilm", "embed/openai", "ratelimit"},
+		"embed/minilm", "embed/crossenc", "embed/openai", "ratelimit"},
 	{"internal/codec", "internal/varint", "vfs", ""},
 }
 
@@ -41,6 +41,7 @@ var sameLayer = map[string][]string{
 	"text":            {"embed"},
 	"embed/glove":     {"embed", "vecindex"},
 	"embed/minilm":    {"embed"},
+	"embed/crossenc":  {"embed/minilm"},
 	"embed/openai":    {"embed"},
 	"internal/codec":  {"internal/varint", "vfs"},
 	"apidoc":          {""},
