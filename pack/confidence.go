@@ -2,6 +2,7 @@ package pack
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/google/uuid"
@@ -47,10 +48,7 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	if len(included) == 0 {
 		return 0
 	}
-	if best, ok := bestRerank(included); ok {
-		a := attributionBy(visible, query, rerankWeight)
-		return round6(neuralConfidence(best) * a * a)
-	}
+	best, reranked := bestRerank(included)
 	rels := make([]float64, len(included))
 	for i, c := range included {
 		rels[i] = c.rel
@@ -100,5 +98,11 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	slices.SortFunc(arts, compareID)
 	v := float64(min(3, len(slices.Compact(arts)))) / 3
 	support := float64(0.5*d) + float64(0.3*cov) + float64(0.2*v)
-	return round6(clamp01(float64(strength * (0.6 + float64(0.4*support)))))
+	lexical := clamp01(float64(strength * (0.6 + float64(0.4*support))))
+	if reranked {
+		// A reranked pack: the geometric mean with the model's judgement
+		// (rerank.go).
+		return round6(math.Sqrt(lexical * neuralConfidence(best, attributionBy(visible, query, rerankWeight))))
+	}
+	return round6(lexical)
 }

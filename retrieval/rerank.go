@@ -10,7 +10,7 @@ import (
 
 // Reranker is a relevance model that reads the query and a passage
 // together (embed/crossenc): its logits order the best candidates of a
-// pack and give its confidence (pack.RerankWeight). ScoreAll writes one
+// pack and give its confidence (pack/rerank.go). ScoreAll writes one
 // logit per passage to dst; each must depend on its query and passage
 // alone, so that packs stay deterministic.
 type Reranker interface {

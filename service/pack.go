@@ -236,12 +236,6 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	if err := CheckPackRequest(&req); err != nil {
 		return PackResult{}, err
 	}
-	// A reranked pack's confidence is the relevance model's, on its own
-	// scale: a request that sets no min_confidence gets the threshold
-	// calibrated for it (docs/pack.md).
-	if r.MinConfidence == nil && req.RerankDepth > 0 && s.packer.Reranker() != nil {
-		req.Tuning.MinConfidence = pack.RerankedMinConfidence
-	}
 	res, err := s.packer.ContextPackIn(ctx, db, p.TenantID, req)
 	if err != nil {
 		return PackResult{}, err
