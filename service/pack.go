@@ -35,8 +35,9 @@ type PackRequest struct {
 	// every given pair exactly.
 	Metadata json.RawMessage `json:"metadata"`
 	// RerankDepth is how many of the best candidates the relevance model
-	// rereads (0 to retrieval.MaxRerankDepth); nil takes the profile's
-	// default (see rerankDepthFor).
+	// rereads (0 to retrieval.MaxRerankDepth); nil is 0 in every profile:
+	// measured on the dev sets, rereading gives too little for its cost to
+	// be a default (docs/pack.md § Reranking).
 	RerankDepth *int `json:"rerank_depth"`
 }
 
@@ -136,7 +137,6 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 			req.Profile = *profile
 		}
 	}
-	req.RerankDepth = rerankDepthFor(req.Profile)
 	if v := r.RerankDepth; v != nil {
 		if *v < 0 || *v > retrieval.MaxRerankDepth {
 			return req, fmt.Errorf("rerank_depth: must be between 0 and %d, got %d", retrieval.MaxRerankDepth, *v)
@@ -149,24 +149,6 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 	return req, nil
 }
 
-// Rerank depths by profile, when a request sets none: v1 packs (profile
-// "") and low_latency never rerank, so that the default pack keeps its
-// latency; balanced and high_recall reread their best candidates with the
-// relevance model. docs/pack.md has the measurements behind the depths.
-const (
-	RerankDepthBalanced   = 10
-	RerankDepthHighRecall = 20
-)
-
-func rerankDepthFor(profile string) int {
-	switch profile {
-	case pack.ProfileBalanced:
-		return RerankDepthBalanced
-	case pack.ProfileHighRecall:
-		return RerankDepthHighRecall
-	}
-	return 0
-}
 
 // CheckPackRequest is the validation of a converted pack request, after
 // the checks of its conversion (which a transport's JSON needs) and the

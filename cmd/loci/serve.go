@@ -74,7 +74,7 @@ func runServe(args []string) error {
 	clusterReplicas := fs.String("cluster-stream-replicas", envOr("LOCI_CLUSTER_STREAM_REPLICAS", strconv.Itoa(cluster.DefaultStreamReplicas)), "cluster mode: copies JetStream keeps of every write (at most the number of NATS servers) (env LOCI_CLUSTER_STREAM_REPLICAS)")
 	clusterNodeReplicas := fs.String("cluster-replicas", envOr("LOCI_CLUSTER_REPLICAS", "0"), "cluster mode: how many nodes serve each shard (requests for the others are forwarded); 0: every node serves every shard; fixed when the cluster is created (env LOCI_CLUSTER_REPLICAS)")
 	clusterAdvertise := fs.String("cluster-advertise", envOr("LOCI_CLUSTER_ADVERTISE", ""), "cluster mode: the API address other nodes and clients reach this node at (default: --addr) (env LOCI_CLUSTER_ADVERTISE)")
-	rerankerName := fs.String("reranker", envOr("LOCI_RERANKER", rerankerCrossEnc), "the relevance model that rereads the best candidates of balanced and high_recall packs and of packs with rerank_depth: "+rerankerNames+" (env LOCI_RERANKER)")
+	rerankerName := fs.String("reranker", envOr("LOCI_RERANKER", rerankerCrossEnc), "the relevance model that rereads the best candidates of packs that set rerank_depth: "+rerankerNames+" (env LOCI_RERANKER)")
 	maxUnfinishedJobBytes := fs.String("max-unfinished-job-bytes", envOr("LOCI_MAX_UNFINISHED_JOB_BYTES", strconv.FormatInt(control.DefaultMaxUnfinishedJobBytes, 10)), "bytes of unfinished job inputs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOB_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loci serve [flags]\n\nFlags (each also read from the environment variable named in its text):\n")

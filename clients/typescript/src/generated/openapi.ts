@@ -865,7 +865,7 @@ export interface components {
             /** @default 720 */
             temporal_half_life_hours?: number;
             /**
-             * @description How many of the best candidates the relevance model (the built-in cross-encoder, which reads the query and a span together) rereads before the pack is decided: it reorders them and gives the pack's confidence. Each costs one model pass (tens of milliseconds on two cores without AVX-512), so v1 packs rerank nothing unless asked; docs/pack.md has the figures.
+             * @description How many of the best candidates the relevance model (the built-in cross-encoder, which reads the query and a span together) rereads before the pack is decided: it can lift a candidate it finds to answer the query, and its judgement enters the pack's confidence. Each costs one model pass (about 20 ms of one core on a CPU without AVX-512), so packs rerank nothing unless asked; docs/pack.md has what it gives on the dev sets.
              * @default 0
              */
             rerank_depth?: number;
@@ -1240,7 +1240,7 @@ export interface components {
             redundancy_jaccard_threshold?: number;
             /** @default 720 */
             temporal_half_life_hours?: number;
-            /** @description How many of the best candidates the relevance model rereads (see the v1 request). Default by profile: 0 for low_latency (which refuses a positive value), 10 for balanced, 20 for high_recall. */
+            /** @description How many of the best candidates the relevance model rereads (see the v1 request); 0 unless set, in every profile; low_latency refuses a positive value. */
             rerank_depth?: number;
             /**
              * @description low_latency is lexical and temporal only; balanced uses every channel with a base budget of max_tokens/1.5, escalating to high_recall on sparse evidence; high_recall searches deeper and packs into the whole max_tokens, so it never returns less evidence than balanced.
