@@ -13,7 +13,10 @@ var ErrWorkspaceErased = errors.New("engine: the workspace was erased after the 
 // Applying an artifact record asks it under mu on the WAL writer, atomically
 // with the tombstones; replay applies the erase record first (it has the
 // lower seq) and asks the same, so a refused artifact stays refused after a
-// restart.
+// restart. Once a flush has passed the erase record, only the manifest's
+// tombstone remembers the erasure, while a refused record may still be in
+// the WAL and a held-up worker may still ingest: so a tombstone is kept
+// after it hides no data any more.
 func (db *DB) fencedOut(k wsKey, fence uint64) bool {
 	return fence != 0 && db.tombstones[k] > fence
 }

@@ -35,19 +35,7 @@ func TestIngestFence(t *testing.T) {
 		if _, err := db.Ingest("t", note("early refusal", accepted)); !errors.Is(err, ErrWorkspaceErased) {
 			t.Fatalf("fenced ingest: %v", err)
 		}
-		// An appender that checked before the erasure and appends after it.
-		ha, err := db.prepare("t", &IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"racing appender"`)}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ha.fence = accepted
-		if _, err := db.wal.Append(wal.Entry{Type: uint8(record.TypeArtifact), Payload: record.AppendArtifact(nil, accepted, ha.a, ha.spans, nil),
-			Apply: func(seq uint64) { db.apply(record.TypeArtifact, seq, nil, ha) }}); err != nil {
-			t.Fatal(err)
-		}
-		if !ha.fenced {
-			t.Fatal("applying a fenced record did not refuse it")
-		}
+		ha := appendFenced(t, db, "racing appender", accepted)
 		after, err := db.Ingest("t", note("accepted after the erasure", res.Seq+1))
 		if err != nil {
 			t.Fatalf("ingest fenced after the erasure: %v", err)
@@ -80,5 +68,87 @@ func TestIngestFence(t *testing.T) {
 		if flush {
 			assertNotOnDisk(t, dir, "racing appender")
 		}
+	}
+}
+
+// appendFenced appends an artifact record with fence as an appender does
+// that checked the fence before an erasure and appends after it, and
+// requires applying it to refuse it.
+func appendFenced(t *testing.T, db *DB, text string, fence uint64) *headArtifact {
+	t.Helper()
+	ha, err := db.prepare("t", &IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"` + text + `"`)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha.fence = fence
+	if _, err := db.wal.Append(wal.Entry{Type: uint8(record.TypeArtifact), Payload: record.AppendArtifact(nil, fence, ha.a, ha.spans, nil),
+		Apply: func(seq uint64) { db.apply(record.TypeArtifact, seq, nil, ha) }}); err != nil {
+		t.Fatal(err)
+	}
+	if !ha.fenced {
+		t.Fatal("applying a fenced record did not refuse it")
+	}
+	return ha
+}
+
+// TestFenceOutlivesSpentTombstone erases a workspace, flushes past the erase
+// record and compacts, so the tombstone hides no data any more, while jobs
+// accepted before the erasure ingest: one whose record was refused when
+// applied and stays in the WAL after the checkpoint, and one after the
+// compaction (a worker held up). Neither may be stored, live or after a
+// restart: the erase record is no longer replayed, so only the tombstone
+// remembers the erasure.
+func TestFenceOutlivesSpentTombstone(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, Options{DisableBackground: true})
+	note := func(text string, fence uint64) IngestInput {
+		return IngestInput{Workspace: "ws", ActorID: "a", Type: "note", Payload: []byte(`"` + text + `"`), Fence: fence}
+	}
+	if _, err := db.Ingest("t", note("stored before the erasure", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil { // old data in a segment
+		t.Fatal(err)
+	}
+	res, err := db.EraseWorkspace("t", "ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := res.Seq - 1 // jobs accepted before the erasure
+	// The checkpoint passes the erase record.
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// A worker that checked its fence before the erasure: its record is in
+	// the WAL after the checkpoint.
+	racing := appendFenced(t, db, "racing appender", accepted)
+	// The maintainer's compaction, without a flush first (the refused record
+	// may land between its flush and its compaction): it rewrites the
+	// segment, so the tombstone hides nothing any more.
+	db.maintMu.Lock()
+	err = db.compactLocked(2)
+	db.maintMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest("t", note("refused after the compaction", accepted)); !errors.Is(err, ErrWorkspaceErased) {
+		t.Fatalf("fenced ingest after the compaction: %v", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if arts, _, err := db.WorkspaceContent("t", "ws"); err != nil || len(arts) != 0 {
+			t.Fatalf("%s: erased workspace holds %d artifacts (%v)", when, len(arts), err)
+		}
+		if _, err := db.Artifact("t", racing.a.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: fenced artifact readable: %v", when, err)
+		}
+	}
+	check("live")
+	db.Close()
+	db = openTest(t, dir, Options{DisableBackground: true})
+	defer db.Close()
+	check("after restart")
+	if _, err := db.Ingest("t", note("refused after the restart", accepted)); !errors.Is(err, ErrWorkspaceErased) {
+		t.Fatalf("fenced ingest after the restart: %v", err)
 	}
 }

@@ -413,12 +413,6 @@ func (db *DB) compactLocked(minRun int) error {
 		lo, hi := db.planCompaction(segs, minRun)
 		db.mu.RUnlock()
 		if lo < 0 {
-			if db.dropSpentTombstones() {
-				m := db.manifest // persist the shorter tombstone list
-				if _, err := db.commitManifest(&m, nil); err != nil {
-					errs = append(errs, err)
-				}
-			}
 			return errors.Join(errs...)
 		}
 		err := db.compactRun(segs, lo, hi)
@@ -665,33 +659,4 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 	}
 	out = withFeedbackSections(out, events, hidden)
 	return attachReceipts(out, db.retainedReceipts(receipts), hidden), nil
-}
-
-// dropSpentTombstones forgets erasures that no longer hide anything: no
-// segment or head holds older data of the workspace. It reports whether it
-// dropped any, so the caller persists the shorter list.
-func (db *DB) dropSpentTombstones() bool {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if len(db.frozen) > 0 {
-		return false
-	}
-	dropped := false
-	for k := range db.tombstones {
-		spent := true
-		for _, s := range db.segments {
-			if w, ok := s.FindWorkspace(k.Tenant, k.Workspace); ok && holdsHidden(s, w, db.hidden) {
-				spent = false
-				break
-			}
-		}
-		// The active head dropped its older data when the erase was applied,
-		// and an erase record still in the WAL brings the tombstone back on
-		// replay together with the data it hides.
-		if spent {
-			delete(db.tombstones, k)
-			dropped = true
-		}
-	}
-	return dropped
 }

@@ -55,7 +55,7 @@ type Manifest struct {
 	Checkpoint    int    // index of the first WAL file replay needs; older files are garbage
 	LastSeq       uint64 // highest WAL sequence number whose effects live in segments
 	Segments      []Segment
-	Tombstones    []Tombstone   // erased workspaces whose old data may still sit in segments
+	Tombstones    []Tombstone   // erased workspaces: the newest erasure of each, kept as the fence of jobs accepted before it
 	Versions      []DataVersion // data version of every workspace ever changed
 	// Embedder names the vector space of every vector in the directory:
 	// the embedder's model, or "none" for lexical-only; "" only in a
