@@ -64,8 +64,9 @@ func TestPairIDsBounds(t *testing.T) {
 		if len(ids) > tc.maxLen || len(ids) > DefaultMaxPairTokens {
 			t.Errorf("(%.10q, %.10q): %d ids, want at most %d", tc.query, tc.passage, len(ids), tc.maxLen)
 		}
-		if split > MaxQueryTokens || ids[0] != ids[0] || ids[split-1] != ids[len(ids)-1] {
-			t.Errorf("(%.10q, %.10q): split %d of %d, first segment not closed by [SEP] as the pair is", tc.query, tc.passage, split, len(ids))
+		cls, sep := r.qtok.Encode("")[0], r.qtok.Encode("")[1]
+		if split > MaxQueryTokens || ids[0] != cls || ids[split-1] != sep || ids[len(ids)-1] != sep {
+			t.Errorf("(%.10q, %.10q): split %d of %d ids: want [CLS] first and [SEP] closing both segments", tc.query, tc.passage, split, len(ids))
 		}
 		if _, err := r.enc.ScorePair(ids, split); err != nil {
 			t.Error(err)
