@@ -19,6 +19,7 @@ import (
 // finds irrelevant cost evidence recall at 512 tokens (0.68 -> 0.62 over
 // 646 questions): a turn that answers a question indirectly, or one hop of
 // a multi-hop answer, does not read as an answer to an MS MARCO model.
+
 // Assumptions of a reranked pack (retrieval adds them).
 const (
 	AssumeReranked   = "Reranked the %d best candidates with the relevance model %s"
@@ -73,6 +74,7 @@ func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
 // unanswerable questions as the lexical confidence does (ROC AUC 0.772
 // both); on LongMemEval it abstains on a sixth of the answerable questions
 // at the default min_confidence (docs/pack.md § Reranking).
+
 // bestRerank is the highest logit among the reranked spans of included.
 func bestRerank(included []*cand) (float64, bool) {
 	best, ok := math.Inf(-1), false

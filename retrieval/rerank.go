@@ -26,9 +26,6 @@ const MaxRerankDepth = 100
 // depth use it. Call it before the first pack.
 func (p *Packer) SetReranker(r Reranker) { p.rr = r }
 
-// Reranker returns the Packer's relevance model, nil when it has none.
-func (p *Packer) Reranker() Reranker { return p.rr }
-
 // rerank has the model score the depth best candidates of g (pack.Rank)
 // and records the logits in them. It runs outside the engine's lock.
 func (g *gathered) rerank(ctx context.Context, rr Reranker, query string, depth int) error {

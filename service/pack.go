@@ -149,7 +149,6 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 	return req, nil
 }
 
-
 // CheckPackRequest is the validation of a converted pack request, after
 // the checks of its conversion (which a transport's JSON needs) and the
 // workspace's routing: errors name the API's fields. Benchmarks and tests
