@@ -84,7 +84,7 @@ type Citation struct {
 
 // RecallOutput is recall's result.
 type RecallOutput struct {
-	ContextText   string     `json:"context_text" jsonschema:"the evidence, one [cite:N] line per span, within the budget"`
+	ContextText   string     `json:"context_text" jsonschema:"the evidence, one [cite:N] line per span (its date, time and speaker, then its text), within the budget"`
 	Citations     []Citation `json:"citations"`
 	Confidence    float64    `json:"confidence" jsonschema:"0 to 1: how well the evidence covers the query"`
 	Abstain       bool       `json:"abstain" jsonschema:"true when the memory holds too little evidence to answer"`
