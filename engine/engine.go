@@ -252,6 +252,9 @@ type liveSegment struct {
 	// metaIdx holds each workspace's metadata index (metaIndex), built on
 	// the first pack that filters by metadata.
 	metaIdx map[int]metaDocs
+	// timeIdx holds each workspace's artifacts by time (timeIndex), built
+	// on the first pack with a since/until window.
+	timeIdx map[int]timeRuns
 }
 
 // metaCacheCap bounds a segment's metadata cache (about 200 bytes each).

@@ -88,22 +88,14 @@ func (s *liveSegment) metaIndex(wi int) (metaDocs, error) {
 	}
 	m = metaDocs{}
 	if len(tagged) > 0 {
-		n := s.SpanCount(wi)
-		for doc := 0; doc < n; {
-			_, art, ok := s.SpanIDs(wi, doc)
-			if !ok {
-				return nil, fmt.Errorf("segment %s: workspace %d has no span %d", s.Path(), wi, doc)
-			}
-			end := doc + 1 // an artifact's spans are contiguous docs
-			for ; end < n; end++ {
-				if _, next, ok := s.SpanIDs(wi, end); !ok || next != art {
-					break
-				}
-			}
+		err := s.artifactDocs(wi, func(art uuid.UUID, first, n int) error {
 			if md := tagged[art]; md != nil {
-				m.addArtifact(md, uint32(doc), end-doc)
+				m.addArtifact(md, uint32(first), n)
 			}
-			doc = end
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	for _, b := range m {
@@ -116,6 +108,29 @@ func (s *liveSegment) metaIndex(wi int) (metaDocs, error) {
 	s.metaIdx[wi] = m
 	s.metaMu.Unlock()
 	return m, nil
+}
+
+// artifactDocs calls fn with each artifact of workspace wi and its
+// documents [first, first+n): an artifact's spans are contiguous docs.
+func (s *liveSegment) artifactDocs(wi int, fn func(art uuid.UUID, first, n int) error) error {
+	n := s.SpanCount(wi)
+	for doc := 0; doc < n; {
+		_, art, ok := s.SpanIDs(wi, doc)
+		if !ok {
+			return fmt.Errorf("segment %s: workspace %d has no span %d", s.Path(), wi, doc)
+		}
+		end := doc + 1
+		for ; end < n; end++ {
+			if _, next, ok := s.SpanIDs(wi, end); !ok || next != art {
+				break
+			}
+		}
+		if err := fn(art, doc, end-doc); err != nil {
+			return err
+		}
+		doc = end
+	}
+	return nil
 }
 
 // MetadataDocs returns, for each part in LexicalParts' order, the documents
@@ -135,19 +150,24 @@ func (v *View) MetadataDocs(filter map[string]string) ([]*roaring.Bitmap, error)
 		if err != nil {
 			return nil, fmt.Errorf("engine: view: %w", err)
 		}
-		docs := m.match(filter)
-		if src.view != nil { // segment docs -> the view's docs, which skip erased spans
-			inView := roaring.New()
-			it := docs.Iterator()
-			for it.HasNext() {
-				d := it.Next()
-				if j, found := slices.BinarySearch(src.view.docs, d); found {
-					inView.Add(uint32(j))
-				}
-			}
-			docs = inView
-		}
-		out[i] = docs
+		out[i] = src.inView(m.match(filter))
 	}
 	return out, nil
+}
+
+// inView maps a segment part's documents to the part's: the same, unless
+// the part is read through its view, whose docs skip erased spans.
+func (p partSource) inView(docs *roaring.Bitmap) *roaring.Bitmap {
+	if p.view == nil {
+		return docs
+	}
+	inView := roaring.New()
+	it := docs.Iterator()
+	for it.HasNext() {
+		d := it.Next()
+		if j, found := slices.BinarySearch(p.view.docs, d); found {
+			inView.Add(uint32(j))
+		}
+	}
+	return inView
 }

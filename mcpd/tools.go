@@ -64,6 +64,8 @@ type RecallInput struct {
 	SessionID   string            `json:"session_id,omitempty" jsonschema:"only evidence from this session"`
 	ActorID     string            `json:"actor_id,omitempty" jsonschema:"who is asking: private memories of others stay out"`
 	Metadata    map[string]string `json:"metadata,omitempty" jsonschema:"only memories whose metadata holds all these pairs exactly"`
+	Since       string            `json:"since,omitempty" jsonschema:"only memories at or after this ISO 8601 time (e.g. 2026-10-01 or 2026-10-01T09:00:00Z)"`
+	Until       string            `json:"until,omitempty" jsonschema:"only memories at or before this ISO 8601 time"`
 }
 
 // Citation is one piece of evidence in a recalled context.
@@ -75,11 +77,14 @@ type Citation struct {
 	Relevance  float64 `json:"relevance"`
 	Pinned     bool    `json:"pinned"`
 	Text       string  `json:"text"`
+	Timestamp  string  `json:"timestamp" jsonschema:"when the memory was made (RFC 3339, UTC)"`
+	ActorID    *string `json:"actor_id" jsonschema:"who made it; null when unknown"`
+	SessionID  *string `json:"session_id" jsonschema:"its session; null when none"`
 }
 
 // RecallOutput is recall's result.
 type RecallOutput struct {
-	ContextText   string     `json:"context_text" jsonschema:"the evidence, one [cite:N] line per span, within the budget"`
+	ContextText   string     `json:"context_text" jsonschema:"the evidence, one [cite:N] line per span (its date, time and speaker, then its text), within the budget"`
 	Citations     []Citation `json:"citations"`
 	Confidence    float64    `json:"confidence" jsonschema:"0 to 1: how well the evidence covers the query"`
 	Abstain       bool       `json:"abstain" jsonschema:"true when the memory holds too little evidence to answer"`
@@ -315,7 +320,7 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 		profile = pack.ProfileBalanced
 	}
 	r := service.PackV2Request{PackRequest: service.PackRequest{Query: &in.Query, MaxTokens: &maxTokens, WorkspaceID: in.WorkspaceID,
-		ActorID: in.ActorID, SessionID: in.SessionID}}
+		ActorID: in.ActorID, SessionID: in.SessionID, Since: optional(in.Since), Until: optional(in.Until)}}
 	if v2 {
 		r.Profile = &profile
 	}
@@ -335,7 +340,7 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 		Citations: make([]Citation, len(pr.Citations))}
 	for i, c := range pr.Citations {
 		out.Citations[i] = Citation{Cite: c.Index, ArtifactID: c.ArtifactID.String(), SpanID: c.SpanID.String(), SourceType: c.SourceType,
-			Relevance: c.RelevanceScore, Pinned: c.Pinned, Text: c.Text}
+			Relevance: c.RelevanceScore, Pinned: c.Pinned, Text: c.Text, Timestamp: c.Timestamp, ActorID: c.ActorID, SessionID: c.SessionID}
 	}
 	for _, cf := range pr.Conflicts {
 		out.Conflicts = append(out.Conflicts, fmt.Sprintf("[cite:%d] vs [cite:%d]: %s (conflict_id %s)", cf.CiteA, cf.CiteB, cf.Description, cf.ID))

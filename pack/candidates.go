@@ -20,7 +20,7 @@ type cand struct {
 	rel    float64 // fused relevance in [0,1], rounded (see round6)
 
 	// Filled in when the candidate gets that far.
-	rendered string // Text with line breaks replaced, see flatten
+	rendered string // evidenceHead and Text with line breaks replaced, see renderedLine
 	feat     *features
 	hash     string // artifact.SpanHash(Text), see contentHash
 

@@ -2,7 +2,6 @@ package pack
 
 import (
 	"container/heap"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -96,7 +95,9 @@ func (f *filler) place(c *cand, pin bool) (ok bool, detail string) {
 // did and what they cost.
 func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 	cite := len(f.included) + 1
-	c.rendered = flatten(c.Text)
+	if c.rendered == "" {
+		c.rendered = renderedLine(&c.Candidate)
+	}
 	cost = f.lineCost(cite, c)
 	if len(f.included) == 0 {
 		cost += f.costFooter
@@ -162,7 +163,7 @@ func (f *filler) lineCost(cite int, c *cand) int {
 	if f.tagCost[cite] == 0 {
 		f.tagCost[cite] = f.tok.Count(citeTag(cite))
 	}
-	return f.tagCost[cite] + f.lines.body(c.SpanID, binary.BigEndian.Uint32(c.tieKey()[:4]), c.rendered, f.tok)
+	return f.tagCost[cite] + f.lines.body(c.SpanID, c.rendered, f.tok)
 }
 
 // MaxConflictsPerSpan bounds the conflicts recorded when a span is placed:

@@ -40,7 +40,7 @@ func TestPackHashGolden(t *testing.T) {
 	a := cnd(1, 1, "The refund window is 30 days.\nAsk support for exceptions.", 9)
 	b := cnd(2, 2, "The refund window is 45 days.", 8)
 	r := Pack(req("refund window", 1000), []Candidate{pin}, []Candidate{a, b}, est)
-	const want = "sha256:0f6be43329c88885e052260d60bef3aeb961074a83955356005199c2cea9ac90" // scores normalised by the best, weights 0.42/0.57/0.01
+	const want = "sha256:246ada090858f82a66d4ca913549e676ef08ad9385072e283d212fc3760b3743" // evidence lines with date and speaker (issue 24)
 	if r.PackHash != want {
 		t.Errorf("pack hash %s, want %s", r.PackHash, want)
 	}

@@ -3,24 +3,33 @@ package pack
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The context text is a sequence of lines, each ending in "\n", with no
 // blank lines:
 //
 //	=== PINNED CONTEXT (Authoritative) ===
-//	[cite:1] <pinned span text>
+//	[cite:1] <date> [<time>] [<speaker>: ]<pinned span text>
 //	=== TOP EVIDENCE (Most Relevant to Query) ===
-//	[cite:2] <span text>
-//	[cite:3] <span text>
+//	[cite:2] 2026-10-13 14:30 Maya: <span text>
+//	[cite:3] 2026-10-02 document: <span text>
 //	=== CONFLICTS ===
 //	Conflict [cite:2] vs [cite:3]: <description>
 //	=== END CONTEXT ===
 //
+// Each evidence line says when and who (evidenceHead): the artifact's date
+// (UTC, YYYY-MM-DD), its time (HH:MM) unless the timestamp is a bare date
+// (exactly 00:00:00.000000), and its speaker. A chat turn's text already
+// starts with its speaker ("Maya: ...", text.ChatSpeaker), so the first span
+// of a turn gets the date only; any other span gets the artifact's actor_id,
+// or its type when it has no actor. The head is part of the line and of its
+// token count.
+//
 // A section without lines is left out with its header; a pack without
-// evidence is the empty string. Line breaks inside span text are replaced
-// by spaces (see flatten), so every evidence line is exactly one line and
-// no span text can forge a header or a [cite:N] line.
+// evidence is the empty string. Line breaks inside span text (and the head)
+// are replaced by spaces (see flatten), so every evidence line is exactly
+// one line and no span text can forge a header or a [cite:N] line.
 const (
 	headerPinned    = "=== PINNED CONTEXT (Authoritative) ===\n"
 	headerEvidence  = "=== TOP EVIDENCE (Most Relevant to Query) ===\n"
@@ -61,6 +70,45 @@ func hasBreak(s string) bool {
 		}
 	}
 	return false
+}
+
+// evidenceHead returns what an evidence line says before the span text:
+// "<date> [<time> ][<speaker>: ]" (see the layout above). It is a function of
+// the candidate's artifact fields alone.
+func evidenceHead(c *Candidate) string {
+	t := time.UnixMicro(c.Timestamp).UTC()
+	layout := "2006-01-02 15:04 "
+	if t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 {
+		layout = "2006-01-02 "
+	}
+	head := t.Format(layout)
+	if c.SourceType == "chat_turn" && c.Start == 0 {
+		return head // the turn's text starts with its speaker
+	}
+	who := c.CreatorID
+	if who == "" {
+		who = c.SourceType
+	}
+	if who == "" {
+		return head
+	}
+	return head + who + ": "
+}
+
+// renderedLine returns the evidence line of c without its cite tag: its
+// head and its text, flattened.
+func renderedLine(c *Candidate) string { return flatten(evidenceHead(c) + c.Text) }
+
+// FormatTime returns a Unix µs time as the API shows times: RFC 3339 in
+// UTC, with as many fractional digits as it needs.
+func FormatTime(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
+
+// optional returns nil for "", else a pointer to s (a JSON null or string).
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // citeTag returns "[cite:n]".

@@ -14,17 +14,17 @@ func TestLayoutGolden(t *testing.T) {
 	b := cnd(2, 2, "The refund window is 45 days.", 8)
 	r := Pack(req("refund window", 1000), []Candidate{pin}, []Candidate{b, a}, est)
 	const want = "=== PINNED CONTEXT (Authoritative) ===\n" +
-		"[cite:1] Refunds always need a ticket number.\n" +
+		"[cite:1] 2023-11-14 22:13 alice: Refunds always need a ticket number.\n" +
 		"=== TOP EVIDENCE (Most Relevant to Query) ===\n" +
-		"[cite:2] The refund window is 30 days. Ask support for exceptions.\n" +
-		"[cite:3] The refund window is 45 days.\n" +
+		"[cite:2] 2023-11-14 22:13 alice: The refund window is 30 days. Ask support for exceptions.\n" +
+		"[cite:3] 2023-11-14 22:13 alice: The refund window is 45 days.\n" +
 		"=== CONFLICTS ===\n" +
 		"Conflict [cite:2] vs [cite:3]: numerical: \"30 days\" vs \"45 days\"\n" +
 		"=== END CONTEXT ===\n"
 	if r.ContextText != want {
 		t.Fatalf("context text:\n%s\nwant:\n%s", r.ContextText, want)
 	}
-	if want := "=== PINNED CONTEXT (Authoritative) ===\n[cite:1] Refunds always need a ticket number.\n"; r.PrefixText != want {
+	if want := "=== PINNED CONTEXT (Authoritative) ===\n[cite:1] 2023-11-14 22:13 alice: Refunds always need a ticket number.\n"; r.PrefixText != want {
 		t.Errorf("prefix %q", r.PrefixText)
 	}
 	if !strings.HasPrefix(r.WorkingSetText, headerEvidence+"[cite:2] ") || !strings.HasSuffix(r.WorkingSetText, "45 days.\n") {
@@ -49,12 +49,12 @@ func TestLayoutSections(t *testing.T) {
 	a := cnd(1, 1, "The refund window is thirty days.", 9)
 	// Only pinned: no evidence section, no conflicts section.
 	r := Pack(req("refund", 1000), []Candidate{pin}, nil, est)
-	if want := headerPinned + "[cite:1] Refunds always need a ticket number.\n" + footer; r.ContextText != want {
+	if want := headerPinned + "[cite:1] 2023-11-14 22:13 alice: Refunds always need a ticket number.\n" + footer; r.ContextText != want {
 		t.Errorf("pinned only: %q", r.ContextText)
 	}
 	// Only working set.
 	r = Pack(req("refund", 1000), nil, []Candidate{a}, est)
-	if want := headerEvidence + "[cite:1] The refund window is thirty days.\n" + footer; r.ContextText != want || r.PrefixText != "" {
+	if want := headerEvidence + "[cite:1] 2023-11-14 22:13 alice: The refund window is thirty days.\n" + footer; r.ContextText != want || r.PrefixText != "" {
 		t.Errorf("working set only: %q", r.ContextText)
 	}
 	// Nothing: the empty string.
@@ -115,7 +115,7 @@ func TestPinnedOverflow(t *testing.T) {
 	p2 := cnd(2, 2, "Pinned two: "+wordsText(100, 200), 0)
 	p3 := cnd(3, 3, "Pinned three.", 0)
 	w := cnd(4, 4, "Tiny.", 5)
-	line := func(n int, c Candidate) int { return est.Count(evidenceLine(n, c.Text)) }
+	line := func(n int, c Candidate) int { return est.Count(evidenceLine(n, renderedLine(&c))) }
 	budget := est.Count(headerPinned) + line(1, p1) + est.Count(footer) + line(2, p3) + est.Count(headerEvidence) + line(3, w)
 	r := Pack(req("tiny", budget), []Candidate{p3, p1, p2}, []Candidate{w}, est)
 	want := map[string]string{"p1": "cite:1", "p2": ReasonBudget, "p3": ReasonBudget, "w": "cite:2"}
@@ -160,5 +160,65 @@ func TestExactRecount(t *testing.T) {
 	}
 	if taken == 0 || len(r.Citations)+len(r.Exclusions) != 12 {
 		t.Errorf("%d taken out, %d cited, %d excluded", taken, len(r.Citations), len(r.Exclusions))
+	}
+}
+
+// TestEvidenceHead: every evidence line says when (date, and time unless
+// the timestamp is a bare date) and who (a chat turn's own speaker, else
+// the actor, else the artifact type), once.
+func TestEvidenceHead(t *testing.T) {
+	const day = int64(1_791_849_600_000_000) // 2026-10-13T00:00:00Z
+	cases := []struct {
+		name             string
+		typ, actor, text string
+		ts               int64
+		start            int
+		want             string
+	}{
+		{"chat turn: its text names the speaker", "chat_turn", "u_42", "Maya: the sync moves to 14:30", day + 14*3600e6 + 30*60e6, 0,
+			"2026-10-13 14:30 Maya: the sync moves to 14:30"},
+		{"chat turn under a role", "chat_turn", "", "user: where do I live?", day + 9*3600e6, 0, "2026-10-13 09:00 user: where do I live?"},
+		{"later span of a long turn: the actor", "chat_turn", "maya", "and the rest of it", day + 60e6, 120,
+			"2026-10-13 00:01 maya: and the rest of it"},
+		{"date-only timestamp drops the time", "note", "alice", "Budget raised.", day, 0, "2026-10-13 alice: Budget raised."},
+		{"seconds are not shown", "email", "bob", "Hi.", day + 59e6, 0, "2026-10-13 00:00 bob: Hi."},
+		{"a microsecond is a time", "note", "alice", "x", day + 1, 0, "2026-10-13 00:00 alice: x"},
+		{"no actor: the type", "document", "", "Launch plan.", day + 3600e6, 0, "2026-10-13 01:00 document: Launch plan."},
+		{"before 1970", "note", "alice", "old", -86_400_000_000, 0, "1969-12-31 alice: old"},
+		{"line breaks in the text are flattened", "tool_result", "", "a\nb", day, 0, "2026-10-13 tool_result: a b"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Candidate{SourceType: tc.typ, CreatorID: tc.actor, Text: tc.text, Timestamp: tc.ts, Start: tc.start}
+			if got := renderedLine(&c); got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+	// In a pack: the line, and the citation's timestamp, actor and session.
+	c := cnd(1, 1, "Maya: the design sync moves to 14:30.", 5)
+	c.SourceType, c.SessionID, c.Timestamp = "chat_turn", "s1", day+14*3600e6+30*60e6
+	d := cnd(2, 2, "Design sync notes.", 4)
+	d.SourceType, d.CreatorID, d.Timestamp = "document", "", day
+	r := Pack(req("design sync", 1000), nil, []Candidate{c, d}, est)
+	for _, line := range []string{"[cite:1] 2026-10-13 14:30 Maya: the design sync moves to 14:30.\n", "[cite:2] 2026-10-13 document: Design sync notes.\n"} {
+		if !strings.Contains(r.ContextText, line) {
+			t.Errorf("no line %q in\n%s", line, r.ContextText)
+		}
+	}
+	if len(r.Citations) != 2 {
+		t.Fatalf("%d citations", len(r.Citations))
+	}
+	c1, c2 := r.Citations[0], r.Citations[1]
+	if c1.Timestamp != "2026-10-13T14:30:00Z" || c1.ActorID == nil || *c1.ActorID != "alice" || c1.SessionID == nil || *c1.SessionID != "s1" {
+		t.Errorf("citation 1: %s %v %v", c1.Timestamp, c1.ActorID, c1.SessionID)
+	}
+	if c2.Timestamp != "2026-10-13T00:00:00Z" || c2.ActorID != nil || c2.SessionID != nil {
+		t.Errorf("citation 2: %s %v %v", c2.Timestamp, c2.ActorID, c2.SessionID)
+	}
+	for _, s := range Snippets(r) {
+		if cit := r.Citations[s.Citation-1]; s.Timestamp != cit.Timestamp || s.ActorID != cit.ActorID || s.SessionID != cit.SessionID {
+			t.Errorf("snippet %d: %s %v %v", s.Citation, s.Timestamp, s.ActorID, s.SessionID)
+		}
 	}
 }

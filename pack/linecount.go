@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"hash/crc32"
 	"math"
 	"sync"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // LineCounts remembers, across packs, the token count of each span's
-// evidence line without its cite tag: Count(" " + rendered + "\n"). Counting
+// evidence line without its cite tag: Count(" " + rendered + "\n"), rendered
+// being the line's head (date, time, speaker) and the span text. Counting
 // the lines of the spans a pack places is the largest part of packing (a
 // BPE count per placed or nearly placed span), and the same spans keep
 // being packed, so a server keeps one LineCounts per token counter and
@@ -40,10 +42,10 @@ type lineShard struct {
 	m  map[uuid.UUID]lineCount
 }
 
-// lineCount is a memo entry. size and crc (the rendered text's length and
-// the CRC-32C of the span text, from its tie key) are checked on every hit,
-// so that a span id reused for another text (it must not be, but ids come
-// from callers) costs a recount rather than a wrong count.
+// lineCount is a memo entry. size and crc (the rendered line's length and
+// CRC-32C) are checked on every hit, so that a span id reused for another
+// text, time or speaker (it must not be, but ids come from callers) costs a
+// recount rather than a wrong count.
 type lineCount struct {
 	size   int32
 	crc    uint32
@@ -70,9 +72,13 @@ func splitsAfterTag(tok text.TokenCounter) bool {
 	return false
 }
 
-// body returns Count(" " + rendered + "\n") for span id, whose text has
-// the CRC-32C crc, from the memo or counted and remembered.
-func (l *LineCounts) body(id uuid.UUID, crc uint32, rendered string, tok text.TokenCounter) int {
+// castagnoli is the CRC-32C table (hardware-assisted on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// body returns Count(" " + rendered + "\n") for span id, from the memo or
+// counted and remembered.
+func (l *LineCounts) body(id uuid.UUID, rendered string, tok text.TokenCounter) int {
+	crc := crc32.Checksum([]byte(rendered), castagnoli)
 	s := &l.shards[id[0]%lineShards]
 	s.mu.Lock()
 	e, ok := s.m[id]

@@ -89,8 +89,12 @@ func TestEvidenceLineSplits(t *testing.T) {
 		if !splitsAfterTag(tok) {
 			t.Fatalf("%s: not served by LineCounts", name)
 		}
-		for _, s := range texts {
+		for i, s := range texts {
+			// Every other text with an evidence head, as packs lay them out.
 			r := flatten(s)
+			if i%2 == 1 {
+				r = renderedLine(&Candidate{SourceType: "note", CreatorID: "alice", Timestamp: int64(i) * 3_600_000_001, Text: s})
+			}
 			for _, n := range []int{1, 9, 10, 42, 100, 999, 1000, 123456} {
 				whole := tok.Count(evidenceLine(n, r))
 				if split := tok.Count(citeTag(n)) + tok.Count(" "+r+"\n"); whole != split {
@@ -154,9 +158,12 @@ func TestContextTextSplits(t *testing.T) {
 	texts := lineSplitTexts(t)
 	for name, tok := range counters {
 		for i := 0; i < len(texts); i += 7 {
-			lines := []string{headerPinned, evidenceLine(1, flatten(texts[i])), headerEvidence}
+			head := func(s string) string {
+				return renderedLine(&Candidate{SourceType: "chat_turn", CreatorID: "u1", Timestamp: int64(i) * 60_000_000, Text: s})
+			}
+			lines := []string{headerPinned, evidenceLine(1, head(texts[i])), headerEvidence}
 			for k := 1; k <= 6 && i+k < len(texts); k++ {
-				lines = append(lines, evidenceLine(k+1, flatten(texts[i+k])))
+				lines = append(lines, evidenceLine(k+1, head(texts[i+k])))
 			}
 			lines = append(lines, headerConflicts,
 				conflictLine(&Conflict{CiteA: 2, CiteB: 3, Description: flatten(texts[(i+3)%len(texts)])}), footer)
@@ -168,5 +175,30 @@ func TestContextTextSplits(t *testing.T) {
 				t.Fatalf("%s: context text counts %d whole, %d line by line:\n%s", name, whole, sum, strings.Join(lines, ""))
 			}
 		}
+	}
+}
+
+// TestLineCountsKeyedByLine: the memo checks the whole rendered line, head
+// included: a span id seen again with another time or speaker (ids must
+// not be reused, but come from callers) is recounted, not served the count
+// of its old line.
+func TestLineCountsKeyedByLine(t *testing.T) {
+	l, tok := NewLineCounts(1<<10), text.CL100kBase()
+	c := cnd(1, 1, "The sync moved.", 1)
+	first := l.body(c.SpanID, renderedLine(&c), tok)
+	for _, change := range []func(*Candidate){
+		func(c *Candidate) { c.CreatorID = "a.l.c" }, // as long as "alice", more tokens
+		func(c *Candidate) { c.Timestamp += 3_600_000_000 * 24 * 400 },
+		func(c *Candidate) { c.SourceType, c.CreatorID = "document", "" },
+	} {
+		d := c
+		change(&d)
+		line := renderedLine(&d)
+		if got, want := l.body(d.SpanID, line, tok), tok.Count(" "+line+"\n"); got != want {
+			t.Errorf("%q: memo gave %d, the line counts %d", line, got, want)
+		}
+	}
+	if got := l.body(c.SpanID, renderedLine(&c), tok); got != first {
+		t.Errorf("the original line: %d, then %d", first, got)
 	}
 }

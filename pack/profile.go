@@ -65,6 +65,11 @@ type Snippet struct {
 	StartOffset  int       `json:"start_offset"`
 	EndOffset    int       `json:"end_offset"`
 	Citation     int       `json:"citation"` // the N of [cite:N] in the context text
+	// The artifact's time (RFC 3339, UTC), actor and session (null when
+	// none), as in Citation.
+	Timestamp string  `json:"timestamp"`
+	ActorID   *string `json:"actor_id"`
+	SessionID *string `json:"session_id"`
 }
 
 // Snippets returns the cited spans of r as v2 snippets, ordered by
@@ -81,6 +86,9 @@ func Snippets(r *Result) []Snippet {
 			StartOffset:  c.StartOffset,
 			EndOffset:    c.EndOffset,
 			Citation:     c.Index,
+			Timestamp:    c.Timestamp,
+			ActorID:      c.ActorID,
+			SessionID:    c.SessionID,
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Snippet) int {

@@ -356,7 +356,7 @@ func (s scenario) check(r *Result) error {
 		if c.ContentHash != artifact.SpanHash(f.c.Text) || !strings.HasPrefix(f.c.Text, c.ContentPreview) {
 			return fmt.Errorf("citation %d content hash or preview", c.Index)
 		}
-		if !strings.Contains(r.ContextText, citeTag(c.Index)+" "+flatten(f.c.Text)+"\n") {
+		if !strings.Contains(r.ContextText, evidenceLine(c.Index, renderedLine(&f.c))) {
 			return fmt.Errorf("citation %d: line missing from the text", c.Index)
 		}
 	}

@@ -71,16 +71,21 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // Citation is a span that made it into the pack.
 type Citation struct {
-	Index          int       `json:"index"` // the N of [cite:N]
-	ArtifactID     uuid.UUID `json:"artifact_id"`
-	SpanID         uuid.UUID `json:"span_id"`
-	StartOffset    int       `json:"start_offset"`
-	EndOffset      int       `json:"end_offset"`
-	ContentHash    string    `json:"content_hash"` // of the span text, see artifact.SpanHash
-	SourceType     string    `json:"source_type"`
-	RelevanceScore float64   `json:"relevance_score"`
-	ContentPreview string    `json:"content_preview"` // the first 160 code points of the span text
-	Pinned         bool      `json:"pinned"`
+	Index       int       `json:"index"` // the N of [cite:N]
+	ArtifactID  uuid.UUID `json:"artifact_id"`
+	SpanID      uuid.UUID `json:"span_id"`
+	StartOffset int       `json:"start_offset"`
+	EndOffset   int       `json:"end_offset"`
+	ContentHash string    `json:"content_hash"` // of the span text, see artifact.SpanHash
+	SourceType  string    `json:"source_type"`
+	// Timestamp is the artifact's time, RFC 3339 in UTC; ActorID and
+	// SessionID are the artifact's, nil (null) when it has none.
+	Timestamp      string  `json:"timestamp"`
+	ActorID        *string `json:"actor_id"`
+	SessionID      *string `json:"session_id"`
+	RelevanceScore float64 `json:"relevance_score"`
+	ContentPreview string  `json:"content_preview"` // the first 160 code points of the span text
+	Pinned         bool    `json:"pinned"`
 
 	Text string `json:"-"` // the whole span text, for v2 snippets
 }

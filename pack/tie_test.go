@@ -29,7 +29,7 @@ func TestTiesIgnoreIDs(t *testing.T) {
 		{"lexical ties, all fit", []c{{"deploy moved to Friday", 3, 0, 0, "", 0}, {"Friday deploy moved to", 3, 0, 0, "", 1},
 			{"to Friday moved deploy", 3, 0, 0, "", 2}}, ModeRelevance, 1000},
 		{"lexical ties, one fits", []c{{"deploy moved to Friday", 3, 0, 0, "", 0}, {"Friday deploy moved to", 3, 0, 0, "", 1}},
-			ModeRelevance, 30},
+			ModeRelevance, 50},
 		{"semantic and lexical ties", []c{{"alpha beta gamma", 2, 0.5, 0, "", 0}, {"gamma beta alpha", 2, 0.5, 0, "", 1},
 			{"beta alpha gamma", 1, 0.5, 0, "", 2}}, ModeRelevance, 1000},
 		{"exact duplicates: ingest position decides", []c{{"the refund window is 30 days", 2, 0, 0, "", 0},

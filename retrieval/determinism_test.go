@@ -189,8 +189,8 @@ func TestDeterminismAcrossDirectories(t *testing.T) {
 			note("note", "u3", "For the cluster budget approved.", 0),
 			note("document", "u1", "Approved: the budget for the cluster.", 0),
 		},
-		reqs: []PackRequest{{Workspace: "ws", Query: "cluster budget", MaxTokens: 30},
-			{Workspace: "ws", Query: "cluster budget", Profile: pack.ProfileLowLatency, MaxTokens: 40}},
+		reqs: []PackRequest{{Workspace: "ws", Query: "cluster budget", MaxTokens: 45},
+			{Workspace: "ws", Query: "cluster budget", Profile: pack.ProfileLowLatency, MaxTokens: 60}},
 		opts: engine.Options{NoEmbedder: true},
 	}, {
 		// More equal spans than the channels' pools hold (100 at most for

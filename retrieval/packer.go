@@ -95,6 +95,11 @@ type PackRequest struct {
 	// whose metadata holds every pair with exactly its value (pinned spans
 	// included).
 	Metadata map[string]string
+	// Since and Until, when not nil, bound the time of the artifacts whose
+	// spans are retrieved (Unix µs, both inclusive): a hard filter applied
+	// in the search (searchDocs). Pinned spans are kept whatever their
+	// time, as the caller's authoritative context.
+	Since, Until *int64
 	// RerankDepth is how many of the best candidates the Packer's
 	// relevance model rereads (0: none; at most MaxRerankDepth); without a
 	// model it is ignored, and the pack says so among its assumptions.
@@ -213,9 +218,10 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 			if !firstPass && (v.DataVersion() != seen.version || v.Newest() != seen.newest) {
 				return nil
 			}
-			// A metadata filter restricts the search to the matching
-			// spans, and the pool depth follows how many there are.
-			docs, err := v.MetadataDocs(req.Metadata)
+			// A metadata filter and a time window restrict the search to
+			// the matching spans, and the pool depth follows how many
+			// there are.
+			docs, err := searchDocs(v, req)
 			if err != nil {
 				return err
 			}

@@ -59,8 +59,11 @@ func canonicalRequest(req PackRequest) any {
 		Metadata map[string]string `json:",omitempty"`
 		// RerankDepth likewise: requests that rerank nothing keep their ids.
 		RerankDepth int `json:",omitempty"`
+		// Since and Until likewise: two windows never share an id.
+		Since *int64 `json:",omitempty"`
+		Until *int64 `json:",omitempty"`
 	}{req.Query, req.ActorID, req.SessionID, req.Mode, req.Profile, req.MaxTokens, p, req.AsOf, req.Tuning, req.MaxLatencyMs, req.MaxCostUSD,
-		req.Metadata, req.RerankDepth}
+		req.Metadata, req.RerankDepth, req.Since, req.Until}
 }
 
 // receiptBody is the full receipt as the receipts endpoint serves it.
@@ -93,9 +96,21 @@ func receiptBody(id uuid.UUID, req PackRequest, res *pack.Result, profile string
 		MaxCostUSD           *float64                   `json:"max_cost_usd"`
 		DataVersion          uint64                     `json:"data_version"`
 		Metadata             map[string]string          `json:"metadata_filter,omitempty"`
+		Since                *string                    `json:"since,omitempty"`
+		Until                *string                    `json:"until,omitempty"`
 	}{id, req.Query, now.Format(time.RFC3339Nano), req.Workspace, req.ActorID, res.Citations, res.ChannelContributions,
 		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
-		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata})
+		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata, windowTime(req.Since), windowTime(req.Until)})
+}
+
+// windowTime is a window bound as the receipt shows it (RFC 3339, UTC),
+// nil when unbounded.
+func windowTime(us *int64) *string {
+	if us == nil {
+		return nil
+	}
+	s := pack.FormatTime(*us)
+	return &s
 }
 
 // The content previews of a receipt's citations are the first 160 code

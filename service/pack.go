@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
@@ -39,6 +40,10 @@ type PackRequest struct {
 	// measured on the dev sets, rereading gives too little for its cost to
 	// be a default (docs/pack.md § Reranking).
 	RerankDepth *int `json:"rerank_depth"`
+	// Since and Until (ISO 8601, as the artifact listing reads them; both
+	// inclusive) restrict the retrieved spans to artifacts of that time.
+	Since *string `json:"since"`
+	Until *string `json:"until"`
 }
 
 // PackV2Request is a v2 context pack request: v1's fields and profile.
@@ -92,6 +97,9 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 			return req, err
 		}
 		req.AsOf = t.UnixMicro()
+	}
+	if err := packWindow(r.Since, r.Until, &req); err != nil {
+		return req, err
 	}
 	t := pack.DefaultTuning()
 	if v := r.MinConfidence; v != nil {
@@ -149,6 +157,37 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 	return req, nil
 }
 
+// packWindow parses a pack's since and until into req: ISO 8601 as the
+// artifact listing parses them (ParseTime), both inclusive; since after
+// until is refused, naming both.
+func packWindow(since, until *string, req *retrieval.PackRequest) error {
+	for _, f := range []struct {
+		name string
+		v    *string
+		dst  **int64
+	}{{"since", since, &req.Since}, {"until", until, &req.Until}} {
+		if f.v == nil {
+			continue
+		}
+		t, err := ParseTime(f.name, *f.v)
+		if err != nil {
+			return err
+		}
+		us := t.UnixMicro()
+		*f.dst = &us
+	}
+	return checkWindow(req)
+}
+
+// checkWindow refuses a window that ends before it starts.
+func checkWindow(req *retrieval.PackRequest) error {
+	if req.Since != nil && req.Until != nil && *req.Since > *req.Until {
+		return &InvalidError{Field: "since", Reason: fmt.Sprintf("%s is after until (%s): the window is empty",
+			FormatTime(time.UnixMicro(*req.Since)), FormatTime(time.UnixMicro(*req.Until)))}
+	}
+	return nil
+}
+
 // CheckPackRequest is the validation of a converted pack request, after
 // the checks of its conversion (which a transport's JSON needs) and the
 // workspace's routing: errors name the API's fields. Benchmarks and tests
@@ -185,6 +224,9 @@ func CheckPackRequest(req *retrieval.PackRequest) error {
 		return &InvalidError{Field: "policy.privacy_level", Reason: fmt.Sprintf("unknown value %q; allowed: default, strict", req.Policy.PrivacyLevel)}
 	}
 	if err := engine.CheckMetadata("metadata", req.Metadata); err != nil {
+		return err
+	}
+	if err := checkWindow(req); err != nil {
 		return err
 	}
 	switch req.Profile {
@@ -257,6 +299,11 @@ type PackV2Response struct {
 	Confidence    float64   `json:"confidence"`
 	AbstainFlag   bool      `json:"abstain_flag"`
 	Assumptions   []string  `json:"assumptions"`
+	// ContextText and Conflicts extend the contract's v2 pack (which has
+	// neither): the text to inject, with its dated [cite:N] lines, and the
+	// conflicts among the snippets, as v1 returns them.
+	ContextText string          `json:"context_text"`
+	Conflicts   []pack.Conflict `json:"conflicts"`
 }
 
 // V1 is the pack as a v1 response.
@@ -272,7 +319,8 @@ func (r PackResult) V1() PackV1Response {
 func (r PackResult) V2() PackV2Response {
 	res := r.Result
 	out := PackV2Response{Snippets: pack.Snippets(res), PackHash: res.PackHash, ServingProfile: r.ServingProfile,
-		ReceiptID: r.ReceiptID, Confidence: res.Confidence, AbstainFlag: res.Abstain, Assumptions: res.Assumptions}
+		ReceiptID: r.ReceiptID, Confidence: res.Confidence, AbstainFlag: res.Abstain, Assumptions: res.Assumptions,
+		ContextText: res.ContextText, Conflicts: res.Conflicts}
 	out.TokenAccounting.Budget = res.TokenAccounting.Budget
 	out.TokenAccounting.Used = res.TotalTokens
 	out.TokenAccounting.Snippets = len(out.Snippets)

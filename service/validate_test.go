@@ -320,6 +320,12 @@ func TestPackValidation(t *testing.T) {
 			"rerank_depth: must be between 0 and 100, got -1"},
 		{"low_latency reranking", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), RerankDepth: n(5)}, Profile: strp("low_latency")}, true,
 			"rerank_depth: the low_latency profile never reranks; use balanced or high_recall, or leave rerank_depth out"},
+		{"since", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, Since: strp("last week")}}, false,
+			`since: "last week" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"until", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), Until: strp("2026-13-01")}}, true,
+			`until: "2026-13-01" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"since after until", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, Since: strp("2026-10-14"), Until: strp("2026-10-13T23:59:59Z")}}, false,
+			"since: 2026-10-14T00:00:00Z is after until (2026-10-13T23:59:59Z): the window is empty"},
 	} {
 		_, err := h.svc.Pack(context.Background(), open, c.req, c.v2)
 		badInput(t, c.name, err, c.want)
@@ -333,6 +339,18 @@ func TestPackValidation(t *testing.T) {
 	}
 	if v1 := res.V1(); v1.ReceiptID != res.ReceiptID || v1.TotalTokens != res.Result.TotalTokens || v1.ContextText == "" {
 		t.Fatalf("v1 view %+v", v1)
+	}
+	// since and until bound the artifact time, both inclusive (the note is
+	// stamped at ingest, by the test clock); one instant is a window.
+	ts := res.V2().Snippets[0].Timestamp
+	for _, c := range []struct {
+		since, until *string
+		cited        int
+	}{{strp(ts), strp(ts), 1}, {strp(ts), nil, 1}, {nil, strp(ts), 1}, {nil, strp("2000-01-01"), 0}, {strp("2999-01-01"), nil, 0}} {
+		res, err := h.svc.Pack(context.Background(), open, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, Since: c.since, Until: c.until}}, false)
+		if err != nil || len(res.Result.Citations) != c.cited {
+			t.Fatalf("window %v..%v: %v, %d citations, want %d", c.since, c.until, err, len(res.Result.Citations), c.cited)
+		}
 	}
 	// Workspaces are per tenant: another tenant's "ws" is its own, empty one.
 	other := Principal{TenantID: "t2", Plan: mustPlan("enterprise")}
@@ -359,6 +377,8 @@ func TestCheckPackRequest(t *testing.T) {
 		{retrieval.PackRequest{Workspace: "ws", Query: "x", Profile: "turbo"}, `profile: unknown value "turbo"; allowed: low_latency, balanced, high_recall`},
 		{retrieval.PackRequest{Workspace: "ws", Query: "x", Policy: pack.Policy{PrivacyLevel: "paranoid"}},
 			`policy.privacy_level: unknown value "paranoid"; allowed: default, strict`},
+		{retrieval.PackRequest{Workspace: "ws", Query: "x", Since: &[]int64{2}[0], Until: &[]int64{1}[0]},
+			"since: 1970-01-01T00:00:00.000002Z is after until (1970-01-01T00:00:00.000001Z): the window is empty"},
 	} {
 		badInput(t, fmt.Sprintf("%+.40v", c.req), CheckPackRequest(&c.req), c.want)
 	}

@@ -223,6 +223,10 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await panel.waitFor();
   const citedText = await panel.locator("blockquote").innerText();
   assert.match(citedText, /refund/i);
+  // When and who: the evidence line's date and speaker, the citation's time and actor.
+  assert.match(citedText, /^\d{4}-\d{2}-\d{2}( \d{2}:\d{2})? \S/);
+  assert.match(await panel.getByTestId("cite-when").innerText(), /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)? UTC$/);
+  assert.notEqual(await panel.getByTestId("cite-speaker").innerText(), "—");
   const citedArtifact = await panel.getByRole("link", { name: /^[0-9a-f-]{36}$/ }).innerText();
   await shot(page, "pack-desktop", true);
 
@@ -271,7 +275,7 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await page.getByLabel("Profile").selectOption("balanced");
   await page.getByRole("button", { name: "Run pack" }).click();
   await page.getByText("Profile used").waitFor();
-  assert.match(await page.getByTestId("context-text").innerText(), /^\[cite:1\] /);
+  assert.match(await page.getByTestId("context-text").innerText(), /^\[cite:1\] \d{4}-\d{2}-\d{2} /m);
   await page.getByRole("button", { name: "Open citation 2" }).first().click();
   assert.ok((await panel.locator("blockquote").innerText()).length > 10);
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import time
 import uuid
@@ -117,18 +118,57 @@ def test_context_pack_v1_is_deterministic_and_cited(tenant: Client, ws: str) -> 
     assert not pack.abstain_flag and 0 < pack.confidence <= 1
     cited = {c.artifact_id: c for c in pack.citations}
     assert ids["deploy"] in cited and ids["runbook"] in cited
-    n = cited[ids["deploy"]].index
-    assert f"[cite:{n}] The deploy window is Tuesday at 14:00 UTC.\n" in pack.context_text
+    deploy = cited[ids["deploy"]]
+    n = deploy.index
+    # Each line starts with its artifact's date and time (UTC) and speaker (here the note's actor).
+    head = deploy.timestamp[:10] + " " + deploy.timestamp[11:16] + " alice: "
+    assert f"[cite:{n}] {head}The deploy window is Tuesday at 14:00 UTC.\n" in pack.context_text
+    assert deploy.actor_id == "alice" and deploy.session_id is None
     assert pack.total_tokens <= 512
     lines = pack.evidence_lines()
-    assert lines[n] == "The deploy window is Tuesday at 14:00 UTC."
+    assert lines[n] == head + "The deploy window is Tuesday at 14:00 UTC."
     # Line breaks inside a span are flattened in context_text: one line per citation.
-    assert lines[cited[ids["runbook"]].index] == (
-        "Title: Deploy runbook  Before the deploy window opens, freeze merges and notify on-call."
+    assert lines[cited[ids["runbook"]].index].endswith(
+        " alice: Title: Deploy runbook  Before the deploy window opens, freeze merges and notify on-call."
     )
     assert set(lines) == {c.index for c in pack.citations}
     same = tenant.context_pack(ws, "when is the deploy window?", 512)
     assert same.pack_hash == pack.pack_hash and same.receipt_id == pack.receipt_id
+
+
+def test_context_pack_dated_evidence_and_window(tenant: Client, ws: str) -> None:
+    days = {}
+    for day, text in [
+        ("2026-10-01", "Maya: The launch is on November 20."),
+        ("2026-10-13", "Maya: The launch is pushed to December 4."),
+        ("2026-11-02", "Maya: The launch moved again, to December 11."),
+    ]:
+        r = tenant.ingest(
+            ws, "u-maya", "chat_turn", {"role": "user", "content": text}, session_id="s1", timestamp=f"{day}T14:30:00Z"
+        )
+        days[r.artifact_id] = day
+    pack = tenant.context_pack(ws, "when is the launch?", 600)
+    assert len(pack.citations) == 3
+    assert "] 2026-10-13 14:30 Maya: The launch is pushed to December 4.\n" in pack.context_text
+    for c in pack.citations:
+        assert (c.timestamp, c.actor_id, c.session_id) == (f"{days[c.artifact_id]}T14:30:00Z", "u-maya", "s1")
+    assert tenant.get_receipt(pack.receipt_id).evidence == pack.citations
+
+    windowed = tenant.context_pack(ws, "when is the launch?", 600, since="2026-10-13T14:30:00Z", until="2026-11-01")
+    assert [days[c.artifact_id] for c in windowed.citations] == ["2026-10-13"]
+    receipt = tenant.get_receipt(windowed.receipt_id)
+    assert (receipt.since, receipt.until) == ("2026-10-13T14:30:00Z", "2026-11-01T00:00:00Z")
+
+    v2 = tenant.context_pack_v2(ws, "when is the launch?", 600, since=datetime.datetime(2026, 10, 2))
+    assert sorted(days[s.artifact_id] for s in v2.snippets) == ["2026-10-13", "2026-11-02"]
+    for s in v2.snippets:
+        assert (s.timestamp, s.actor_id, s.session_id) == (f"{days[s.artifact_id]}T14:30:00Z", "u-maya", "s1")
+    assert "] 2026-11-02 14:30 Maya: The launch moved again" in v2.context_text
+    assert isinstance(v2.conflicts, list)
+
+    with pytest.raises(BadRequest) as err:
+        tenant.context_pack(ws, "launch", since="2026-11-02", until="2026-10-01")
+    assert err.value.detail.startswith("since: 2026-11-02T00:00:00Z is after until (2026-10-01T00:00:00Z)")
 
 
 def test_context_pack_metadata_filter_and_policy(tenant: Client, ws: str) -> None:

@@ -50,9 +50,34 @@ def test_retriever_documents_carry_citations(tenant: Client, ws: str, api_versio
     assert top.metadata["span_id"] in {s.span_id for s in tenant.get_artifact(ids[0]).spans}
     assert top.metadata["confidence"] == receipt.confidence and top.metadata["abstain"] is receipt.abstain_flag
     assert isinstance(top.metadata["score"], float) and top.metadata["citation"] >= 1
+    # When and who: the artifact's time, actor and session (none here), as in the pack's citations.
+    cite = next(e for e in receipt.evidence if e.span_id == top.metadata["span_id"])
+    assert top.metadata["timestamp"] == cite.timestamp and top.metadata["timestamp"].endswith("Z")
+    assert top.metadata["actor_id"] == "agent" and top.metadata["session_id"] is None
 
     ops_only = LociRetriever(client=tenant, workspace_id=ws, api_version=api_version, metadata_filter={"team": "facilities"})
     assert {d.metadata["artifact_id"] for d in ops_only.invoke("when does it close?")} == {ids[1]}
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v2"])
+def test_retriever_window_and_dated_turns(tenant: Client, ws: str, api_version: str) -> None:
+    days = {}
+    turns = [("2026-10-01", "Maya: the offsite is in Porto."), ("2026-10-20", "Maya: the offsite moved to Lisbon.")]
+    for day, text in turns:
+        r = tenant.ingest(
+            ws, "u-maya", "chat_turn", {"role": "user", "content": text}, session_id="s1", timestamp=f"{day}T09:15:00Z"
+        )
+        days[r.artifact_id] = (day, text)
+    docs = LociRetriever(client=tenant, workspace_id=ws, api_version=api_version).invoke("where is the offsite?")
+    assert sorted(days[d.metadata["artifact_id"]][0] for d in docs) == ["2026-10-01", "2026-10-20"]
+    for d in docs:
+        day, text = days[d.metadata["artifact_id"]]
+        # The span's text (a turn's starts with its speaker), the date in the metadata.
+        assert d.page_content == text
+        dated = (d.metadata["timestamp"], d.metadata["actor_id"], d.metadata["session_id"])
+        assert dated == (f"{day}T09:15:00Z", "u-maya", "s1")
+    late = LociRetriever(client=tenant, workspace_id=ws, api_version=api_version, since="2026-10-02")
+    assert [days[d.metadata["artifact_id"]][0] for d in late.invoke("where is the offsite?")] == ["2026-10-20"]
 
 
 def test_retriever_abstention(tenant: Client, ws: str) -> None:

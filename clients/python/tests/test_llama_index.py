@@ -40,6 +40,12 @@ def test_retrieve_nodes(tenant: Client, ws: str, api_version: str) -> None:
     assert {e.span_id for e in receipt.evidence} == {n.node.node_id for n in nodes}
     assert retriever.last_recall is not None and retriever.last_recall.receipt_id == receipt.id
     assert hit.node.metadata["abstain"] is receipt.abstain_flag
+    # When and who, in the metadata (kept out of the text the model reads, which is the span's).
+    cite = next(e for e in receipt.evidence if e.span_id == hit.node.node_id)
+    assert hit.node.metadata["timestamp"] == cite.timestamp and hit.node.metadata["timestamp"].endswith("Z")
+    assert hit.node.metadata["actor_id"] == "kb" and hit.node.metadata["session_id"] is None
+    early = LociRetriever(ws, client=tenant, api_version=api_version, until="2000-01-01")
+    assert early.retrieve("who approves large expense reports?") == []
     # A QueryBundle works as well as a string.
     again = retriever.retrieve(QueryBundle("who approves large expense reports?"))
     assert [n.node.node_id for n in again] == [n.node.node_id for n in nodes]

@@ -341,7 +341,11 @@ describe("context packs, feedback and receipts", () => {
     assert.equal(pack.abstain_flag, false);
     assert.equal(pack.citations[0]?.artifact_id, ids.deploy);
     assert.equal(pack.citations[0]?.index, 1);
-    assert.match(pack.context_text, /\[cite:1\] The deploy window is Tuesday 14:00 UTC/);
+    // Each evidence line says when (UTC date and time) and who (the actor of a note).
+    assert.match(pack.context_text, /\[cite:1\] \d{4}-\d{2}-\d{2}(?: \d{2}:\d{2})? agent: The deploy window is Tuesday 14:00 UTC/);
+    assert.equal(pack.citations[0]?.actor_id, "agent");
+    assert.equal(pack.citations[0]?.session_id, null);
+    assert.match(pack.citations[0]?.timestamp ?? "", /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$/);
     assert.ok(pack.total_tokens > 0 && pack.total_tokens <= 300);
     assert.match(pack.pack_hash, /^sha256:[0-9a-f]{64}$/);
     assert.deepEqual(await loci.contextPack(req), pack, "identical requests on identical data give identical packs");
@@ -375,6 +379,53 @@ describe("context packs, feedback and receipts", () => {
     assert.match(typo.detail, /^policy\.rbac_requried: unknown field/);
     const empty = await rejects(loci.contextPack({ workspace_id: ws, query: "" }), BadRequestError);
     assert.match(empty.detail, /query/);
+  });
+
+  test("dated evidence and a since/until window, v1 and v2", async () => {
+    const dws = "dated-memory";
+    const turns = [
+      { day: "2026-10-01", content: "Maya: The launch is on November 20." },
+      { day: "2026-10-13", content: "Maya: The launch is pushed to December 4." },
+      { day: "2026-11-02", content: "Maya: The launch moved again, to December 11." },
+    ];
+    const days: Record<string, string> = {};
+    for (const t of turns) {
+      const r = await loci.ingest({
+        workspace_id: dws, actor_id: "u-maya", artifact_type: "chat_turn", session_id: "s1",
+        timestamp: `${t.day}T14:30:00Z`, raw_payload: { role: "user", content: t.content },
+      });
+      days[r.artifact_id] = t.day;
+    }
+    const q = { workspace_id: dws, query: "When is the launch?", max_tokens: 600 };
+    const all = await loci.contextPack(q);
+    assert.equal(all.citations.length, 3);
+    assert.match(all.context_text, /\] 2026-10-13 14:30 Maya: The launch is pushed to December 4\.\n/);
+    for (const c of all.citations) {
+      assert.equal(c.timestamp, `${days[c.artifact_id]}T14:30:00Z`);
+      assert.equal(c.actor_id, "u-maya");
+      assert.equal(c.session_id, "s1");
+    }
+    assert.deepEqual((await loci.getReceipt(all.receipt_id)).evidence, all.citations);
+
+    const windowed = await loci.contextPack({ ...q, since: "2026-10-13T14:30:00Z", until: "2026-11-01" });
+    assert.deepEqual(windowed.citations.map((c) => days[c.artifact_id]), ["2026-10-13"]);
+    const receipt = await loci.getReceipt(windowed.receipt_id);
+    assert.equal(receipt.since, "2026-10-13T14:30:00Z");
+    assert.equal(receipt.until, "2026-11-01T00:00:00Z");
+    assert.notEqual(windowed.receipt_id, (await loci.contextPack({ ...q, since: "2026-10-13T14:30:00Z" })).receipt_id);
+
+    const v2 = await loci.contextPackV2({ ...q, profile: "balanced", since: "2026-10-02" });
+    assert.deepEqual(v2.snippets.map((s) => days[s.artifact_id]).sort(), ["2026-10-13", "2026-11-02"]);
+    for (const s of v2.snippets) {
+      assert.equal(s.timestamp, `${days[s.artifact_id]}T14:30:00Z`);
+      assert.equal(s.actor_id, "u-maya");
+      assert.equal(s.session_id, "s1");
+    }
+    assert.match(v2.context_text, /\] 2026-11-02 14:30 Maya: The launch moved again/);
+    assert.ok(Array.isArray(v2.conflicts));
+
+    const bad = await rejects(loci.contextPack({ ...q, since: "2026-11-02", until: "2026-10-01" }), BadRequestError);
+    assert.match(bad.detail, /^since: 2026-11-02T00:00:00Z is after until \(2026-10-01T00:00:00Z\)/);
   });
 
   test("v2 pack with a profile; v2 is refused on plan free", async () => {

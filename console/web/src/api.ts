@@ -109,6 +109,10 @@ export interface Citation {
   relevance_score: number;
   content_preview: string;
   pinned: boolean;
+  // When and who (absent from receipts stored before servers sent them).
+  timestamp?: string;
+  actor_id?: string | null;
+  session_id?: string | null;
 }
 export interface ClaimRef {
   artifact_id: string;
@@ -143,6 +147,9 @@ export interface Snippet {
   start_offset: number;
   end_offset: number;
   citation: number;
+  timestamp?: string;
+  actor_id?: string | null;
+  session_id?: string | null;
 }
 export interface PackV2 {
   snippets: Snippet[];
@@ -154,6 +161,9 @@ export interface PackV2 {
   confidence: number;
   abstain_flag: boolean;
   assumptions: string[];
+  // The dated [cite:N] lines and the conflicts, as v1's (an extension of the v2 contract).
+  context_text?: string;
+  conflicts?: Conflict[];
 }
 export interface Exclusion {
   span_id: string;

@@ -4,7 +4,7 @@
 // on the next run.
 import { useEffect, useState } from "preact/hooks";
 import { api, type Citation, type Conflict, type Receipt } from "./api";
-import { evidenceLine, splitCites } from "./cite";
+import { evidenceLine, splitCites, splitHead } from "./cite";
 import { href } from "./router";
 import { WorkspaceTabs } from "./browse";
 import { ErrorBox, errorText, FeedbackButtons, fmtScore, Link, shortId } from "./ui";
@@ -72,7 +72,8 @@ async function runPack(ws: string, f: Form): Promise<PackView> {
     const r = await api.packV2(body);
     const sn = [...r.snippets].sort((a, b) => a.citation - b.citation);
     v = {
-      text: sn.map((s) => `[cite:${s.citation}] ${s.content.replace(/[\r\n]+/g, " ")}\n`).join(""), v2: true,
+      // The dated lines when the server sends them; else the snippets as lines.
+      text: r.context_text ?? sn.map((s) => `[cite:${s.citation}] ${s.content.replace(/[\r\n]+/g, " ")}\n`).join(""), v2: true,
       servingProfile: r.serving_profile, hash: r.pack_hash, confidence: r.confidence, abstain: r.abstain_flag,
       abstainReason: null, totalTokens: r.token_accounting.used, receiptId: r.receipt_id, citations: [], conflicts: [], receipt: null,
     };
@@ -213,8 +214,12 @@ function PackResult(props: { ws: string; v: PackView; actor: string; open: numbe
             <h3 id="h-cite" tabIndex={-1}>Citation [cite:{props.open}]</h3>
             {!cited ? <p class="muted">No citation {props.open} in this pack.</p> : (
               <>
-                <blockquote>{evidenceLine(v.text, cited.index) || cited.content_preview}</blockquote>
+                <CitedLine line={evidenceLine(v.text, cited.index)} c={cited} />
                 <dl class="kv">
+                  <dt>When</dt><dd data-testid="cite-when">{cited.timestamp ? fmtWhen(cited.timestamp) : "—"}</dd>
+                  <dt>Speaker</dt><dd data-testid="cite-speaker">{splitHead(evidenceLine(v.text, cited.index)).speaker || "—"}
+                    {cited.actor_id ? <span class="small muted"> (actor {cited.actor_id})</span> : null}</dd>
+                  {cited.session_id ? <><dt>Session</dt><dd class="small break">{cited.session_id}</dd></> : null}
                   <dt>Source</dt><dd><span class="tag">{cited.source_type}</span>{cited.pinned ? <span class="tag">pinned</span> : null}</dd>
                   <dt>Relevance</dt><dd>{fmtScore(cited.relevance_score)}</dd>
                   <dt>Span</dt><dd class="mono small break">{cited.span_id} ({cited.start_offset}–{cited.end_offset})</dd>
@@ -229,6 +234,25 @@ function PackResult(props: { ws: string; v: PackView; actor: string; open: numbe
       </div>
     </section>
   );
+}
+
+// CitedLine shows a cited span's evidence line: its date and speaker, then
+// its text (or the citation's preview when the text has no line for it).
+function CitedLine({ line, c }: { line: string; c: Citation }) {
+  if (!line) return <blockquote>{c.content_preview}</blockquote>;
+  const h = splitHead(line);
+  return (
+    <blockquote>
+      {h.date && <span class="when">{h.date}{h.time ? " " + h.time : ""}</span>}{h.date ? " " : ""}
+      {h.speaker && <strong class="who">{h.speaker}:</strong>}{h.speaker ? " " : ""}{h.text}
+    </blockquote>
+  );
+}
+
+// fmtWhen shows an RFC 3339 UTC time as "2026-10-13 14:30:05 UTC".
+function fmtWhen(ts: string): string {
+  const m = /^(\d{4,}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})/.exec(ts);
+  return m ? `${m[1]} ${m[2]} UTC` : ts;
 }
 
 function ConflictItem({ ws, c, bySpan, actor, onDone }: { ws: string; c: Conflict; bySpan: Map<string, Citation>; actor: string; onDone: () => void }) {

@@ -74,3 +74,14 @@ test("splitCites keeps text and markers in order", () => {
   assert.equal(cite.evidenceLine(text, 3), "");
   assert.deepEqual(cite.splitCites(""), []);
 });
+
+test("splitHead reads an evidence line's date, time and speaker", () => {
+  const cases = [
+    ["2026-10-13 14:30 Maya: The sync moves to 15:00.", { date: "2026-10-13", time: "14:30", speaker: "Maya", text: "The sync moves to 15:00." }],
+    ["2026-10-02 planner: Launch plan: review on Friday.", { date: "2026-10-02", time: "", speaker: "planner", text: "Launch plan: review on Friday." }],
+    ["2026-10-02 09:05 No speaker here, just text: with a colon.", { date: "2026-10-02", time: "09:05", speaker: "", text: "No speaker here, just text: with a colon." }],
+    ["2026-10-02 document: x", { date: "2026-10-02", time: "", speaker: "document", text: "x" }],
+    ["Refunds take 30 days.", { date: "", time: "", speaker: "", text: "Refunds take 30 days." }],
+  ];
+  for (const [line, want] of cases) assert.deepEqual(cite.splitHead(line), want, line);
+});

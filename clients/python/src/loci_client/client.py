@@ -289,11 +289,15 @@ class Client:
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
         rerank_depth: Optional[int] = None,
+        since: Optional[m.Timestamp] = None,
+        until: Optional[m.Timestamp] = None,
     ) -> m.ContextPack:
         """``POST /v1/context-pack``: evidence for ``query`` within ``max_tokens`` (server default 4096).
 
         ``metadata`` keeps only artifacts holding every given key/value; ``policy`` filters by source, actor
-        and RBAC tags. Check ``abstain_flag`` before using ``context_text``.
+        and RBAC tags; ``since`` and ``until`` (inclusive) keep only artifacts of that time. Each evidence line
+        of ``context_text`` starts with its date, time and speaker. Check ``abstain_flag`` before using
+        ``context_text``.
         """
         req = m.ContextPackRequest(
             workspace_id=workspace_id,
@@ -314,6 +318,8 @@ class Client:
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
             rerank_depth=rerank_depth,
+            since=since,
+            until=until,
         )
         return self._send(_core.context_pack(req))
 
@@ -339,6 +345,8 @@ class Client:
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
         rerank_depth: Optional[int] = None,
+        since: Optional[m.Timestamp] = None,
+        until: Optional[m.Timestamp] = None,
     ) -> m.ContextPackV2:
         """``POST /v2/context-pack``: a pack as snippets (full span text) with a serving ``profile``."""
         req = m.ContextPackV2Request(
@@ -361,6 +369,8 @@ class Client:
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
             rerank_depth=rerank_depth,
+            since=since,
+            until=until,
         )
         return self._send(_core.context_pack_v2(req))
 

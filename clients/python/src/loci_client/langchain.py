@@ -38,7 +38,9 @@ class LociRetriever(BaseRetriever):
 
     Give ``client`` (sync), ``async_client``, or both; ``ainvoke`` uses ``async_client`` when set. With
     ``api_version="v2"`` (plans pro and up) documents hold each snippet's full text and ``profile`` applies;
-    ``"v1"`` works on every plan. ``metadata_filter`` keeps artifacts holding every given metadata pair. When
+    ``"v1"`` works on every plan. ``metadata_filter`` keeps artifacts holding every given metadata pair;
+    ``since`` and ``until`` (ISO 8601, inclusive) keep artifacts of that time. A document's metadata carries its
+    span's ``timestamp``, ``actor_id`` and ``session_id`` (None when the artifact has none). When
     the pack abstains its spans are still returned, marked ``abstain`` True, unless ``include_abstained`` is
     False (then no documents).
     """
@@ -55,6 +57,8 @@ class LociRetriever(BaseRetriever):
     session_id: Optional[str] = None
     metadata_filter: Optional[Dict[str, str]] = None
     policy: Optional[Dict[str, Any]] = None
+    since: Optional[str] = None
+    until: Optional[str] = None
     include_abstained: bool = True
 
     def _settings(self) -> RecallSettings:
@@ -67,6 +71,8 @@ class LociRetriever(BaseRetriever):
             session_id=self.session_id,
             metadata_filter=self.metadata_filter,
             policy=self.policy,
+            since=self.since,
+            until=self.until,
         )
 
     def _documents(self, r: Recall) -> List[Document]:

@@ -30,7 +30,9 @@ class LociRetriever(BaseRetriever):
 
     Give ``client`` (sync), ``async_client``, or both; ``aretrieve`` uses ``async_client`` when set. With
     ``api_version="v2"`` (plans pro and up) nodes hold each snippet's full text and ``profile`` applies;
-    ``"v1"`` works on every plan. When the pack abstains its spans are still returned (metadata ``abstain``
+    ``"v1"`` works on every plan. ``since`` and ``until`` (ISO 8601, inclusive) keep artifacts of that time; a
+    node's metadata carries its span's ``timestamp``, ``actor_id`` and ``session_id`` (None when the artifact has
+    none). When the pack abstains its spans are still returned (metadata ``abstain``
     True) unless ``include_abstained`` is False. ``last_recall`` keeps the latest pack's verdict.
     """
 
@@ -47,6 +49,8 @@ class LociRetriever(BaseRetriever):
         session_id: Optional[str] = None,
         metadata_filter: Optional[Dict[str, str]] = None,
         policy: Optional[Dict[str, Any]] = None,
+        since: Optional[m.Timestamp] = None,
+        until: Optional[m.Timestamp] = None,
         include_abstained: bool = True,
         callback_manager: Optional[CallbackManager] = None,
         verbose: bool = False,
@@ -64,6 +68,8 @@ class LociRetriever(BaseRetriever):
             session_id=session_id,
             metadata_filter=metadata_filter,
             policy=policy,
+            since=since,
+            until=until,
         )
         self.include_abstained = include_abstained
         self.last_recall: Optional[Recall] = None

@@ -178,6 +178,10 @@ class ContextPackRequest(_Request):
     temporal_half_life_hours: Optional[float] = None
     rerank_depth: Optional[int] = None
     """How many of the best candidates the relevance model rereads (0-100; v1 default 0, v2 by profile)."""
+    since: Optional[Timestamp] = None
+    """Only spans of artifacts at or after this time (inclusive); pinned spans are kept whatever their time."""
+    until: Optional[Timestamp] = None
+    """Only spans of artifacts at or before this time (inclusive)."""
 
 
 @dataclass
@@ -478,6 +482,12 @@ class Citation(_Response):
     relevance_score: float
     content_preview: str
     pinned: bool
+    timestamp: Optional[str] = None
+    """The artifact's time, RFC 3339 in UTC (None only in receipts stored before servers sent it)."""
+    actor_id: Optional[str] = None
+    """The artifact's actor; None when it has none."""
+    session_id: Optional[str] = None
+    """The artifact's session; None when it has none."""
     raw: Dict[str, Any] = _raw()
 
 
@@ -525,7 +535,9 @@ class ContextPack(_Response):
         """The text of each cited span as the pack shows it, by citation number.
 
         Every evidence line of ``context_text`` is one line starting ``[cite:N] `` (the server flattens line
-        breaks inside spans), in the pinned and top-evidence sections.
+        breaks inside spans), in the pinned and top-evidence sections. A line's text starts with its head, the
+        artifact's UTC date, time and speaker (``2026-10-13 14:30 Maya: ...``); ``loci_client.recall.span_text``
+        takes it off.
         """
         out: Dict[int, str] = {}
         for line in (self.prefix_text + self.working_set_text).splitlines():
@@ -554,6 +566,12 @@ class Snippet(_Response):
     start_offset: int
     end_offset: int
     citation: int
+    timestamp: Optional[str] = None
+    """The artifact's time, RFC 3339 in UTC."""
+    actor_id: Optional[str] = None
+    """The artifact's actor; None when it has none."""
+    session_id: Optional[str] = None
+    """The artifact's session; None when it has none."""
     raw: Dict[str, Any] = _raw()
 
 
@@ -580,6 +598,10 @@ class ContextPackV2(_Response):
     confidence: float
     abstain_flag: bool
     assumptions: List[str]
+    context_text: str = ""
+    """The prompt-ready text with dated ``[cite:N]`` lines, as v1's (an extension of the contract's v2 pack)."""
+    conflicts: List[Conflict] = field(default_factory=list)
+    """Contradictions among the snippets, as v1's (an extension of the contract's v2 pack)."""
     raw: Dict[str, Any] = _raw()
 
 
@@ -675,6 +697,10 @@ class Receipt(_Response):
     policy_summary: Dict[str, Any]
     pack_hash: str
     actor_id: Optional[str] = None
+    since: Optional[str] = None
+    """The pack's since bound (RFC 3339, UTC); None when the request had none."""
+    until: Optional[str] = None
+    """The pack's until bound; None when the request had none."""
     raw: Dict[str, Any] = _raw()
 
 

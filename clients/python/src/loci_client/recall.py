@@ -3,11 +3,14 @@
 A v2 pack carries each snippet's full text. A v1 pack (every plan, free included) carries 160-character previews
 in its citations, so the text of each cited span is taken from its ``[cite:N]`` line of ``context_text``: the
 server writes every evidence line as exactly one line (line breaks inside spans are flattened), so the split is
-exact.
+exact. The line starts with its head, the artifact's date, time and speaker (``2026-10-13 14:30 Maya: ``), which is
+taken off (``span_text``): a document's text is the span's, and its date and speaker are in its metadata
+(``timestamp``, ``actor_id``, ``session_id``), as for a v2 snippet.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Union
 
@@ -33,6 +36,9 @@ class Evidence:
     start_offset: int
     end_offset: int
     pinned: Optional[bool] = None
+    timestamp: Optional[str] = None
+    actor_id: Optional[str] = None
+    session_id: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,9 @@ class Recall:
             "citation": ev.citation,
             "start_offset": ev.start_offset,
             "end_offset": ev.end_offset,
+            "timestamp": ev.timestamp,
+            "actor_id": ev.actor_id,
+            "session_id": ev.session_id,
             "receipt_id": self.receipt_id,
             "pack_hash": self.pack_hash,
             "confidence": self.confidence,
@@ -74,11 +83,31 @@ class Recall:
         return meta
 
 
+# The date and optional time that start an evidence line's head.
+_HEAD_TIME = re.compile(r"\d{4,}-\d{2}-\d{2}(?: \d{2}:\d{2})? ")
+
+
+def span_text(line: str, c: m.Citation) -> str:
+    """The span text of evidence line ``line`` (after its ``[cite:N] ``) of citation ``c``: the line without its head.
+
+    The head is the date (and time) and, except on the first span of a chat turn, whose text starts with its
+    speaker, the artifact's actor (or its type when it has none) and ``": "``.
+    """
+    t = _HEAD_TIME.match(line)
+    if t is None:
+        return line
+    rest = line[t.end() :]
+    if c.source_type == "chat_turn" and c.start_offset == 0:
+        return rest
+    who = (c.actor_id or c.source_type) + ": "
+    return rest[len(who) :] if rest.startswith(who) else rest
+
+
 def from_v1(workspace_id: str, pack: m.ContextPack) -> Recall:
     lines = pack.evidence_lines()
     evidence = [
         Evidence(
-            text=lines.get(c.index, c.content_preview),
+            text=span_text(lines[c.index], c) if c.index in lines else c.content_preview,
             artifact_id=c.artifact_id,
             span_id=c.span_id,
             score=c.relevance_score,
@@ -87,6 +116,9 @@ def from_v1(workspace_id: str, pack: m.ContextPack) -> Recall:
             start_offset=c.start_offset,
             end_offset=c.end_offset,
             pinned=c.pinned,
+            timestamp=c.timestamp,
+            actor_id=c.actor_id,
+            session_id=c.session_id,
         )
         for c in pack.citations
     ]
@@ -113,6 +145,9 @@ def from_v2(workspace_id: str, pack: m.ContextPackV2) -> Recall:
             artifact_type=s.artifact_type,
             start_offset=s.start_offset,
             end_offset=s.end_offset,
+            timestamp=s.timestamp,
+            actor_id=s.actor_id,
+            session_id=s.session_id,
         )
         for s in pack.snippets
     ]
@@ -124,6 +159,7 @@ def from_v2(workspace_id: str, pack: m.ContextPackV2) -> Recall:
         confidence=pack.confidence,
         abstain=pack.abstain_flag,
         serving_profile=pack.serving_profile,
+        context_text=pack.context_text or None,
     )
 
 
@@ -140,10 +176,17 @@ class RecallSettings:
     session_id: Optional[str] = None
     metadata_filter: Optional[Dict[str, str]] = None
     policy: Union[m.Policy, Mapping[str, Any], None] = None
+    since: Optional[m.Timestamp] = None
+    until: Optional[m.Timestamp] = None
 
     def _kwargs(self) -> Dict[str, Any]:
         kw: Dict[str, Any] = dict(
-            actor_id=self.actor_id, session_id=self.session_id, metadata=self.metadata_filter, policy=self.policy
+            actor_id=self.actor_id,
+            session_id=self.session_id,
+            metadata=self.metadata_filter,
+            policy=self.policy,
+            since=self.since,
+            until=self.until,
         )
         if self.api_version == "v2":
             kw["profile"] = self.profile

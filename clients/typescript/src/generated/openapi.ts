@@ -869,6 +869,16 @@ export interface components {
              * @default 0
              */
             rerank_depth?: number;
+            /**
+             * Format: date-time
+             * @description Only spans of artifacts whose timestamp is at or after this ISO 8601 date-time (as the artifact listing reads it; one without a zone is UTC). A hard filter applied where candidates are retrieved, so the pack is filled with spans of the window; pinned spans are kept whatever their time. Recorded in the receipt.
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description Only spans of artifacts whose timestamp is at or before this ISO 8601 date-time (inclusive). since after until is a 400 naming both.
+             */
+            until?: string;
         };
         Citation: {
             /** @description The N of the [cite:N] marker in context_text. */
@@ -882,6 +892,15 @@ export interface components {
             /** @description Hash of the span text. */
             content_hash: string;
             source_type: components["schemas"]["ArtifactType"];
+            /**
+             * Format: date-time
+             * @description The cited artifact's time, RFC 3339 in UTC.
+             */
+            timestamp: string;
+            /** @description The cited artifact's actor; null when it has none. */
+            actor_id: string | null;
+            /** @description The cited artifact's session; null when it has none. */
+            session_id: string | null;
             relevance_score: number;
             /** @description The first 160 characters of the span text; empty once the cited artifact has been erased. */
             content_preview: string;
@@ -907,7 +926,7 @@ export interface components {
             resolved_by: string | null;
         };
         ContextPackResponse: {
-            /** @description Prompt-ready text; each evidence line starts with its [cite:N] marker. */
+            /** @description Prompt-ready text. Each evidence line is its [cite:N] marker, the artifact's UTC date, its time (HH:MM, left out for a date-only timestamp) and its speaker, then the span text: "[cite:3] 2026-10-13 14:30 Maya: ...". A chat turn's text already starts with its speaker; other spans get the artifact's actor_id, or its type when it has none. */
             context_text: string;
             /** @description The pinned section of context_text. */
             prefix_text: string;
@@ -1040,6 +1059,16 @@ export interface components {
             assumptions: string[];
             policy_summary: components["schemas"]["PolicySummary"];
             pack_hash: string;
+            /**
+             * Format: date-time
+             * @description The pack's since bound (RFC 3339, UTC); absent when the request had none.
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description The pack's until bound (RFC 3339, UTC); absent when the request had none.
+             */
+            until?: string;
         } & {
             [key: string]: unknown;
         };
@@ -1243,6 +1272,16 @@ export interface components {
             /** @description How many of the best candidates the relevance model rereads (see the v1 request); 0 unless set, in every profile; low_latency refuses a positive value. */
             rerank_depth?: number;
             /**
+             * Format: date-time
+             * @description Only spans of artifacts whose timestamp is at or after this ISO 8601 date-time (as the artifact listing reads it; one without a zone is UTC). A hard filter applied where candidates are retrieved, so the pack is filled with spans of the window; pinned spans are kept whatever their time. Recorded in the receipt. (As in the v1 request.)
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description Only spans of artifacts whose timestamp is at or before this ISO 8601 date-time (inclusive). since after until is a 400 naming both.
+             */
+            until?: string;
+            /**
              * @description low_latency is lexical and temporal only; balanced uses every channel with a base budget of max_tokens/1.5, escalating to high_recall on sparse evidence; high_recall searches deeper and packs into the whole max_tokens, so it never returns less evidence than balanced.
              * @default balanced
              * @enum {string}
@@ -1262,6 +1301,15 @@ export interface components {
             end_offset: number;
             /** @description The N of the span's [cite:N] marker. */
             citation: number;
+            /**
+             * Format: date-time
+             * @description The cited artifact's time, RFC 3339 in UTC.
+             */
+            timestamp: string;
+            /** @description The cited artifact's actor; null when it has none. */
+            actor_id: string | null;
+            /** @description The cited artifact's session; null when it has none. */
+            session_id: string | null;
         };
         V2TokenAccounting: {
             budget: number;
@@ -1286,6 +1334,10 @@ export interface components {
             confidence: number;
             abstain_flag: boolean;
             assumptions: string[];
+            /** @description An extension of the contract's v2 pack: the prompt-ready text, as v1's context_text (dated [cite:N] lines; the snippets' citation numbers refer to it). */
+            context_text: string;
+            /** @description An extension of the contract's v2 pack: the contradictions found between the snippets, as v1's conflicts. */
+            conflicts: components["schemas"]["Conflict"][];
         };
         /** @enum {string} */
         JobStatus: "pending" | "processing" | "done" | "failed";
