@@ -6,8 +6,8 @@ import "time"
 type parser struct {
 	q    string
 	toks []tok
-	ref  time.Time // the reference time, UTC
-	day  time.Time // the start of its day
+	day  time.Time // the start of the reference day (UTC)
+	abs  bool      // the last match was an absolute date (matchDate)
 }
 
 // at returns token i, or a zero break token past the end (so rules can
@@ -35,10 +35,47 @@ func (p *parser) match(i int) (int, time.Time, time.Time) {
 		}
 		return 0, time.Time{}, time.Time{}
 	}
+	if p.word(i, cBetween) {
+		if n, s, e := p.between(i + 1); n > 0 {
+			return n + 1, s, e
+		}
+	}
 	if n, s, e := p.matchDate(i); n > 0 {
+		p.abs = true
 		return n, s, e
 	}
 	return p.matchRelative(i)
+}
+
+// between matches "A and B" after "between": the window from A's start to
+// B's end ("between August 11 and August 15 2023").
+func (p *parser) between(i int) (int, time.Time, time.Time) {
+	n1, s1, _ := p.match(i)
+	if n1 == 0 || !p.word(i+n1, cAnd) {
+		return 0, time.Time{}, time.Time{}
+	}
+	n2, _, e2 := p.match(i + n1 + 1)
+	for k := 0; n2 > 0 && !s1.Before(e2) && k < 8; k++ {
+		s1 = s1.AddDate(-1, 0, 0) // "between August 11 and August 15 2023": the year is said once
+	}
+	if n2 == 0 || !s1.Before(e2) {
+		return 0, time.Time{}, time.Time{}
+	}
+	return n1 + n2 + 1, s1, e2
+}
+
+// before matches "before DATE" at i: the tokens taken (0: none) and the
+// date's day, the anchor of "two weeks before August 11, 2023", "the week
+// before 16 November 2023", "the Sunday before October 25, 2022".
+func (p *parser) before(i int) (int, time.Time) {
+	if !p.word(i, cBefore) {
+		return 0, time.Time{}
+	}
+	n, s, e := p.matchDate(i + 1)
+	if n == 0 || !e.Equal(s.AddDate(0, 0, 1)) {
+		return 0, time.Time{}
+	}
+	return n + 1, s
 }
 
 // matchAfterThe matches the expressions that begin with "the": "the day
@@ -49,6 +86,17 @@ func (p *parser) matchAfterThe(i int) (int, time.Time, time.Time) {
 	if p.word(i, cUnit) && p.at(i).v == unitDay && p.word(i+1, cBefore) && p.word(i+2, cYesterday) {
 		d := p.day.AddDate(0, 0, -2)
 		return 3, d, d.AddDate(0, 0, 1)
+	}
+	if t := p.at(i); t.kind == tWord && (t.class == cUnit && !t.plural && t.v != unitWeekend || t.class == cWeekday) {
+		if n, d := p.before(i + 1); n > 0 {
+			switch {
+			case t.class == cWeekday: // the Sunday before d
+				s := d.AddDate(0, 0, -((int(d.Weekday())-t.v+6)%7 + 1))
+				return n + 1, s, s.AddDate(0, 0, 1)
+			default: // the day, week, month or year before d
+				return n + 1, back(d, t.v, 1), d
+			}
+		}
 	}
 	if p.word(i, cLast) || p.word(i, cPast) {
 		return p.rolling(i + 1).plus(1)
@@ -470,14 +518,22 @@ const (
 )
 
 // ago matches "3 days ago", "two weeks ago", "a month ago", "a couple of
-// years ago".
+// years ago", and the same before a date ("two weeks before August 11,
+// 2023").
 func (p *parser) ago(i int) (int, time.Time, time.Time) {
 	n, c := p.count(i)
 	u := p.at(i + n)
-	if n == 0 || u.kind != tWord || u.class != cUnit || u.v == unitWeekend || !p.word(i+n+1, cAgo) {
+	if n == 0 || u.kind != tWord || u.class != cUnit || u.v == unitWeekend {
 		return 0, time.Time{}, time.Time{}
 	}
-	d := back(p.day, u.v, c)
+	from := p.day
+	took := n + 2
+	if nb, d := p.before(i + n + 1); nb > 0 {
+		from, took = d, n+1+nb // "two weeks before August 11, 2023"
+	} else if !p.word(i+n+1, cAgo) {
+		return 0, time.Time{}, time.Time{}
+	}
+	d := back(from, u.v, c)
 	half := 0
 	switch u.v {
 	case unitWeek:
@@ -487,5 +543,5 @@ func (p *parser) ago(i int) (int, time.Time, time.Time) {
 	case unitYear:
 		half = agoYearHalf
 	}
-	return n + 2, d.AddDate(0, 0, -half), d.AddDate(0, 0, half+1)
+	return took, d.AddDate(0, 0, -half), d.AddDate(0, 0, half+1)
 }

@@ -44,6 +44,8 @@ const (
 	cNext            // next, every, tomorrow: what follows is not a past window
 	cA               // a, an
 	cCouple          // couple
+	cBetween         // between
+	cAnd             // and
 )
 
 // Units of cUnit words.
@@ -116,6 +118,7 @@ var keywords = func() map[string]keyword {
 		"the": cThe, "on": cOn, "of": cOf, "today": cToday, "tonight": cToday, "yesterday": cYesterday, "earlier": cEarlier,
 		"night": cNight, "morning": cDayPart, "afternoon": cDayPart, "evening": cDayPart, "before": cBefore,
 		"next": cNext, "every": cNext, "tomorrow": cNext, "a": cA, "an": cA, "couple": cCouple,
+		"between": cBetween, "and": cAnd,
 	} {
 		m[name] = keyword{class: c}
 	}

@@ -57,22 +57,46 @@ const MaxQueryBytes = 4096
 // Resolve returns the windows of the date expressions in query, in the
 // order they appear (at most MaxWindows, duplicates of one window left out),
 // resolved against ref. None when the query names no date.
+//
+// A query that names one day by its date and also relative expressions
+// ("What did Maria do last weekend before April 10, 2023?", "last Friday on
+// 23 January, 2022") speaks from that day: the relative expressions are
+// resolved against it instead of ref.
 func Resolve(query string, ref time.Time) []Window {
 	if len(query) > MaxQueryBytes {
 		query = query[:MaxQueryBytes]
 	}
-	ref = ref.UTC()
-	p := parser{q: query, ref: ref, day: dayOf(ref)}
+	p := parser{q: query, day: dayOf(ref.UTC())}
 	p.toks = tokenize(query, make([]tok, 0, 16))
-	var out []Window
+	out, anchor, relative := p.scan()
+	if relative && !anchor.IsZero() && !anchor.Equal(p.day) {
+		p.day = anchor
+		out, _, _ = p.scan()
+	}
+	return out
+}
+
+// scan reads the query's windows. anchor is the day of the query's one
+// absolute date of a day (zero: none, or several); relative says whether
+// some window is relative to the reference day.
+func (p *parser) scan() (out []Window, anchor time.Time, relative bool) {
+	days := 0
 	for i := 0; i < len(p.toks) && len(out) < MaxWindows; {
+		p.abs = false
 		n, start, end := p.match(i)
 		if n == 0 {
 			i++
 			continue
 		}
+		if p.abs && end.Equal(start.AddDate(0, 0, 1)) {
+			if days == 0 || !anchor.Equal(start) {
+				days++
+			}
+			anchor = start
+		}
+		relative = relative || !p.abs
 		w := Window{Start: start, End: end, Lo: p.toks[i].lo, Hi: p.toks[i+n-1].hi}
-		w.Expr = query[w.Lo:w.Hi]
+		w.Expr = p.q[w.Lo:w.Hi]
 		dup := false
 		for _, o := range out {
 			dup = dup || (o.Start.Equal(w.Start) && o.End.Equal(w.End))
@@ -82,7 +106,10 @@ func Resolve(query string, ref time.Time) []Window {
 		}
 		i += n
 	}
-	return out
+	if days != 1 {
+		anchor = time.Time{}
+	}
+	return out, anchor, relative
 }
 
 // dayOf is the start of t's UTC day.

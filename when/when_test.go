@@ -119,6 +119,13 @@ func TestResolve(t *testing.T) {
 		{"last 3 days", "last 3 days", "2026-10-12", "2026-10-16", time.Time{}},
 		{"the past few months", "the past few months", "2026-07-15", "2026-10-16", time.Time{}},
 		{"past two weeks", "past two weeks", "2026-10-01", "2026-10-16", time.Time{}},
+		// Spans and anchors.
+		{"Where was John between August 11 and August 15 2023?", "between August 11 and August 15 2023", "2023-08-11", "2023-08-16", time.Time{}},
+		{"between yesterday and today", "between yesterday and today", "2026-10-14", "2026-10-16", time.Time{}},
+		{"the puppy she got two weeks before August 11, 2023", "two weeks before August 11, 2023", "2023-07-25", "2023-08-01", time.Time{}},
+		{"Where was Tim in the week before 16 November 2023?", "the week before 16 November 2023", "2023-11-09", "2023-11-16", time.Time{}},
+		{"on the Sunday before October 25, 2022", "the Sunday before October 25, 2022", "2022-10-23", "2022-10-24", time.Time{}},
+		{"the day before 2023-05-20", "the day before 2023-05-20", "2023-05-19", "2023-05-20", time.Time{}},
 	}
 	for _, c := range cases {
 		r := c.ref
@@ -184,7 +191,7 @@ func TestResolveNone(t *testing.T) {
 // TestResolveSeveral checks that a query naming several dates gets one
 // window each, in order, a repeated window once, and at most MaxWindows.
 func TestResolveSeveral(t *testing.T) {
-	ws := Resolve("between May 1 and May 5, and again on 2026-05-05", ref)
+	ws := Resolve("on May 1 or on May 5, and again on 2026-05-05", ref)
 	var got []string
 	for _, w := range ws {
 		got = append(got, w.Expr+"@"+w.Start.Format("2006-01-02"))
@@ -194,6 +201,28 @@ func TestResolveSeveral(t *testing.T) {
 	}
 	if n := len(Resolve("on May 1, May 2, May 3, May 4, May 5 and May 6", ref)); n != MaxWindows {
 		t.Errorf("%d windows, want MaxWindows = %d", n, MaxWindows)
+	}
+}
+
+// TestResolveAnchored checks that relative expressions in a query that
+// names one day by its date are resolved against that day.
+func TestResolveAnchored(t *testing.T) {
+	for _, c := range []struct{ query, want string }{
+		{"What did Maria participate in last weekend before April 10, 2023?",
+			"last weekend [2023-04-08, 2023-04-10) April 10, 2023 [2023-04-10, 2023-04-11)"},
+		{"What did Joanna just finish last Friday on 23 January, 2022?",
+			"last Friday [2022-01-21, 2022-01-22) 23 January, 2022 [2022-01-23, 2022-01-24)"},
+		// Two dates: no anchor, "yesterday" is the reference's.
+		{"yesterday, on May 1, 2023 or May 3, 2023",
+			"yesterday [2026-10-14, 2026-10-15) May 1, 2023 [2023-05-01, 2023-05-02) May 3, 2023 [2023-05-03, 2023-05-04)"},
+	} {
+		var got []string
+		for _, w := range Resolve(c.query, ref) {
+			got = append(got, fmt.Sprintf("%s [%s, %s)", w.Expr, w.Start.Format("2006-01-02"), w.End.Format("2006-01-02")))
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("Resolve(%q) = %s, want %s", c.query, strings.Join(got, " "), c.want)
+		}
 	}
 }
 
