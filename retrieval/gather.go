@@ -7,6 +7,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
@@ -16,6 +17,7 @@ import (
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/when"
 )
 
 // embedQuery returns the quantized query vector, or a degradation note.
@@ -220,9 +222,20 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		asOf = newest
 	}
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
-		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines}
+		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines,
+		Windows: queryWindows(req.Query, asOf)}
 	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
 		empty: v.Spans() == 0}, nil
+}
+
+// queryWindows resolves the times the query names against asOf, the
+// pack's reference time (package when); nil when it names none.
+func queryWindows(query string, asOf int64) []pack.Window {
+	var out []pack.Window
+	for _, w := range when.Resolve(query, time.UnixMicro(asOf)) {
+		out = append(out, pack.Window{Start: w.Start.UnixMicro(), End: w.End.UnixMicro(), Expr: w.Expr})
+	}
+	return out
 }
 
 // packMarks is the packer's view of a span's feedback marks.

@@ -93,9 +93,27 @@ func receiptBody(id uuid.UUID, req PackRequest, res *pack.Result, profile string
 		MaxCostUSD           *float64                   `json:"max_cost_usd"`
 		DataVersion          uint64                     `json:"data_version"`
 		Metadata             map[string]string          `json:"metadata_filter,omitempty"`
+		QueryWindows         []queryWindow              `json:"query_windows,omitempty"`
 	}{id, req.Query, now.Format(time.RFC3339Nano), req.Workspace, req.ActorID, res.Citations, res.ChannelContributions,
 		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
-		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata})
+		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata, receiptWindows(res.Windows)})
+}
+
+// queryWindow is a time the query names as a receipt shows it (an
+// extension of the contract: docs/openapi.yaml, Receipt.query_windows).
+type queryWindow struct {
+	Expression string `json:"expression"`
+	Start      string `json:"start"`
+	End        string `json:"end"`
+}
+
+// receiptWindows is ws as the receipt shows them; nil when none.
+func receiptWindows(ws []pack.Window) []queryWindow {
+	var out []queryWindow
+	for _, w := range ws {
+		out = append(out, queryWindow{w.Expr, time.UnixMicro(w.Start).UTC().Format(time.RFC3339), time.UnixMicro(w.End).UTC().Format(time.RFC3339)})
+	}
+	return out
 }
 
 // The content previews of a receipt's citations are the first 160 code
