@@ -152,6 +152,28 @@ func (v *View) Span(artID, spanID uuid.UUID, filter map[string]string) (sp artif
 	return sp, nil, false, nil
 }
 
+// NumDocs returns the number of documents of part (LexicalParts' order).
+func (v *View) NumDocs(part int) int { return v.srcs[part].numDocs() }
+
+// DocTime returns the time (Unix µs) of the artifact of document doc of
+// part, without reading the span's text: retrieval finds the spans of the
+// times a query names with it.
+func (v *View) DocTime(part int, doc uint32) (int64, error) {
+	src := v.srcs[part]
+	if src.hw != nil {
+		return src.hw.refs[doc].ha.a.Timestamp, nil
+	}
+	_, art, err := src.ids(doc)
+	if err != nil {
+		return 0, fmt.Errorf("engine: view: %w", err)
+	}
+	a, err := v.artifact(art)
+	if err != nil {
+		return 0, err
+	}
+	return a.Timestamp, nil
+}
+
 // artifact returns an artifact's metadata by id (cached), or ErrNotFound.
 // It does not check visibility: Doc's documents are visible by
 // construction, and Span checks with locate.

@@ -78,6 +78,10 @@ func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix,
 	if !req.SemanticAvailable {
 		r.Assumptions = append(r.Assumptions, AssumeNoSemantic)
 	}
+	if len(req.Windows) > 0 {
+		r.Assumptions = append(r.Assumptions, windowAssumption(req.Windows, req.AsOf))
+		r.Windows = req.Windows
+	}
 	r.TokenAccounting = TokenAccounting{
 		Budget:           f.budget,
 		PrefixTokens:     countOrZero(f.tok, prefix),

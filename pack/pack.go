@@ -46,10 +46,13 @@ const (
 func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *Result {
 	tun := req.Tuning.effective()
 	w := req.Weights.effective(req.SemanticAvailable)
+	if len(req.Windows) > 0 {
+		w = w.withWindows()
+	}
 	budget := max(req.MaxTokens, 0)
 
 	cs := gather(pinned, candidates, req.SessionID)
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, queryTerms(req.Query), newTermPairs(req.Query))
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query))
 	slices.SortFunc(cs, byRelevance)
 
 	tokens := 0

@@ -204,6 +204,10 @@ func randomScenario(seed uint64) scenario {
 	if r.IntN(2) == 0 {
 		s.req.Weights = Weights{r.Float64(), r.Float64(), r.Float64()}
 	}
+	if r.IntN(4) == 0 { // a date in the query
+		start := asOf - int64(r.IntN(30*24))*3600e6
+		s.req.Windows = []Window{{Start: start, End: start + int64(1+r.IntN(30*24))*3600e6, Expr: "then"}}
+	}
 	return s
 }
 

@@ -184,6 +184,12 @@ type Request struct {
 	Tuning    Tuning
 	Weights   Weights
 
+	// Windows are the times the query names, resolved against AsOf (see
+	// Window). When there are any, the temporal channel scores nearness to
+	// them instead of recency, with WindowWeight; none leaves the pack as
+	// it was.
+	Windows []Window
+
 	// SemanticAvailable is false when the semantic channel did not run;
 	// the pack then notes it among its assumptions and gives the semantic
 	// weight to the other channels.

@@ -42,11 +42,14 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
 	tun := req.Tuning.effective()
 	w := req.Weights.effective(req.SemanticAvailable)
+	if len(req.Windows) > 0 {
+		w = w.withWindows()
+	}
 	cs := gather(pinned, candidates, req.SessionID)
 	for _, c := range cs {
 		c.Reranked = false // the order before reranking
 	}
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, queryTerms(req.Query), newTermPairs(req.Query))
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query))
 	slices.SortFunc(cs, byRelevance)
 	ids := make([]uuid.UUID, 0, len(cs))
 	for _, c := range cs {

@@ -52,6 +52,10 @@ type Result struct {
 	Assumptions          []string              `json:"assumptions"`
 	PolicySummary        Policy                `json:"policy_summary"`
 	PackHash             string                `json:"pack_hash"`
+
+	// Windows are the times the query names that the temporal channel
+	// preferred (Request.Windows); the receipt shows them (query_windows).
+	Windows []Window `json:"-"`
 }
 
 // MarshalJSON encodes r with the API's names, abstain_reason being null

@@ -20,7 +20,8 @@ const microsPerHour = 3600e6
 //	           that the span holds side by side, over the pairs whose two terms some lexical candidate holds (termPairs)
 //	lexical  = L / the largest L among the candidates the lexical channel returned; 0 when not returned
 //	semantic = max(0, Semantic) / the largest Semantic among those the semantic channel returned; likewise
-//	temporal = 2^(-age / half-life), age = max(0, asOf - Timestamp) in hours
+//	temporal = 2^(-age / half-life), age = max(0, asOf - Timestamp) in hours;
+//	           when the query names times (windows), windowScore instead
 //	own      = w.Lexical*lexical + w.Semantic*semantic + w.Temporal*temporal
 //
 // with the effective weights w (summing to 1), rounded by round6; then
@@ -35,7 +36,7 @@ const microsPerHour = 3600e6
 // a candidate holds; rank fusion threw both away (on LoCoMo dev with the
 // encoder, evidence recall at 2,048 tokens 0.766 by rank, 0.784 by
 // max-normalised score; docs/pack.md).
-func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, query []uint64, pairs *termPairs) {
+func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, windows []Window, query []uint64, pairs *termPairs) {
 	normalise := func(in func(*cand) bool, val func(*cand) float64, set func(*cand, float64)) {
 		top := 0.0
 		for _, c := range cs {
@@ -84,11 +85,15 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, query []uin
 	normalise(func(c *cand) bool { return c.InLexical }, lexical, func(c *cand, v float64) { c.lex = v })
 	normalise(func(c *cand) bool { return c.InSemantic }, func(c *cand) float64 { return c.Semantic }, func(c *cand, v float64) { c.sem = v })
 	for _, c := range cs {
-		age := 0.0
-		if c.Timestamp < asOf {
-			age = float64(asOf-c.Timestamp) / microsPerHour
+		if len(windows) > 0 {
+			c.temp = windowScore(c.Timestamp, windows)
+		} else {
+			age := 0.0
+			if c.Timestamp < asOf {
+				age = float64(asOf-c.Timestamp) / microsPerHour
+			}
+			c.temp = clamp01(math.Exp2(-age / halfLifeHours))
 		}
-		c.temp = clamp01(math.Exp2(-age / halfLifeHours))
 		// Explicit conversions keep the compiler from fusing multiply-adds,
 		// which some architectures would round differently.
 		rel := float64(w.Lexical*c.lex) + float64(w.Semantic*c.sem)

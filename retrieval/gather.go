@@ -7,6 +7,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
@@ -16,6 +17,7 @@ import (
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/text"
 	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/when"
 )
 
 // embedQuery returns the quantized query vector, or a degradation note.
@@ -115,6 +117,11 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *queryVector, docs []*roaring.Bitmap) (*gathered, error) {
 	budget, pool := pass.budget, pass.pool
 	r := newResolver(v, req.Metadata)
+	asOf := req.AsOf
+	if newest := v.Newest(); asOf == 0 && newest != math.MinInt64 {
+		asOf = newest
+	}
+	windows := queryWindows(req.Query, asOf)
 
 	// Semantic channel: once the query's embedding is ready, its exact scan
 	// runs on another goroutine while the lexical channel searches and
@@ -195,6 +202,9 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 			}
 		}
 	}
+	if err := r.windowSpans(v, windows, docs); err != nil {
+		return nil, err
+	}
 	// Pinned spans, whatever the query.
 	var pinned []pack.Candidate
 	for _, id := range v.Pinned() {
@@ -215,14 +225,76 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	for i := range pinned {
 		pinned[i].Marks = packMarks(v.Marks(pinned[i].SpanID))
 	}
-	asOf := req.AsOf
-	if newest := v.Newest(); asOf == 0 && newest != math.MinInt64 {
-		asOf = newest
-	}
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
-		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines}
+		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines,
+		Windows: windows}
 	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
 		empty: v.Spans() == 0}, nil
+}
+
+// queryWindows resolves the times the query names against asOf, the
+// pack's reference time (package when); nil when it names none.
+func queryWindows(query string, asOf int64) []pack.Window {
+	var out []pack.Window
+	for _, w := range when.Resolve(query, time.UnixMicro(asOf)) {
+		out = append(out, pack.Window{Start: w.Start.UnixMicro(), End: w.End.UnixMicro(), Expr: w.Expr})
+	}
+	return out
+}
+
+// Window candidates: the spans of the times a query names join the
+// temporal channel's candidates, so that "What did we decide on October
+// 13?", whose words the lexical channel barely finds, can cite that day's
+// turns. Only in a workspace of at most windowScanSpans spans: finding
+// them reads every document's artifact time (there is no time index), about
+// 0.8 us a span in segments (BenchmarkWindowCandidates: a pack over 20,000
+// spans took 24 ms with a date against 7.5 ms without; docs/benchmarks.md),
+// so 2,000 (smallWorkspaceSpans) costs about 1.6 ms. And only when the
+// windows hold at most windowSpanCap of them: a wider window is better
+// chosen within by the query channels than taken whole or cut arbitrarily.
+const (
+	windowScanSpans = smallWorkspaceSpans
+	windowSpanCap   = poolMax
+)
+
+// windowSpans adds to r the spans whose artifact time lies in one of ws
+// (see windowScanSpans). docs, when not nil, restricts them as it does the
+// channels.
+func (r *resolver) windowSpans(v *engine.View, ws []pack.Window, docs []*roaring.Bitmap) error {
+	if len(ws) == 0 || v.Spans() > windowScanSpans {
+		return nil
+	}
+	type hit struct {
+		part int
+		doc  uint32
+	}
+	var hits []hit
+	for part := range v.LexicalParts() {
+		for doc := range uint32(v.NumDocs(part)) {
+			if docs != nil && !docs[part].Contains(doc) {
+				continue
+			}
+			ts, err := v.DocTime(part, doc)
+			if err != nil {
+				return fmt.Errorf("retrieval: pack: %w", err)
+			}
+			for _, w := range ws {
+				if ts >= w.Start && ts < w.End {
+					hits = append(hits, hit{part, doc})
+					break
+				}
+			}
+			if len(hits) > windowSpanCap {
+				return nil
+			}
+		}
+	}
+	for _, h := range hits {
+		if _, err := r.candidate(h.part, h.doc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // packMarks is the packer's view of a span's feedback marks.

@@ -98,9 +98,11 @@ func receiptBody(id uuid.UUID, req PackRequest, res *pack.Result, profile string
 		Metadata             map[string]string          `json:"metadata_filter,omitempty"`
 		Since                *string                    `json:"since,omitempty"`
 		Until                *string                    `json:"until,omitempty"`
+		QueryWindows         []queryWindow              `json:"query_windows,omitempty"`
 	}{id, req.Query, now.Format(time.RFC3339Nano), req.Workspace, req.ActorID, res.Citations, res.ChannelContributions,
 		res.Exclusions, res.Conflicts, res.TokenAccounting, res.Confidence, res.Abstain, reason, res.Assumptions, policy,
-		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata, windowTime(req.Since), windowTime(req.Until)})
+		res.PackHash, req.Mode, profile, req.MaxLatencyMs, req.MaxCostUSD, version, req.Metadata, windowTime(req.Since), windowTime(req.Until),
+		receiptWindows(res.Windows)})
 }
 
 // windowTime is a window bound as the receipt shows it (RFC 3339, UTC),
@@ -111,6 +113,23 @@ func windowTime(us *int64) *string {
 	}
 	s := pack.FormatTime(*us)
 	return &s
+}
+
+// queryWindow is a time the query names as a receipt shows it (an
+// extension of the contract: docs/openapi.yaml, Receipt.query_windows).
+type queryWindow struct {
+	Expression string `json:"expression"`
+	Start      string `json:"start"`
+	End        string `json:"end"`
+}
+
+// receiptWindows is ws as the receipt shows them; nil when none.
+func receiptWindows(ws []pack.Window) []queryWindow {
+	var out []queryWindow
+	for _, w := range ws {
+		out = append(out, queryWindow{w.Expr, pack.FormatTime(w.Start), pack.FormatTime(w.End)})
+	}
+	return out
 }
 
 // The content previews of a receipt's citations are the first 160 code

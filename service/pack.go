@@ -46,6 +46,12 @@ type PackRequest struct {
 	Until *string `json:"until"`
 }
 
+// AsOfNow is the as_of of a pack that asks for the service's clock: the
+// only pack that reads it (the default is the workspace's newest artifact
+// time, so that a pack is a function of the request and the stored data;
+// docs/pack.md § Dates in the query).
+const AsOfNow = "now"
+
 // PackV2Request is a v2 context pack request: v1's fields and profile.
 type PackV2Request struct {
 	PackRequest
@@ -91,7 +97,7 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 		return req, err
 	}
 	req.Metadata = md
-	if r.AsOf != nil {
+	if r.AsOf != nil && *r.AsOf != AsOfNow { // now: Service.Pack reads the clock
 		t, err := ParseTime("as_of", *r.AsOf)
 		if err != nil {
 			return req, err
@@ -251,6 +257,9 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	req, err := r.retrievalRequest(v2, r.Profile)
 	if err != nil {
 		return PackResult{}, invalid(err)
+	}
+	if r.AsOf != nil && *r.AsOf == AsOfNow {
+		req.AsOf = s.cfg.Now().UnixMicro()
 	}
 	db, err := s.workspaceEngine(p.TenantID, req.Workspace)
 	if err != nil {

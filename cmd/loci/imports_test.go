@@ -24,7 +24,7 @@ var layers = [][]string{
 	{"retrieval"},
 	{"engine", "engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "engine/verify", "control", "export"},
 	{"pack", "invindex", "vecindex", "segment", "wal", "text", "artifact", "embed", "embed/glove",
-		"embed/minilm", "embed/crossenc", "embed/openai", "ratelimit"},
+		"embed/minilm", "embed/crossenc", "embed/openai", "ratelimit", "when"},
 	{"internal/codec", "internal/varint", "vfs", ""},
 }
 

@@ -838,10 +838,7 @@ export interface components {
             max_latency_ms?: number;
             /** @description Advisory; echoed in the receipt. */
             max_cost_usd?: number;
-            /**
-             * Format: date-time
-             * @description Reference time for recency; default the newest artifact time in the workspace.
-             */
+            /** @description Reference time (ISO 8601 date-time) for recency and for the dates the query names ("on October 13", "last Tuesday", "two weeks ago": resolved against it into windows the temporal channel prefers; see the receipt's query_windows). Default the newest artifact time in the workspace, so that a pack is a function of the request and the stored data; "now" asks for the server's clock. */
             as_of?: string;
             /**
              * @description Abstain below this confidence.
@@ -1069,6 +1066,21 @@ export interface components {
              * @description The pack's until bound (RFC 3339, UTC); absent when the request had none.
              */
             until?: string;
+            /** @description Extension of the contract: the times the query names, as resolved against as_of (absent when it names none). The temporal channel preferred evidence in them (a preference, not a filter). */
+            query_windows?: {
+                /** @description The expression as written in the query, e.g. "October 13" or "two weeks ago". */
+                expression: string;
+                /**
+                 * Format: date-time
+                 * @description The window's start (UTC, inclusive).
+                 */
+                start: string;
+                /**
+                 * Format: date-time
+                 * @description The window's end (UTC, exclusive).
+                 */
+                end: string;
+            }[];
         } & {
             [key: string]: unknown;
         };
@@ -1243,10 +1255,7 @@ export interface components {
             max_latency_ms?: number;
             /** @description Advisory; echoed in the receipt. */
             max_cost_usd?: number;
-            /**
-             * Format: date-time
-             * @description Reference time for recency; default the newest artifact time in the workspace.
-             */
+            /** @description Reference time (ISO 8601 date-time) for recency and for the dates the query names ("on October 13", "last Tuesday", "two weeks ago": resolved against it into windows the temporal channel prefers; see the receipt's query_windows). Default the newest artifact time in the workspace, so that a pack is a function of the request and the stored data; "now" asks for the server's clock. */
             as_of?: string;
             /**
              * @description Abstain below this confidence.
