@@ -1,6 +1,9 @@
 package pack
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // features are what the conflict rules and query coverage read of a span.
 type features struct {
@@ -13,6 +16,26 @@ type features struct {
 	// Corrections (see correctionClash).
 	denied     []quantity // numbers right after "not" or "never" ("45 minutes, not 30"), with their unit or the previous quantity's
 	correction bool       // says "actually", "correction" or "corrected"
+
+	// Claims (see valueClash and cueClash): the clauses, with what each
+	// is about and the values it states.
+	claims []claimClause
+}
+
+// negation is a word negated by "not" or "never" before it.
+type negation struct {
+	term uint64 // its term hash
+	word string
+}
+
+// claimClause is one clause as the value and change rules read it.
+type claimClause struct {
+	subject  hashSet    // its terms without units, change cues, scene words and numbers: what it is about
+	head     hashSet    // those of them before its first value: the thing the value is of
+	values   []value    // in text order
+	negated  []negation // words right after "not" or "never" ("not coming")
+	cue      string     // the first change cue, or ""
+	question bool       // ends in "?": asks, does not state
 }
 
 // clause is a clause that states a form of a negation pair.
@@ -31,16 +54,18 @@ func featuresOf(s string) *features {
 	var pos, neg, pending uint // pending: positive forms not yet known to be negated by a "not" after them
 	prevNot := false
 	prevStart := "" // the previous word when it can start a two-word phrase
-	endClause := func() {
+	cl := claimReader{head: -1}
+	endClause := func(tail string) {
 		pos |= pending
-		if pos|neg != 0 {
+		if pos|neg != 0 && !strings.ContainsRune(tail, '?') { // a question states neither form
 			f.polar = append(f.polar, clause{newHashSet(all[clauseStart:]), pos, neg})
 		}
 		clauseStart, pos, neg, pending, prevNot, prevStart = len(all), 0, 0, 0, false, ""
 	}
 	eachWord(s, func(w []byte, start int, brk bool) {
 		if brk {
-			endClause()
+			endClause(s[cl.lastStart:start])
+			cl.end(f, s[cl.lastStart:start])
 		}
 		if c := s[start]; '0' <= c && c <= '9' && start >= quantEnd && !continuesWord(s, start) {
 			q, next, ok := quantityAt(s, start)
@@ -49,6 +74,9 @@ func featuresOf(s string) *features {
 			}
 			if ok {
 				f.quants = append(f.quants, q)
+				cl.quantity(s, q, next)
+			} else if e := cl.number(s, start); e > next {
+				next = e // a time or date: its other digits are not numbers
 			}
 			quantEnd = next
 		}
@@ -58,6 +86,7 @@ func featuresOf(s string) *features {
 				f.correction = true
 			}
 		}
+		cl.word(w, start)
 		h := wordKey(w)
 		r := lexicon.get(h)
 		if r == nil {
@@ -85,11 +114,13 @@ func featuresOf(s string) *features {
 		switch h, kind := termOf(w, h, r); kind {
 		case kindTerm:
 			all = append(all, h)
+			cl.term(h, w)
 		case kindNumber:
 			nums = append(nums, h)
 		}
 	})
-	endClause()
+	endClause(s[cl.lastStart:])
+	cl.end(f, s[cl.lastStart:])
 	f.terms = newHashSet(all)
 	f.nums = newHashSet(nums)
 	return f

@@ -118,7 +118,7 @@ func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 		if len(found) == MaxConflictsPerSpan {
 			break
 		}
-		kind, desc := detectConflict(s.feat, c.feat)
+		kind, desc := detectConflict(s.feat, c.feat, newerOf(s.Timestamp, s.Seq, c.Timestamp, c.Seq))
 		if kind == "" {
 			continue
 		}
