@@ -289,7 +289,7 @@ func cueClash(n, o *features) (string, bool) {
 		}
 		for j := range o.claims {
 			y := &o.claims[j]
-			if y.question || !overlaps(&x.subject, &y.subject) || confirms(x, o) || otherAttributes(x, y) {
+			if y.question || !overlaps(&x.subject, &y.subject) || !sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) {
 				continue
 			}
 			return x.cue, true
@@ -319,6 +319,31 @@ func otherAttributes(x, y *claimClause) bool {
 		}
 	}
 	return any
+}
+
+// sharesKind reports whether two clauses state current values of one kind.
+func sharesKind(x, y *claimClause) bool {
+	for _, p := range x.values {
+		for _, q := range y.values {
+			if !p.old && !q.old && p.kind == q.kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leads reports whether what x says changed (the terms before its cue)
+// is mostly what y is about: more than half of them in y's subject. It is
+// asked when the clauses state no values of one kind to compare. "The
+// offsite budget was raised" does not change "the offsite agenda is owned
+// by Nora".
+func leads(x, y *claimClause) bool {
+	if strings.HasPrefix(x.cue, "supersede") {
+		return true // "these rules supersede the travel policy": what changed follows the cue
+	}
+	n := len(x.lead.keys)
+	return n == 0 || 2*intersect(&x.lead, &y.subject) > n
 }
 
 // isCount reports whether kind is a count's ("n:follower", "#platform").

@@ -32,6 +32,7 @@ type negation struct {
 type claimClause struct {
 	subject  hashSet    // its terms without units, change cues, scene words and numbers: what it is about
 	head     hashSet    // those of them before its first value: the thing the value is of
+	lead     hashSet    // those before its change cue: the thing that changed ("the offsite budget was raised")
 	values   []value    // in text order
 	negated  []negation // words right after "not" or "never" ("not coming")
 	cue      string     // the first change cue, or ""

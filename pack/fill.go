@@ -300,7 +300,7 @@ func (f *filler) final() (text, prefix, ws string, tokens int) {
 		}
 		return a.CiteB - b.CiteB
 	})
-	if f.lines != nil {
+	if f.lines != nil && f.used <= f.budget {
 		// The counter splits after every line as well (its lines end in
 		// "\n" and begin with "=", "[" or "C", see TestContextTextSplits),
 		// so the lines' counts add up to the text's.

@@ -84,6 +84,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	} else {
 		f.fillRelevance(rest)
 	}
+	f.supersede()
 	contextText, prefix, ws, tokens := f.final()
 	return f.result(req, w, cs, contextText, prefix, ws, tokens)
 }

@@ -197,6 +197,7 @@ type claimReader struct {
 	head      int      // how many of them came before its first value (-1: no value yet)
 	values    []value
 	cue       string
+	cueAt     int    // subject terms before the cue
 	old       int    // words left in which a value is old (after "not", "no longer", ...)
 	count     *value // a number waiting for the word that says what it counts
 	countGap  int    // stopwords skipped since the count's number
@@ -229,7 +230,7 @@ func (r *claimReader) word(w []byte, start int) {
 		}
 	}
 	if changeCues[ws] && r.cue == "" && (ws != "longer" || r.prev == "no") {
-		r.cue = ws
+		r.cue, r.cueAt = ws, len(r.subject)
 		if ws == "longer" {
 			r.cue = "no longer"
 		}
@@ -369,6 +370,7 @@ func (r *claimReader) end(f *features, tail string) {
 		f.claims = append(f.claims, claimClause{
 			subject:  newHashSet(r.subject),
 			head:     newHashSet(head),
+			lead:     newHashSet(r.subject[:r.cueAt]),
 			values:   r.values,
 			cue:      r.cue,
 			question: strings.ContainsRune(tail, '?'),
