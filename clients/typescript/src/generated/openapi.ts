@@ -905,6 +905,16 @@ export interface components {
             resolution: string | null;
             /** @description null when unresolved. */
             resolved_by: string | null;
+            /**
+             * Format: uuid
+             * @description Extension of the contract: the claim stated earlier (by artifact time, then ingest order), which the newer claim supersedes. The newer span is cited first. null when the two are equally new.
+             */
+            superseded_span_id?: string | null;
+            /**
+             * Format: uuid
+             * @description Extension of the contract: the span of the newer claim, the current value, which supersedes superseded_span_id. null when the two are equally new.
+             */
+            superseded_by?: string | null;
         };
         ContextPackResponse: {
             /** @description Prompt-ready text; each evidence line starts with its [cite:N] marker. */
