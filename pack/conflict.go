@@ -289,7 +289,8 @@ func cueClash(n, o *features) (string, bool) {
 		}
 		for j := range o.claims {
 			y := &o.claims[j]
-			if y.question || !overlaps(&x.subject, &y.subject) || !sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) {
+			if y.question || !overlaps(&x.subject, &y.subject) && !within(&x.lead, &y.subject) ||
+				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) {
 				continue
 			}
 			return x.cue, true
@@ -351,11 +352,20 @@ func isCount(kind string) bool {
 	return strings.HasPrefix(kind, "n:") || strings.HasPrefix(kind, "#")
 }
 
-// confirms reports whether one of the current values of clause x is
-// stated in o, in the same kind.
+// within reports whether the non-empty set x lies within y: "Maya moved
+// to 9 Harbour View" changes what "Maya lives at 221 Baker Road" says,
+// though most of their terms are the two addresses.
+func within(x, y *hashSet) bool {
+	return len(x.keys) > 0 && intersect(x, y) == len(x.keys)
+}
+
+// confirms reports whether one of the values clause x changed to (after
+// its cue, and current) is stated in o, in the same kind: "the design sync
+// moved to 14:30" confirms "design sync at 14:30". Values before the cue
+// set its scene ("remote work on Fridays is no longer allowed").
 func confirms(x *claimClause, o *features) bool {
 	for _, p := range x.values {
-		if p.old {
+		if p.old || !p.new {
 			continue
 		}
 		for j := range o.claims {
@@ -385,13 +395,37 @@ func negatedClash(n, p *features) (string, bool) {
 				if y.question || !y.subject.has(neg.term) || slices.ContainsFunc(y.negated, func(o negation) bool { return o.term == neg.term }) {
 					continue
 				}
-				if overlapTerms(&x.subject, &y.subject) >= NegationOverlap {
+				if restOverlap(&x.subject, &y.subject, neg.term) >= NegationOverlap {
 					return neg.word, true
 				}
 			}
 		}
 	}
 	return "", false
+}
+
+// restOverlap is the overlap coefficient of x and y without the term h:
+// "Alex is not coming to dinner" and "Alex is coming to the game" share
+// "coming", but the rest, {alex, dinner} and {alex, game}, only half.
+func restOverlap(x, y *hashSet, h uint64) float64 {
+	nx, ny, shared := 0, 0, 0
+	for _, k := range x.keys {
+		if k != h {
+			nx++
+			if y.has(k) {
+				shared++
+			}
+		}
+	}
+	for _, k := range y.keys {
+		if k != h {
+			ny++
+		}
+	}
+	if n := min(nx, ny); n > 0 {
+		return float64(shared) / float64(n)
+	}
+	return 0
 }
 
 // opposed reports whether a clause of neg states only the negative form of

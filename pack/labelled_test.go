@@ -73,9 +73,8 @@ func (c counts) recall() float64 {
 
 // TestConflictLabelledSet scores the conflict rules on the labelled span
 // pairs of testdata/conflicts.jsonl (README.md there says how they were
-// made): precision at least 0.90 and recall at least 0.80 on the dev
-// split, all splits reported (the held-out third was scored only once the
-// rules were final).
+// made): precision at least 0.90 and recall at least 0.80 over the whole
+// set, and each split reported.
 func TestConflictLabelledSet(t *testing.T) {
 	pairs := readLabelled(t)
 	if len(pairs) < 300 {
@@ -107,10 +106,11 @@ func TestConflictLabelledSet(t *testing.T) {
 		c := by[k]
 		t.Logf("%-8s precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)", k, c.precision(), c.recall(), c.tp, c.fp, c.fn, c.tn)
 	}
-	// The bound is asserted on the dev split, which the rules were written
-	// against. Held out (scored once, at the end): precision 0.897, recall
-	// 0.778; all pairs 0.941 / 0.794 (docs/pack.md § Conflicts).
-	if c := by["dev"]; c.precision() < 0.90 || c.recall() < 0.80 {
-		t.Errorf("dev precision %.3f recall %.3f, want at least 0.90 and 0.80", c.precision(), c.recall())
+	// Asserted on the whole set. The rules were written against the dev
+	// split; the held-out third scores lower (precision 0.897, recall 0.778
+	// when this was written, against 0.970 / 0.843 on dev): docs/pack.md §
+	// Conflicts.
+	if c := by["all"]; c.precision() < 0.90 || c.recall() < 0.80 {
+		t.Errorf("precision %.3f recall %.3f, want at least 0.90 and 0.80", c.precision(), c.recall())
 	}
 }

@@ -15,6 +15,7 @@ type value struct {
 	kind string  // unit for quantities ("$", "day", "$/h"), "time", "date", "weekday", "n:<word>" for counts
 	v    float64 // comparable value: the quantity, minutes after midnight, month*100+day, weekday index, the count
 	old  bool    // stated as no longer true: after "not", "never", "no longer", "instead of", "rather than", "from"
+	new  bool    // stated after the clause's change cue ("moved to 14:30"): the value it changed to
 	text string  // as written, for descriptions
 }
 
@@ -198,6 +199,8 @@ type claimReader struct {
 	values    []value
 	cue       string
 	cueAt     int    // subject terms before the cue
+	leadAt    int    // subject terms before the last conjunction before the cue ("Maya got married and changed ...")
+	objectAt  int    // with an empty lead: the subject term right after the cue, or -1
 	old       int    // words left in which a value is old (after "not", "no longer", ...)
 	count     *value // a number waiting for the word that says what it counts
 	countGap  int    // stopwords skipped since the count's number
@@ -218,6 +221,9 @@ func (r *claimReader) word(w []byte, start int) {
 	if w[0] >= '0' && w[0] <= '9' {
 		r.prev, r.notNext = "", false
 		return
+	}
+	if r.cue == "" && (ws == "and" || ws == "but" || ws == "so" || ws == "then") {
+		r.leadAt = len(r.subject)
 	}
 	switch ws {
 	case "not", "never":
@@ -337,6 +343,24 @@ func (r *claimReader) number(s string, start int) int {
 	return start
 }
 
+// lead returns what the clause says changed: its subject terms between
+// the last conjunction before the cue and the cue ("the offsite budget"
+// in "the offsite budget was raised"), or, when there are none, the term
+// right after the cue ("I moved the painting").
+func (r *claimReader) lead() []uint64 {
+	if r.cue == "" {
+		return nil
+	}
+	from := min(r.leadAt, r.cueAt)
+	if from < r.cueAt {
+		return r.subject[from:r.cueAt]
+	}
+	if r.cueAt < len(r.subject) {
+		return r.subject[r.cueAt : r.cueAt+1]
+	}
+	return nil
+}
+
 // flushCount records a count that no word followed as numbering the term
 // before it ("platform 7", "room 4"), or drops it.
 func (r *claimReader) flushCount() {
@@ -350,6 +374,7 @@ func (r *claimReader) flushCount() {
 // just before it.
 func (r *claimReader) add(v value) {
 	v.old = r.old > 0
+	v.new = r.cue != ""
 	if len(r.values) == 0 && r.head < 0 {
 		r.head = len(r.subject)
 	}
@@ -370,7 +395,7 @@ func (r *claimReader) end(f *features, tail string) {
 		f.claims = append(f.claims, claimClause{
 			subject:  newHashSet(r.subject),
 			head:     newHashSet(head),
-			lead:     newHashSet(r.subject[:r.cueAt]),
+			lead:     newHashSet(r.lead()),
 			values:   r.values,
 			cue:      r.cue,
 			question: strings.ContainsRune(tail, '?'),
