@@ -136,7 +136,7 @@ func detectConflict(a, b *features, newer int) (kind, desc string) {
 // ("the offsite budget" and "the marketing budget" each name their own
 // thing).
 func sameSubject(x, y *claimClause) bool {
-	if !overlaps(&x.head, &y.head) {
+	if !overlaps(x.head, y.head) {
 		return false
 	}
 	return !ownHead(x, y) || !ownHead(y, x)
@@ -144,18 +144,18 @@ func sameSubject(x, y *claimClause) bool {
 
 // overlaps reports whether two subject sets share at least one term and
 // have an overlap coefficient of at least SubjectOverlap.
-func overlaps(x, y *hashSet) bool {
-	n := min(len(x.keys), len(y.keys))
+func overlaps(x, y terms) bool {
+	n := min(len(x), len(y))
 	if n == 0 {
 		return false
 	}
-	shared := intersect(x, y)
+	shared := common(x, y)
 	return shared > 0 && float64(shared) >= SubjectOverlap*float64(n)
 }
 
 // ownHead reports whether x's head holds a term that y's does not.
 func ownHead(x, y *claimClause) bool {
-	for _, h := range x.head.keys {
+	for _, h := range x.head {
 		if !y.head.has(h) {
 			return true
 		}
@@ -167,9 +167,14 @@ func ownHead(x, y *claimClause) bool {
 // state current values of one kind, when no current value of that kind is
 // common to a and b, and returns the first such value of each.
 func valueClash(a, b *features) (va, vb value, ok bool) {
-	if otherYears(a, b) {
+	if !a.hasValues || !b.hasValues || otherYears(a, b) {
 		return va, vb, false
 	}
+	clash := clashKinds(a, b)
+	if len(clash) == 0 {
+		return va, vb, false
+	}
+	occasions := -1 // otherOccasions(a, b), when asked
 	for i := range a.claims {
 		x := &a.claims[i]
 		if x.question || len(x.values) == 0 {
@@ -177,15 +182,29 @@ func valueClash(a, b *features) (va, vb value, ok bool) {
 		}
 		for j := range b.claims {
 			y := &b.claims[j]
-			if y.question || len(y.values) == 0 || !sameSubject(x, y) {
+			if y.question || len(y.values) == 0 {
 				continue
 			}
 			for _, p := range x.values {
-				if p.old || p.kind == "year" || p.kind == "month" || !temporal(p.kind) && otherOccasions(a, b) {
+				if p.old || !slices.Contains(clash, p.kind) {
 					continue
 				}
 				k := slices.IndexFunc(y.values, func(q value) bool { return !q.old && q.kind == p.kind })
-				if k >= 0 && !sharesValue(a, b, p.kind) {
+				if k < 0 {
+					continue
+				}
+				if !temporal(p.kind) {
+					if occasions < 0 {
+						occasions = 0
+						if otherOccasions(a, b) {
+							occasions = 1
+						}
+					}
+					if occasions == 1 {
+						continue
+					}
+				}
+				if sameSubject(x, y) {
 					return p, y.values[k], true
 				}
 			}
@@ -194,20 +213,40 @@ func valueClash(a, b *features) (va, vb value, ok bool) {
 	return va, vb, false
 }
 
-// sharesValue reports whether a and b state a current value of kind in
-// common ("30 days or 45 days" and "30 days" agree).
-func sharesValue(a, b *features, kind string) bool {
+// clashKinds returns the kinds of value that both spans state currently
+// with no value in common ("30 days or 45 days" and "30 days" agree):
+// the kinds the value rule can find a clash in. Years and months only set
+// a time (otherYears, otherOccasions).
+func clashKinds(a, b *features) []string {
+	var out []string
 	for i := range a.claims {
 		for _, p := range a.claims[i].values {
-			if p.old || p.kind != kind {
+			if p.old || p.kind == "year" || p.kind == "month" || slices.Contains(out, p.kind) {
 				continue
 			}
+			inB, shared := false, false
 			for j := range b.claims {
 				for _, q := range b.claims[j].values {
-					if !q.old && q.kind == kind && q.v == p.v {
-						return true
+					if !q.old && q.kind == p.kind {
+						inB = true
+						shared = shared || sharesValueOf(a, q)
 					}
 				}
+			}
+			if inB && !shared {
+				out = append(out, p.kind)
+			}
+		}
+	}
+	return out
+}
+
+// sharesValueOf reports whether a states q's value, current, in q's kind.
+func sharesValueOf(a *features, q value) bool {
+	for i := range a.claims {
+		for _, p := range a.claims[i].values {
+			if !p.old && p.kind == q.kind && p.v == q.v {
+				return true
 			}
 		}
 	}
@@ -282,6 +321,9 @@ func otherYears(a, b *features) bool {
 // values (a change to a value o already states confirms it). It returns
 // the cue.
 func cueClash(n, o *features) (string, bool) {
+	if !n.hasCue {
+		return "", false
+	}
 	for i := range n.claims {
 		x := &n.claims[i]
 		if x.cue == "" || x.question {
@@ -289,7 +331,7 @@ func cueClash(n, o *features) (string, bool) {
 		}
 		for j := range o.claims {
 			y := &o.claims[j]
-			if y.question || !overlaps(&x.subject, &y.subject) && !within(&x.lead, &y.subject) ||
+			if y.question || !overlaps(x.subject, y.subject) && !within(x.lead, y.subject) ||
 				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) {
 				continue
 			}
@@ -343,8 +385,8 @@ func leads(x, y *claimClause) bool {
 	if strings.HasPrefix(x.cue, "supersede") {
 		return true // "these rules supersede the travel policy": what changed follows the cue
 	}
-	n := len(x.lead.keys)
-	return n == 0 || 2*intersect(&x.lead, &y.subject) > n
+	n := len(x.lead)
+	return n == 0 || 2*common(x.lead, y.subject) > n
 }
 
 // isCount reports whether kind is a count's ("n:follower", "#platform").
@@ -355,8 +397,8 @@ func isCount(kind string) bool {
 // within reports whether the non-empty set x lies within y: "Maya moved
 // to 9 Harbour View" changes what "Maya lives at 221 Baker Road" says,
 // though most of their terms are the two addresses.
-func within(x, y *hashSet) bool {
-	return len(x.keys) > 0 && intersect(x, y) == len(x.keys)
+func within(x, y terms) bool {
+	return len(x) > 0 && common(x, y) == len(x)
 }
 
 // confirms reports whether one of the values clause x changed to (after
@@ -384,6 +426,9 @@ func confirms(x *claimClause, o *features) bool {
 // the two clauses having a term overlap of at least NegationOverlap. It
 // returns the word.
 func negatedClash(n, p *features) (string, bool) {
+	if !n.hasNegated {
+		return "", false
+	}
 	for i := range n.claims {
 		x := &n.claims[i]
 		if x.question {
@@ -395,7 +440,7 @@ func negatedClash(n, p *features) (string, bool) {
 				if y.question || !y.subject.has(neg.term) || slices.ContainsFunc(y.negated, func(o negation) bool { return o.term == neg.term }) {
 					continue
 				}
-				if restOverlap(&x.subject, &y.subject, neg.term) >= NegationOverlap {
+				if restOverlap(x.subject, y.subject, neg.term) >= NegationOverlap {
 					return neg.word, true
 				}
 			}
@@ -407,9 +452,9 @@ func negatedClash(n, p *features) (string, bool) {
 // restOverlap is the overlap coefficient of x and y without the term h:
 // "Alex is not coming to dinner" and "Alex is coming to the game" share
 // "coming", but the rest, {alex, dinner} and {alex, game}, only half.
-func restOverlap(x, y *hashSet, h uint64) float64 {
+func restOverlap(x, y terms, h uint64) float64 {
 	nx, ny, shared := 0, 0, 0
-	for _, k := range x.keys {
+	for _, k := range x {
 		if k != h {
 			nx++
 			if y.has(k) {
@@ -417,7 +462,7 @@ func restOverlap(x, y *hashSet, h uint64) float64 {
 			}
 		}
 	}
-	for _, k := range y.keys {
+	for _, k := range y {
 		if k != h {
 			ny++
 		}

@@ -20,6 +20,9 @@ type features struct {
 	// Claims (see valueClash and cueClash): the clauses, with what each
 	// is about and the values it states.
 	claims []claimClause
+	// What the claims hold, so that a pair of spans skips the rules that
+	// cannot fire.
+	hasValues, hasCue, hasNegated bool
 }
 
 // negation is a word negated by "not" or "never" before it.
@@ -30,9 +33,9 @@ type negation struct {
 
 // claimClause is one clause as the value and change rules read it.
 type claimClause struct {
-	subject  hashSet    // its terms without units, change cues, scene words and numbers: what it is about
-	head     hashSet    // those of them before its first value: the thing the value is of
-	lead     hashSet    // those before its change cue: the thing that changed ("the offsite budget was raised")
+	subject  terms      // its terms without units, change cues, scene words and numbers: what it is about
+	head     terms      // those of them before its first value: the thing the value is of
+	lead     terms      // those before its change cue: the thing that changed ("the offsite budget was raised")
 	values   []value    // in text order
 	negated  []negation // words right after "not" or "never" ("not coming")
 	cue      string     // the first change cue, or ""
@@ -47,15 +50,15 @@ type clause struct {
 
 // featuresOf reads the features of a text in one pass over its words.
 func featuresOf(s string) *features {
-	f := &features{}
-	all := make([]uint64, 0, len(s)/8) // term hashes in text order
+	f := &features{claims: make([]claimClause, 0, len(s)/64+1)} // a clause is about 60 bytes of text
+	all := make([]uint64, 0, len(s)/8)                          // term hashes in text order
 	var nums []uint64
 	quantEnd := 0 // quantities are read up to here
 	clauseStart := 0
 	var pos, neg, pending uint // pending: positive forms not yet known to be negated by a "not" after them
 	prevNot := false
 	prevStart := "" // the previous word when it can start a two-word phrase
-	cl := claimReader{head: -1}
+	cl := claimReader{head: -1, all: make([]uint64, 0, len(s)/8)}
 	endClause := func(tail string) {
 		pos |= pending
 		if pos|neg != 0 && !strings.ContainsRune(tail, '?') { // a question states neither form
@@ -87,9 +90,9 @@ func featuresOf(s string) *features {
 				f.correction = true
 			}
 		}
-		cl.word(w, start)
 		h := wordKey(w)
 		r := lexicon.get(h)
+		cl.word(s, w, start, r)
 		if r == nil {
 			pos |= pending
 			pending, prevNot, prevStart = 0, false, ""
@@ -115,7 +118,7 @@ func featuresOf(s string) *features {
 		switch h, kind := termOf(w, h, r); kind {
 		case kindTerm:
 			all = append(all, h)
-			cl.term(h, w)
+			cl.term(h, w, r)
 		case kindNumber:
 			nums = append(nums, h)
 		}

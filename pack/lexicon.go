@@ -11,6 +11,7 @@ type role struct {
 	single   string // the word is a one-word supersession phrase
 	start    string // the word can start a two-word supersession phrase
 	after    []pair // the word ends a two-word phrase after one of these starts
+	scene    bool   // a unit, scale, change cue or scene word: not part of what a clause is about (claimReader.term)
 }
 
 // pair is a two-word supersession phrase, by its first word.
@@ -47,6 +48,12 @@ var lexicon = func() *lexiconTable {
 		for _, n := range np.negWords {
 			t.role(n).neg |= 1 << k
 		}
+	}
+	for _, w := range claimWords {
+		t.role(w) // claimReader.special reads these
+	}
+	for _, w := range notSubjectWords() {
+		t.role(w).scene = true
 	}
 	for _, w := range strings.Fields("supersede supersedes superseded") {
 		t.role(w).single = w

@@ -1,6 +1,8 @@
 package pack
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -194,7 +196,8 @@ type claimReader struct {
 	lastStart int      // offset of the last word seen
 	prevAt    int      // offset of prev
 	prev      string   // the last word when it is a month name, "the", "at", "no", "instead" or "rather"; else ""
-	subject   []uint64 // subject terms of the current clause
+	all       []uint64 // subject terms of the clauses so far, each clause's in one run (claimClause slices it)
+	from      int      // where the current clause's run starts
 	head      int      // how many of them came before its first value (-1: no value yet)
 	values    []value
 	cue       string
@@ -206,66 +209,31 @@ type claimReader struct {
 	countGap  int    // stopwords skipped since the count's number
 	notNext   bool   // the previous word was "not" or "never"
 	negated   []negation
-	lastTerm  string   // the last term word of the clause, for "platform 7"
-	carry     []uint64 // subject terms of a label ("Refund window:") for the next clause
+	lastTerm  uint64 // the hash of the last subject term of the clause, for "platform 7" (0: none)
 }
 
 // word reads a word that is not a quantity's number: change cues, markers
-// of old values, weekdays, and what a pending count counts.
-func (r *claimReader) word(w []byte, start int) {
+// of old values, weekdays, and what a pending count counts. rl is the
+// word's lexicon role: every word the claims look at has one (claimWords),
+// so a word without one only ends the previous word's state.
+func (r *claimReader) word(s string, w []byte, start int, rl *role) {
 	r.lastStart = start
 	if r.old > 0 {
 		r.old--
 	}
-	ws := string(w) // not kept: the compiler does not copy for map lookups and switches
 	if w[0] >= '0' && w[0] <= '9' {
 		r.prev, r.notNext = "", false
 		return
 	}
-	if r.cue == "" && (ws == "and" || ws == "but" || ws == "so" || ws == "then") {
-		r.leadAt = len(r.subject)
-	}
-	switch ws {
-	case "not", "never":
-		r.notNext = true
-	case "be", "been", "being", "is", "was", "are", "were", "have", "has", "had", "do", "does", "did", "yet", "the", "a", "an":
-		// "not be signed", "not yet approved": the negated word is further on
-	default:
-		if r.notNext && lexicon.get(wordKey(w)) != nil && lexicon.get(wordKey(w)).stop {
-			r.notNext = false
-		}
-	}
-	if changeCues[ws] && r.cue == "" && (ws != "longer" || r.prev == "no") {
-		r.cue, r.cueAt = ws, len(r.subject)
-		if ws == "longer" {
-			r.cue = "no longer"
-		}
-	}
-	switch {
-	case ws == "not" || ws == "never" || ws == "longer" && r.prev == "no" || ws == "of" && r.prev == "instead" ||
-		ws == "than" && r.prev == "rather" || ws == "from" && r.cue != "":
-		r.old = 4
-	case months[ws] > 0 && len(ws) >= 3 && ws != "may" && ws != "march":
-		r.add(value{kind: "month", v: float64(months[ws]), text: ws}) // a context, see valueClash
-	case weekdays[ws] > 0:
-		r.add(value{kind: "weekday", v: float64(weekdays[ws]), text: ws})
-	case ws == "noon" || ws == "midday":
-		r.add(value{kind: "time", v: 720, text: ws})
-	}
+	prev := r.prev
 	r.prev = ""
-	switch {
-	case months[ws] > 0 && len(ws) >= 3, ws == "the", ws == "at", ws == "no", ws == "instead", ws == "rather":
-		r.prev, r.prevAt = ws, start
+	if rl != nil {
+		r.special(s, w, start, prev)
 	}
 	if r.count != nil {
-		h, kind := termHash(w)
-		switch {
+		switch h, kind := termHash(w); {
 		case kind == kindTerm:
-			r.count.kind = "n:" + ws
-			if base, extra := stem(w); extra == 0 {
-				r.count.kind = "n:" + string(base)
-			}
-			_ = h
+			r.count.kind = "n:" + strconv.FormatUint(h, 36)
 			r.add(*r.count)
 			r.count = nil
 		case r.countGap < 1:
@@ -276,16 +244,101 @@ func (r *claimReader) word(w []byte, start int) {
 	}
 }
 
+// special reads a word the claims look at (claimWords), given the previous
+// one's marker.
+func (r *claimReader) special(s string, w []byte, start int, prev string) {
+	ws := string(w) // not kept: switches and map lookups do not copy
+	switch ws {
+	case "and", "but", "so", "then":
+		if r.cue == "" {
+			r.leadAt = len(r.all) - r.from
+		}
+	case "not", "never":
+		r.notNext = true
+	case "be", "been", "being", "is", "was", "are", "were", "have", "has", "had", "do", "does", "did", "yet", "the", "a", "an":
+		// "not be signed", "not yet approved": the negated word is further on
+	default:
+		if rl := lexicon.get(wordKey(w)); r.notNext && rl != nil && rl.stop {
+			r.notNext = false
+		}
+	}
+	if changeCues[ws] && r.cue == "" && (ws != "longer" || prev == "no") {
+		r.cue, r.cueAt = cueWords[ws], len(r.all)-r.from
+	}
+	text := s[start : start+len(w)] // claim words are ASCII
+	switch {
+	case ws == "not" || ws == "never" || ws == "longer" && prev == "no" || ws == "of" && prev == "instead" ||
+		ws == "than" && prev == "rather" || ws == "from" && r.cue != "":
+		r.old = 4
+	case months[ws] > 0 && len(ws) >= 3 && ws != "may" && ws != "march":
+		r.add(value{kind: "month", v: float64(months[ws]), text: text}) // a context, see valueClash
+	case weekdays[ws] > 0:
+		r.add(value{kind: "weekday", v: float64(weekdays[ws]), text: text})
+	case ws == "noon" || ws == "midday":
+		r.add(value{kind: "time", v: 720, text: text})
+	}
+	switch {
+	case months[ws] > 0 && len(ws) >= 3:
+		r.prev, r.prevAt = monthNames[months[ws]-1], start
+	case ws == "the":
+		r.prev = "the"
+	case ws == "at":
+		r.prev = "at"
+	case ws == "no":
+		r.prev = "no"
+	case ws == "instead":
+		r.prev = "instead"
+	case ws == "rather":
+		r.prev = "rather"
+	}
+}
+
+// monthNames are the canonical month names, the keys of months a
+// claimReader keeps as its previous word.
+var monthNames = []string{"january", "february", "march", "april", "may", "june", "july", "august", "september",
+	"october", "november", "december"}
+
+// cueWords maps each change cue to itself as a constant (so that keeping
+// one allocates nothing); "longer" is kept as "no longer".
+var cueWords = func() map[string]string {
+	m := map[string]string{}
+	for w := range changeCues {
+		m[w] = w
+	}
+	m["longer"] = "no longer"
+	return m
+}()
+
+// claimWords are the words special reads: they get a lexicon role (maybe
+// empty), so that every other word is known not to be one with the lookup
+// featuresOf makes anyway.
+var claimWords = func() []string {
+	ws := strings.Fields(`and but so then not never be been being is was are were have has had do does did yet the a an
+		longer of than from noon midday at no instead rather`)
+	for w := range changeCues {
+		ws = append(ws, w)
+	}
+	for w := range months {
+		ws = append(ws, w)
+	}
+	for w := range weekdays {
+		ws = append(ws, w)
+	}
+	return ws
+}()
+
 // term records a term of the clause as part of its subject unless it is a
 // unit or a change cue.
-func (r *claimReader) term(h uint64, w []byte) {
+func (r *claimReader) term(h uint64, w []byte, rl *role) {
 	if r.notNext {
 		r.negated = append(r.negated, negation{h, string(w)})
 	}
 	r.notNext = false
-	if !unitTerms.has(h) && !cueTerms.has(h) && !sceneTerms.has(h) {
-		r.subject = append(r.subject, h)
-		r.lastTerm = string(w)
+	if rl == nil || !rl.scene {
+		if !slices.Contains(r.all[r.from:], h) {
+			r.all = append(r.all, h)
+		}
+		r.lastTerm = h
 	}
 }
 
@@ -337,8 +390,8 @@ func (r *claimReader) number(s string, start int) int {
 	}
 	r.flushCount()
 	r.count, r.countGap = &value{v: n, text: s[start:end]}, 0
-	if r.lastTerm != "" {
-		r.count.kind = "#" + r.lastTerm // "platform 7", unless a word follows that says what it counts
+	if r.lastTerm != 0 {
+		r.count.kind = "#" + strconv.FormatUint(r.lastTerm, 36) // "platform 7", unless a word follows that says what it counts
 	}
 	return start
 }
@@ -347,16 +400,17 @@ func (r *claimReader) number(s string, start int) int {
 // the last conjunction before the cue and the cue ("the offsite budget"
 // in "the offsite budget was raised"), or, when there are none, the term
 // right after the cue ("I moved the painting").
-func (r *claimReader) lead() []uint64 {
+func (r *claimReader) lead() terms {
+	subject := r.all[r.from:]
 	if r.cue == "" {
 		return nil
 	}
 	from := min(r.leadAt, r.cueAt)
 	if from < r.cueAt {
-		return r.subject[from:r.cueAt]
+		return subject[from:r.cueAt:r.cueAt]
 	}
-	if r.cueAt < len(r.subject) {
-		return r.subject[r.cueAt : r.cueAt+1]
+	if r.cueAt < len(subject) {
+		return subject[r.cueAt : r.cueAt+1 : r.cueAt+1]
 	}
 	return nil
 }
@@ -376,7 +430,7 @@ func (r *claimReader) add(v value) {
 	v.old = r.old > 0
 	v.new = r.cue != ""
 	if len(r.values) == 0 && r.head < 0 {
-		r.head = len(r.subject)
+		r.head = len(r.all) - r.from
 	}
 	r.values = append(r.values, v)
 }
@@ -387,58 +441,78 @@ func (r *claimReader) add(v value) {
 func (r *claimReader) end(f *features, tail string) {
 	r.flushCount()
 	label := len(r.values) == 0 && strings.HasSuffix(strings.TrimRight(tail, " \t"), ":")
-	if !label && (len(r.subject) > 0 || len(r.values) > 0) {
-		head := r.subject
+	subject := terms(r.all[r.from:len(r.all):len(r.all)])
+	if !label && (len(subject) > 0 || len(r.values) > 0) {
+		head := subject
 		if r.head >= 0 {
-			head = r.subject[:r.head]
+			head = subject[:r.head:r.head]
 		}
+		f.hasValues = f.hasValues || len(r.values) > 0
+		f.hasCue = f.hasCue || r.cue != ""
+		f.hasNegated = f.hasNegated || len(r.negated) > 0
 		f.claims = append(f.claims, claimClause{
-			subject:  newHashSet(r.subject),
-			head:     newHashSet(head),
-			lead:     newHashSet(r.lead()),
+			subject:  subject,
+			head:     head,
+			lead:     r.lead(),
 			values:   r.values,
 			cue:      r.cue,
 			question: strings.ContainsRune(tail, '?'),
 			negated:  r.negated,
 		})
 	}
-	var carry []uint64
+	from := len(r.all)
 	if label {
-		carry = append(r.carry[:0], r.subject...)
+		from = r.from // the label's terms begin the next clause
 	}
-	*r = claimReader{lastStart: r.lastStart, subject: append(r.subject[:0], carry...), head: -1, carry: carry[:0]}
+	*r = claimReader{lastStart: r.lastStart, all: r.all, from: from, head: -1}
 }
 
-// sceneTerms are the term hashes of words that set a scene rather than
-// name what a clause is about: "heads up", "next week", "these days",
-// months and weekdays (values of their own).
-var sceneTerms = func() hashSet {
-	var hs []uint64
-	words := strings.Fields(`today tomorrow yesterday tonight week weekend weeks month months year years next last
-		morning evening night afternoon day days heads fyi reminder please note currently recently lately already
-		still usually every season spring summer autumn fall winter time times ago soon later earlier okay ok hey
-		got get gets getting`)
+// terms is a clause's set of term hashes, in text order: clauses are
+// short, so a scan is as quick as a hash set and costs no allocation.
+type terms []uint64
+
+// has reports whether h is in t.
+func (t terms) has(h uint64) bool { return slices.Contains(t, h) }
+
+// common returns how many terms of x are in y.
+func common(x, y terms) int {
+	n := 0
+	for _, h := range x {
+		if y.has(h) {
+			n++
+		}
+	}
+	return n
+}
+
+// sceneWords set a scene rather than name what a clause is about: "heads
+// up", "next week", "these days"; months and weekdays are values of their
+// own.
+var sceneWords = strings.Fields(`today tomorrow yesterday tonight week weekend weeks month months year years next last
+	morning evening night afternoon day days heads fyi reminder please note currently recently lately already
+	still usually every season spring summer autumn fall winter time times ago soon later earlier okay ok hey
+	got get gets getting`)
+
+// notSubjectWords are the words whose terms claimReader.term leaves out of
+// a clause's subject: units and scale words (a shared unit says two spans
+// measure the same kind of thing, not that they are about the same thing),
+// change cues, scene words, months and weekdays.
+func notSubjectWords() []string {
+	var ws []string
+	for w := range changeCues {
+		ws = append(ws, w)
+	}
+	for w := range units {
+		ws = append(ws, w)
+	}
+	for w := range scales {
+		ws = append(ws, w)
+	}
 	for w := range months {
-		words = append(words, w)
+		ws = append(ws, w)
 	}
 	for w := range weekdays {
-		words = append(words, w)
+		ws = append(ws, w)
 	}
-	for _, w := range words {
-		if h, kind := termHash([]byte(w)); kind == kindTerm {
-			hs = append(hs, h)
-		}
-	}
-	return newHashSet(sortedSet(hs))
-}()
-
-// cueTerms are the term hashes of the change cues.
-var cueTerms = func() hashSet {
-	var hs []uint64
-	for w := range changeCues {
-		if h, kind := termHash([]byte(w)); kind == kindTerm {
-			hs = append(hs, h)
-		}
-	}
-	return newHashSet(sortedSet(hs))
-}()
+	return append(ws, sceneWords...)
+}
