@@ -315,17 +315,16 @@ var cueWords = func() map[string]string {
 var claimWords = func() []string {
 	ws := strings.Fields(`and but so then not never be been being is was are were have has had do does did yet the a an
 		longer of than from noon midday at no instead rather`)
-	for w := range changeCues {
-		ws = append(ws, w)
-	}
-	for w := range months {
-		ws = append(ws, w)
-	}
-	for w := range weekdays {
+	return appendKeys(appendKeys(appendKeys(ws, changeCues), months), weekdays)
+}()
+
+// appendKeys appends the keys of m to ws, in no particular order.
+func appendKeys[V any](ws []string, m map[string]V) []string {
+	for w := range m {
 		ws = append(ws, w)
 	}
 	return ws
-}()
+}
 
 // term records a term of the clause as part of its subject unless it is a
 // unit or a change cue.
@@ -498,21 +497,6 @@ var sceneWords = strings.Fields(`today tomorrow yesterday tonight week weekend w
 // measure the same kind of thing, not that they are about the same thing),
 // change cues, scene words, months and weekdays.
 func notSubjectWords() []string {
-	var ws []string
-	for w := range changeCues {
-		ws = append(ws, w)
-	}
-	for w := range units {
-		ws = append(ws, w)
-	}
-	for w := range scales {
-		ws = append(ws, w)
-	}
-	for w := range months {
-		ws = append(ws, w)
-	}
-	for w := range weekdays {
-		ws = append(ws, w)
-	}
-	return append(ws, sceneWords...)
+	ws := appendKeys(appendKeys(appendKeys(nil, changeCues), units), scales)
+	return append(appendKeys(appendKeys(ws, months), weekdays), sceneWords...)
 }
