@@ -332,7 +332,7 @@ func cueClash(n, o *features) (string, bool) {
 		for j := range o.claims {
 			y := &o.claims[j]
 			if y.question || !overlaps(x.subject, y.subject) && !within(x.lead, y.subject) ||
-				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) {
+				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) || statesNothing(x, y) {
 				continue
 			}
 			return x.cue, true
@@ -362,6 +362,15 @@ func otherAttributes(x, y *claimClause) bool {
 		}
 	}
 	return any
+}
+
+// statesNothing reports whether x states current values and y none: a
+// change to a value ("I've got 1250 followers now") contradicts only a
+// statement of one ("I have 1,000 followers"), not every clause about the
+// thing ("should I ask my followers?").
+func statesNothing(x, y *claimClause) bool {
+	return slices.ContainsFunc(x.values, func(v value) bool { return !v.old }) &&
+		!slices.ContainsFunc(y.values, func(v value) bool { return !v.old })
 }
 
 // sharesKind reports whether two clauses state current values of one kind.

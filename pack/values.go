@@ -262,8 +262,11 @@ func (r *claimReader) special(s string, w []byte, start int, prev string) {
 			r.notNext = false
 		}
 	}
-	if changeCues[ws] && r.cue == "" && (ws != "longer" || prev == "no") {
+	if changeCues[ws] && r.cue == "" && (ws != "longer" || prev == "no") && !incidental(ws, prev) {
 		r.cue, r.cueAt = cueWords[ws], len(r.all)-r.from
+	}
+	if ws == "that" && prev == "now" && r.cue == "now" {
+		r.cue = "" // "now that it's raining"
 	}
 	text := s[start : start+len(w)] // claim words are ASCII
 	switch {
@@ -290,7 +293,20 @@ func (r *claimReader) special(s string, w []byte, start int, prev string) {
 		r.prev = "instead"
 	case ws == "rather":
 		r.prev = "rather"
+	case ws == "now":
+		r.prev = "now"
+	case ws == "a" || ws == "an" || ws == "some" || ws == "any":
+		r.prev = "a"
+	case ws == "right" || ws == "for" || ws == "by" || ws == "until" || ws == "just":
+		r.prev = "for"
 	}
+}
+
+// incidental reports whether a change cue, after the previous word's
+// marker, names no change: "a new pair of sandals" (a new thing, not a
+// new value of one), "for now", "right now", "until now".
+func incidental(cue, prev string) bool {
+	return cue == "new" && prev == "a" || cue == "now" && prev == "for"
 }
 
 // monthNames are the canonical month names, the keys of months a
@@ -314,7 +330,7 @@ var cueWords = func() map[string]string {
 // featuresOf makes anyway.
 var claimWords = func() []string {
 	ws := strings.Fields(`and but so then not never be been being is was are were have has had do does did yet the a an
-		longer of than from noon midday at no instead rather`)
+		longer of than from noon midday at no instead rather some any right for by until just that`)
 	return appendKeys(appendKeys(appendKeys(ws, changeCues), months), weekdays)
 }()
 
