@@ -960,7 +960,7 @@ export interface components {
             conflict_id?: string;
             /**
              * Format: uuid
-             * @description With resolve_conflict, the span that wins; the other is excluded as OUTDATED later.
+             * @description With resolve_conflict, the span that wins; the other is excluded as OUTDATED later, and so is every other stale span the pack that found the conflict shows: the other claims of its conflicts with the winning span, and the spans it excluded as near-duplicates of a stale one (each an outdated event; applied counts them).
              */
             preferred_span_id?: string;
         };
