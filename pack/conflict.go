@@ -9,32 +9,15 @@ import (
 	"github.com/google/uuid"
 )
 
-// Conflict thresholds.
-const (
-	// NumericalJaccard is the Jaccard similarity of term sets at which two
-	// spans that state different numbers with the same unit conflict.
-	NumericalJaccard = 0.3
-	// ClaimOverlap is the term overlap at which a supersession phrase or a
-	// negation pair makes two spans conflict.
-	ClaimOverlap = 0.15
-)
-
-// jaccardTerms is the Jaccard similarity of two term sets (0 when both are
-// empty).
-func jaccardTerms(a, b *hashSet) float64 {
-	inter := intersect(a, b)
-	union := len(a.keys) + len(b.keys) - inter
-	if union == 0 {
-		return 0
-	}
-	return float64(inter) / float64(union)
-}
+// ClaimOverlap is the term overlap at which a correction's terms are
+// about what the corrected span says (correctionClash).
+const ClaimOverlap = 0.15
 
 // overlapTerms is the overlap coefficient |a∩b| / min(|a|,|b|) of two term
-// sets. It is used for ClaimOverlap rather than the Jaccard similarity
-// because a correction is often a short note about a long span: "the
-// refund window was revised to 45 days" shares most of its terms with the
-// policy paragraph it corrects, but few of the paragraph's.
+// sets, rather than the Jaccard similarity, because a correction is often
+// a short note about a long span: "the refund window was revised to 45
+// days" shares most of its terms with the policy paragraph it corrects,
+// but few of the paragraph's.
 func overlapTerms(a, b *hashSet) float64 {
 	n := min(len(a.keys), len(b.keys))
 	if n == 0 {

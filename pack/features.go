@@ -10,7 +10,6 @@ type features struct {
 	terms  hashSet    // term hashes (see termHash)
 	nums   hashSet    // number hashes
 	quants []quantity // numbers with units, in text order
-	phrase string     // the first supersession phrase, or ""
 	polar  []clause   // the clauses that state a form of a negation pair
 
 	// Corrections (see correctionClash).
@@ -57,14 +56,13 @@ func featuresOf(s string) *features {
 	clauseStart := 0
 	var pos, neg, pending uint // pending: positive forms not yet known to be negated by a "not" after them
 	prevNot := false
-	prevStart := "" // the previous word when it can start a two-word phrase
 	cl := claimReader{head: -1, all: make([]uint64, 0, len(s)/8)}
 	endClause := func(tail string) {
 		pos |= pending
 		if pos|neg != 0 && !strings.ContainsRune(tail, '?') { // a question states neither form
 			f.polar = append(f.polar, clause{newHashSet(all[clauseStart:]), pos, neg})
 		}
-		clauseStart, pos, neg, pending, prevNot, prevStart = len(all), 0, 0, 0, false, ""
+		clauseStart, pos, neg, pending, prevNot = len(all), 0, 0, 0, false
 	}
 	eachWord(s, func(w []byte, start int, brk bool) {
 		if brk {
@@ -95,12 +93,8 @@ func featuresOf(s string) *features {
 		cl.word(s, w, start, r)
 		if r == nil {
 			pos |= pending
-			pending, prevNot, prevStart = 0, false, ""
+			pending, prevNot = 0, false
 		} else {
-			if f.phrase == "" {
-				f.phrase = r.phrase(prevStart)
-			}
-			prevStart = r.start
 			if r.not {
 				neg |= pending
 			} else {
@@ -128,24 +122,6 @@ func featuresOf(s string) *features {
 	f.terms = newHashSet(all)
 	f.nums = newHashSet(nums)
 	return f
-}
-
-// Supersession phrases, matched as whole words within a clause:
-// supersede, supersedes, superseded, "revised to", "no longer",
-// "updated to", "replaced by".
-
-// phrase returns the supersession phrase that a word of role r completes,
-// given the previous word's start role, or "".
-func (r *role) phrase(prevStart string) string {
-	if r.single != "" {
-		return r.single
-	}
-	for _, p := range r.after {
-		if p.start == prevStart {
-			return p.phrase
-		}
-	}
-	return ""
 }
 
 // deny records the number at s[start], which follows "not" or "never", as

@@ -203,7 +203,6 @@ type claimReader struct {
 	cue       string
 	cueAt     int    // subject terms before the cue
 	leadAt    int    // subject terms before the last conjunction before the cue ("Maya got married and changed ...")
-	objectAt  int    // with an empty lead: the subject term right after the cue, or -1
 	old       int    // words left in which a value is old (after "not", "no longer", ...)
 	count     *value // a number waiting for the word that says what it counts
 	countGap  int    // stopwords skipped since the count's number
