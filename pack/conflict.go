@@ -119,7 +119,7 @@ func detectConflict(a, b *features, newer int) (kind, desc string) {
 // ("the offsite budget" and "the marketing budget" each name their own
 // thing).
 func sameSubject(x, y *claimClause) bool {
-	if !overlaps(x.head, y.head) {
+	if !overlaps(x.head(), y.head()) {
 		return false
 	}
 	return !ownHead(x, y) || !ownHead(y, x)
@@ -138,8 +138,9 @@ func overlaps(x, y terms) bool {
 
 // ownHead reports whether x's head holds a term that y's does not.
 func ownHead(x, y *claimClause) bool {
-	for _, h := range x.head {
-		if !y.head.has(h) {
+	yh := y.head()
+	for _, h := range x.head() {
+		if !yh.has(h) {
 			return true
 		}
 	}
@@ -202,38 +203,27 @@ func valueClash(a, b *features) (va, vb value, ok bool) {
 // a time (otherYears, otherOccasions).
 func clashKinds(a, b *features) []string {
 	var out []string
-	for i := range a.claims {
-		for _, p := range a.claims[i].values {
-			if p.old || p.kind == "year" || p.kind == "month" || slices.Contains(out, p.kind) {
-				continue
+	for _, p := range a.current {
+		if p.kind == "year" || p.kind == "month" || slices.Contains(out, p.kind) {
+			continue
+		}
+		inB, shared := false, false
+		for _, q := range b.current {
+			if q.kind == p.kind {
+				inB = true
+				shared = shared || statesValue(a.current, q)
 			}
-			inB, shared := false, false
-			for j := range b.claims {
-				for _, q := range b.claims[j].values {
-					if !q.old && q.kind == p.kind {
-						inB = true
-						shared = shared || sharesValueOf(a, q)
-					}
-				}
-			}
-			if inB && !shared {
-				out = append(out, p.kind)
-			}
+		}
+		if inB && !shared {
+			out = append(out, p.kind)
 		}
 	}
 	return out
 }
 
-// sharesValueOf reports whether a states q's value, current, in q's kind.
-func sharesValueOf(a *features, q value) bool {
-	for i := range a.claims {
-		for _, p := range a.claims[i].values {
-			if !p.old && p.kind == q.kind && p.v == q.v {
-				return true
-			}
-		}
-	}
-	return false
+// statesValue reports whether vs holds q's value in q's kind.
+func statesValue(vs []value, q value) bool {
+	return slices.ContainsFunc(vs, func(p value) bool { return p.kind == q.kind && p.v == q.v })
 }
 
 // temporal reports whether values of kind place a statement in time.
@@ -247,25 +237,16 @@ func temporal(kind string) bool {
 // invoice" and "the February invoice" two invoices.
 func otherOccasions(a, b *features) bool {
 	ta, tb := false, false
-	for i := range a.claims {
-		for _, p := range a.claims[i].values {
-			if !temporal(p.kind) || p.old {
-				continue
-			}
+	for _, p := range a.current {
+		if temporal(p.kind) {
 			ta = true
-			for j := range b.claims {
-				for _, q := range b.claims[j].values {
-					if q.kind == p.kind && q.v == p.v && !q.old {
-						return false
-					}
-				}
+			if statesValue(b.current, p) {
+				return false
 			}
 		}
 	}
-	for j := range b.claims {
-		for _, q := range b.claims[j].values {
-			tb = tb || temporal(q.kind) && !q.old
-		}
+	for _, q := range b.current {
+		tb = tb || temporal(q.kind)
 	}
 	return ta && tb
 }
@@ -275,24 +256,16 @@ func otherOccasions(a, b *features) bool {
 // "in 2024 it has 9").
 func otherYears(a, b *features) bool {
 	ya, yb := false, false
-	for i := range a.claims {
-		for _, p := range a.claims[i].values {
-			if p.kind == "year" {
-				ya = true
-				for j := range b.claims {
-					for _, q := range b.claims[j].values {
-						if q.kind == "year" && q.v == p.v {
-							return false
-						}
-					}
-				}
+	for _, p := range a.current {
+		if p.kind == "year" {
+			ya = true
+			if statesValue(b.current, p) {
+				return false
 			}
 		}
 	}
-	for j := range b.claims {
-		for _, q := range b.claims[j].values {
-			yb = yb || q.kind == "year"
-		}
+	for _, q := range b.current {
+		yb = yb || q.kind == "year"
 	}
 	return ya && yb
 }
@@ -314,7 +287,7 @@ func cueClash(n, o *features) (string, bool) {
 		}
 		for j := range o.claims {
 			y := &o.claims[j]
-			if y.question || !overlaps(x.subject, y.subject) && !within(x.lead, y.subject) ||
+			if y.question || !overlaps(x.subject, y.subject) && !within(x.lead(), y.subject) ||
 				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) || statesNothing(x, y) {
 				continue
 			}
@@ -377,8 +350,8 @@ func leads(x, y *claimClause) bool {
 	if strings.HasPrefix(x.cue, "supersede") {
 		return true // "these rules supersede the travel policy": what changed follows the cue
 	}
-	n := len(x.lead)
-	return n == 0 || 2*common(x.lead, y.subject) > n
+	lead := x.lead()
+	return len(lead) == 0 || 2*common(lead, y.subject) > len(lead)
 }
 
 // isCount reports whether kind is a count's ("n:follower", "#platform").

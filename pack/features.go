@@ -22,6 +22,7 @@ type features struct {
 	// What the claims hold, so that a pair of spans skips the rules that
 	// cannot fire.
 	hasValues, hasCue, hasNegated bool
+	current                       []value // the clauses' current (not old) values, in text order
 }
 
 // negation is a word negated by "not" or "never" before it.
@@ -32,14 +33,22 @@ type negation struct {
 
 // claimClause is one clause as the value and change rules read it.
 type claimClause struct {
-	subject  terms      // its terms without units, change cues, scene words and numbers: what it is about
-	head     terms      // those of them before its first value: the thing the value is of
-	lead     terms      // those before its change cue: the thing that changed ("the offsite budget was raised")
-	values   []value    // in text order
-	negated  []negation // words right after "not" or "never" ("not coming")
-	cue      string     // the first change cue, or ""
-	question bool       // ends in "?": asks, does not state
+	subject terms      // its terms without units, change cues, scene words and numbers: what it is about
+	values  []value    // in text order
+	negated []negation // words right after "not" or "never" ("not coming")
+	cue     string     // the first change cue, or ""
+	// The head is subject[:headEnd], those before its first value: the
+	// thing the value is of. The lead is subject[leadFrom:leadEnd], what its
+	// change cue says changed ("the offsite budget was raised").
+	headEnd, leadFrom, leadEnd uint16
+	question                   bool // ends in "?": asks, does not state
 }
+
+// head returns the terms before the clause's first value.
+func (c *claimClause) head() terms { return c.subject[:c.headEnd:c.headEnd] }
+
+// lead returns what the clause's change cue says changed.
+func (c *claimClause) lead() terms { return c.subject[c.leadFrom:c.leadEnd:c.leadEnd] }
 
 // clause is a clause that states a form of a negation pair.
 type clause struct {

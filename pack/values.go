@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -414,19 +415,17 @@ func (r *claimReader) number(s string, start int) int {
 // the last conjunction before the cue and the cue ("the offsite budget"
 // in "the offsite budget was raised"), or, when there are none, the term
 // right after the cue ("I moved the painting").
-func (r *claimReader) lead() terms {
-	subject := r.all[r.from:]
+func (r *claimReader) lead() (from, end int) {
 	if r.cue == "" {
-		return nil
+		return 0, 0
 	}
-	from := min(r.leadAt, r.cueAt)
-	if from < r.cueAt {
-		return subject[from:r.cueAt:r.cueAt]
+	if from := min(r.leadAt, r.cueAt); from < r.cueAt {
+		return from, r.cueAt
 	}
-	if r.cueAt < len(subject) {
-		return subject[r.cueAt : r.cueAt+1 : r.cueAt+1]
+	if n := len(r.all) - r.from; r.cueAt < n {
+		return r.cueAt, r.cueAt + 1
 	}
-	return nil
+	return 0, 0
 }
 
 // flushCount records a count that no word followed as numbering the term
@@ -457,17 +456,27 @@ func (r *claimReader) end(f *features, tail string) {
 	label := len(r.values) == 0 && strings.HasSuffix(strings.TrimRight(tail, " \t"), ":")
 	subject := terms(r.all[r.from:len(r.all):len(r.all)])
 	if !label && (len(subject) > 0 || len(r.values) > 0) {
-		head := subject
+		head := len(subject)
 		if r.head >= 0 {
-			head = subject[:r.head:r.head]
+			head = r.head
+		}
+		from, end := r.lead()
+		if len(subject) > math.MaxUint16 {
+			subject, head, from, end = subject[:math.MaxUint16], min(head, math.MaxUint16), min(from, math.MaxUint16), min(end, math.MaxUint16)
 		}
 		f.hasValues = f.hasValues || len(r.values) > 0
 		f.hasCue = f.hasCue || r.cue != ""
 		f.hasNegated = f.hasNegated || len(r.negated) > 0
+		for _, v := range r.values {
+			if !v.old {
+				f.current = append(f.current, v)
+			}
+		}
 		f.claims = append(f.claims, claimClause{
 			subject:  subject,
-			head:     head,
-			lead:     r.lead(),
+			headEnd:  uint16(head),
+			leadFrom: uint16(from),
+			leadEnd:  uint16(end),
 			values:   r.values,
 			cue:      r.cue,
 			question: strings.ContainsRune(tail, '?'),
