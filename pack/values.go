@@ -384,12 +384,16 @@ func (r *claimReader) number(s string, start int) int {
 	if v, e, ok := timeOrDateAt(s, start, r.prev); ok {
 		if v.kind == "date" && months[r.prev] > 0 {
 			v.text = s[r.prevAt:e] // "December 4"
+			if n := len(r.values) - 1; n >= 0 && r.values[n].kind == "month" {
+				r.values = r.values[:n] // the month was the date's, not a context of its own
+			}
 		}
 		r.add(v)
 		return e
 	}
 	digits, end := scanNumber(s, start)
-	if end < len(s) && (s[end] == '-' || s[end] == '/' || s[end] == ':') {
+	if end < len(s) && (s[end] == '-' || s[end] == '/' || s[end] == ':') ||
+		start >= 2 && (s[start-1] == '-' || s[start-1] == '/' || s[start-1] == ':') && '0' <= s[start-2] && s[start-2] <= '9' {
 		return start // a phone number, a range, a fraction: not a count
 	}
 	n := 0.0
@@ -441,7 +445,7 @@ func (r *claimReader) flushCount() {
 // just before it.
 func (r *claimReader) add(v value) {
 	v.old = r.old > 0
-	v.new = r.cue != ""
+	v.new = r.cue != "" && !v.old
 	if len(r.values) == 0 && r.head < 0 {
 		r.head = len(r.all) - r.from
 	}
