@@ -343,7 +343,15 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 			Relevance: c.RelevanceScore, Pinned: c.Pinned, Text: c.Text, Timestamp: c.Timestamp, ActorID: c.ActorID, SessionID: c.SessionID}
 	}
 	for _, cf := range pr.Conflicts {
-		out.Conflicts = append(out.Conflicts, fmt.Sprintf("[cite:%d] vs [cite:%d]: %s (conflict_id %s)", cf.CiteA, cf.CiteB, cf.Description, cf.ID))
+		line := fmt.Sprintf("[cite:%d] vs [cite:%d]: %s (conflict_id %s)", cf.CiteA, cf.CiteB, cf.Description, cf.ID)
+		if cf.SupersededBy != nil {
+			newer, older := cf.CiteA, cf.CiteB
+			if *cf.SupersededBy == cf.ClaimB.SpanID {
+				newer, older = older, newer
+			}
+			line += fmt.Sprintf("; [cite:%d] is newer and supersedes [cite:%d]", newer, older)
+		}
+		out.Conflicts = append(out.Conflicts, line)
 	}
 	// The text a model reads first: the evidence, or why there is none.
 	var b strings.Builder

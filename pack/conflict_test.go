@@ -57,26 +57,36 @@ func TestDetectConflict(t *testing.T) {
 		{"numbers agree", "The refund window is 30 days.", "Refund window: 30 days.", "", ""},
 		{"one shared value", "The refund window is 30 days or 45 days.", "The refund window is 30 days.", "", ""},
 		{"different units", "The refund window is 30 days.", "The refund window is 45 hours.", "", ""},
-		{"unitless numbers", "The refund window is 30.", "The refund window is 45.", "", ""},
+		// A bare number after a term numbers it ("platform 7", "window ... 30").
+		{"unitless numbers", "The refund window is 30.", "The refund window is 45.", ConflictNumerical, `numerical: "30" vs "45"`},
+		{"unitless numbers of other things", "The refund window is 30.", "The shipping window is 45.", "", ""},
 		{"low overlap", "The refund window is 30 days.", "Shipping from the warehouse to Oslo takes 45 days by sea freight.", "", ""},
 		{"currency", "The enterprise seat costs $1,200 per year.", "The enterprise seat costs $1,500 per year.",
-			ConflictNumerical, `numerical: "$1,200" vs "$1,500"`},
+			ConflictNumerical, `numerical: "$1,200 per year" vs "$1,500 per year"`},
+		{"a rate and an amount", "The offsite budget is $15,500.", "The offsite facilitator charges $95 per hour.", "", ""},
+		{"a time and a count", "The design sync is at 10:00.", "The design sync has 10 people.", "", ""},
 		{"percent", "Target uptime for the API is 99.9%.", "Target uptime for the API is 99.95 percent.",
 			ConflictNumerical, `numerical: "99.9%" vs "99.95 percent"`},
 		{"scaled values equal", "The company raised $5 million in seed funding.", "The company raised $5,000,000 in seed funding.", "", ""},
 		// supersession
 		{"revised to", "The refund window is thirty days for annual plans.", "The refund window for annual plans was revised to sixty days.",
-			ConflictSupersession, `supersession: the second says "revised to"`},
+			ConflictSupersession, `supersession: the second says "revised"`},
 		{"no longer, first", "Annual plans no longer include phone support.", "Annual plans include phone support.",
 			ConflictSupersession, `supersession: the first says "no longer"`},
 		{"supersedes", "This memo supersedes the travel policy.", "The travel policy allows business class.",
 			ConflictSupersession, `supersession: the first says "supersedes"`},
 		{"replaced by", "The legacy dashboard was replaced by Grafana.", "Use the legacy dashboard for alerts.",
-			ConflictSupersession, `supersession: the first says "replaced by"`},
+			ConflictSupersession, `supersession: the first says "replaced"`},
 		{"updated to", "The wiki was updated to describe onboarding.", "Onboarding is described in the wiki.",
-			ConflictSupersession, `supersession: the first says "updated to"`},
+			ConflictSupersession, `supersession: the first says "updated"`},
 		{"phrase without overlap", "The parking rules were revised to allow bikes.", "Quarterly revenue grew in Europe.", "", ""},
-		{"split phrase is no phrase", "The policy was revised. To be clear, refunds apply.", "The refund policy applies.", "", ""},
+		{"cue about another subject", "The parking policy was revised. To be clear, refunds apply.", "Who owns the travel agenda?", "", ""},
+		{"a confirmation", "Correction: the design sync is no longer 10:00, it is 14:30.", "Confirmed: design sync at 14:30.", "", ""},
+		{"moved, not asked", "Heads up: the design sync is no longer 10:00, it moved to 14:30.", "Who should own the offsite agenda?", "", ""},
+		{"moved address", "My home address is 12 Elm Street.", "I moved! My new home address is 48 Birch Lane.",
+			ConflictSupersession, `supersession: the second says "new"`},
+		{"pushed date", "The launch is planned for November 20.", "The launch is pushed to December 4.",
+			ConflictNumerical, `numerical: "November 20" vs "December 4"`},
 		// negation
 		{"will / will not", "The launch will happen in March.", "The launch will not happen in March.",
 			ConflictNegation, `negation: "will" vs "will not"`},
@@ -102,12 +112,13 @@ func TestDetectConflict(t *testing.T) {
 		{"negation in the same sentence of a longer span", "We publish notes weekly. The launch will not happen in March.", "The launch will happen in March, as planned.",
 			ConflictNegation, `negation: "will not" vs "will"`},
 		{"negation without overlap", "The budget was approved.", "Parking is prohibited on the lawn.", "", ""},
-		{"numerical wins", "The refund window will be 30 days.", "The refund window will not be 45 days.",
-			ConflictNumerical, `numerical: "30 days" vs "45 days"`},
+		// "not be 45 days" denies 45 days: no current value clashes.
+		{"a denied value", "The refund window will be 30 days.", "The refund window will not be 45 days.",
+			ConflictNegation, `negation: "will" vs "will not"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b))
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0)
 			if kind != tt.kind || desc != tt.desc {
 				t.Errorf("got %q %q, want %q %q", kind, desc, tt.kind, tt.desc)
 			}
@@ -222,7 +233,7 @@ func TestDetectCorrection(t *testing.T) {
 			`numerical: "30 days" vs "45 days" (a correction)`},
 		{"actually", "Actually the campaign budget is $5,000.", "Finance approved the marketing budget for the spring campaign in Europe and Asia, $4,000 this year, after a long review.",
 			`numerical: "$5,000" vs "$4,000" (a correction)`},
-		{"the issue's example", "The meeting is 30 minutes.", "it is 45 minutes, not 30", `numerical: "30 minutes" vs "45 minutes"`},
+		{"the issue's example", "The meeting is 30 minutes.", "it is 45 minutes, not 30", `numerical: "30 minutes" vs "45 minutes" (a correction)`},
 		// negatives
 		{"another subject", "The deploy takes 30 minutes.", "Lunch is 45 minutes, not 30.", ""},
 		{"another unit", "The flight takes 3 hours.", "It is 45 minutes, not 30.", ""},
@@ -236,7 +247,7 @@ func TestDetectCorrection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b))
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0)
 			want := ""
 			if tt.desc != "" {
 				want = ConflictNumerical

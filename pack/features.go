@@ -1,19 +1,54 @@
 package pack
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // features are what the conflict rules and query coverage read of a span.
 type features struct {
 	terms  hashSet    // term hashes (see termHash)
 	nums   hashSet    // number hashes
 	quants []quantity // numbers with units, in text order
-	phrase string     // the first supersession phrase, or ""
 	polar  []clause   // the clauses that state a form of a negation pair
 
 	// Corrections (see correctionClash).
 	denied     []quantity // numbers right after "not" or "never" ("45 minutes, not 30"), with their unit or the previous quantity's
 	correction bool       // says "actually", "correction" or "corrected"
+
+	// Claims (see valueClash and cueClash): the clauses, with what each
+	// is about and the values it states.
+	claims []claimClause
+	// What the claims hold, so that a pair of spans skips the rules that
+	// cannot fire.
+	hasValues, hasCue, hasNegated bool
+	current                       []value // the clauses' current (not old) values, in text order
 }
+
+// negation is a word negated by "not" or "never" before it.
+type negation struct {
+	term uint64 // its term hash
+	word string
+}
+
+// claimClause is one clause as the value and change rules read it.
+type claimClause struct {
+	subject terms      // its terms without units, change cues, scene words and numbers: what it is about
+	values  []value    // in text order
+	negated []negation // words right after "not" or "never" ("not coming")
+	cue     string     // the first change cue, or ""
+	// The head is subject[:headEnd], those before its first value: the
+	// thing the value is of. The lead is subject[leadFrom:leadEnd], what its
+	// change cue says changed ("the offsite budget was raised").
+	headEnd, leadFrom, leadEnd uint16
+	question                   bool // ends in "?": asks, does not state
+}
+
+// head returns the terms before the clause's first value.
+func (c *claimClause) head() terms { return c.subject[:c.headEnd:c.headEnd] }
+
+// lead returns what the clause's change cue says changed.
+func (c *claimClause) lead() terms { return c.subject[c.leadFrom:c.leadEnd:c.leadEnd] }
 
 // clause is a clause that states a form of a negation pair.
 type clause struct {
@@ -23,24 +58,25 @@ type clause struct {
 
 // featuresOf reads the features of a text in one pass over its words.
 func featuresOf(s string) *features {
-	f := &features{}
-	all := make([]uint64, 0, len(s)/8) // term hashes in text order
+	f := &features{claims: make([]claimClause, 0, len(s)/64+1)} // a clause is about 60 bytes of text
+	all := make([]uint64, 0, len(s)/8)                          // term hashes in text order
 	var nums []uint64
 	quantEnd := 0 // quantities are read up to here
 	clauseStart := 0
 	var pos, neg, pending uint // pending: positive forms not yet known to be negated by a "not" after them
 	prevNot := false
-	prevStart := "" // the previous word when it can start a two-word phrase
-	endClause := func() {
+	cl := claimReader{head: -1, all: make([]uint64, 0, len(s)/8)}
+	endClause := func(tail string) {
 		pos |= pending
-		if pos|neg != 0 {
+		if pos|neg != 0 && !strings.ContainsRune(tail, '?') { // a question states neither form
 			f.polar = append(f.polar, clause{newHashSet(all[clauseStart:]), pos, neg})
 		}
-		clauseStart, pos, neg, pending, prevNot, prevStart = len(all), 0, 0, 0, false, ""
+		clauseStart, pos, neg, pending, prevNot = len(all), 0, 0, 0, false
 	}
 	eachWord(s, func(w []byte, start int, brk bool) {
 		if brk {
-			endClause()
+			endClause(s[cl.lastStart:start])
+			cl.end(f, s[cl.lastStart:start])
 		}
 		if c := s[start]; '0' <= c && c <= '9' && start >= quantEnd && !continuesWord(s, start) {
 			q, next, ok := quantityAt(s, start)
@@ -49,6 +85,9 @@ func featuresOf(s string) *features {
 			}
 			if ok {
 				f.quants = append(f.quants, q)
+				cl.quantity(s, q, next)
+			} else if e := cl.number(s, start); e > next {
+				next = e // a time or date: its other digits are not numbers
 			}
 			quantEnd = next
 		}
@@ -60,14 +99,11 @@ func featuresOf(s string) *features {
 		}
 		h := wordKey(w)
 		r := lexicon.get(h)
+		cl.word(s, w, start, r)
 		if r == nil {
 			pos |= pending
-			pending, prevNot, prevStart = 0, false, ""
+			pending, prevNot = 0, false
 		} else {
-			if f.phrase == "" {
-				f.phrase = r.phrase(prevStart)
-			}
-			prevStart = r.start
 			if r.not {
 				neg |= pending
 			} else {
@@ -85,32 +121,16 @@ func featuresOf(s string) *features {
 		switch h, kind := termOf(w, h, r); kind {
 		case kindTerm:
 			all = append(all, h)
+			cl.term(h, w, r)
 		case kindNumber:
 			nums = append(nums, h)
 		}
 	})
-	endClause()
+	endClause(s[cl.lastStart:])
+	cl.end(f, s[cl.lastStart:])
 	f.terms = newHashSet(all)
 	f.nums = newHashSet(nums)
 	return f
-}
-
-// Supersession phrases, matched as whole words within a clause:
-// supersede, supersedes, superseded, "revised to", "no longer",
-// "updated to", "replaced by".
-
-// phrase returns the supersession phrase that a word of role r completes,
-// given the previous word's start role, or "".
-func (r *role) phrase(prevStart string) string {
-	if r.single != "" {
-		return r.single
-	}
-	for _, p := range r.after {
-		if p.start == prevStart {
-			return p.phrase
-		}
-	}
-	return ""
 }
 
 // deny records the number at s[start], which follows "not" or "never", as

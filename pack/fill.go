@@ -119,7 +119,7 @@ func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 		if len(found) == MaxConflictsPerSpan {
 			break
 		}
-		kind, desc := detectConflict(s.feat, c.feat)
+		kind, desc := detectConflict(s.feat, c.feat, newerOf(s.Timestamp, s.Seq, c.Timestamp, c.Seq))
 		if kind == "" {
 			continue
 		}
@@ -301,7 +301,7 @@ func (f *filler) final() (text, prefix, ws string, tokens int) {
 		}
 		return a.CiteB - b.CiteB
 	})
-	if f.lines != nil {
+	if f.lines != nil && f.used <= f.budget {
 		// The counter splits after every line as well (its lines end in
 		// "\n" and begin with "=", "[" or "C", see TestContextTextSplits),
 		// so the lines' counts add up to the text's.

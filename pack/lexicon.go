@@ -1,20 +1,14 @@
 package pack
 
-import "strings"
-
 // role is what a word means to the rules beyond being a term: a stopword,
-// a negator, a form of a negation pair, part of a supersession phrase.
+// a negator, a form of a negation pair, a word the claims read
+// (claimWords), a word outside a clause's subject (notSubjectWords).
 type role struct {
 	stop     bool
-	not      bool   // "not" or "never": negates a positive form right before or after it
-	pos, neg uint   // bit sets over negationPairs: the forms the word is by itself
-	single   string // the word is a one-word supersession phrase
-	start    string // the word can start a two-word supersession phrase
-	after    []pair // the word ends a two-word phrase after one of these starts
+	not      bool // "not" or "never": negates a positive form right before or after it
+	pos, neg uint // bit sets over negationPairs: the forms the word is by itself
+	scene    bool // a unit, scale, change cue or scene word: not part of what a clause is about (claimReader.term)
 }
-
-// pair is a two-word supersession phrase, by its first word.
-type pair struct{ start, phrase string }
 
 // negationPair is a positive form and its negation. The positive word
 // counts as negative when "not" or "never" comes right before or after it
@@ -48,13 +42,11 @@ var lexicon = func() *lexiconTable {
 			t.role(n).neg |= 1 << k
 		}
 	}
-	for _, w := range strings.Fields("supersede supersedes superseded") {
-		t.role(w).single = w
+	for _, w := range claimWords {
+		t.role(w) // claimReader.special reads these
 	}
-	for _, p := range []string{"revised to", "updated to", "no longer", "replaced by"} {
-		first, second, _ := strings.Cut(p, " ")
-		t.role(first).start = first
-		t.role(second).after = append(t.role(second).after, pair{first, p})
+	for _, w := range notSubjectWords() {
+		t.role(w).scene = true
 	}
 	return t
 }()

@@ -39,7 +39,8 @@ const (
 //     budget (BUDGET, see QuickRejectFactor);
 //  8. the exact count of the final text, taking out the last spans while
 //     it exceeds the budget (BUDGET);
-//  9. confidence and abstention; conflicts were found while placing.
+//  9. confidence and abstention; conflicts were found while placing, and
+//     the spans they join were ordered newest first (supersede).
 //
 // Every candidate that survives step 1 ends up cited or in Exclusions,
 // exactly once.
@@ -87,6 +88,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	} else {
 		f.fillRelevance(rest)
 	}
+	f.supersede()
 	contextText, prefix, ws, tokens := f.final()
 	return f.result(req, w, cs, contextText, prefix, ws, tokens)
 }

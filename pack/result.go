@@ -120,6 +120,11 @@ type Conflict struct {
 	Description string    `json:"description"`
 	Resolution  *string   `json:"resolution"`  // nil: packs only show unresolved conflicts
 	ResolvedBy  *string   `json:"resolved_by"` // nil likewise
+	// SupersededSpanID is the older claim's span and SupersededBy the newer
+	// one's, which supersedes it (by artifact time, then ingest order); both
+	// nil when the two are equally new. An extension of the contract.
+	SupersededSpanID *uuid.UUID `json:"superseded_span_id"`
+	SupersededBy     *uuid.UUID `json:"superseded_by"`
 
 	Kind         string `json:"-"` // ConflictNumerical, ConflictSupersession or ConflictNegation
 	CiteA, CiteB int    `json:"-"` // the cite numbers of the claims

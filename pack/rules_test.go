@@ -4,7 +4,7 @@ import "testing"
 
 // TestConflictRuleEdges adds to TestDetectConflict the phrase and
 // negation forms it leaves out (superseded, supersede, "can not", "never")
-// and the numerical rule's Jaccard threshold from both sides. Terms are
+// and the value rule's subject test (heads, see sameSubject). Terms are
 // chosen so the stemmer leaves them alone: each side's term set is spelled
 // out in the comment.
 func TestConflictRuleEdges(t *testing.T) {
@@ -12,14 +12,13 @@ func TestConflictRuleEdges(t *testing.T) {
 		name, a, b string
 		kind, desc string // kind "" for no conflict
 	}{
-		// {kiwi mango papaya day} vs {kiwi mango guava lychee banana day}: Jaccard 3/7 ≥ 0.3.
-		{"numerical above the threshold", "Kiwi mango papaya: 30 days.", "Kiwi mango guava lychee banana: 45 days.",
+		// Heads {kiwi mango} and {kiwi mango papaya}: one holds the other.
+		{"numerical, one head within the other", "Kiwi mango: 30 days.", "Kiwi mango papaya: 45 days.",
 			ConflictNumerical, `numerical: "30 days" vs "45 days"`},
-		// {kiwi mango papaya day} vs {kiwi guava lychee banana melon day}: Jaccard 2/8 < 0.3.
-		{"numerical below the threshold", "Kiwi mango papaya: 30 days.", "Kiwi guava lychee banana melon: 45 days.", "", ""},
-		// {kiwi mango day papaya guava} vs {kiwi mango day lychee banana melon cherry plum}: Jaccard 3/10 = 0.3.
-		{"numerical at the threshold", "Kiwi mango papaya guava: 30 days.", "Kiwi mango lychee banana melon cherry plum: 45 days.",
-			ConflictNumerical, `numerical: "30 days" vs "45 days"`},
+		// Heads {kiwi mango papaya} and {kiwi mango guava}: each names its own thing.
+		{"numerical, heads of their own", "Kiwi mango papaya: 30 days.", "Kiwi mango guava: 45 days.", "", ""},
+		// Heads {kiwi} and {mango guava}: nothing shared.
+		{"numerical, no shared head", "Kiwi: 30 days.", "Mango guava: 45 days.", "", ""},
 		{"superseded", "The travel policy was superseded last spring.", "The travel policy allows business class.",
 			ConflictSupersession, `supersession: the first says "superseded"`},
 		{"supersede, second", "The travel policy allows business class.", "These rules supersede the travel policy.",
@@ -35,7 +34,7 @@ func TestConflictRuleEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b))
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0)
 			if kind != tt.kind || desc != tt.desc {
 				t.Errorf("got %q %q, want %q %q", kind, desc, tt.kind, tt.desc)
 			}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,9 +75,10 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 		return FeedbackResult{}, err
 	}
 	var res engine.FeedbackResult
+	var stale []pack.Claim
 	if in.Action == engine.ActionResolveConflict {
 		if in.ConflictID != "" {
-			err = resolveConflict(db, p.TenantID, &in)
+			stale, err = resolveConflict(db, p.TenantID, &in)
 		}
 		if err == nil {
 			err = checkResolve(db, p.TenantID, in)
@@ -84,6 +86,9 @@ func (s *Service) Feedback(p Principal, r FeedbackRequest) (FeedbackResult, erro
 	}
 	if err == nil {
 		res, err = db.Feedback(p.TenantID, in)
+	}
+	if err == nil && len(stale) > 0 {
+		res.Applied, err = outdateStale(db, p.TenantID, in, stale, res.Applied)
 	}
 	if errors.Is(err, engine.ErrNotFound) {
 		what := "artifact or span"
@@ -154,37 +159,103 @@ func preferredSpan(in engine.FeedbackInput) uuid.UUID {
 // resolveConflict prepares a resolve_conflict: it finds the conflict named
 // by in.ConflictID in the workspace's receipts and sets the conflict's two
 // spans and the artifact of the span made outdated (where the marks live),
-// or returns engine.ErrNotFound.
-func resolveConflict(db *engine.DB, tenant string, in *engine.FeedbackInput) error {
-	claims, ok, err := findConflict(db, tenant, in.Workspace, in.ConflictID)
+// or returns engine.ErrNotFound. It also returns the other stale spans the
+// same receipt shows (staleSpans): a value stated twice and then changed
+// makes two conflicts, one per stale statement, and resolving one must not
+// leave the other in later packs.
+func resolveConflict(db *engine.DB, tenant string, in *engine.FeedbackInput) ([]pack.Claim, error) {
+	rec, ok, err := findConflict(db, tenant, in.Workspace, in.ConflictID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ok {
-		return engine.ErrNotFound
+		return nil, engine.ErrNotFound
 	}
+	claims := rec.claims
 	in.ConflictSpans = [2]uuid.UUID{claims[0].SpanID, claims[1].SpanID}
 	switch preferredSpan(*in) {
 	case claims[0].SpanID:
 		in.ArtifactID = claims[1].ArtifactID
+		return rec.staleSpans(claims[0].SpanID, claims[1].SpanID), nil
 	case claims[1].SpanID:
 		in.ArtifactID = claims[0].ArtifactID
+		return rec.staleSpans(claims[1].SpanID, claims[0].SpanID), nil
 	}
-	return nil
+	return nil, nil
+}
+
+// receiptConflicts is what a receipt says about one conflict and the
+// spans around it.
+type receiptConflicts struct {
+	claims     [2]pack.Claim
+	conflicts  []pack.Conflict
+	exclusions []pack.Exclusion
+}
+
+// staleSpans returns, besides the outdated span drop, the spans the
+// receipt shows stating what the kept span keep contradicts: the other
+// claims of the receipt's other conflicts with keep, and the spans
+// excluded as near-duplicates (REDUNDANCY) of drop or of those, which
+// would take their place in the next pack. In receipt order, each once.
+func (r *receiptConflicts) staleSpans(keep, drop uuid.UUID) []pack.Claim {
+	var out []pack.Claim
+	add := func(c pack.Claim) {
+		if c.SpanID != keep && c.SpanID != drop && !slices.ContainsFunc(out, func(o pack.Claim) bool { return o.SpanID == c.SpanID }) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range r.conflicts {
+		switch keep {
+		case c.ClaimA.SpanID:
+			add(c.ClaimB)
+		case c.ClaimB.SpanID:
+			add(c.ClaimA)
+		}
+	}
+	names := func(detail string, id uuid.UUID) bool { return strings.Contains(detail, "span "+id.String()+" ") }
+	for _, e := range r.exclusions {
+		if e.Reason == pack.ReasonRedundancy && (names(e.Detail, drop) || slices.ContainsFunc(out, func(o pack.Claim) bool { return names(e.Detail, o.SpanID) })) {
+			add(pack.Claim{ArtifactID: e.ArtifactID, SpanID: e.SpanID})
+		}
+	}
+	return out
+}
+
+// outdateStale marks the stale spans of a resolved conflict outdated, one
+// feedback event each (the marks live with each span's artifact), and
+// returns applied plus the spans they changed. A span erased since the
+// receipt is skipped.
+func outdateStale(db *engine.DB, tenant string, in engine.FeedbackInput, stale []pack.Claim, applied int) (int, error) {
+	keep := preferredSpan(in)
+	for _, c := range stale {
+		res, err := db.Feedback(tenant, engine.FeedbackInput{Workspace: in.Workspace, ActorID: in.ActorID, Action: engine.ActionOutdated,
+			ArtifactID: c.ArtifactID, SpanID: c.SpanID,
+			Reason: fmt.Sprintf("resolve_conflict %s: contradicts span %s, which was preferred", in.ConflictID, keep)})
+		if errors.Is(err, engine.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return applied, err
+		}
+		applied += res.Applied
+	}
+	return applied, nil
 }
 
 // findConflict looks a conflict id up in a workspace's receipts, newest
 // first: conflicts are found by packs, and every pack's receipt lists them
-// (in the stored body, which only leaves content previews out).
-func findConflict(db *engine.DB, tenant, ws, conflictID string) ([2]pack.Claim, bool, error) {
+// (in the stored body, which only leaves content previews out). It
+// returns the conflict's claims with the receipt's conflicts and
+// exclusions.
+func findConflict(db *engine.DB, tenant, ws, conflictID string) (*receiptConflicts, bool, error) {
 	id, err := uuid.Parse(conflictID)
 	if err != nil {
-		return [2]pack.Claim{}, false, nil
+		return nil, false, nil
 	}
 	needle := []byte(id.String())
 	page, err := db.ListReceipts(tenant, ws, "", 0, math.MaxInt)
 	if err != nil {
-		return [2]pack.Claim{}, false, err
+		return nil, false, err
 	}
 	for _, listed := range page.Receipts {
 		rec, err := db.GetReceipt(tenant, listed.ID)
@@ -192,24 +263,25 @@ func findConflict(db *engine.DB, tenant, ws, conflictID string) ([2]pack.Claim, 
 			continue // dropped since the listing (retention, erasure)
 		}
 		if err != nil {
-			return [2]pack.Claim{}, false, err
+			return nil, false, err
 		}
 		if !bytes.Contains(rec.Body, needle) {
 			continue
 		}
 		var r struct {
-			Conflicts []pack.Conflict `json:"conflicts"`
+			Conflicts  []pack.Conflict  `json:"conflicts"`
+			Exclusions []pack.Exclusion `json:"exclusions"`
 		}
 		if err := json.Unmarshal(rec.Body, &r); err != nil {
-			return [2]pack.Claim{}, false, fmt.Errorf("service: receipt %s: %w", rec.ID, err)
+			return nil, false, fmt.Errorf("service: receipt %s: %w", rec.ID, err)
 		}
 		for _, c := range r.Conflicts {
 			if c.ID == id {
-				return [2]pack.Claim{c.ClaimA, c.ClaimB}, true, nil
+				return &receiptConflicts{claims: [2]pack.Claim{c.ClaimA, c.ClaimB}, conflicts: r.Conflicts, exclusions: r.Exclusions}, true, nil
 			}
 		}
 	}
-	return [2]pack.Claim{}, false, nil
+	return nil, false, nil
 }
 
 // ListReceiptsRequest asks for a page of a workspace's receipts, newest

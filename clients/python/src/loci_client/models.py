@@ -511,6 +511,10 @@ class Conflict(_Response):
     description: str
     resolution: Optional[str]
     resolved_by: Optional[str]
+    #: The older claim's span, which ``superseded_by`` (the newer claim's span, cited first) supersedes; ``None``
+    #: when the two are equally new (an extension of the contract).
+    superseded_span_id: Optional[str] = None
+    superseded_by: Optional[str] = None
     raw: Dict[str, Any] = _raw()
 
 

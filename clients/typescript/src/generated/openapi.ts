@@ -921,6 +921,16 @@ export interface components {
             resolution: string | null;
             /** @description null when unresolved. */
             resolved_by: string | null;
+            /**
+             * Format: uuid
+             * @description Extension of the contract: the claim stated earlier (by artifact time, then ingest order), which the newer claim supersedes. The newer span is cited first. null when the two are equally new.
+             */
+            superseded_span_id?: string | null;
+            /**
+             * Format: uuid
+             * @description Extension of the contract: the span of the newer claim, the current value, which supersedes superseded_span_id. null when the two are equally new.
+             */
+            superseded_by?: string | null;
         };
         ContextPackResponse: {
             /** @description Prompt-ready text. Each evidence line is its [cite:N] marker, the artifact's UTC date, its time (HH:MM, left out for a date-only timestamp) and its speaker, then the span text: "[cite:3] 2026-10-13 14:30 Maya: ...". A chat turn's text already starts with its speaker; other spans get the artifact's actor_id, or its type when it has none. */
@@ -966,7 +976,7 @@ export interface components {
             conflict_id?: string;
             /**
              * Format: uuid
-             * @description With resolve_conflict, the span that wins; the other is excluded as OUTDATED later.
+             * @description With resolve_conflict, the span that wins; the other is excluded as OUTDATED later, and so is every other stale span the pack that found the conflict shows: the other claims of its conflicts with the winning span, and the spans it excluded as near-duplicates of a stale one (each an outdated event; applied counts them).
              */
             preferred_span_id?: string;
         };
