@@ -70,26 +70,36 @@ func TestAttribution(t *testing.T) {
 				tt.query, r.Abstain, r.AbstainReason, r.Confidence, len(r.Citations), tt.abstain)
 		}
 	}
-	// The factor itself: the AttributionTop best lexical matches among the
-	// attributed spans, by their share of BM25 score. The sixth match, a
-	// span the lexical channel did not return and one of unknown speaker
-	// are not read, however relevant.
+	// The factor itself: the AttributionTop spans, among the attributed
+	// spans the lexical channel returned, with the largest BM25 score
+	// times the share of the words asked about they hold. Turns that ask
+	// are not read, nor a span the lexical channel did not return or one
+	// of unknown speaker, however relevant.
 	cs := []*cand{}
-	for i, who := range []string{"Ann", "Bob", "Ann", "Bob", "Bob", "Ann"} {
-		c := &cand{Candidate: Candidate{SourceType: "chat_turn", Text: who + ": hi", Lexical: float64(6 - i), InLexical: true}, rel: 0.1}
+	for i, text := range []string{
+		"Ann: I planted tulips in the spring.",          // 6 x 2/2
+		"Bob: Nice! Did you plant the tulips, Ann?",     // asks: 0
+		"Ann: Tulips need sun.",                         // 4 x 1/2
+		"Bob: I planted tulips too.",                    // 3 x 2/2
+		"Bob: Tulips!",                                  // 2 x 1/2
+		"Ann: I planted tulips and roses",               // 1 x 2/2
+		"Ann: I planted tulips. Do you like them, Bob?", // asks: 0
+	} {
+		c := &cand{Candidate: Candidate{SourceType: "chat_turn", Text: text, Lexical: float64(max(6-i, 1)), InLexical: true}, rel: 0.1}
 		cs = append(cs, c)
 	}
 	cs = append(cs,
-		&cand{Candidate: Candidate{SourceType: "chat_turn", Text: "Bob: semantic only", Semantic: 0.9, InSemantic: true}, rel: 1},
-		&cand{Candidate: Candidate{SourceType: "note", Text: "Bob: a note", Lexical: 100, InLexical: true}, rel: 1})
+		&cand{Candidate: Candidate{SourceType: "chat_turn", Text: "Bob: I planted tulips.", Semantic: 0.9, InSemantic: true}, rel: 1},
+		&cand{Candidate: Candidate{SourceType: "note", Text: "Bob: I planted tulips.", Lexical: 100, InLexical: true}, rel: 1})
 	for _, tt := range []struct {
 		query string
 		want  float64
 	}{
-		{"what did ann say", AttributionFloor + (1-AttributionFloor)*(6.0+4.0)/(6+5+4+3+2)},
-		{"what did bob say", AttributionFloor + (1-AttributionFloor)*(5.0+3.0+2.0)/(6+5+4+3+2)},
-		{"what did ann and bob say", 1},
-		{"what did carl say", 1},
+		{"Where did Ann plant tulips?", AttributionFloor + (1-AttributionFloor)*(6.0+2.0+1.0)/(6+2+3+1+1)},
+		{"Where did Bob plant tulips?", AttributionFloor + (1-AttributionFloor)*(3.0+1.0)/(6+2+3+1+1)},
+		{"Where did Ann and Bob plant tulips?", 1},
+		{"Where did Carl plant tulips?", 1},
+		{"What did Ann say?", 1}, // nothing asked about that a span states
 	} {
 		if got := attribution(cs, queryTerms(tt.query)); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tt.want) {
 			t.Errorf("attribution(%q) = %v, want %v", tt.query, got, tt.want)

@@ -41,7 +41,7 @@ const DepthTokens = 200
 // that, with the default min_confidence, a pack abstains when the turns
 // that best hold the question's words were said by someone else than the
 // speaker it names (A^2 is 0.0225 when none of them is the speaker's, 0.11
-// when a fifth of their BM25 score is), or when no included span holds
+// when a fifth of their weight is), or when no included span holds
 // more than about a twelfth of the query's terms. docs/pack.md has the
 // calibration.
 func confidence(included, budgetCut, visible []*cand, query []uint64, evidence int) float64 {
