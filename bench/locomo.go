@@ -47,6 +47,9 @@ type LoCoMoConfig struct {
 	// RerankDepth, when positive, is sent as each pack's rerank_depth: the
 	// relevance model (embed/crossenc) rereads that many candidates.
 	RerankDepth int
+	// MinRelevance, when not nil, is sent as each pack's min_relevance
+	// (the relevance floor; nil: the server's default).
+	MinRelevance *float64
 	// Dump, if set, receives one JSON line per question and budget (the
 	// conversation, category, budget, confidence, abstain flag and the
 	// share of gold turns cited): what calibrating confidence reads.
@@ -359,7 +362,8 @@ type engineStore struct {
 	db      *engine.DB
 	packer  *retrieval.Packer
 	cleanup func()
-	rerank  int // rerank_depth of every pack
+	rerank  int      // rerank_depth of every pack
+	minRel  *float64 // min_relevance of every pack (nil: the default)
 }
 
 // ingestEngine ingests every conversation into a scratch engine, one
@@ -417,8 +421,12 @@ func ingestEngine(convs []locomoConv, style, shape string, emb embed.Embedder, p
 
 func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.Duration, error) {
 	start := time.Now()
+	tun := pack.DefaultTuning()
+	if s.minRel != nil {
+		tun.MinRelevance = *s.minRel
+	}
 	pr, err := s.packer.ContextPack(context.Background(), "eval", retrieval.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget,
-		RerankDepth: s.rerank})
+		RerankDepth: s.rerank, Tuning: tun})
 	lat := time.Since(start)
 	if err != nil {
 		return packOutcome{}, 0, err
@@ -440,7 +448,8 @@ type httpStore struct {
 	// embedded, when set, requires every ingested artifact to be embedded
 	// once its batch is answered (the server has an embedder).
 	embedded bool
-	rerank   int // rerank_depth of every pack (0: none sent)
+	rerank   int      // rerank_depth of every pack (0: none sent)
+	minRel   *float64 // min_relevance of every pack (nil: none sent)
 }
 
 // newHTTPStore starts a server whose semantic channel is emb's (nil:
@@ -627,6 +636,9 @@ func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Du
 	if h.rerank > 0 {
 		req["rerank_depth"] = h.rerank
 	}
+	if h.minRel != nil {
+		req["min_relevance"] = *h.minRel
+	}
 	return h.contextPack(req, true)
 }
 
@@ -709,9 +721,9 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	defer store.close()
 	switch st := store.(type) {
 	case *engineStore:
-		st.rerank = cfg.RerankDepth
+		st.rerank, st.minRel = cfg.RerankDepth, cfg.MinRelevance
 	case *httpStore:
-		st.rerank = cfg.RerankDepth
+		st.rerank, st.minRel = cfg.RerankDepth, cfg.MinRelevance
 	}
 	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps, Embedder: cfg.Embedder,
 		Shape: cfg.Shape, Note: locomoNote(cfg.Shape)}

@@ -23,6 +23,8 @@ type LongMemEvalConfig struct {
 	Limit int
 	// RerankDepth, when positive, is sent as each pack's rerank_depth.
 	RerankDepth int
+	// MinRelevance, when not nil, is sent as each pack's min_relevance.
+	MinRelevance *float64
 	// Dump, if set, receives one JSON line per question and budget (id,
 	// type, whether it is an _abs question, budget, confidence, abstain flag,
 	// evidence turns and those cited).
@@ -351,6 +353,9 @@ func EvalLongMemEval(cfg LongMemEvalConfig) (*LongMemEvalResult, error) {
 		for bi, budget := range cfg.Budgets {
 			req := map[string]any{"workspace_id": ws, "query": q.Question, "max_tokens": budget,
 				"as_of": q.asked.UTC().Format(time.RFC3339Nano)}
+			if cfg.MinRelevance != nil {
+				req["min_relevance"] = *cfg.MinRelevance
+			}
 			if cfg.RerankDepth > 0 {
 				req["rerank_depth"] = cfg.RerankDepth
 			}

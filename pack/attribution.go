@@ -161,12 +161,6 @@ func heldTerms(s string, terms []uint64) int {
 	return n
 }
 
-// lexicalWeight is a span's weight in attribution: its BM25 score, when
-// the lexical channel returned it with a positive one.
-func lexicalWeight(c *cand) (float64, bool) {
-	return finite(c.Lexical), c.InLexical && finite(c.Lexical) > 0
-}
-
 // rerankWeight is a reranked span's weight in the attribution of a
 // reranked pack: the relevance model's probability that it answers the
 // query.

@@ -77,6 +77,14 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 		q = float64(best) / float64(len(query))
 	}
 	a := attribution(visible, query)
+	var aModel float64
+	if reranked {
+		// The model reads a paraphrase ("I ran a marathon" answers "What
+		// race did Caroline run?") that shares no word with the question:
+		// it may vouch for the speaker, never veto (rerank.go).
+		aModel = attributionBy(visible, query, rerankWeight)
+		a = max(a, aModel)
+	}
 	strength := float64(q*a) * a
 
 	d := min(1, float64(evidence)/DepthTokens)
@@ -102,7 +110,7 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	if reranked {
 		// A reranked pack: the geometric mean with the model's judgement
 		// (rerank.go).
-		return round6(math.Sqrt(lexical * neuralConfidence(best, attributionBy(visible, query, rerankWeight))))
+		return round6(math.Sqrt(lexical * neuralConfidence(best, aModel)))
 	}
 	return round6(lexical)
 }

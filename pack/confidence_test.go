@@ -94,7 +94,7 @@ func TestAbstention(t *testing.T) {
 	}
 
 	// Nothing at all: insufficient evidence, whatever the thresholds.
-	rq.Tuning = Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 3, DiversityDecay: 0.5, RedundancyJaccard: 0.8, TemporalHalfLifeHours: 720}
+	rq.Tuning = Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 3, DiversityDecay: 0.5, RedundancyJaccard: 0.8, TemporalHalfLifeHours: 720, MinRelevance: HighRecallMinRelevance}
 	if r := Pack(rq, nil, nil, est); !r.Abstain || r.AbstainReason != AbstainFewTokens || r.Confidence != 0 {
 		t.Errorf("empty: %v %q %v", r.Abstain, r.AbstainReason, r.Confidence)
 	}

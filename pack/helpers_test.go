@@ -54,13 +54,18 @@ func cnd(n, a int, txt string, lex float64) Candidate {
 }
 
 // req returns a request as alice with the given budget and defaults.
+// req is a request with the default tuning, except the relevance floor:
+// the old 0.2 (HighRecallMinRelevance), which most tests' candidate sets
+// were built around; TestRelevanceFloor covers the default.
 func req(query string, budget int) Request {
+	t := DefaultTuning()
+	t.MinRelevance = HighRecallMinRelevance
 	return Request{
 		Query:             query,
 		MaxTokens:         budget,
 		ActorID:           "alice",
 		AsOf:              1_700_000_000_000_000,
-		Tuning:            DefaultTuning(),
+		Tuning:            t,
 		Weights:           DefaultWeights(),
 		SemanticAvailable: true,
 	}

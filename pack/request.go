@@ -78,6 +78,7 @@ type Tuning struct {
 	DiversityDecay        float64 `json:"diversity_decay"`              // coverage mode discount per span already taken
 	RedundancyJaccard     float64 `json:"redundancy_jaccard_threshold"` // shingle Jaccard at which a span is redundant
 	TemporalHalfLifeHours float64 `json:"temporal_half_life_hours"`     // half-life of the temporal score
+	MinRelevance          float64 `json:"min_relevance"`                // the relevance floor, a share of the best relevance (see Pack)
 }
 
 // DefaultTuning returns the defaults of decisions.md. MinEvidenceTokens is
@@ -92,6 +93,7 @@ func DefaultTuning() Tuning {
 		DiversityDecay:        0.5,
 		RedundancyJaccard:     0.8,
 		TemporalHalfLifeHours: 720,
+		MinRelevance:          MinRelevance,
 	}
 }
 
@@ -120,6 +122,9 @@ func (t Tuning) effective() Tuning {
 	}
 	if !(t.TemporalHalfLifeHours > 0) {
 		t.TemporalHalfLifeHours = d.TemporalHalfLifeHours
+	}
+	if !(t.MinRelevance >= 0 && t.MinRelevance <= 1) {
+		t.MinRelevance = d.MinRelevance
 	}
 	return t
 }

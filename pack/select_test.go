@@ -221,8 +221,26 @@ func TestRelevanceFloor(t *testing.T) {
 			t.Errorf("span %d: %q, want %q", n, got, w)
 		}
 	}
-	if e := exclusionOf(t, r, spanID(3)); e.Detail != "relevance 0.19 is below the floor 0.2 (the larger of 0.02 and 0.2 × the best relevance 1)" || e.RelevanceScore != 0.19 {
+	if e := exclusionOf(t, r, spanID(3)); e.Detail != "relevance 0.19 is below the floor 0.2 (the larger of 0.02 and min_relevance 0.2 × the best relevance 1)" || e.RelevanceScore != 0.19 {
 		t.Errorf("exclusion %+v", e)
+	}
+	// The default share, 0.4, stops before 0.225 as well; 0 keeps all
+	// but the absolute floor's.
+	for _, tt := range []struct {
+		share float64
+		want  map[int]string
+	}{
+		{MinRelevance, map[int]string{1: "cite:2", 2: ReasonLowRelevance, 3: ReasonLowRelevance, 4: ReasonLowRelevance, 5: "cite:1"}},
+		{0, map[int]string{1: "cite:2", 2: "cite:3", 3: "cite:4", 4: ReasonLowRelevance, 5: "cite:1"}},
+	} {
+		rq := rq
+		rq.Tuning.MinRelevance = tt.share
+		r := Pack(rq, []Candidate{pin}, []Candidate{best, above, below, zero}, est)
+		for n, w := range tt.want {
+			if got := outcome(r, spanID(n)); got != w {
+				t.Errorf("min_relevance %v: span %d: %q, want %q", tt.share, n, got, w)
+			}
+		}
 	}
 	// The absolute floor: when everything is weak, 0.02 still applies.
 	rq.Weights = Weights{Lexical: 0.01, Temporal: 0.99}
@@ -397,11 +415,11 @@ func TestTuningEffective(t *testing.T) {
 	if (Tuning{}).effective() != DefaultTuning() {
 		t.Error("zero tuning is not the default")
 	}
-	got := Tuning{MinConfidence: 2, MinEvidenceTokens: -1, MaxSpansPerArtifact: 0, DiversityDecay: math.NaN(), RedundancyJaccard: 0, TemporalHalfLifeHours: -5}.effective()
+	got := Tuning{MinConfidence: 2, MinEvidenceTokens: -1, MaxSpansPerArtifact: 0, DiversityDecay: math.NaN(), RedundancyJaccard: 0, TemporalHalfLifeHours: -5, MinRelevance: 1.5}.effective()
 	if got != DefaultTuning() {
 		t.Errorf("invalid fields not defaulted: %+v", got)
 	}
-	keep := Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 1, DiversityDecay: 0, RedundancyJaccard: 1, TemporalHalfLifeHours: 1}
+	keep := Tuning{MinConfidence: 0, MinEvidenceTokens: 0, MaxSpansPerArtifact: 1, DiversityDecay: 0, RedundancyJaccard: 1, TemporalHalfLifeHours: 1, MinRelevance: 0}
 	if got := keep.effective(); got != keep {
 		t.Errorf("valid fields changed: %+v", got)
 	}

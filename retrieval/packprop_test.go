@@ -960,7 +960,11 @@ func TestPackConflictRules(t *testing.T) {
 			ws := fmt.Sprintf("conflict-%d", i)
 			ra := enginetest.MustIngest(t, db, "t", ppNote(ws, "u1", "note", tt.a, artifact.Permissions{}, 0))
 			rb := enginetest.MustIngest(t, db, "t", ppNote(ws, "u1", "note", tt.b, artifact.Permissions{}, 1))
-			pr := mustPack(t, db, "t", PackRequest{Workspace: ws, Query: tt.a + " " + tt.b, MaxTokens: 4096, ActorID: "u1"})
+			// Both spans must be cited for a rule to apply: no relevance
+			// floor but the absolute one.
+			tun := pack.DefaultTuning()
+			tun.MinRelevance = 0
+			pr := mustPack(t, db, "t", PackRequest{Workspace: ws, Query: tt.a + " " + tt.b, MaxTokens: 4096, ActorID: "u1", Tuning: tun})
 			res := pr.Result
 			for _, id := range []uuid.UUID{ra.SpanIDs[0], rb.SpanIDs[0]} {
 				if o, d := spanOutcome(res, id); o != "cite" {

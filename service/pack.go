@@ -32,6 +32,9 @@ type PackRequest struct {
 	DiversityDecay        *float64        `json:"diversity_decay"`
 	RedundancyJaccard     *float64        `json:"redundancy_jaccard_threshold"`
 	TemporalHalfLifeHours *float64        `json:"temporal_half_life_hours"`
+	// MinRelevance is the relevance floor, a share of the best relevance
+	// (pack.MinRelevance); nil is the profile's (pack.ProfileMinRelevance).
+	MinRelevance *float64 `json:"min_relevance"`
 	// Metadata restricts the pack to artifacts whose metadata holds
 	// every given pair exactly.
 	Metadata json.RawMessage `json:"metadata"`
@@ -144,13 +147,20 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 		}
 		t.TemporalHalfLifeHours = *v
 	}
-	req.Tuning = t
 	if v2 {
 		req.Profile = pack.ProfileBalanced
 		if profile != nil {
 			req.Profile = *profile
 		}
+		t.MinRelevance = pack.ProfileMinRelevance(req.Profile)
 	}
+	if v := r.MinRelevance; v != nil {
+		if !(*v >= 0 && *v <= 1) {
+			return req, fmt.Errorf("min_relevance: must be between 0 and 1, got %v", *v)
+		}
+		t.MinRelevance = *v
+	}
+	req.Tuning = t
 	if v := r.RerankDepth; v != nil {
 		if *v < 0 || *v > retrieval.MaxRerankDepth {
 			return req, fmt.Errorf("rerank_depth: must be between 0 and %d, got %d", retrieval.MaxRerankDepth, *v)

@@ -286,6 +286,34 @@ func TestDecodeMetadata(t *testing.T) {
 	}
 }
 
+// TestMinRelevanceDefaults: a pack's relevance floor is the request's, or
+// its profile's: v1, low_latency and balanced stop at pack.MinRelevance,
+// high_recall fills down to pack.HighRecallMinRelevance.
+func TestMinRelevanceDefaults(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		v2      bool
+		profile *string
+		set     *float64
+		want    float64
+	}{
+		{false, nil, nil, pack.MinRelevance},
+		{true, nil, nil, pack.MinRelevance},
+		{true, strp("low_latency"), nil, pack.MinRelevance},
+		{true, strp("balanced"), nil, pack.MinRelevance},
+		{true, strp("high_recall"), nil, pack.HighRecallMinRelevance},
+		{true, strp("high_recall"), f(0.5), 0.5},
+		{false, nil, f(0), 0},
+	} {
+		maxTokens := 100
+		r := PackRequest{WorkspaceID: "ws", Query: strp("q"), MaxTokens: &maxTokens, MinRelevance: c.set}
+		got, err := r.retrievalRequest(c.v2, c.profile)
+		if err != nil || got.Tuning.MinRelevance != c.want {
+			t.Errorf("v2 %v profile %v min_relevance %v: got %v (%v), want %v", c.v2, c.profile, c.set, got.Tuning.MinRelevance, err, c.want)
+		}
+	}
+}
+
 // TestPackValidation: bad pack requests are refused naming the field, v2
 // requires max_tokens and takes profile, and another tenant's workspace is
 // not found; a good request packs and is metered.
@@ -310,6 +338,8 @@ func TestPackValidation(t *testing.T) {
 		{"policy field", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, Policy: json.RawMessage(`{"rbac_requried":[]}`)}}, false,
 			"policy.rbac_requried: unknown field; allowed fields here: allowed_sources, denied_sources, allowed_actors, rbac_required, privacy_level"},
 		{"min_confidence", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MinConfidence: f(2)}}, false, "min_confidence: must be between 0 and 1, got 2"},
+		{"min_relevance", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MinRelevance: f(-0.1)}}, false, "min_relevance: must be between 0 and 1, got -0.1"},
+		{"min_relevance v2", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), MinRelevance: f(1.5)}}, true, "min_relevance: must be between 0 and 1, got 1.5"},
 		{"as_of", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, AsOf: strp("soon")}}, false,
 			`as_of: "soon" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
 		{"profile", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100)}, Profile: strp("fast")}, true,

@@ -74,6 +74,7 @@ func runEvalLoCoMo(args []string) error {
 		"actor (role user/assistant, content = the text, actor_id = the speaker: one v2 batch per run of turns by one speaker; packs without actor_id) "+
 		"or none (role user/assistant, content = the text, no names)")
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
+	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
 	if done {
@@ -95,7 +96,7 @@ func runEvalLoCoMo(args []string) error {
 		return fmt.Errorf("-shape %q: want role, prefix, actor or none", *shape)
 	}
 	cfg := bench.LoCoMoConfig{Data: *data, Budgets: bs, Ingest: *ingest, Timestamps: *stamps, Embedder: *embedder, Shape: *shape,
-		RerankDepth: *rerank, Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }}
+		RerankDepth: *rerank, MinRelevance: optionalShare(*minRel), Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval locomo:", s) }}
 	return withDump(*dump, func(w io.Writer) (any, error) {
 		cfg.Dump = w
 		return bench.EvalLoCoMo(cfg)
@@ -110,6 +111,7 @@ func runEvalLongMemEval(args []string) error {
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the server's embedder: minilm, glove or none")
 	limit := fs.Int("limit", 0, "evaluate only the first this many questions (0: all)")
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
+	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, evidence cited)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: loci eval longmemeval [flags]
@@ -128,7 +130,7 @@ are all cited, both per question type, abstention on _abs questions and on the r
 	if done {
 		return err
 	}
-	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank,
+	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank, MinRelevance: optionalShare(*minRel),
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval longmemeval:", s) }}
 	return withDump(*dump, func(w io.Writer) (any, error) {
 		cfg.Dump = w
@@ -176,4 +178,13 @@ func withDump(path string, run func(io.Writer) (any, error), name string, asJSON
 		return err
 	}
 	return writeResult(name, res, asJSON)
+}
+
+// optionalShare is a --min-relevance flag's value: nil for a negative one
+// (not sent: the server's default).
+func optionalShare(v float64) *float64 {
+	if v < 0 {
+		return nil
+	}
+	return &v
 }

@@ -862,6 +862,11 @@ export interface components {
             /** @default 720 */
             temporal_half_life_hours?: number;
             /**
+             * @description The relevance floor, as a share of the best candidate's relevance: evidence below it is excluded (LOW_RELEVANCE) instead of filling the budget, so a pack may use less than max_tokens. 0 fills the budget with everything above an absolute floor of 0.02.
+             * @default 0.4
+             */
+            min_relevance?: number;
+            /**
              * @description How many of the best candidates the relevance model (the built-in cross-encoder, which reads the query and a span together) rereads before the pack is decided: it can lift a candidate it finds to answer the query, and its judgement enters the pack's confidence. Each costs one model pass (about 20 ms of one core on a CPU without AVX-512), so packs rerank nothing unless asked; docs/pack.md has what it gives on the dev sets.
              * @default 0
              */
@@ -1288,6 +1293,8 @@ export interface components {
             redundancy_jaccard_threshold?: number;
             /** @default 720 */
             temporal_half_life_hours?: number;
+            /** @description The relevance floor, as a share of the best candidate's relevance: evidence below it is excluded (LOW_RELEVANCE) instead of filling the budget. Default by profile: 0.4 for low_latency and balanced (adaptive: they stop at the evidence clearly weaker than the best), 0.2 for high_recall (fills its budget). */
+            min_relevance?: number;
             /** @description How many of the best candidates the relevance model rereads (see the v1 request); 0 unless set, in every profile; low_latency refuses a positive value. */
             rerank_depth?: number;
             /**
