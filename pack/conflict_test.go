@@ -68,6 +68,11 @@ func TestDetectConflict(t *testing.T) {
 		{"percent", "Target uptime for the API is 99.9%.", "Target uptime for the API is 99.95 percent.",
 			ConflictNumerical, `numerical: "99.9%" vs "99.95 percent"`},
 		{"scaled values equal", "The company raised $5 million in seed funding.", "The company raised $5,000,000 in seed funding.", "", ""},
+		// A document's title line is a clause of its own (a blank line
+		// ends it), not part of the first sentence's subject.
+		{"after a title line", "Title: Refund policy\n\nRefunds are issued within 30 days of purchase.",
+			"Update from finance: refunds are issued within 45 days of purchase since March.",
+			ConflictNumerical, `numerical: "30 days" vs "45 days"`},
 		// supersession
 		{"revised to", "The refund window is thirty days for annual plans.", "The refund window for annual plans was revised to sixty days.",
 			ConflictSupersession, `supersession: the second says "revised"`},

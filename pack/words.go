@@ -95,10 +95,11 @@ func runeAt(s string, i int) (rune, int) {
 }
 
 // eachWord calls fn with every word of s in order, lowercased (in a buffer
-// that fn must not keep but may overwrite), its byte offset, and brk true when one of . ! ? ; : (or their
-// full-width forms) separates it from the previous word, except inside a
-// number ("1.5", "10:30"): a clause break, so that phrases and negations
-// do not match across clauses.
+// that fn must not keep but may overwrite), its byte offset, and brk true
+// when one of . ! ? ; : (or their full-width forms) or a blank line
+// separates it from the previous word, except inside a number ("1.5",
+// "10:30"): a clause break, so that phrases and negations do not match
+// across clauses.
 func eachWord(s string, fn func(w []byte, start int, brk bool)) {
 	var buf [64]byte
 	for i, first := 0, true; ; first = false {
@@ -124,14 +125,25 @@ func words(s string) []string {
 }
 
 // breaksClause reports whether the text between two words holds one of
-// . ! ? ; : or their full-width forms.
+// . ! ? ; : or their full-width forms, or a blank line: a paragraph break
+// ends a clause even without a mark, as after a document's title line
+// ("Title: Refund policy\n\nRefunds are issued within 30 days"), whose
+// words would otherwise join the next sentence's subject. A single line
+// break does not: mail and documents wrap sentences at line ends.
 func breaksClause(gap string) bool {
+	lines := 0
 	for i := 0; i < len(gap); i++ {
 		switch c := gap[i]; {
 		case c == '.' || c == '!' || c == '?' || c == ';' || c == ':':
 			return true
+		case c == '\n':
+			if lines++; lines == 2 {
+				return true
+			}
 		case c >= utf8.RuneSelf:
-			return strings.ContainsAny(gap[i:], "。！？；：")
+			if strings.ContainsAny(gap[i:], "。！？；：") {
+				return true
+			}
 		}
 	}
 	return false
