@@ -747,6 +747,8 @@ export interface components {
             start_offset: number;
             end_offset: number;
             token_count: number;
+            /** @description The span's text, the artifact's extracted text from start_offset to end_offset. */
+            text: string;
         };
         /** @enum {string} */
         IndexStatus: "pending" | "indexing" | "indexed" | "failed";
