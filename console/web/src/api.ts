@@ -57,6 +57,12 @@ export interface WorkspaceSummary {
   newest_artifact_at: string | null;
   data_version: number;
 }
+export interface TenantWorkspaces {
+  tenant_id: string;
+  email: string | null;
+  plan: string;
+  workspaces: WorkspaceSummary[];
+}
 export interface ArtifactSummary {
   artifact_id: string;
   workspace_id: string;
@@ -81,6 +87,8 @@ export interface Span {
   start_offset: number;
   end_offset: number;
   token_count: number;
+  /** the span's text: the artifact's extracted text between the offsets */
+  text: string;
 }
 export interface Artifact extends ArtifactSummary {
   raw_payload: unknown;
@@ -246,6 +254,8 @@ export const api = {
   /** probe lists workspaces with the given key (or none): 200 means it signs in. */
   probe: (key: string) => request<{ workspaces: WorkspaceSummary[] }>("GET", "/v1/workspaces", undefined, key),
   workspaces: () => request<{ workspaces: WorkspaceSummary[] }>("GET", "/v1/workspaces"),
+  /** tenants: every tenant with its workspaces; the admin key only (403 otherwise). */
+  tenants: () => request<{ tenants: TenantWorkspaces[] }>("GET", "/v1/tenants"),
   artifacts: (ws: string, f: Record<string, string | undefined>) =>
     request<ArtifactList>("GET", `/v1/workspaces/${enc(ws)}/artifacts${query(f)}`),
   artifact: (id: string) => request<Artifact>("GET", `/v1/artifacts/${enc(id)}`),
