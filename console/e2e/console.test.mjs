@@ -4,7 +4,8 @@
 // ingested through the HTTP API; everything else happens in the browser.
 //
 // Environment: LOCI_CHROMIUM (default /usr/bin/chromium); LOCI_E2E_SHOTS, a
-// directory for the screenshots (default: a new temporary directory, printed).
+// directory for the screenshots (default: a new temporary directory, printed);
+// LOCI_README_IMG, when set (to docs/img), where the README's screenshots go.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -86,6 +87,11 @@ async function newPage(viewport) {
 
 async function shot(page, name, fullPage = false) {
   await page.screenshot({ path: join(shots, name + ".png"), fullPage });
+}
+
+/** readmeShot takes one of the README's screenshots (a page or an element) when LOCI_README_IMG is set. */
+async function readmeShot(target, name) {
+  if (process.env.LOCI_README_IMG) await target.screenshot({ path: join(process.env.LOCI_README_IMG, name + ".png") });
 }
 
 const docs = [
@@ -172,6 +178,7 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
     assert.equal(speakers[i], d.payload.role ?? ((docs.length - 1 - i) % 2 ? "agent-7" : "alice"), `row ${i}'s speaker`);
     assert.match(times[i], new RegExp(`^2026-11-0${docs.length - i} 09:00Z$`));
   }
+  await readmeShot(page.locator("div.tablewrap"), "console-artifacts");
   await page.getByLabel("Type").selectOption("document");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/artifact_type=document/);
@@ -263,6 +270,7 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
     assert.ok(Math.abs(w - (c.weight / full) * 200) < 0.01, `${c.channel}: bar ${w} for weight ${c.weight}`);
   }
   assert.ok(receiptBody.channel_contributions.some((c) => c.weight < 0.5 * full), "a channel with a small weight is drawn short");
+  await readmeShot(page.locator("section[aria-labelledby=h-channels]"), "console-receipt-channels");
   await shot(page, "receipt-desktop", true);
   // Back in the playground, the last pack is still there; mark the cited span wrong.
   await page.goBack();
@@ -389,6 +397,8 @@ test("phone width: the pages fit and the menu stays usable", async () => {
   for (const c of cells) assert.ok(c.visible && c.right <= 390, `${c.label} is cut: right edge ${c.right}`);
   await page.getByRole("link", { name: ids[5] }).waitFor();
   await shot(page, "artifacts-phone");
+  await page.locator("table.artifacts").scrollIntoViewIfNeeded();
+  await readmeShot(page, "console-artifacts-phone");
   await page.goto(base + "/ui/artifacts/" + ids[5]);
   await page.getByRole("heading", { name: /Raw payload/ }).waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -439,6 +449,7 @@ test("a tenant key sees its own memory and no server-wide metrics", async () => 
   await tenantRow.waitFor();
   assert.match(await tenantRow.innerText(), /tenant-ws\s+1\b/);
   await shot(admin, "workspaces-admin-tenant");
+  await readmeShot(admin.locator("main"), "console-admin-tenants");
   assert.deepEqual(admin.problems, []);
 });
 

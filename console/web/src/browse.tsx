@@ -33,7 +33,7 @@ export function WorkspacesPage({ query }: { query: URLSearchParams }) {
           return (
             <>
               {tenants && (
-                <form class="filters card" onSubmit={(e) => e.preventDefault()}>
+                <form class="card tenantpick" onSubmit={(e) => e.preventDefault()}>
                   <div class="field"><label for="f-tenant">Tenant</label>
                     <select id="f-tenant" value={tenant ? tenant.tenant_id : builtin}
                       onChange={(e) => { const v = (e.target as HTMLSelectElement).value; navigate(href.workspaces() + (v && v !== builtin ? "?tenant=" + encodeURIComponent(v) : "")); }}>
