@@ -1172,6 +1172,8 @@ export interface components {
             session_id: string | null;
             thread_id: string | null;
             metadata: components["schemas"]["MetadataOut"];
+            /** @description The start of the artifact's text: the first 160 characters (code points) of its first span, as a citation's content_preview is of its span (a chat turn's text starts with its speaker). Empty while the artifact has no span. */
+            preview: string;
         };
         ArtifactList: {
             workspace_id: string;
