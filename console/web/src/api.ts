@@ -75,6 +75,8 @@ export interface ArtifactSummary {
   session_id: string | null;
   thread_id: string | null;
   metadata: Record<string, string>;
+  /** the start of its text (the first 160 code points of its first span); absent on a single artifact's read */
+  preview?: string;
 }
 export interface ArtifactList {
   workspace_id: string;

@@ -172,19 +172,15 @@ export function ArtifactsPage({ ws, query }: { ws: string; query: URLSearchParam
 
 /**
  * ArtifactRow is one artifact of a listing: its time, speaker and the start
- * of its text (read from the artifact itself, which the listing does not
- * carry), then its metadata. On a narrow screen each row is a card whose
- * cells name their column (data-label).
+ * of its text (the listing's preview), then its metadata. On a narrow
+ * screen each row is a card whose cells name their column (data-label).
  */
 function ArtifactRow({ a }: { a: ArtifactSummary }) {
-  const [st] = useLoad(() => api.artifact(a.artifact_id), [a.artifact_id]);
-  const full = st.state === "ok" ? st.data : null;
-  const who = full ? speakerOf(full) : "";
   return (
     <tr>
       <td class="nowrap" data-label="Time (UTC)">{fmtTime(a.timestamp)}</td>
-      <td data-label="Speaker" data-testid="speaker">{who || <span class="muted">—</span>}</td>
-      <td data-label="Content" class="preview" data-testid="preview">{full ? preview(full) : st.state === "error" ? <span class="muted">(unreadable)</span> : <span class="muted">…</span>}</td>
+      <td data-label="Speaker" data-testid="speaker">{speakerOf(a)}</td>
+      <td data-label="Content" class="preview" data-testid="preview">{a.preview ? a.preview + ([...a.preview].length >= previewLength ? "…" : "") : <span class="muted">(no text yet)</span>}</td>
       <td data-label="Type"><span class="tag">{a.artifact_type}</span></td>
       <td data-label="Actor">{a.actor_id}</td>
       <td data-label="Session">{a.session_id ?? <span class="muted">—</span>}</td>
@@ -193,26 +189,17 @@ function ArtifactRow({ a }: { a: ArtifactSummary }) {
   );
 }
 
-/** previewLength is how many characters of an artifact's text a listing shows. */
-const previewLength = 140;
+/** previewLength is the length of a listing's preview, in code points (the API's rule). */
+const previewLength = 160;
 
-/** preview is the start of an artifact's text: its spans' text, else its payload. */
-export function preview(a: Artifact): string {
-  let t = a.spans.map((sp) => sp.text).join(" ");
-  if (!t) t = typeof a.raw_payload === "string" ? a.raw_payload : JSON.stringify(a.raw_payload);
-  t = t.replace(/\s+/g, " ").trim();
-  return t.length > previewLength ? t.slice(0, previewLength - 1) + "…" : t;
-}
-
-/** speakerOf names who an artifact is from: a chat turn's role or speaker, an email's sender, else its actor. */
-export function speakerOf(a: Artifact): string {
-  const p = a.raw_payload;
-  if (p && typeof p === "object" && !Array.isArray(p)) {
-    const o = p as Record<string, unknown>;
-    for (const k of ["speaker", "role", "from", "author", "name"]) {
-      const v = o[k];
-      if (typeof v === "string" && v.trim()) return v.trim();
-    }
+/**
+ * speakerOf names who an artifact is from: a chat turn's speaker, which its
+ * text (and so its preview) starts with ("user: …"), else its actor.
+ */
+export function speakerOf(a: ArtifactSummary): string {
+  if (a.artifact_type === "chat_turn") {
+    const m = /^([^:\n]{1,64}): /.exec(a.preview ?? "");
+    if (m) return m[1];
   }
   return a.actor_id;
 }
