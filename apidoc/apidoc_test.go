@@ -201,6 +201,7 @@ var wantRoutes = []string{
 	"GET /v1/billing/plan",
 	"PUT /v1/billing/plan",
 	"GET /v1/billing/usage",
+	"GET /v1/tenants",
 	"POST /v2/ingest",
 	"POST /v2/context-pack",
 	"GET /v2/jobs/{job_id}",

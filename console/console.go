@@ -127,7 +127,7 @@ func Owns(rawPath string) bool {
 	return rawPath == Prefix || strings.HasPrefix(rawPath, Prefix+"/")
 }
 
-// Serve answers one request under /ui: the metrics endpoint, a hashed asset
+// Serve answers one request under /ui, or for / (a 302 to /ui): the metrics endpoint, a hashed asset
 // (404 when unknown, never the page, so a stale script reference fails
 // loudly), or otherwise index.html, so that client routes such as
 // /ui/receipts/{id} load the application (SPA fallback).
@@ -143,6 +143,12 @@ func (c *Console) Serve(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		h.Set("Allow", "GET, HEAD")
 		writeError(ctx, fasthttp.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s; allowed: GET, HEAD", ctx.Method(), p))
+		return
+	}
+	if p == "/" { // the server's root: a browser pointed at the server gets the console
+		h.Set("Location", Prefix)
+		h.Set("Cache-Control", "no-cache")
+		ctx.SetStatusCode(fasthttp.StatusFound)
 		return
 	}
 	if strings.HasPrefix(p, Prefix+"/assets/") {

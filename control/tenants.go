@@ -115,6 +115,19 @@ func (s *Store) Tenant(id string) (Tenant, bool) {
 	return t.public(), true
 }
 
+// Tenants lists the built-in DefaultTenant, then the registered tenants by
+// id.
+func (s *Store) Tenants() []Tenant {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Tenant, 0, len(s.st.tenants)+1)
+	for _, t := range s.st.tenants {
+		out = append(out, t.public())
+	}
+	slices.SortFunc(out, func(a, b Tenant) int { return strings.Compare(a.ID, b.ID) })
+	return append([]Tenant{{ID: DefaultTenant, Plan: "enterprise"}}, out...)
+}
+
 // SetPlan moves a tenant to another plan. Workspaces it owns beyond the new
 // plan's limit stay; it cannot claim more until it is under the limit.
 func (s *Store) SetPlan(tenantID, plan string) (Tenant, error) {

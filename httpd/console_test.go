@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -76,4 +77,36 @@ func TestConsoleMetricsKeys(t *testing.T) {
 	if r := h.do("GET", console.MetricsPath, adminKey, nil); r.status != 200 || !strings.Contains(string(r.body), "loci_") {
 		t.Fatalf("admin key: %d %.200s", r.status, r.body)
 	}
+}
+
+// TestRootRedirect: GET / (and HEAD) on a server with the console answers
+// 302 to /ui, which serves the page; other methods are refused; without a
+// console, / is an ordinary unknown path.
+func TestRootRedirect(t *testing.T) {
+	ui, err := console.New(console.Config{AdminKey: adminKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Console: ui.Serve}, service.Config{AdminKey: adminKey})
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		method   string
+		status   int
+		location string
+	}{{"GET", 302, "/ui"}, {"HEAD", 302, "/ui"}, {"POST", 405, ""}} {
+		req, _ := http.NewRequest(c.method, h.base+"/", nil)
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status || resp.Header.Get("Location") != c.location {
+			t.Errorf("%s /: %d Location %q, want %d %q", c.method, resp.StatusCode, resp.Header.Get("Location"), c.status, c.location)
+		}
+	}
+	// Followed, it lands on the console's page.
+	if r := h.do("GET", "/", "", nil); r.status != 200 || !strings.Contains(string(r.body), "<div id=\"app\">") {
+		t.Errorf("GET / followed: %d %.200s", r.status, r.body)
+	}
+	newHarness(t, Config{}).do("GET", "/", "", nil).fails(t, 404, "no route for /")
 }

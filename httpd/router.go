@@ -141,6 +141,7 @@ func (s *Server) routes() router {
 	r.add("GET", "/v1/billing/plan", s.getPlan)
 	r.add("PUT", "/v1/billing/plan", s.setPlan)
 	r.add("GET", "/v1/billing/usage", s.usage)
+	r.add("GET", "/v1/tenants", s.tenants)
 	r.add("POST", "/v2/ingest", s.ingestV2, v2)
 	r.add("POST", "/v2/context-pack", s.packV2, v2)
 	r.add("GET", "/v2/jobs/{job_id}", s.getJob, v2)

@@ -399,7 +399,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
-	if s.cfg.Console != nil && (rawPath == "/ui" || strings.HasPrefix(rawPath, "/ui/")) {
+	if s.cfg.Console != nil && (rawPath == "/" || rawPath == "/ui" || strings.HasPrefix(rawPath, "/ui/")) { // "/": redirected to /ui
 		if sv.route = s.console[string(ctx.Method())]; sv.route == nil {
 			sv.route = s.console["OTHER"]
 		}

@@ -199,3 +199,18 @@ func (s *Server) openapi(ctx *fasthttp.RequestCtx, _ *call) {
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
 }
+
+// tenants answers GET /v1/tenants (admin key only): every tenant with its
+// workspaces.
+func (s *Server) tenants(ctx *fasthttp.RequestCtx, c *call) {
+	if _, err := queryParams(ctx); err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	res, err := s.svc.Tenants(c.who)
+	if err != nil {
+		s.serviceFail(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, res)
+}

@@ -154,6 +154,11 @@ func (s *Server) admission(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		u := &usage{}
 		res, err := next(context.WithValue(ctx, usageKey{}, u), method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil {
+			if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil {
+				rewordBound(ct.Params.Name, r)
+			}
+		}
 		if res != nil {
 			if b, merr := json.Marshal(res); merr == nil && len(b) > s.maxResponse {
 				res, err = nil, s.tooLarge(len(b))

@@ -240,7 +240,7 @@ func TestToolErrors(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"remember", map[string]any{"workspace_id": "w", "memories": []map[string]any{}}, "memories: give at least one"},
+		{"remember", map[string]any{"workspace_id": "w", "memories": []map[string]any{}}, "memories: must hold from 1 to 100 items"},
 		{"remember", map[string]any{"workspace_id": "w", "memories": []map[string]any{{"content": "ok"}, {"content": "x", "artifact_type": "poem"}}},
 			`memories[1].artifact_type: unknown value "poem"`},
 		{"remember", map[string]any{"workspace_id": "w", "memories": []map[string]any{{"artifact_type": "note"}}}, "memories[0].content: is required"},

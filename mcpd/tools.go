@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/service"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,7 +41,7 @@ type Memory struct {
 type RememberInput struct {
 	WorkspaceID string   `json:"workspace_id" jsonschema:"the memory space, e.g. one per user or project (letters, digits and . _ : @ -)"`
 	ActorID     string   `json:"actor_id,omitempty" jsonschema:"who is storing it (default: agent)"`
-	Memories    []Memory `json:"memories" jsonschema:"one or more memories, oldest first (at most 100)"`
+	Memories    []Memory `json:"memories"` // described with its bounds by inputSchemas
 }
 
 // Remembered is one stored memory.
@@ -59,7 +61,7 @@ type RememberOutput struct {
 type RecallInput struct {
 	WorkspaceID string            `json:"workspace_id" jsonschema:"the memory space to search"`
 	Query       string            `json:"query" jsonschema:"the question or task to find evidence for, in natural language"`
-	MaxTokens   int               `json:"max_tokens,omitempty" jsonschema:"token budget of the returned context (default 2048, at most 128000)"`
+	MaxTokens   *int              `json:"max_tokens,omitempty"` // described with its bounds by inputSchemas
 	Profile     string            `json:"profile,omitempty" jsonschema:"low_latency, balanced (default) or high_recall"`
 	SessionID   string            `json:"session_id,omitempty" jsonschema:"only evidence from this session"`
 	ActorID     string            `json:"actor_id,omitempty" jsonschema:"who is asking: private memories of others stay out"`
@@ -98,12 +100,12 @@ type RecallOutput struct {
 
 // FeedbackInput is feedback's arguments.
 type FeedbackInput struct {
-	WorkspaceID     string `json:"workspace_id"`
+	WorkspaceID     string `json:"workspace_id" jsonschema:"the memory space the span is in"`
 	Action          string `json:"action" jsonschema:"pin (always include), unpin, mark_wrong, outdated, private, clear (undo marks), or resolve_conflict"`
 	ArtifactID      string `json:"artifact_id,omitempty" jsonschema:"the artifact the span belongs to (from recall's citations); required except for resolve_conflict"`
 	SpanID          string `json:"span_id,omitempty" jsonschema:"the span (from recall's citations); without it the action applies to every span of the artifact"`
 	Reason          string `json:"reason,omitempty" jsonschema:"why, in a few words (kept with the feedback)"`
-	ConflictID      string `json:"conflict_id,omitempty" jsonschema:"for resolve_conflict: the conflict's id (from explain)"`
+	ConflictID      string `json:"conflict_id,omitempty" jsonschema:"for resolve_conflict: the conflict's id, from recall's conflicts (conflict_id) or explain"`
 	PreferredSpanID string `json:"preferred_span_id,omitempty" jsonschema:"for resolve_conflict: the span that is right"`
 	ActorID         string `json:"actor_id,omitempty" jsonschema:"who gives the feedback (default: agent); private marks hide a span from others"`
 }
@@ -116,12 +118,12 @@ type ExplainInput struct {
 // ListInput is list's arguments.
 type ListInput struct {
 	WorkspaceID  string `json:"workspace_id,omitempty" jsonschema:"list this workspace's artifacts, newest first; without it, list the workspaces"`
-	SessionID    string `json:"session_id,omitempty"`
-	ActorID      string `json:"actor_id,omitempty"`
-	ArtifactType string `json:"artifact_type,omitempty"`
-	Since        string `json:"since,omitempty" jsonschema:"ISO 8601, inclusive"`
-	Until        string `json:"until,omitempty" jsonschema:"ISO 8601, exclusive"`
-	Limit        int    `json:"limit,omitempty" jsonschema:"artifacts per page (default 50, at most 1000)"`
+	SessionID    string `json:"session_id,omitempty" jsonschema:"with workspace_id: only artifacts of this session"`
+	ActorID      string `json:"actor_id,omitempty" jsonschema:"with workspace_id: only artifacts stored by this actor"`
+	ArtifactType string `json:"artifact_type,omitempty" jsonschema:"with workspace_id: only artifacts of this type (chat_turn, note, document, ...)"`
+	Since        string `json:"since,omitempty" jsonschema:"with workspace_id: only artifacts at or after this ISO 8601 time"`
+	Until        string `json:"until,omitempty" jsonschema:"with workspace_id: only artifacts before this ISO 8601 time"`
+	Limit        *int   `json:"limit,omitempty"` // described with its bounds by inputSchemas
 	Cursor       string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
 }
 
@@ -133,42 +135,124 @@ type ForgetInput struct {
 func (s *Server) addTools() {
 	s.tools = map[string]bool{"remember": true, "recall": true, "feedback": true, "explain": true, "list": true, "forget": true}
 	yes, no := true, false
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "remember", Title: "Remember", InputSchema: rememberSchema(),
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "remember", Title: "Remember", InputSchema: rememberSchema,
 		Description: "Store memories in a workspace: chat turns, notes, decisions, tool results, documents. Each is " +
 			"durable when this returns and findable by recall at once.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &no, IdempotentHint: false, OpenWorldHint: &no}}, s.remember)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", Title: "Recall",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall", InputSchema: recallSchema, Title: "Recall",
 		Description: "Find the stored evidence most relevant to a query, packed into a token budget as lines cited " +
 			"[cite:N], with a confidence and an abstain flag. Call it before answering from memory; quote the citations.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}}, s.recall)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "feedback", Title: "Feedback",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "feedback", InputSchema: feedbackSchema, Title: "Feedback",
 		Description: "Correct memory for later recalls: pin a span so it is always included, mark one wrong, " +
 			"outdated or private, clear marks, or resolve a conflict between two spans.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}}, s.feedback)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "explain", Title: "Explain a recall",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "explain", InputSchema: explainSchema, Title: "Explain a recall",
 		Description: "The decision receipt of a recall: every span it included and every one it left out, with the " +
 			"reason (budget, low relevance, redundancy, policy, feedback) and scores.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}}, s.explain)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list", Title: "List memory",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "list", InputSchema: listSchema, Title: "List memory",
 		Description: "Without workspace_id: the workspaces with their artifact counts. With it: that workspace's " +
 			"artifacts, newest first, filtered by session, actor, type or time, a page at a time.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}}, s.list)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "forget", Title: "Forget",
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "forget", InputSchema: forgetSchema, Title: "Forget",
 		Description: "Erase one artifact for good: unreadable at once, removed from disk by compaction. It cannot " +
 			"be undone.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no}}, s.forget)
 }
 
-// rememberSchema is remember's input schema, with raw_payload as any JSON
-// value (inferred from json.RawMessage it would be an array of bytes).
-func rememberSchema() *jsonschema.Schema {
-	sch, err := jsonschema.For[RememberInput](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+// inputSchema is a tool's input schema inferred from T, with the bounds the
+// service enforces written in by bound (the one source of each number is
+// the constant the service or this package checks against), raw_payload as
+// any JSON value (inferred from json.RawMessage it would be an array of
+// bytes), and no "null" in a parameter's types: an absent parameter is
+// left out, never null.
+func inputSchema[T any](bound func(props map[string]*jsonschema.Schema)) *jsonschema.Schema {
+	sch, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): {Types: []string{"object", "string", "array"}},
 	}})
 	if err != nil {
 		panic(err) // a static type: fails the first test run, never in production
 	}
+	dropNull(sch)
+	if bound != nil {
+		bound(sch.Properties)
+	}
 	return sch
+}
+
+// dropNull rewrites the types ["null", X] that Go's slices, maps and
+// pointers infer to X, in sch and the schemas under it.
+func dropNull(sch *jsonschema.Schema) {
+	if len(sch.Types) == 2 && sch.Types[0] == "null" {
+		sch.Type, sch.Types = sch.Types[1], nil
+	}
+	for _, p := range sch.Properties {
+		dropNull(p)
+	}
+	if sch.Items != nil {
+		dropNull(sch.Items)
+	}
+}
+
+// Each tool's input schema, bounds included.
+var (
+	rememberSchema = inputSchema[RememberInput](func(props map[string]*jsonschema.Schema) {
+		m := props["memories"]
+		m.MinItems, m.MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(MaxRememberItems)
+		m.Description = fmt.Sprintf("one or more memories, oldest first (at most %d)", MaxRememberItems)
+	})
+	recallSchema = inputSchema[RecallInput](func(props map[string]*jsonschema.Schema) {
+		m := props["max_tokens"]
+		m.Minimum, m.Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(retrieval.MaxPackTokens))
+		m.Description = fmt.Sprintf("token budget of the returned context (default %d, at most %d)", DefaultRecallTokens, retrieval.MaxPackTokens)
+	})
+	listSchema = inputSchema[ListInput](func(props map[string]*jsonschema.Schema) {
+		m := props["limit"]
+		m.Minimum, m.Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(service.MaxListLimit))
+		m.Description = fmt.Sprintf("with workspace_id: artifacts per page (default %d, at most %d)", service.DefaultListLimit, service.MaxListLimit)
+	})
+	feedbackSchema = inputSchema[FeedbackInput](nil)
+	explainSchema  = inputSchema[ExplainInput](nil)
+	forgetSchema   = inputSchema[ForgetInput](nil)
+)
+
+// inputSchemas are the tools' input schemas by name.
+var inputSchemas = map[string]*jsonschema.Schema{"remember": rememberSchema, "recall": recallSchema, "list": listSchema,
+	"feedback": feedbackSchema, "explain": explainSchema, "forget": forgetSchema}
+
+// schemaRefusal is the SDK's refusal of a tool's top-level argument that
+// breaks a bound of its input schema.
+var schemaRefusal = regexp.MustCompile(`^validating "arguments": validating root: validating /properties/([a-z_]+): (minimum|maximum|minItems|maxItems): `)
+
+// rewordBound rewrites res, tool's refusal by its input schema of an
+// argument past a bound, in the words the service uses for the same bound
+// ("max_tokens: must be between 1 and 128000"), so that the model reads the
+// same error whichever checks it first.
+func rewordBound(tool string, res *mcp.CallToolResult) {
+	if !res.IsError || len(res.Content) != 1 {
+		return
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return
+	}
+	m := schemaRefusal.FindStringSubmatch(tc.Text)
+	sch := inputSchemas[tool]
+	if m == nil || sch == nil || sch.Properties[m[1]] == nil {
+		return
+	}
+	prop := sch.Properties[m[1]]
+	var text string
+	switch {
+	case prop.Minimum != nil && prop.Maximum != nil:
+		text = fmt.Sprintf("%s: must be between %d and %d", m[1], int(*prop.Minimum), int(*prop.Maximum))
+	case prop.MinItems != nil && prop.MaxItems != nil:
+		text = fmt.Sprintf("%s: must hold from %d to %d items", m[1], *prop.MinItems, *prop.MaxItems)
+	default:
+		return
+	}
+	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 }
 
 // payload returns a memory's raw_payload: as given, or built from its
@@ -304,9 +388,9 @@ func (s *Server) recall(ctx context.Context, req *mcp.CallToolRequest, in Recall
 	if err != nil {
 		return nil, out, err
 	}
-	maxTokens := in.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = DefaultRecallTokens
+	maxTokens := DefaultRecallTokens
+	if in.MaxTokens != nil {
+		maxTokens = *in.MaxTokens
 	}
 	// Serving profiles are part of the v2 API: a plan without it gets the
 	// v1 pack, as over HTTP.
@@ -403,7 +487,9 @@ func (s *Server) explain(ctx context.Context, req *mcp.CallToolRequest, in Expla
 	if err != nil {
 		return nil, nil, s.callError(ctx, err)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil, nil
+	// The receipt as text, as stored, and as structured content like the
+	// other tools' results.
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, json.RawMessage(body), nil
 }
 
 func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, any, error) {
@@ -417,15 +503,15 @@ func (s *Server) list(ctx context.Context, req *mcp.CallToolRequest, in ListInpu
 	} else {
 		r := service.ListArtifactsRequest{WorkspaceID: in.WorkspaceID, SessionID: optional(in.SessionID), ActorID: optional(in.ActorID),
 			ArtifactType: optional(in.ArtifactType), Since: optional(in.Since), Until: optional(in.Until), Cursor: optional(in.Cursor)}
-		if in.Limit != 0 {
-			r.Limit = optional(strconv.Itoa(in.Limit))
+		if in.Limit != nil {
+			r.Limit = optional(strconv.Itoa(*in.Limit))
 		}
 		res, err = s.svc.ListArtifacts(p, r)
 	}
 	if err != nil {
 		return nil, nil, s.callError(ctx, err)
 	}
-	return jsonResult(res)
+	return nil, res, nil // structured content, and its JSON as text
 }
 
 // ForgetOutput is what forget erased.
@@ -459,15 +545,6 @@ func (s *Server) v2Plans() []string {
 		}
 	}
 	return out
-}
-
-// jsonResult is a tool result holding v as JSON text.
-func jsonResult(v any) (*mcp.CallToolResult, any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 }
 
 // optional is nil for "", else a pointer to s.

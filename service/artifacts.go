@@ -25,6 +25,7 @@ type SpanJSON struct {
 	StartOffset uint32    `json:"start_offset"`
 	EndOffset   uint32    `json:"end_offset"`
 	TokenCount  uint32    `json:"token_count"`
+	Text        string    `json:"text"` // the extracted text from StartOffset to EndOffset
 }
 
 // ArtifactResult is one artifact (GET /v1/artifacts/{id}). Its raw_payload
@@ -155,7 +156,7 @@ func (s *Service) Artifact(p Principal, artifactID string) (ArtifactResult, erro
 		IdempotencyKey: optional(a.IdempotencyKey), SessionID: optional(a.SessionID), ThreadID: optional(a.ThreadID),
 		Metadata: metadataOf(a.Metadata), Status: StatusIndexed, Spans: make([]SpanJSON, len(f.spans))}
 	for i, sp := range f.spans {
-		out.Spans[i] = SpanJSON{sp.ID, sp.Start, sp.End, sp.Tokens}
+		out.Spans[i] = SpanJSON{sp.ID, sp.Start, sp.End, sp.Tokens, sp.Text}
 	}
 	return out, nil
 }

@@ -270,3 +270,37 @@ func (s *Service) Usage(p Principal, r UsageRequest) (Usage, error) {
 	}
 	return u, nil
 }
+
+// TenantWorkspaces is a tenant with its workspaces, as the admin sees it.
+type TenantWorkspaces struct {
+	TenantID   string          `json:"tenant_id"`
+	Email      *string         `json:"email"` // nil for the built-in tenant
+	Plan       string          `json:"plan"`
+	Workspaces []WorkspaceJSON `json:"workspaces"`
+}
+
+// TenantsResult is GET /v1/tenants.
+type TenantsResult struct {
+	Tenants []TenantWorkspaces `json:"tenants"`
+}
+
+// Tenants lists every tenant, the built-in one first, then by id, each with
+// the workspaces it holds here (the listing's rule: those of the shards
+// this node serves): the admin key only, so that an operator can see whose
+// data the server holds. A tenant's data stays readable with its own key
+// only.
+func (s *Service) Tenants(p Principal) (TenantsResult, error) {
+	if !p.Admin {
+		return TenantsResult{}, refuse(ErrForbidden, "listing tenants needs the admin key")
+	}
+	ts := s.ctl.Tenants()
+	out := TenantsResult{Tenants: make([]TenantWorkspaces, len(ts))}
+	for i, t := range ts {
+		ws, err := s.listWorkspaces(Principal{TenantID: t.ID}, nil)
+		if err != nil {
+			return TenantsResult{}, err
+		}
+		out.Tenants[i] = TenantWorkspaces{TenantID: t.ID, Email: optional(t.Email), Plan: t.Plan, Workspaces: ws.Workspaces}
+	}
+	return out, nil
+}

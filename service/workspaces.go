@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/pack"
 )
 
 // WorkspaceJSON is one workspace of a listing, with its counts.
@@ -111,6 +113,11 @@ type ArtifactSummary struct {
 	SessionID      *string           `json:"session_id"`
 	ThreadID       *string           `json:"thread_id"`
 	Metadata       map[string]string `json:"metadata"`
+	// Preview is the start of the artifact's text: the first
+	// pack.PreviewLength code points of its first span (a chat turn's
+	// starts with its speaker), as a citation's content_preview is of its
+	// span; "" while it has no span.
+	Preview string `json:"preview"`
 }
 
 // ArtifactsPage is one page of a listing; NextCursor (nil on the last
@@ -214,6 +221,13 @@ func (s *Service) ListArtifacts(p Principal, r ListArtifactsRequest) (ArtifactsP
 			ContentHash: hashString(a.ContentHash), Timestamp: FormatTime(time.UnixMicro(a.Timestamp)),
 			Created: FormatTime(time.UnixMicro(a.IngestedAt)), IdempotencyKey: optional(a.IdempotencyKey),
 			SessionID: optional(a.SessionID), ThreadID: optional(a.ThreadID), Metadata: metadataOf(a.Metadata)}
+		spans, err := db.ArtifactSpans(p.TenantID, a.ID)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) { // erased since the page was read: no preview
+			return ArtifactsPage{}, err
+		}
+		if len(spans) > 0 {
+			out[i].Preview = firstRunes(spans[0].Text, pack.PreviewLength)
+		}
 	}
 	var next *string
 	if page.More {
@@ -221,6 +235,17 @@ func (s *Service) ListArtifacts(p Principal, r ListArtifactsRequest) (ArtifactsP
 		next = &cur
 	}
 	return ArtifactsPage{WorkspaceID: r.WorkspaceID, Artifacts: out, Limit: q.Limit, NextCursor: next}, nil
+}
+
+// firstRunes is the first n code points of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // ErasedWorkspace is what erasing a workspace removed.

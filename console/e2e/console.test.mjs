@@ -4,7 +4,8 @@
 // ingested through the HTTP API; everything else happens in the browser.
 //
 // Environment: LOCI_CHROMIUM (default /usr/bin/chromium); LOCI_E2E_SHOTS, a
-// directory for the screenshots (default: a new temporary directory, printed).
+// directory for the screenshots (default: a new temporary directory, printed);
+// LOCI_README_IMG, when set (to docs/img), where the README's screenshots go.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -88,6 +89,11 @@ async function shot(page, name, fullPage = false) {
   await page.screenshot({ path: join(shots, name + ".png"), fullPage });
 }
 
+/** readmeShot takes one of the README's screenshots (a page or an element) when LOCI_README_IMG is set. */
+async function readmeShot(target, name) {
+  if (process.env.LOCI_README_IMG) await target.screenshot({ path: join(process.env.LOCI_README_IMG, name + ".png") });
+}
+
 const docs = [
   { type: "document", payload: { title: "Refund policy", content: "Refunds are issued within 30 days of purchase. Customers must include the order number." }, session: "s-policy" },
   { type: "note", payload: { content: "Update from finance: refunds are issued within 45 days of purchase since March." }, session: "s-policy" },
@@ -135,6 +141,13 @@ after(async () => {
 test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   const page = await newPage(desktop);
 
+  // The server's root redirects to the console.
+  const root = await fetch(base + "/", { redirect: "manual" });
+  assert.equal(root.status, 302);
+  assert.equal(root.headers.get("location"), "/ui");
+  await page.goto(base + "/");
+  assert.match(page.url(), /\/ui\/workspaces$/);
+
   // Sign in: the key is refused when wrong, kept in sessionStorage when right.
   await page.goto(base + "/ui");
   await page.getByLabel("API key").fill("not-a-key");
@@ -154,6 +167,17 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await page.getByRole("heading", { name: /Artifacts/ }).waitFor();
   const listed = await page.locator("table.artifacts tbody tr td:last-child").allInnerTexts();
   assert.deepEqual(listed, [...ids].reverse(), "newest first");
+  // Each row shows its time, its speaker and the start of its text.
+  const previews = await page.getByTestId("preview").allInnerTexts();
+  const speakers = await page.getByTestId("speaker").allInnerTexts();
+  const times = await page.locator("table.artifacts tbody tr td:first-child").allInnerTexts();
+  for (let i = 0; i < docs.length; i++) {
+    const d = docs[docs.length - 1 - i];
+    assert.ok(previews[i].includes(d.payload.content.slice(0, 30)), `row ${i} previews ${JSON.stringify(previews[i])}`);
+    assert.equal(speakers[i], d.payload.role ?? ((docs.length - 1 - i) % 2 ? "agent-7" : "alice"), `row ${i}'s speaker`);
+    assert.match(times[i], new RegExp(`^2026-11-0${docs.length - i} 09:00Z$`));
+  }
+  await readmeShot(page.locator("div.tablewrap"), "console-artifacts");
   await page.getByLabel("Type").selectOption("document");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/artifact_type=document/);
@@ -199,6 +223,7 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await page.getByRole("link", { name: ids[0] }).click();
   await page.getByRole("heading", { name: /Raw payload/ }).waitFor();
   assert.match(await page.locator("pre.payload").innerText(), /Refunds are issued within 30 days/);
+  assert.match((await page.getByTestId("span-text").allInnerTexts()).join(" "), /Refunds are issued within 30 days of purchase/, "spans show their text");
   assert.match(await page.locator("main").innerText(), /indexed/);
   await shot(page, "artifact-desktop");
 
@@ -235,7 +260,16 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await page.getByRole("link", { name: /…$/ }).click();
   await page.getByRole("heading", { name: /Token accounting/ }).waitFor();
   assert.match(await page.locator("main").innerText(), /Evidence \(\d+\)/);
-  assert.equal(await page.locator("svg.hbars").count(), 1, "channel contributions chart");
+  assert.equal(await page.locator("svg.hbars").count(), 2, "channel weights and selections");
+  // The weight bars are to scale: each bar's length is its channel's weight (a full bar is 1).
+  const receiptBody = await call(base, "GET", "/v1/receipts/" + receiptHref.split("/").pop());
+  const full = Math.max(1, ...receiptBody.channel_contributions.map((c) => c.weight));
+  for (const c of receiptBody.channel_contributions) {
+    const w = Number(await page.locator(`svg.hbars >> nth=0 >> g[data-name="${c.channel}"] rect.bar`).getAttribute("width"));
+    assert.ok(Math.abs(w - (c.weight / full) * 200) < 0.01, `${c.channel}: bar ${w} for weight ${c.weight}`);
+  }
+  assert.ok(receiptBody.channel_contributions.some((c) => c.weight < 0.5 * full), "a channel with a small weight is drawn short");
+  await readmeShot(page.locator("section[aria-labelledby=h-channels]"), "console-receipt-channels");
   await shot(page, "receipt-desktop", true);
   // Back in the playground, the last pack is still there; mark the cited span wrong.
   await page.goBack();
@@ -351,6 +385,19 @@ test("phone width: the pages fit and the menu stays usable", async () => {
   await page.getByRole("button", { name: "Open citation 1" }).first().click();
   await page.getByTestId("citation").waitFor();
   await shot(page, "pack-phone");
+  // The artifacts table fits: one card per artifact, every column in view.
+  await page.goto(base + "/ui/workspaces/" + ws);
+  await page.locator("table.artifacts tbody tr").first().waitFor();
+  const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(sideways <= 0, `the artifacts page scrolls sideways by ${sideways}px at 390px`);
+  const cells = await page.locator("table.artifacts tbody tr").first().locator("td").evaluateAll((tds) =>
+    tds.map((td) => ({ label: td.dataset.label, right: td.getBoundingClientRect().right, visible: td.getBoundingClientRect().width > 0 })));
+  assert.deepEqual(cells.map((c) => c.label), ["Time (UTC)", "Speaker", "Content", "Type", "Actor", "Session", "Artifact"]);
+  for (const c of cells) assert.ok(c.visible && c.right <= 390, `${c.label} is cut: right edge ${c.right}`);
+  await page.getByRole("link", { name: ids[5] }).waitFor();
+  await shot(page, "artifacts-phone");
+  await page.locator("table.artifacts").scrollIntoViewIfNeeded();
+  await readmeShot(page, "console-artifacts-phone");
   await page.goto(base + "/ui/artifacts/" + ids[5]);
   await page.getByRole("heading", { name: /Raw payload/ }).waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -387,6 +434,22 @@ test("a tenant key sees its own memory and no server-wide metrics", async () => 
   await page.getByText(/The key was refused/).waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.getItem("loci.apiKey")), null);
   assert.deepEqual(page.problems, []);
+
+  // The admin key chooses a tenant and sees its workspaces.
+  const admin = await newPage(desktop);
+  await admin.goto(base + "/ui");
+  await admin.getByLabel("API key").fill(adminKey);
+  await admin.getByRole("button", { name: "Sign in" }).click();
+  await admin.getByLabel("Tenant").waitFor();
+  assert.equal(await admin.getByRole("row", { name: /tenant-ws/ }).count(), 0, "the admin's own list first");
+  await admin.getByLabel("Tenant").selectOption(t.tenant_id);
+  await admin.waitForURL(new RegExp("tenant=" + t.tenant_id));
+  const tenantRow = admin.getByRole("row", { name: /tenant-ws/ });
+  await tenantRow.waitFor();
+  assert.match(await tenantRow.innerText(), /tenant-ws\s+1\b/);
+  await shot(admin, "workspaces-admin-tenant");
+  await readmeShot(admin.locator("main"), "console-admin-tenants");
+  assert.deepEqual(admin.problems, []);
 });
 
 test("with authentication off the console opens directly", async () => {

@@ -57,6 +57,12 @@ export interface WorkspaceSummary {
   newest_artifact_at: string | null;
   data_version: number;
 }
+export interface TenantWorkspaces {
+  tenant_id: string;
+  email: string | null;
+  plan: string;
+  workspaces: WorkspaceSummary[];
+}
 export interface ArtifactSummary {
   artifact_id: string;
   workspace_id: string;
@@ -69,6 +75,8 @@ export interface ArtifactSummary {
   session_id: string | null;
   thread_id: string | null;
   metadata: Record<string, string>;
+  /** the start of its text (the first 160 code points of its first span); absent on a single artifact's read */
+  preview?: string;
 }
 export interface ArtifactList {
   workspace_id: string;
@@ -81,6 +89,8 @@ export interface Span {
   start_offset: number;
   end_offset: number;
   token_count: number;
+  /** the span's text: the artifact's extracted text between the offsets */
+  text: string;
 }
 export interface Artifact extends ArtifactSummary {
   raw_payload: unknown;
@@ -246,6 +256,8 @@ export const api = {
   /** probe lists workspaces with the given key (or none): 200 means it signs in. */
   probe: (key: string) => request<{ workspaces: WorkspaceSummary[] }>("GET", "/v1/workspaces", undefined, key),
   workspaces: () => request<{ workspaces: WorkspaceSummary[] }>("GET", "/v1/workspaces"),
+  /** tenants: every tenant with its workspaces; the admin key only (403 otherwise). */
+  tenants: () => request<{ tenants: TenantWorkspaces[] }>("GET", "/v1/tenants"),
   artifacts: (ws: string, f: Record<string, string | undefined>) =>
     request<ArtifactList>("GET", `/v1/workspaces/${enc(ws)}/artifacts${query(f)}`),
   artifact: (id: string) => request<Artifact>("GET", `/v1/artifacts/${enc(id)}`),

@@ -1,33 +1,76 @@
 // Browsing memory: the workspaces, a workspace's artifacts (filters, cursor
 // paging) and one artifact (payload, spans, status, feedback per span).
 import { useEffect, useState } from "preact/hooks";
-import { api, artifactTypes, type Artifact, type ArtifactStatus } from "./api";
+import { api, artifactTypes, type Artifact, type ArtifactStatus, type ArtifactSummary } from "./api";
 import { href, navigate } from "./router";
 import { FeedbackButtons, fmtTime, Link, Show, useLoad } from "./ui";
 
-export function WorkspacesPage() {
-  const [st] = useLoad(() => api.workspaces(), []);
+/**
+ * WorkspacesPage lists the caller's workspaces. With the admin key it also
+ * lists every tenant (GET /v1/tenants) and lets the operator choose one
+ * (?tenant=): another tenant's workspaces are shown with their counts, and
+ * their artifacts stay readable with that tenant's own key only.
+ */
+export function WorkspacesPage({ query }: { query: URLSearchParams }) {
+  const [st] = useLoad(async () => {
+    const [own, tenants] = await Promise.all([
+      api.workspaces(),
+      // Only the admin key may list tenants: any refusal means "not the admin".
+      api.tenants().then((r) => r.tenants, () => null),
+    ]);
+    return { own: own.workspaces, tenants };
+  }, []);
+  const chosen = query.get("tenant") ?? "";
   return (
     <>
       <h1>Workspaces</h1>
       <Show st={st} what="workspaces">
-        {(d) => d.workspaces.length === 0 ? <p>No workspace holds an artifact yet. Ingest one through the API (POST /v1/ingest).</p> : (
-          <div class="tablewrap">
-            <table>
-              <caption class="sr">Your workspaces with their counts</caption>
-              <thead><tr><th scope="col">Workspace</th><th scope="col" class="num">Artifacts</th><th scope="col" class="num">Spans</th><th scope="col">Newest artifact</th><th scope="col" class="num">Data version</th></tr></thead>
-              <tbody>
-                {d.workspaces.map((w) => (
-                  <tr key={w.workspace_id}>
-                    <th scope="row"><Link href={href.artifacts(w.workspace_id)}>{w.workspace_id}</Link></th>
-                    <td class="num">{w.artifact_count}</td><td class="num">{w.span_count}</td>
-                    <td>{fmtTime(w.newest_artifact_at)}</td><td class="num">{w.data_version}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        {({ own, tenants }) => {
+          const builtin = tenants?.[0]?.tenant_id ?? "";
+          const tenant = tenants && chosen && chosen !== builtin ? tenants.find((t) => t.tenant_id === chosen) : undefined;
+          const list = tenant ? tenant.workspaces : own;
+          const others = (tenants ?? []).slice(1).filter((t) => t.workspaces.length > 0).length;
+          return (
+            <>
+              {tenants && (
+                <form class="card tenantpick" onSubmit={(e) => e.preventDefault()}>
+                  <div class="field"><label for="f-tenant">Tenant</label>
+                    <select id="f-tenant" value={tenant ? tenant.tenant_id : builtin}
+                      onChange={(e) => { const v = (e.target as HTMLSelectElement).value; navigate(href.workspaces() + (v && v !== builtin ? "?tenant=" + encodeURIComponent(v) : "")); }}>
+                      {tenants.map((t, i) => (
+                        <option key={t.tenant_id} value={t.tenant_id}>
+                          {i === 0 ? `${t.tenant_id} (the admin key's own)` : `${t.email ?? t.tenant_id} · ${t.plan}`} · {t.workspaces.length} workspace{t.workspaces.length === 1 ? "" : "s"}
+                        </option>
+                      ))}
+                    </select>
+                  </div>
+                  <p class="muted small">The admin key sees every tenant's workspaces; another tenant's artifacts are read with that tenant's own key.</p>
+                </form>
+              )}
+              {chosen && tenants && !tenant && chosen !== builtin && <p class="error" role="alert">No tenant {chosen}.</p>}
+              {list.length === 0 ? (
+                <p>{tenant ? "This tenant holds no artifact yet." : "No workspace holds an artifact yet. Ingest one through the API (POST /v1/ingest)."}
+                  {!tenant && others > 0 ? ` ${others} other tenant${others === 1 ? " holds" : "s hold"} data: choose one above.` : ""}</p>
+              ) : (
+                <div class="tablewrap">
+                  <table class="workspaces">
+                    <caption class="sr">{tenant ? `Workspaces of tenant ${tenant.tenant_id}` : "Your workspaces"} with their counts</caption>
+                    <thead><tr><th scope="col">Workspace</th><th scope="col" class="num">Artifacts</th><th scope="col" class="num">Spans</th><th scope="col">Newest artifact</th><th scope="col" class="num">Data version</th></tr></thead>
+                    <tbody>
+                      {list.map((w) => (
+                        <tr key={w.workspace_id}>
+                          <th scope="row">{tenant ? w.workspace_id : <Link href={href.artifacts(w.workspace_id)}>{w.workspace_id}</Link>}</th>
+                          <td class="num">{w.artifact_count}</td><td class="num">{w.span_count}</td>
+                          <td>{fmtTime(w.newest_artifact_at)}</td><td class="num">{w.data_version}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )}
+            </>
+          );
+        }}
       </Show>
     </>
   );
@@ -105,17 +148,9 @@ export function ArtifactsPage({ ws, query }: { ws: string; query: URLSearchParam
               <div class="tablewrap">
                 <table class="artifacts">
                   <caption class="sr">Artifacts of {ws}, newest first</caption>
-                  <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Type</th><th scope="col">Actor</th><th scope="col">Session</th><th scope="col">Artifact</th></tr></thead>
+                  <thead><tr><th scope="col">Time (UTC)</th><th scope="col">Speaker</th><th scope="col">Content</th><th scope="col">Type</th><th scope="col">Actor</th><th scope="col">Session</th><th scope="col">Artifact</th></tr></thead>
                   <tbody>
-                    {d.artifacts.map((a) => (
-                      <tr key={a.artifact_id}>
-                        <td class="nowrap">{fmtTime(a.timestamp)}</td>
-                        <td><span class="tag">{a.artifact_type}</span></td>
-                        <td>{a.actor_id}</td>
-                        <td>{a.session_id ?? <span class="muted">—</span>}</td>
-                        <td><Link href={href.artifact(a.artifact_id)} class="mono">{a.artifact_id}</Link></td>
-                      </tr>
-                    ))}
+                    {d.artifacts.map((a) => <ArtifactRow key={a.artifact_id} a={a} />)}
                   </tbody>
                 </table>
               </div>
@@ -133,6 +168,40 @@ export function ArtifactsPage({ ws, query }: { ws: string; query: URLSearchParam
       </Show>
     </>
   );
+}
+
+/**
+ * ArtifactRow is one artifact of a listing: its time, speaker and the start
+ * of its text (the listing's preview), then its metadata. On a narrow
+ * screen each row is a card whose cells name their column (data-label).
+ */
+function ArtifactRow({ a }: { a: ArtifactSummary }) {
+  return (
+    <tr>
+      <td class="nowrap" data-label="Time (UTC)">{fmtTime(a.timestamp)}</td>
+      <td data-label="Speaker" data-testid="speaker">{speakerOf(a)}</td>
+      <td data-label="Content" class="preview" data-testid="preview">{a.preview ? a.preview + ([...a.preview].length >= previewLength ? "…" : "") : <span class="muted">(no text yet)</span>}</td>
+      <td data-label="Type"><span class="tag">{a.artifact_type}</span></td>
+      <td data-label="Actor">{a.actor_id}</td>
+      <td data-label="Session">{a.session_id ?? <span class="muted">—</span>}</td>
+      <td data-label="Artifact"><Link href={href.artifact(a.artifact_id)} class="mono">{a.artifact_id}</Link></td>
+    </tr>
+  );
+}
+
+/** previewLength is the length of a listing's preview, in code points (the API's rule). */
+const previewLength = 160;
+
+/**
+ * speakerOf names who an artifact is from: a chat turn's speaker, which its
+ * text (and so its preview) starts with ("user: …"), else its actor.
+ */
+export function speakerOf(a: ArtifactSummary): string {
+  if (a.artifact_type === "chat_turn") {
+    const m = /^([^:\n]{1,64}): /.exec(a.preview ?? "");
+    if (m) return m[1];
+  }
+  return a.actor_id;
 }
 
 export function ArtifactPage({ id }: { id: string }) {
@@ -185,6 +254,7 @@ function ArtifactView({ a, s }: { a: Artifact; s: ArtifactStatus; onChange: () =
           {a.spans.map((sp, i) => (
             <li key={sp.span_id} id={"span-" + sp.span_id} tabIndex={-1}>
               <p><strong>Span {i + 1}</strong> <span class="mono small">{sp.span_id}</span></p>
+              <blockquote class="spantext" data-testid="span-text">{sp.text}</blockquote>
               <p class="muted small">offsets {sp.start_offset}–{sp.end_offset} · {sp.token_count} tokens</p>
               <FeedbackButtons ws={a.workspace_id} artifactId={a.artifact_id} spanId={sp.span_id} />
             </li>

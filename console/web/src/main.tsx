@@ -99,7 +99,7 @@ function Shell({ signedIn, onOut }: { signedIn: boolean; onOut: () => void }) {
         {signedIn ? <button type="button" class="link" onClick={onOut}>Sign out</button> : <span class="muted small">authentication off</span>}
       </header>
       <main id="main" tabIndex={-1} ref={main}>
-        {route.page === "workspaces" && <WorkspacesPage />}
+        {route.page === "workspaces" && <WorkspacesPage query={query} />}
         {route.page === "artifacts" && <ArtifactsPage ws={route.ws} query={query} />}
         {route.page === "artifact" && <ArtifactPage id={route.id} />}
         {route.page === "pack" && <PackPage ws={route.ws} />}

@@ -117,8 +117,13 @@ function ReceiptView({ r }: { r: Receipt }) {
         <h2 id="h-channels">Channel contributions</h2>
         {r.channel_contributions.length === 0 ? <p class="muted">No channel ran.</p> : (
           <>
-            <HBars label="Selected spans per retrieval channel" rows={r.channel_contributions.map((c) => ({ name: c.channel, value: c.selected_count, note: `${c.selected_count} of ${c.candidate_count} · w ${c.weight}` }))} />
-            <p class="muted small">Bars: spans each channel contributed to the pack, of the candidates it found; w is the channel's fusion weight.</p>
+            <h3 class="small">Fusion weight</h3>
+            <HBars label="Fusion weight per retrieval channel" max={Math.max(1, ...r.channel_contributions.map((c) => c.weight))}
+              rows={r.channel_contributions.map((c) => ({ name: c.channel, value: c.weight, note: `weight ${c.weight}` }))} />
+            <h3 class="small">Spans selected</h3>
+            <HBars label="Spans selected per retrieval channel, of the candidates it found"
+              rows={r.channel_contributions.map((c) => ({ name: c.channel, value: c.selected_count, total: c.candidate_count, note: `${c.selected_count} of ${c.candidate_count} candidates` }))} />
+            <p class="muted small">Bars are to scale: a full weight bar is 1; the spans bars share one scale, the largest candidate count, with each channel's candidates as the pale track.</p>
           </>
         )}
       </section>

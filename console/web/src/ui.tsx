@@ -86,17 +86,23 @@ export function Sparkline({ values, label, width = 240, height = 48 }: { values:
   );
 }
 
-/** HBars draws one horizontal bar per row, scaled to the largest value. */
-export function HBars({ rows, label }: { rows: { name: string; value: number; note?: string }[]; label: string }) {
-  const max = Math.max(1, ...rows.map((r) => r.value));
-  const rowH = 22, labelW = 110, barW = 200, width = labelW + barW + 120;
+/**
+ * HBars draws one horizontal bar per row, to scale: a full bar is max (by
+ * default the largest value). A row's total, when given, is drawn as a
+ * track behind its bar (a part of a whole), on the same scale.
+ */
+export function HBars({ rows, label, max }: { rows: { name: string; value: number; total?: number; note?: string }[]; label: string; max?: number }) {
+  const full = max ?? Math.max(1e-9, ...rows.map((r) => Math.max(r.value, r.total ?? 0)));
+  const rowH = 22, labelW = 110, barW = 200, width = labelW + barW + 170;
+  const w = (v: number) => (Math.min(Math.max(v, 0), full) / full) * barW;
   return (
     <svg class="hbars" viewBox={`0 0 ${width} ${rows.length * rowH}`} width="100%" role="img" aria-label={label}
       preserveAspectRatio="xMinYMin meet">
       {rows.map((r, i) => (
-        <g key={r.name} transform={`translate(0 ${i * rowH})`}>
+        <g key={r.name} transform={`translate(0 ${i * rowH})`} data-name={r.name}>
           <text x="0" y="15" class="lbl">{r.name}</text>
-          <rect x={labelW} y="4" width={Math.max(1, (r.value / max) * barW)} height="14" class="bar" />
+          {r.total !== undefined && <rect x={labelW} y="4" width={w(r.total)} height="14" class="track" />}
+          <rect x={labelW} y="4" width={w(r.value)} height="14" class="bar" />
           <text x={labelW + barW + 6} y="15" class="val">{r.note ?? String(r.value)}</text>
         </g>
       ))}

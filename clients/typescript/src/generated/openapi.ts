@@ -476,6 +476,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id echoed in the response's X-Request-ID when it is sane (up to 128 characters of letters, digits and - _ . :); any other value is accepted and replaced by a new UUID. */
+                "X-Request-ID"?: components["parameters"]["RequestID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every tenant with its workspaces (admin key only)
+         * @description Admin key only (403 for a tenant's key): the built-in tenant (the one the admin key and authentication off act as) first, then the registered tenants by tenant_id, each with its plan, its email and its workspaces as GET /v1/workspaces lists them for that tenant (on a node of a partially replicated cluster, those of the shards the node serves). It lets an operator see whose data the server holds; a tenant's data stays readable with that tenant's key only. Takes no query parameters.
+         */
+        get: operations["listTenants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/ingest": {
         parameters: {
             query?: never;
@@ -747,6 +770,8 @@ export interface components {
             start_offset: number;
             end_offset: number;
             token_count: number;
+            /** @description The span's text, the artifact's extracted text from start_offset to end_offset. */
+            text: string;
         };
         /** @enum {string} */
         IndexStatus: "pending" | "indexing" | "indexed" | "failed";
@@ -1128,6 +1153,15 @@ export interface components {
         WorkspaceList: {
             workspaces: components["schemas"]["WorkspaceSummary"][];
         };
+        TenantList: {
+            tenants: {
+                tenant_id: string;
+                /** @description The email it registered with; null for the built-in tenant. */
+                email: string | null;
+                plan: string;
+                workspaces: components["schemas"]["WorkspaceSummary"][];
+            }[];
+        };
         ArtifactSummary: {
             /** Format: uuid */
             artifact_id: string;
@@ -1143,6 +1177,8 @@ export interface components {
             session_id: string | null;
             thread_id: string | null;
             metadata: components["schemas"]["MetadataOut"];
+            /** @description The start of the artifact's text: the first 160 characters (code points) of its first span, as a citation's content_preview is of its span (a chat turn's text starts with its speaker). Empty while the artifact has no span. */
+            preview: string;
         };
         ArtifactList: {
             workspace_id: string;
@@ -2479,6 +2515,38 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listTenants: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Correlation id echoed in the response's X-Request-ID when it is sane (up to 128 characters of letters, digits and - _ . :); any other value is accepted and replaced by a new UUID. */
+                "X-Request-ID"?: components["parameters"]["RequestID"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenants. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestID"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
