@@ -168,7 +168,7 @@ func closeUnread(ctx *fasthttp.RequestCtx) {
 // invalid key is handed to mcpd without its body, which mcpd answers 401
 // from the headers alone.
 func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
-	if bodyPending(ctx) && !s.svc.KeyValid(mcpKey(&ctx.Request.Header)) {
+	if bodyPending(ctx) && !s.svc.KeyValid(requestKey(&ctx.Request.Header)) {
 		closeUnread(ctx)
 		ctx.Request.SetBodyRaw([]byte{})
 		return true
@@ -180,9 +180,10 @@ func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
 	return true
 }
 
-// mcpKey is the key of an MCP request, as mcpd reads it: X-API-Key, else
-// Authorization: Bearer.
-func mcpKey(h *fasthttp.RequestHeader) string {
+// requestKey is the API key of a request, the one place httpd reads it:
+// X-API-Key, else Authorization: Bearer (as mcpd reads /mcp's), so that
+// every route accepts either header (docs/api.md § Authentication).
+func requestKey(h *fasthttp.RequestHeader) string {
 	if k := h.Peek("X-API-Key"); len(k) > 0 {
 		return string(k)
 	}

@@ -459,7 +459,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		writeError(ctx, fasthttp.StatusForbidden, shardsHeader+" is for the cluster's nodes: send the request without it")
 		return
 	}
-	p, err := s.svc.Authenticate(service.Credentials{APIKey: string(ctx.Request.Header.Peek("X-API-Key")), Registering: rt.register})
+	p, err := s.svc.Authenticate(service.Credentials{APIKey: requestKey(&ctx.Request.Header), Registering: rt.register})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -585,7 +585,7 @@ func (s *Server) KeyValid(key string) bool {
 // mayReadHealth reports whether the /health caller may see the engine's
 // counters: authentication is off, or the request carries a valid key.
 func (s *Server) mayReadHealth(ctx *fasthttp.RequestCtx) bool {
-	return s.svc.KeyValid(string(ctx.Request.Header.Peek("X-API-Key")))
+	return s.svc.KeyValid(requestKey(&ctx.Request.Header))
 }
 
 // requestID returns the client's X-Request-ID if it is sane, else a new UUID,
