@@ -72,10 +72,11 @@ func jsonError(err error, path string, v any) error {
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return fmt.Errorf("%s: unknown field; allowed fields here: %s", join(name), knownFields(v))
 	}
+	msg := strings.TrimPrefix(err.Error(), "json: ") // encoding/json's prefix is not for the caller
 	if path != "" {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %s", path, msg)
 	}
-	return fmt.Errorf("malformed JSON: %v", err)
+	return fmt.Errorf("malformed JSON: %s", msg)
 }
 
 // fieldNames appends the JSON field names of struct type t to names, those
