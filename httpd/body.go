@@ -146,6 +146,16 @@ func (s *Server) bodyFail(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
+// declaredTooLarge answers 413 to a request whose Content-Length exceeds
+// the limit, before anything of its body is read; it reports whether it did.
+func (s *Server) declaredTooLarge(ctx *fasthttp.RequestCtx) bool {
+	if int64(ctx.Request.Header.ContentLength()) <= int64(s.cfg.MaxRequestBytes) {
+		return false
+	}
+	s.tooLarge(ctx)
+	return true
+}
+
 // tooLarge answers a body over MaxRequestBytes with 413.
 func (s *Server) tooLarge(ctx *fasthttp.RequestCtx) {
 	writeError(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds the limit of %d bytes (MAX_REQUEST_SIZE_BYTES)", s.cfg.MaxRequestBytes))
