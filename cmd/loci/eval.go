@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/loci-memory/loci/bench"
@@ -48,6 +51,9 @@ func runEval(args []string) error {
 	if err := checkEmbedder(*embedder); err != nil {
 		return err
 	}
+	if err := checkData(dataBEIR, *data); err != nil {
+		return err
+	}
 	stop, err := startCPUProfile(*cpuprofile)
 	if err != nil {
 		return err
@@ -77,6 +83,9 @@ func runEvalLoCoMo(args []string) error {
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
 	if done {
+		return err
+	}
+	if err := checkData(dataLoCoMo, *data); err != nil {
 		return err
 	}
 	switch *ingest {
@@ -128,6 +137,9 @@ are all cited, both per question type, abstention on _abs questions and on the r
 	if done {
 		return err
 	}
+	if err := checkData(dataLongMemEval, *data); err != nil {
+		return err
+	}
 	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank,
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval longmemeval:", s) }}
 	return withDump(*dump, func(w io.Writer) (any, error) {
@@ -148,6 +160,41 @@ func parseEvalFlags(fs *flag.FlagSet, args []string, embedder, budgets *string) 
 	}
 	bs, err = intList("budgets", *budgets, 1, 128000)
 	return bs, err != nil, err
+}
+
+// evalData is a public data set an evaluation reads: none ships with
+// Loci (their licences are the authors', mostly non-commercial), so a
+// missing one is named with where to get it (docs/data.md).
+type evalData struct {
+	name   string // the data set
+	want   string // the file, or the files of the directory, --data names
+	probe  string // the file that must exist under --data ("": --data itself)
+	source string // its public source
+}
+
+var (
+	dataBEIR = evalData{name: "BEIR SciFact", want: "a directory holding corpus.jsonl, queries.jsonl and qrels/test.tsv",
+		probe: "corpus.jsonl", source: "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip (unzip it)"}
+	dataLoCoMo = evalData{name: "LoCoMo", want: "a JSON file in LoCoMo's layout (locomo10.json)",
+		source: "https://github.com/snap-research/locomo, data/locomo10.json"}
+	dataLongMemEval = evalData{name: "LongMemEval", want: "a JSON file in LongMemEval's layout (longmemeval_s.json)",
+		source: "https://huggingface.co/datasets/xiaowu0162/longmemeval, longmemeval_s.json"}
+)
+
+// checkData fails, naming the data set, where to get it and the flag to
+// point at it, when path (the --data flag) does not hold it.
+func checkData(d evalData, path string) error {
+	p := path
+	if d.probe != "" {
+		p = filepath.Join(path, d.probe)
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return fmt.Errorf("the %s data set is not at %s (--data names %s): Loci does not ship it; get it from %s "+
+		"and pass its path with --data (docs/data.md)", d.name, path, d.want, d.source)
 }
 
 // checkEmbedder checks an --embedder flag's value.
