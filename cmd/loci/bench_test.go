@@ -156,3 +156,34 @@ func TestEvalNamesMissingData(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchLogsAsTheServer: what the engines a benchmark opens log comes
+// out in the server's format (LOG_FORMAT, LOG_LEVEL), not the log package's
+// "2006/01/02 15:04:05 INFO ..." lines: with LOG_FORMAT=json every stderr
+// line is a progress line or a JSON object, and the engine's recovery is
+// one of them.
+func TestBenchLogsAsTheServer(t *testing.T) {
+	bin := proctest.Loci(t)
+	cmd := exec.Command(bin, "bench", "restart", "--artifacts", "200", "--restarts", "1", "--dir", t.TempDir())
+	cmd.Env = append(cmd.Environ(), "LOG_FORMAT=json", "LOG_LEVEL=info")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	recovered := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if strings.HasPrefix(line, "loci bench restart: ") {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Errorf("stderr line is not the server's JSON log: %q", line)
+			continue
+		}
+		recovered = recovered || e["msg"] == "engine: recovered"
+	}
+	if !recovered {
+		t.Errorf("no engine recovery line:\n%s", stderr.String())
+	}
+}

@@ -19,7 +19,8 @@ const evalUsage = `usage: loci eval <name> [flags]
   locomo        evidence recall of context packs on LoCoMo, per budget and category
   longmemeval   evidence recall and abstention of context packs on LongMemEval, per budget and question type
 
-Each prints a table of its results, or one JSON object with --json; progress goes to stderr.
+Each prints a table of its results, or one JSON object with --json; progress goes to stderr, and so do the
+engine's and server's messages, in loci serve's log format (LOG_FORMAT text or json, LOG_LEVEL, default warn).
 loci eval <name> --help lists the flags of one.
 `
 
@@ -27,6 +28,9 @@ func runEval(args []string) error {
 	if len(args) > 0 && isHelp(args[0]) {
 		fmt.Fprint(os.Stdout, evalUsage)
 		return nil
+	}
+	if err := useServerLog(); err != nil {
+		return err
 	}
 	if len(args) > 0 && args[0] == "locomo" {
 		return runEvalLoCoMo(args[1:])
