@@ -502,3 +502,42 @@ func TestCheckWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeys: a JSON value with a key twice in one object, at any
+// depth, is refused naming the key's path; keys equal once escapes are
+// resolved are duplicates; the same key in two objects is not.
+func TestDuplicateKeys(t *testing.T) {
+	for _, c := range []struct {
+		body, path, want string // want "": accepted
+	}{
+		{`{"a":1,"b":2}`, "", ""},
+		{`{"a":1,"a":2}`, "", "a: duplicate key"},
+		{`{"a":{"x":1},"b":{"x":1}}`, "", ""},
+		{`{"a":{"x":1,"y":[1,{"z":"\"}","z":2}]}}`, "", "a.y[1].z: duplicate key"},
+		{`{"a":1,"\u0061":2}`, "", "a: duplicate key"},
+		{`{"a\\":1,"a":2}`, "", ""},
+		{`[{"k":1},{"k":1,"k":1}]`, "artifacts", "artifacts[1].k: duplicate key"},
+		{`{"k":1,"k":1}`, "policy", "policy.k: duplicate key"},
+		{` { "s" : "a \" , \"s\": " , "t" : [ ] , "u" : [ [ ] , { } ] } `, "", ""},
+	} {
+		var v any
+		err := DecodeJSON([]byte(c.body), c.path, &v)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.body, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want %q", c.body, err, c.want)
+		}
+	}
+	// Many keys (the map past the first few dozen).
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 100 {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	b.WriteString(`"k7":0}`)
+	var v any
+	if err := DecodeJSON([]byte(b.String()), "", &v); err == nil || !strings.HasPrefix(err.Error(), "k7: duplicate key") {
+		t.Errorf("100 keys and k7 again: %v", err)
+	}
+}
