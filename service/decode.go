@@ -200,18 +200,35 @@ func (d *dupScan) array() {
 	}
 }
 
-// path names the value the stack leads to, as jsonError names fields.
+// path names the value the stack leads to.
 func (d *dupScan) path() string {
+	steps := make([]PathStep, len(d.stack))
+	for i, s := range d.stack {
+		steps[i] = PathStep{Key: string(s.key), Index: s.index}
+	}
+	return FieldPath(steps)
+}
+
+// PathStep is one step of the path to a value in a JSON document: an
+// array's element (Index >= 0) or an object's member (Key).
+type PathStep struct {
+	Key   string
+	Index int
+}
+
+// FieldPath names a value by the steps leading to it, as every error of
+// the API names a field: artifacts[3].metadata.team.
+func FieldPath(steps []PathStep) string {
 	var sb strings.Builder
-	for _, s := range d.stack {
-		if s.index >= 0 {
-			fmt.Fprintf(&sb, "[%d]", s.index)
+	for _, s := range steps {
+		if s.Index >= 0 {
+			fmt.Fprintf(&sb, "[%d]", s.Index)
 			continue
 		}
 		if sb.Len() > 0 {
 			sb.WriteByte('.')
 		}
-		sb.Write(s.key)
+		sb.WriteString(s.Key)
 	}
 	return sb.String()
 }
