@@ -63,6 +63,7 @@ type dupScan struct {
 	b     []byte
 	i     int
 	stack []dupSeg // the path to the value being scanned
+	keys  [][]byte // the keys of the objects open on the stack, outermost first
 	dup   string
 	found bool
 }
@@ -121,8 +122,9 @@ func (d *dupScan) str() []byte {
 }
 
 func (d *dupScan) object() {
-	d.i++                        // {
-	var keys [][]byte            // the keys so far, few: compared one by one
+	d.i++               // {
+	base := len(d.keys) // d.keys[base:] are this object's keys so far, few: compared one by one
+	defer func() { d.keys = d.keys[:base] }()
 	var many map[string]struct{} // past maxListed keys
 	const maxListed = 32
 	for !d.found {
@@ -150,15 +152,15 @@ func (d *dupScan) object() {
 			_, dup = many[string(k)]
 			many[string(k)] = struct{}{}
 		} else {
-			for _, o := range keys {
+			for _, o := range d.keys[base:] {
 				if bytes.Equal(o, k) {
 					dup = true
 					break
 				}
 			}
-			if keys = append(keys, k); len(keys) > maxListed {
+			if d.keys = append(d.keys, k); len(d.keys)-base > maxListed {
 				many = make(map[string]struct{}, 2*maxListed)
-				for _, o := range keys {
+				for _, o := range d.keys[base:] {
 					many[string(o)] = struct{}{}
 				}
 			}
