@@ -144,8 +144,13 @@ type Level struct {
 }
 
 // load sends the bodies to path with conc concurrent clients (each request
-// one keep-alive connection's round trip) and measures every request.
-func load(addr, path string, bodies [][]byte, conc int, want int) (Level, error) {
+// one keep-alive connection's round trip) and measures every request;
+// report (nil: none) hears how many are done.
+func load(addr, path string, bodies [][]byte, conc int, want int, report func(done int)) (Level, error) {
+	if report == nil {
+		report = func(int) {}
+	}
+	var done atomic.Int64
 	client := &fasthttp.HostClient{Addr: addr, MaxConns: conc, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	lat := make([]time.Duration, len(bodies))
 	var next atomic.Int64
@@ -180,6 +185,7 @@ func load(addr, path string, bodies [][]byte, conc int, want int) (Level, error)
 					once.Do(func() { firstErr = err })
 					return
 				}
+				report(int(done.Add(1)))
 			}
 		}()
 	}
@@ -363,13 +369,12 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		return out
 	}
 	// Warm up: page in the segments and the first receipts.
-	if _, err := load(s.addr, "/v1/context-pack", bodies(warmup), 1, 200); err != nil {
+	if _, err := load(s.addr, "/v1/context-pack", bodies(warmup), 1, 200, nil); err != nil {
 		return nil, err
 	}
 	for _, c := range cfg.Concurrency {
-		stop := p.during(fmt.Sprintf("timing %d requests at concurrency %d", cfg.Requests, c))
-		lv, err := load(s.addr, "/v1/context-pack", bodies(cfg.Requests), c, 200)
-		stop()
+		lv, err := load(s.addr, "/v1/context-pack", bodies(cfg.Requests), c, 200,
+			p.counter(fmt.Sprintf("timing requests at concurrency %d", c), cfg.Requests))
 		if err != nil {
 			return nil, err
 		}
@@ -444,9 +449,8 @@ func IngestHTTP(cfg IngestHTTPConfig) (*IngestHTTPResult, error) {
 		bodies = append(bodies, b)
 	}
 	start := time.Now()
-	stop := newProgress(cfg.Progress).during(fmt.Sprintf("ingesting %d artifacts", cfg.Artifacts))
-	lv, err := load(s.addr, "/v2/ingest", bodies, cfg.Writers, 201)
-	stop()
+	lv, err := load(s.addr, "/v2/ingest", bodies, cfg.Writers, 201,
+		newProgress(cfg.Progress).counter(fmt.Sprintf("ingesting %d artifacts: requests of %d", cfg.Artifacts, cfg.Batch), len(bodies)))
 	if err != nil {
 		return nil, err
 	}

@@ -191,7 +191,7 @@ func Ingest(cfg IngestConfig) (*IngestResult, error) {
 		elapsed, err = open.run(inputs)
 		lats = open.latencies()
 	} else {
-		elapsed, lats, err = closedLoop(db, cfg.Writers, inputs)
+		elapsed, lats, err = closedLoop(db, cfg.Writers, inputs, newProgress(cfg.Progress).counter("ingested artifacts", len(inputs)))
 	}
 	if err != nil {
 		if open != nil {
@@ -238,9 +238,9 @@ func Ingest(cfg IngestConfig) (*IngestResult, error) {
 
 // closedLoop ingests every input with writers goroutines, each taking the
 // next input as soon as its previous call returned.
-func closedLoop(db *engine.DB, writers int, inputs []engine.IngestInput) (time.Duration, []time.Duration, error) {
+func closedLoop(db *engine.DB, writers int, inputs []engine.IngestInput, report func(done int)) (time.Duration, []time.Duration, error) {
 	lat := make([]time.Duration, len(inputs))
-	var next atomic.Int64
+	var next, done atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
@@ -260,6 +260,7 @@ func closedLoop(db *engine.DB, writers int, inputs []engine.IngestInput) (time.D
 					return
 				}
 				lat[i] = time.Since(t)
+				report(int(done.Add(1)))
 			}
 		}()
 	}

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,5 +59,34 @@ func TestIngestOpenLoop(t *testing.T) {
 	}
 	if r.Open == nil || r.Open.Offered != 200 || r.Open.Embedded != 0 || r.EmbeddingBacklog != nil || r.Embedder != "none" {
 		t.Fatalf("implausible lexical open-loop result %+v %+v", r, r.Open)
+	}
+}
+
+// TestIngestCountsProgress: the closed loop reports how many artifacts are
+// done, "ingested artifacts: N of TOTAL", N rising to at most TOTAL (every
+// call ticks with progressEvery shortened).
+func TestIngestCountsProgress(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = time.Nanosecond
+	var mu sync.Mutex
+	var counts []int
+	_, err := Ingest(IngestConfig{Dir: t.TempDir(), Writers: 4, Artifacts: 300, Sync: wal.SyncOff, Seed: 1,
+		Progress: func(s string) {
+			var n, total int
+			if _, err := fmt.Sscanf(s, "ingested artifacts: %d of %d", &n, &total); err != nil {
+				return // the summary line
+			}
+			if total != 300 || n < 1 || n > 300 {
+				t.Errorf("progress line %q", s)
+			}
+			mu.Lock()
+			counts = append(counts, n)
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) < 2 {
+		t.Fatalf("progress counts %v: want a line per tick", counts)
 	}
 }

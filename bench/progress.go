@@ -3,12 +3,13 @@ package bench
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // progressEvery is the least time between two progress lines: a run of
 // minutes shows it is alive, a run of seconds prints nothing.
-const progressEvery = 5 * time.Second
+var progressEvery = 5 * time.Second // a var: tests shorten it
 
 // progress reports how far a long phase got (building a workspace,
 // embedding, an ingest loop) through a config's Progress func, which
@@ -67,4 +68,23 @@ func (p *progress) during(what string) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// counter returns the func a loop of total items calls with how many are
+// done: a line "what: done of total" at most every progressEvery. Between
+// lines a call costs a clock read and an atomic load, so timed loops may
+// call it per item. Safe for concurrent use.
+func (p *progress) counter(what string, total int) func(done int) {
+	if p == nil || p.f == nil {
+		return func(int) {}
+	}
+	var due atomic.Int64
+	due.Store(time.Now().Add(progressEvery).UnixNano())
+	return func(done int) {
+		now := time.Now().UnixNano()
+		if d := due.Load(); now < d || !due.CompareAndSwap(d, now+int64(progressEvery)) {
+			return
+		}
+		p.tick("%s: %d of %d", what, done, total)
+	}
 }

@@ -41,8 +41,11 @@ var (
 	ErrDuplicateEmail = errors.New("control: a tenant with this email exists")
 	// ErrLastKey: revoking the key would leave the tenant without a usable key.
 	ErrLastKey = errors.New("control: a tenant must keep at least one unrevoked key")
-	// ErrWorkspaceQuota: the tenant owns as many workspaces as its plan allows.
-	ErrWorkspaceQuota = errors.New("control: the plan's workspace limit is reached")
+	// ErrWorkspaceQuota: the tenant owns as many workspaces as its plan
+	// allows. ClaimWorkspace returns a *WorkspaceQuotaError, which names the
+	// plan and its limit and matches it (errors.Is). Its text reaches
+	// callers, so it has no package prefix.
+	ErrWorkspaceQuota = errors.New("the plan's workspace limit is reached")
 	// ErrBuiltinTenant: the built-in tenant has no keys and its plan is fixed.
 	ErrBuiltinTenant = errors.New("control: the built-in tenant has no keys and a fixed plan")
 	// ErrJobFinished: the job is done or failed; its status is final.
@@ -52,6 +55,26 @@ var (
 
 	errUsageNotApplied = errors.New("control: the usage record was not applied")
 )
+
+// WorkspaceQuotaError refuses a new workspace beyond the plan's limit,
+// naming the plan and the limit for the caller; it is ErrWorkspaceQuota
+// (errors.Is).
+type WorkspaceQuotaError struct {
+	Plan  string // the tenant's plan
+	Limit int    // the workspaces the plan allows, all owned
+}
+
+func (e *WorkspaceQuotaError) Error() string {
+	s := "s"
+	if e.Limit == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("plan %s allows %d workspace%s and the tenant owns %d: erase one of its workspaces or change the plan",
+		e.Plan, e.Limit, s, e.Limit)
+}
+
+// Is makes the error match ErrWorkspaceQuota.
+func (e *WorkspaceQuotaError) Is(target error) bool { return target == ErrWorkspaceQuota }
 
 // InvalidError reports a bad argument, naming the field: nothing was
 // changed. Its text is the engine's (field: reason), and service.KindOf

@@ -41,8 +41,9 @@ var DefaultJobRetention = JobRetention{Age: DefaultJobRetentionAge, MaxFinished:
 	MaxUnfinished: DefaultMaxUnfinishedJobs, MaxUnfinishedBytes: DefaultMaxUnfinishedJobBytes}
 
 // ErrJobBacklog: the tenant has as many unfinished jobs, or bytes of their
-// inputs, as JobRetention allows; nothing was created.
-var ErrJobBacklog = errors.New("control: too many unfinished indexing jobs; retry when some are done")
+// inputs, as JobRetention allows; nothing was created. Its text reaches
+// callers, so it has no package prefix.
+var ErrJobBacklog = errors.New("too many unfinished indexing jobs for this tenant: nothing was queued; retry when some are done")
 
 // maxExpirePerRecord bounds the size of one expiry record (16 bytes per id).
 const maxExpirePerRecord = 4096

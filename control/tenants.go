@@ -274,7 +274,8 @@ func (s *Store) RevokeKey(tenantID, keyID string) (KeyInfo, error) {
 }
 
 // ClaimWorkspace records that the tenant owns ws. Owning it already is a
-// no-op; a new workspace beyond the plan's limit is ErrWorkspaceQuota.
+// no-op; a new workspace beyond the plan's limit is a *WorkspaceQuotaError
+// (ErrWorkspaceQuota).
 func (s *Store) ClaimWorkspace(tenantID, ws string) error {
 	if err := validWorkspace(ws); err != nil {
 		return err
@@ -296,7 +297,7 @@ func (s *Store) ClaimWorkspace(tenantID, ws string) error {
 		return nil
 	}
 	if p, _ := PlanByName(t.Plan); p.Workspaces > 0 && owned >= p.Workspaces {
-		return ErrWorkspaceQuota
+		return &WorkspaceQuotaError{Plan: p.Name, Limit: p.Workspaces}
 	}
 	return s.append(kindWorkspace, encodeWorkspace(false, tenantID, ws))
 }

@@ -2,6 +2,8 @@ package httpd
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,4 +244,59 @@ func TestUsageExactUnderConcurrency(t *testing.T) {
 	check("live")
 	h.restart()
 	check("after restart")
+}
+
+// TestBearerKey: every route takes the key from X-API-Key or from
+// Authorization: Bearer (as /mcp does); X-API-Key wins when both are sent, and
+// an Authorization of another scheme is no key at all.
+func TestBearerKey(t *testing.T) {
+	h := newHarness(t, Config{}, service.Config{AdminKey: adminKey})
+	_, key := register(t, h, "bearer@example.com", "pro")
+	send := func(method, path string, headers map[string]string, body string) reply {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, h.base+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		return h.roundTrip(req)
+	}
+	ingest := `{"workspace_id":"ws-b","actor_id":"a","artifact_type":"chat_turn","raw_payload":{"role":"user","content":"bearer keys work"}}`
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+		detail  string
+	}{
+		{"bearer", map[string]string{"Authorization": "Bearer " + key}, 201, ""},
+		{"bearer lower case", map[string]string{"Authorization": "bearer " + key}, 201, ""},
+		{"both, X-API-Key wins", map[string]string{"X-API-Key": key, "Authorization": "Bearer lk_wrong"}, 201, ""},
+		{"invalid bearer", map[string]string{"Authorization": "Bearer lk_wrong"}, 401, "invalid API key"},
+		{"basic is no key", map[string]string{"Authorization": "Basic " + key}, 401, "send X-API-Key or Authorization: Bearer"},
+		{"none", nil, 401, "send X-API-Key or Authorization: Bearer"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hd := map[string]string{"Content-Type": "application/json"}
+			for k, v := range c.headers {
+				hd[k] = v
+			}
+			r := send("POST", "/v1/ingest", hd, ingest)
+			if c.status != 201 {
+				r.fails(t, c.status, c.detail)
+				return
+			}
+			r.must(t, 201)
+			send("GET", "/v1/workspaces", hd, "").must(t, 200)
+		})
+	}
+	// /health shows its counters to a valid bearer key as to X-API-Key.
+	if m := send("GET", "/health", map[string]string{"Authorization": "Bearer " + key}, "").must(t, 200); m["storage"] == nil {
+		t.Fatalf("/health with a bearer key hides the counters: %v", m)
+	}
 }

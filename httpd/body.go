@@ -146,6 +146,16 @@ func (s *Server) bodyFail(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
+// declaredTooLarge answers 413 to a request whose Content-Length exceeds
+// the limit, before anything of its body is read; it reports whether it did.
+func (s *Server) declaredTooLarge(ctx *fasthttp.RequestCtx) bool {
+	if int64(ctx.Request.Header.ContentLength()) <= int64(s.cfg.MaxRequestBytes) {
+		return false
+	}
+	s.tooLarge(ctx)
+	return true
+}
+
 // tooLarge answers a body over MaxRequestBytes with 413.
 func (s *Server) tooLarge(ctx *fasthttp.RequestCtx) {
 	writeError(ctx, fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds the limit of %d bytes (MAX_REQUEST_SIZE_BYTES)", s.cfg.MaxRequestBytes))
@@ -168,7 +178,7 @@ func closeUnread(ctx *fasthttp.RequestCtx) {
 // invalid key is handed to mcpd without its body, which mcpd answers 401
 // from the headers alone.
 func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
-	if bodyPending(ctx) && !s.svc.KeyValid(mcpKey(&ctx.Request.Header)) {
+	if bodyPending(ctx) && !s.svc.KeyValid(requestKey(&ctx.Request.Header)) {
 		closeUnread(ctx)
 		ctx.Request.SetBodyRaw([]byte{})
 		return true
@@ -180,9 +190,10 @@ func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
 	return true
 }
 
-// mcpKey is the key of an MCP request, as mcpd reads it: X-API-Key, else
-// Authorization: Bearer.
-func mcpKey(h *fasthttp.RequestHeader) string {
+// requestKey is the API key of a request, the one place httpd reads it:
+// X-API-Key, else Authorization: Bearer (as mcpd reads /mcp's), so that
+// every route accepts either header (docs/api.md § Authentication).
+func requestKey(h *fasthttp.RequestHeader) string {
 	if k := h.Peek("X-API-Key"); len(k) > 0 {
 		return string(k)
 	}

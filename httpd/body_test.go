@@ -61,7 +61,7 @@ func TestBodyNotReadBeforeAuthentication(t *testing.T) {
 		headers    map[string]string
 		detail     string
 	}{
-		{"no key", "/v1/ingest", nil, "missing X-API-Key header"},
+		{"no key", "/v1/ingest", nil, "missing API key: send X-API-Key or Authorization: Bearer"},
 		{"invalid key", "/v2/ingest", map[string]string{"X-API-Key": "lk_not-a-key"}, "invalid API key"},
 		{"mcp invalid key", "/mcp", map[string]string{"Authorization": "Bearer lk_not-a-key", "Accept": "application/json, text/event-stream"}, "invalid API key"},
 	} {

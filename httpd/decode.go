@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/loci-memory/loci/service"
@@ -56,18 +55,14 @@ func fieldAt(body []byte, off int64) string {
 	}
 	var stack []frame
 	path := func() string {
-		var b strings.Builder
-		for _, f := range stack {
+		steps := make([]service.PathStep, len(stack))
+		for i, f := range stack {
+			steps[i] = service.PathStep{Key: f.key, Index: -1}
 			if f.array {
-				fmt.Fprintf(&b, "[%d]", f.index)
-				continue
+				steps[i].Index = f.index
 			}
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(f.key)
 		}
-		return b.String()
+		return service.FieldPath(steps)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	for {

@@ -33,7 +33,7 @@ type wireError struct {
 // KindNotServed is not answered: the request is forwarded.
 var wireErrors = map[service.Kind]wireError{
 	service.KindInvalid:      {status: fasthttp.StatusBadRequest},
-	service.KindNoKey:        {status: fasthttp.StatusUnauthorized, detail: "missing X-API-Key header"},
+	service.KindNoKey:        {status: fasthttp.StatusUnauthorized, detail: "missing API key: send X-API-Key or Authorization: Bearer"},
 	service.KindUnauthorized: {status: fasthttp.StatusUnauthorized},
 	service.KindForbidden:    {status: fasthttp.StatusForbidden},
 	service.KindPlan:         {status: fasthttp.StatusForbidden, hint: " (PUT /v1/billing/plan)"},

@@ -33,7 +33,7 @@ func TestWireErrors(t *testing.T) {
 		retry  string
 		detail string
 	}{
-		{service.ErrNoKey, 401, "", "missing X-API-Key header"},
+		{service.ErrNoKey, 401, "", "missing API key: send X-API-Key or Authorization: Bearer"},
 		{&service.PlanError{Plan: "free", Feature: "the v2 API", Upgrade: []string{"pro"}}, 403, "", "plan free does not include the v2 API; upgrade to pro (PUT /v1/billing/plan)"},
 		{fmt.Errorf("wrapped: %w", inv), 400, "", "query: is required"},
 		{&control.InvalidError{Field: "email", Reason: "is required"}, 400, "", "email: is required"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -298,6 +299,88 @@ func BenchmarkObserve(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				s.observe(&ctx, &sv, 1500*time.Microsecond)
+			}
+		})
+	}
+}
+
+// TestAccessLogOddRequests: requests refused before a handler runs are
+// logged with the method the client sent, the route it matched and a true
+// duration: a body over the limit by its Content-Length or as it streams
+// (chunked), and requests fasthttp cannot read (method "-", duration 0,
+// not fasthttp's default GET and the time since year 1). They are 4xx: at
+// LOG_LEVEL=warn nothing of them is logged, fasthttp's own message included.
+func TestAccessLogOddRequests(t *testing.T) {
+	big := strings.Repeat(" ", 5000)
+	cases := []struct {
+		name, raw     string
+		status        int
+		method, route string
+	}{
+		{"content-length over the limit", "POST /v1/ingest HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n" + big,
+			413, "POST", "/v1/ingest"},
+		{"chunked over the limit", "POST /v1/ingest HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nX-API-Key: " + adminKey +
+			"\r\nTransfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big),
+			413, "POST", "/v1/ingest"},
+		{"unreadable content-length", "POST /v1/ingest HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999999999999999\r\n\r\n",
+			400, "-", telemetry.UnmatchedRoute},
+		{"unreadable request line", "POST\r\n\r\n", 400, "-", telemetry.UnmatchedRoute},
+	}
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn} {
+		t.Run(level.String(), func(t *testing.T) {
+			var logs lockedBuffer
+			h := startObserved(t, Config{MaxRequestBytes: 1000, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: level}))},
+				service.Config{AdminKey: adminKey})
+			addr := strings.TrimPrefix(h.base, "http://")
+			ids := map[string]int{}
+			for i, c := range cases {
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(conn, c.raw)
+				resp, _ := answer(t, conn)
+				conn.Close()
+				if resp.StatusCode != c.status {
+					t.Fatalf("%s: status %d, want %d", c.name, resp.StatusCode, c.status)
+				}
+				ids[resp.Header.Get("X-Request-ID")] = i
+			}
+			h.stop()
+			out := strings.TrimSpace(logs.String())
+			if level == slog.LevelWarn {
+				if out != "" {
+					t.Fatalf("LOG_LEVEL=warn logged 4xx requests:\n%s", out)
+				}
+				return
+			}
+			seen := 0
+			for _, line := range strings.Split(out, "\n") {
+				var e struct {
+					Msg, RequestID, Method, Route string
+					Status                        int
+					DurationMS                    float64
+				}
+				var raw map[string]any
+				if err := json.Unmarshal([]byte(line), &raw); err != nil {
+					t.Fatalf("not JSON: %q", line)
+				}
+				if raw["msg"] != "http request" {
+					continue
+				}
+				i, ok := ids[raw["request_id"].(string)]
+				if !ok {
+					continue
+				}
+				seen++
+				c := cases[i]
+				e.Method, e.Route, e.Status, e.DurationMS = raw["method"].(string), raw["route"].(string), int(raw["status"].(float64)), raw["duration_ms"].(float64)
+				if e.Method != c.method || e.Route != c.route || e.Status != c.status || e.DurationMS < 0 || e.DurationMS > 60_000 {
+					t.Errorf("%s: logged method %s route %s status %d duration_ms %v", c.name, e.Method, e.Route, e.Status, e.DurationMS)
+				}
+			}
+			if seen != len(cases) {
+				t.Errorf("access lines for %d of %d requests:\n%s", seen, len(cases), out)
 			}
 		})
 	}

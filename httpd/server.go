@@ -283,11 +283,23 @@ func (s *Server) Shutdown() error {
 	return err
 }
 
-// fasthttpLogger sends fasthttp's own messages (connection errors) to the log.
+// unreadMethod is the method logged for a request whose headers fasthttp
+// could not read.
+const unreadMethod = "-"
+
+// fasthttpLogger sends fasthttp's own messages to the log. A connection
+// whose request could not be read was answered 4xx (transportError) and
+// has its access log line: fasthttp's message about it is Info, like the
+// access line, so that LOG_LEVEL=warn keeps only 5xx and real trouble
+// (accept errors, the connection limit), which stays Warn.
 type fasthttpLogger struct{ log *slog.Logger }
 
 func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn("httpd: " + fmt.Sprintf(format, args...))
+	level := slog.LevelWarn
+	if strings.HasPrefix(format, "error when serving connection") {
+		level = slog.LevelInfo
+	}
+	l.log.Log(context.Background(), level, "httpd: "+fmt.Sprintf(format, args...))
 }
 
 // call is one request being served: its principal, path parameters and the
@@ -305,6 +317,9 @@ type served struct {
 	tenant      string
 	planLimited bool  // refused by the tenant's rate limit
 	budget      int64 // bytes taken from the body budget (readBody)
+	// unread: fasthttp could not read the request's headers, so its
+	// method is unknown (fasthttp's default, GET, is not the client's).
+	unread bool
 }
 
 // handle serves one request, then counts it in the metrics and writes its
@@ -324,6 +339,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 func (s *Server) observe(ctx *fasthttp.RequestCtx, sv *served, d time.Duration) {
 	status := ctx.Response.StatusCode()
 	method := string(ctx.Method())
+	if sv.unread {
+		method = unreadMethod
+	}
 	var rm *telemetry.Route
 	pattern := telemetry.UnmatchedRoute
 	if sv.route != nil {
@@ -391,17 +409,15 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 			writeJSON(ctx, fasthttp.StatusInternalServerError, map[string]string{"detail": "internal error", "request_id": requestID(ctx)})
 		}
 	}()
-	if int64(ctx.Request.Header.ContentLength()) > int64(s.cfg.MaxRequestBytes) {
-		// Refused by its declared size, before anything is read.
-		s.tooLarge(ctx)
-		return
-	}
 	// Route on the path as sent, never on fasthttp's decoded and normalised
 	// ctx.Path(): see splitPath.
 	rawPath := string(ctx.Request.URI().PathOriginal())
 	if s.cfg.Console != nil && (rawPath == "/" || rawPath == "/ui" || strings.HasPrefix(rawPath, "/ui/")) { // "/": redirected to /ui
 		if sv.route = s.console[string(ctx.Method())]; sv.route == nil {
 			sv.route = s.console["OTHER"]
+		}
+		if s.declaredTooLarge(ctx) {
+			return
 		}
 		if !s.guardBrowser(ctx) {
 			s.cfg.Console(ctx)
@@ -414,7 +430,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		return
 	}
 	rt, params, allowed := s.router.match(string(ctx.Method()), segs)
-	sv.route = rt
+	sv.route = rt // before any refusal, so that the log and metrics name the route
+	if s.declaredTooLarge(ctx) {
+		return
+	}
 	if s.guardBrowser(ctx) { // counted under the route it was sent to
 		return
 	}
@@ -459,7 +478,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		writeError(ctx, fasthttp.StatusForbidden, shardsHeader+" is for the cluster's nodes: send the request without it")
 		return
 	}
-	p, err := s.svc.Authenticate(service.Credentials{APIKey: string(ctx.Request.Header.Peek("X-API-Key")), Registering: rt.register})
+	p, err := s.svc.Authenticate(service.Credentials{APIKey: requestKey(&ctx.Request.Header), Registering: rt.register})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return
@@ -516,7 +535,16 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 // body is 413, anything else 400, both as JSON.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Response.Header.Set("X-Request-ID", requestID(ctx))
-	defer func() { s.observe(ctx, &served{}, time.Since(ctx.Time())) }()
+	defer func() {
+		// fasthttp stamps a request's time once it is read whole: a
+		// request it could not read has none, and its duration is 0
+		// rather than the time since year 1.
+		var d time.Duration
+		if t := ctx.Time(); !t.IsZero() {
+			d = time.Since(t)
+		}
+		s.observe(ctx, &served{unread: len(ctx.Request.Header.RawHeaders()) == 0}, d)
+	}()
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		// fasthttp refuses by Content-Length before reading the body and
 		// then closes the connection: drain what the client still sends,
@@ -585,7 +613,7 @@ func (s *Server) KeyValid(key string) bool {
 // mayReadHealth reports whether the /health caller may see the engine's
 // counters: authentication is off, or the request carries a valid key.
 func (s *Server) mayReadHealth(ctx *fasthttp.RequestCtx) bool {
-	return s.svc.KeyValid(string(ctx.Request.Header.Peek("X-API-Key")))
+	return s.svc.KeyValid(requestKey(&ctx.Request.Header))
 }
 
 // requestID returns the client's X-Request-ID if it is sane, else a new UUID,

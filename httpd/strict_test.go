@@ -439,3 +439,33 @@ func BenchmarkDecodePackRequest(b *testing.B) {
 		}
 	})
 }
+
+// TestDuplicateKeysAndZonelessTimes: a body with a key twice in one object
+// (at the top, in a batch item, inside raw_payload) is refused 400 naming
+// the key's path and stores nothing; a timestamp without a zone is read as
+// UTC, answered with its Z (docs/api.md § Request bodies).
+func TestDuplicateKeysAndZonelessTimes(t *testing.T) {
+	h := newHarness(t, Config{})
+	for _, c := range []struct{ path, body, detail string }{
+		{"/v1/ingest", `{"workspace_id":"w","workspace_id":"x","actor_id":"a","artifact_type":"note","raw_payload":"hi"}`, "workspace_id: duplicate key"},
+		{"/v1/ingest", `{"workspace_id":"w","actor_id":"a","artifact_type":"chat_turn","raw_payload":{"role":"user","content":"a","content":"b"}}`, "raw_payload.content: duplicate key"},
+		{"/v2/ingest", `{"workspace_id":"w","actor_id":"a","artifacts":[{"artifact_type":"note","raw_payload":"x"},{"artifact_type":"note","artifact_type":"note","raw_payload":"y"}]}`, "artifacts[1].artifact_type: duplicate key"},
+		{"/v1/context-pack", `{"workspace_id":"w","query":"q","query":"r","max_tokens":100}`, "query: duplicate key"},
+	} {
+		h.do("POST", c.path, "", c.body).fails(t, 400, c.detail)
+	}
+	if ws := h.do("GET", "/v1/workspaces", "", nil).must(t, 200)["workspaces"].([]any); len(ws) != 0 {
+		t.Fatalf("refused bodies stored something: %v", ws)
+	}
+	for _, c := range []struct{ sent, stored string }{
+		{"2024-05-01T12:00:00", "2024-05-01T12:00:00Z"},
+		{"2024-05-01", "2024-05-01T00:00:00Z"},
+		{"2024-05-01T12:00:00+02:00", "2024-05-01T10:00:00Z"},
+	} {
+		m := h.do("POST", "/v1/ingest", "", map[string]any{"workspace_id": "w", "actor_id": "a", "artifact_type": "note",
+			"raw_payload": "at " + c.sent, "timestamp": c.sent}).must(t, 201)
+		if a := h.do("GET", "/v1/artifacts/"+str(m, "artifact_id"), "", nil).must(t, 200); str(a, "timestamp") != c.stored {
+			t.Errorf("timestamp %s stored as %s, want %s", c.sent, a["timestamp"], c.stored)
+		}
+	}
+}

@@ -31,7 +31,208 @@ func DecodeJSON(raw []byte, path string, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("malformed JSON: trailing data after the top-level value")
 	}
+	if at, ok := duplicateKey(raw); ok {
+		switch {
+		case path == "":
+		case strings.HasPrefix(at, "["):
+			at = path + at
+		default:
+			at = path + "." + at
+		}
+		return fmt.Errorf("%s: duplicate key: a key may appear only once in a JSON object", at)
+	}
 	return nil
+}
+
+// duplicateKey returns the path (raw_payload.content, artifacts[2].role)
+// of the first key that appears twice in one object of raw, a valid JSON
+// value. Decoders disagree on such a body (encoding/json keeps the last
+// value, others the first), so a proxy or validator in front of Loci could
+// read another request than Loci does: DecodeJSON refuses it
+// (docs/api.md § Request bodies). Keys are compared as decoded, escapes
+// resolved. One pass over the bytes; no allocation but for objects with
+// escaped or more than a few dozen keys.
+func duplicateKey(raw []byte) (string, bool) {
+	d := dupScan{b: raw}
+	d.value()
+	return d.dup, d.found
+}
+
+// dupScan is duplicateKey's scanner over a valid JSON value.
+type dupScan struct {
+	b     []byte
+	i     int
+	stack []dupSeg // the path to the value being scanned
+	keys  [][]byte // the keys of the objects open on the stack, outermost first
+	dup   string
+	found bool
+}
+
+// dupSeg is one step of a path: an object's key or an array's index.
+type dupSeg struct {
+	key   []byte
+	index int // -1 for a key
+}
+
+func (d *dupScan) space() {
+	for d.i < len(d.b) && (d.b[d.i] == ' ' || d.b[d.i] == '\t' || d.b[d.i] == '\n' || d.b[d.i] == '\r') {
+		d.i++
+	}
+}
+
+func (d *dupScan) value() {
+	d.space()
+	if d.i >= len(d.b) || d.found {
+		return
+	}
+	switch d.b[d.i] {
+	case '{':
+		d.object()
+	case '[':
+		d.array()
+	case '"':
+		d.str()
+	default: // a number, true, false or null
+		for d.i < len(d.b) && !strings.ContainsRune(",}] \t\n\r", rune(d.b[d.i])) {
+			d.i++
+		}
+	}
+}
+
+// str skips a string and returns its content as written.
+func (d *dupScan) str() []byte {
+	d.i++ // the opening quote
+	start := d.i
+	for {
+		j := bytes.IndexByte(d.b[d.i:], '"')
+		if j < 0 {
+			d.i = len(d.b)
+			return d.b[start:]
+		}
+		d.i += j
+		n := 0 // backslashes before the quote: odd escapes it
+		for k := d.i - 1; k >= start && d.b[k] == '\\'; k-- {
+			n++
+		}
+		d.i++
+		if n%2 == 0 {
+			return d.b[start : d.i-1]
+		}
+	}
+}
+
+func (d *dupScan) object() {
+	d.i++               // {
+	base := len(d.keys) // d.keys[base:] are this object's keys so far, few: compared one by one
+	defer func() { d.keys = d.keys[:base] }()
+	var many map[string]struct{} // past maxListed keys
+	const maxListed = 32
+	for !d.found {
+		d.space()
+		if d.i >= len(d.b) {
+			return
+		}
+		switch d.b[d.i] {
+		case '}':
+			d.i++
+			return
+		case ',':
+			d.i++
+			continue
+		}
+		k := d.str()
+		if bytes.IndexByte(k, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(d.b[d.i-len(k)-2:d.i], &s) == nil {
+				k = []byte(s)
+			}
+		}
+		dup := false
+		if many != nil {
+			_, dup = many[string(k)]
+			many[string(k)] = struct{}{}
+		} else {
+			for _, o := range d.keys[base:] {
+				if bytes.Equal(o, k) {
+					dup = true
+					break
+				}
+			}
+			if d.keys = append(d.keys, k); len(d.keys)-base > maxListed {
+				many = make(map[string]struct{}, 2*maxListed)
+				for _, o := range d.keys[base:] {
+					many[string(o)] = struct{}{}
+				}
+			}
+		}
+		d.stack = append(d.stack, dupSeg{key: k, index: -1})
+		if dup {
+			d.found, d.dup = true, d.path()
+			return
+		}
+		d.space()
+		d.i++ // :
+		d.value()
+		d.stack = d.stack[:len(d.stack)-1]
+	}
+}
+
+func (d *dupScan) array() {
+	d.i++ // [
+	for n := 0; !d.found; n++ {
+		d.space()
+		if d.i >= len(d.b) {
+			return
+		}
+		switch d.b[d.i] {
+		case ']':
+			d.i++
+			return
+		case ',':
+			d.i++
+		}
+		d.space()
+		if d.i < len(d.b) && d.b[d.i] == ']' {
+			d.i++
+			return
+		}
+		d.stack = append(d.stack, dupSeg{index: n})
+		d.value()
+		d.stack = d.stack[:len(d.stack)-1]
+	}
+}
+
+// path names the value the stack leads to.
+func (d *dupScan) path() string {
+	steps := make([]PathStep, len(d.stack))
+	for i, s := range d.stack {
+		steps[i] = PathStep{Key: string(s.key), Index: s.index}
+	}
+	return FieldPath(steps)
+}
+
+// PathStep is one step of the path to a value in a JSON document: an
+// array's element (Index >= 0) or an object's member (Key).
+type PathStep struct {
+	Key   string
+	Index int
+}
+
+// FieldPath names a value by the steps leading to it, as every error of
+// the API names a field: artifacts[3].metadata.team.
+func FieldPath(steps []PathStep) string {
+	var sb strings.Builder
+	for _, s := range steps {
+		if s.Index >= 0 {
+			fmt.Fprintf(&sb, "[%d]", s.Index)
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte('.')
+		}
+		sb.WriteString(s.Key)
+	}
+	return sb.String()
 }
 
 // DecodeOptionalJSON decodes an optional object (policy, permissions)
@@ -72,10 +273,11 @@ func jsonError(err error, path string, v any) error {
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return fmt.Errorf("%s: unknown field; allowed fields here: %s", join(name), knownFields(v))
 	}
+	msg := strings.TrimPrefix(err.Error(), "json: ") // encoding/json's prefix is not for the caller
 	if path != "" {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %s", path, msg)
 	}
-	return fmt.Errorf("malformed JSON: %v", err)
+	return fmt.Errorf("malformed JSON: %s", msg)
 }
 
 // fieldNames appends the JSON field names of struct type t to names, those

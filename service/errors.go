@@ -80,7 +80,11 @@ type Fault struct {
 }
 
 // Classify gives err's kind and detail. The order is the precedence when
-// an error matches more than one kind.
+// an error matches more than one kind. A detail is written for the caller:
+// it is the matched error's own text, never the wrapping around it (a
+// "pkg: doing x: " context the layers add for their logs), and the
+// passed-through errors' texts carry no package prefix
+// (TestDetailsForCallers).
 func Classify(err error) Fault {
 	var rl *RateLimitedError
 	var plan *PlanError
@@ -88,6 +92,8 @@ func Classify(err error) Fault {
 	var conflict *IdempotencyConflictError
 	var inv *engine.InvalidError
 	var cinv *control.InvalidError
+	var quota *control.WorkspaceQuotaError
+	var bp *engine.BackpressureError
 	switch {
 	case errors.Is(err, ErrNoKey):
 		return Fault{Kind: KindNoKey}
@@ -96,15 +102,15 @@ func Classify(err error) Fault {
 	case errors.As(err, &plan):
 		return Fault{Kind: KindPlan, Detail: plan.Error()}
 	case errors.Is(err, ErrInvalid):
-		return Fault{Kind: KindInvalid, Detail: err.Error()}
+		return Fault{Kind: KindInvalid, Detail: refusalDetail(err)}
 	case errors.Is(err, ErrUnauthorized):
-		return Fault{Kind: KindUnauthorized, Detail: err.Error()}
+		return Fault{Kind: KindUnauthorized, Detail: refusalDetail(err)}
 	case errors.Is(err, ErrForbidden):
-		return Fault{Kind: KindForbidden, Detail: err.Error()}
+		return Fault{Kind: KindForbidden, Detail: refusalDetail(err)}
 	case errors.Is(err, ErrNotFound):
-		return Fault{Kind: KindNotFound, Detail: err.Error()}
+		return Fault{Kind: KindNotFound, Detail: refusalDetail(err)}
 	case errors.Is(err, ErrConflict):
-		return Fault{Kind: KindConflict, Detail: err.Error()}
+		return Fault{Kind: KindConflict, Detail: refusalDetail(err)}
 	case errors.As(err, &ns):
 		return Fault{Kind: KindNotServed}
 	case errors.As(err, &conflict):
@@ -115,12 +121,16 @@ func Classify(err error) Fault {
 		return Fault{Kind: KindInvalid, Detail: cinv.Error()}
 	case errors.Is(err, engine.ErrNotFound), errors.Is(err, control.ErrNotFound):
 		return Fault{Kind: KindNotFound, Detail: "not found"}
+	case errors.As(err, &quota):
+		return Fault{Kind: KindForbidden, Detail: quota.Error()}
 	case errors.Is(err, control.ErrWorkspaceQuota):
-		return Fault{Kind: KindForbidden, Detail: err.Error()}
+		return Fault{Kind: KindForbidden, Detail: control.ErrWorkspaceQuota.Error()}
 	case errors.Is(err, control.ErrJobBacklog):
-		return Fault{Kind: KindJobBacklog, Detail: err.Error()}
+		return Fault{Kind: KindJobBacklog, Detail: control.ErrJobBacklog.Error()}
+	case errors.As(err, &bp):
+		return Fault{Kind: KindBackpressure, Detail: bp.Error()}
 	case errors.Is(err, engine.ErrBackpressure):
-		return Fault{Kind: KindBackpressure, Detail: err.Error()}
+		return Fault{Kind: KindBackpressure, Detail: backpressureDetail}
 	case errors.Is(err, engine.ErrClosed):
 		return Fault{Kind: KindShuttingDown}
 	case errors.Is(err, engine.ErrUnavailable):
@@ -133,6 +143,21 @@ func Classify(err error) Fault {
 		return Fault{Kind: KindDiskFull}
 	}
 	return Fault{Kind: KindInternal}
+}
+
+// backpressureDetail words engine.ErrBackpressure when it comes without
+// its *BackpressureError (whose text says how much waits).
+const backpressureDetail = "the server is catching up: the write was refused and nothing was stored; retry shortly"
+
+// refusalDetail is the detail of one of the service's refusals: the *Error's
+// own, without what wraps it; err's text for a refusal of another type
+// (an *InvalidError is matched before).
+func refusalDetail(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Detail
+	}
+	return err.Error()
 }
 
 // InvalidError reports a bad argument, naming the field: the service's own

@@ -46,6 +46,8 @@ func classifyCases() []classifyCase {
 		{"", refuse(ErrForbidden, "admin only"), KindForbidden, "admin only", 0},
 		{"", refuse(ErrNotFound, "artifact not found"), KindNotFound, "artifact not found", 0},
 		{"", refuse(ErrConflict, "taken"), KindConflict, "taken", 0},
+		{"", wrap(refuse(ErrInvalid, "bad %s", "cursor")), KindInvalid, "bad cursor", 0},
+		{"", wrap(invalid(errors.New("limit: not an integer"))), KindInvalid, "limit: not an integer", 0},
 		{"", &NotServedError{Shard: 3}, KindNotServed, "", 0},
 		{"", wrap(conflict), KindConflict, conflict.Error(), 0},
 		// The engine's and control's, passed through (wrapped or not).
@@ -53,10 +55,12 @@ func classifyCases() []classifyCase {
 		{"control.InvalidError", wrap(&control.InvalidError{Field: "email", Reason: "is required"}), KindInvalid, "email: is required", 0},
 		{"engine.ErrNotFound", wrap(engine.ErrNotFound), KindNotFound, "not found", 0},
 		{"control.ErrNotFound", wrap(control.ErrNotFound), KindNotFound, "not found", 0},
-		{"control.ErrWorkspaceQuota", control.ErrWorkspaceQuota, KindForbidden, control.ErrWorkspaceQuota.Error(), 0},
+		{"control.ErrWorkspaceQuota", control.ErrWorkspaceQuota, KindForbidden, "the plan's workspace limit is reached", 0},
+		{"control.WorkspaceQuotaError", wrap(&control.WorkspaceQuotaError{Plan: "free", Limit: 1}), KindForbidden,
+			"plan free allows 1 workspace and the tenant owns 1: erase one of its workspaces or change the plan", 0},
 		{"control.ErrJobBacklog", control.ErrJobBacklog, KindJobBacklog, control.ErrJobBacklog.Error(), 0},
-		{"engine.ErrBackpressure", engine.ErrBackpressure, KindBackpressure, engine.ErrBackpressure.Error(), 0},
-		{"engine.BackpressureError", wrap(backpressure), KindBackpressure, "while testing: " + backpressure.Error(), 0},
+		{"engine.ErrBackpressure", engine.ErrBackpressure, KindBackpressure, backpressureDetail, 0},
+		{"engine.BackpressureError", wrap(backpressure), KindBackpressure, backpressure.Error(), 0},
 		{"engine.ErrClosed", wrap(engine.ErrClosed), KindShuttingDown, "", 0},
 		{"engine.ErrUnavailable", wrap(engine.ErrUnavailable), KindUnavailable, engine.ErrUnavailable.Error(), 0},
 		{"engine.ErrNotReplicating", engine.ErrNotReplicating, KindUnavailable, engine.ErrUnavailable.Error(), 0},
@@ -106,6 +110,50 @@ func TestClassifyCoversEngineAndControl(t *testing.T) {
 		for _, name := range exportedErrors(t, filepath.Join("..", pkg)) {
 			if !listed[pkg+"."+name] {
 				t.Errorf("%s.%s has no kind in classifyCases: add it (KindInternal if the service words it itself)", pkg, name)
+			}
+		}
+	}
+}
+
+// TestDetailsForCallers fails when a detail the service gives a caller
+// carries a package prefix ("control: ", "engine: ", "json: ") or the
+// context a layer wraps an error in: each case, bare and wrapped the way
+// the layers wrap theirs for their logs, gives the same detail, and no
+// detail starts a clause with the name of one of the module's packages or
+// encoding/json.
+func TestDetailsForCallers(t *testing.T) {
+	prefixes := []string{"json: ", "http: ", "fasthttp: "}
+	dirs, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+			prefixes = append(prefixes, d.Name()+": ")
+		}
+	}
+	cases := classifyCases()
+	// Decoding errors reach callers as invalid: their details too.
+	for _, body := range []string{`{"a":`, `[1]`, `{"limit":"x"}`, `{"nope":1}`, `{} 1`, `{"limit":1e999}`} {
+		var v struct {
+			Limit int `json:"limit"`
+		}
+		if err := DecodeJSON([]byte(body), "", &v); err != nil {
+			cases = append(cases, classifyCase{err: invalid(err)})
+		} else {
+			t.Errorf("DecodeJSON(%s) accepted", body)
+		}
+	}
+	for _, tc := range cases {
+		f := Classify(tc.err)
+		for _, wrapped := range []error{fmt.Errorf("service: ingest: %w", tc.err), fmt.Errorf("engine: ingest item 3: %w", tc.err)} {
+			if g := Classify(wrapped); g != f {
+				t.Errorf("%v (%s): wrapped, Classify = %+v, bare %+v", tc.err, tc.name, g, f)
+			}
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(f.Detail, p) || strings.Contains(f.Detail, " "+p) {
+				t.Errorf("%v (%s): detail %q carries the prefix %q", tc.err, tc.name, f.Detail, p)
 			}
 		}
 	}

@@ -532,3 +532,74 @@ func TestCheckWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeys: a JSON value with a key twice in one object, at any
+// depth, is refused naming the key's path; keys equal once escapes are
+// resolved are duplicates; the same key in two objects is not.
+func TestDuplicateKeys(t *testing.T) {
+	for _, c := range []struct {
+		body, path, want string // want "": accepted
+	}{
+		{`{"a":1,"b":2}`, "", ""},
+		{`{"a":1,"a":2}`, "", "a: duplicate key"},
+		{`{"a":{"x":1},"b":{"x":1}}`, "", ""},
+		{`{"a":{"x":1,"y":[1,{"z":"\"}","z":2}]}}`, "", "a.y[1].z: duplicate key"},
+		{`{"a":1,"\u0061":2}`, "", "a: duplicate key"},
+		{`{"a\\":1,"a":2}`, "", ""},
+		{`[{"k":1},{"k":1,"k":1}]`, "artifacts", "artifacts[1].k: duplicate key"},
+		{`{"k":1,"k":1}`, "policy", "policy.k: duplicate key"},
+		{` { "s" : "a \" , \"s\": " , "t" : [ ] , "u" : [ [ ] , { } ] } `, "", ""},
+	} {
+		var v any
+		err := DecodeJSON([]byte(c.body), c.path, &v)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.body, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want %q", c.body, err, c.want)
+		}
+	}
+	// Many keys (the map past the first few dozen).
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 100 {
+		fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+	}
+	b.WriteString(`"k7":0}`)
+	var v any
+	if err := DecodeJSON([]byte(b.String()), "", &v); err == nil || !strings.HasPrefix(err.Error(), "k7: duplicate key") {
+		t.Errorf("100 keys and k7 again: %v", err)
+	}
+}
+
+// BenchmarkDecodeJSONBatch measures DecodeJSON on a v2 batch of 1,000 chat
+// turns (about 240 KB) and, apart, the duplicate-key scan it includes.
+func BenchmarkDecodeJSONBatch(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"workspace_id":"w","actor_id":"a","artifacts":[`)
+	for i := range 1000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"artifact_type":"chat_turn","session_id":"s%d","timestamp":"2024-05-01T10:00:00Z","raw_payload":{"role":"user","content":"turn %d: the quarterly budget for project Atlas is 42000 dollars, said \"Maya\" on the call."}}`, i%7, i)
+	}
+	sb.WriteString(`]}`)
+	body := []byte(sb.String())
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var req IngestBatchRequest
+			if err := DecodeJSON(body, "", &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("duplicate-scan", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, dup := duplicateKey(body); dup {
+				b.Fatal("duplicate")
+			}
+		}
+	})
+}

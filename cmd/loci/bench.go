@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -23,7 +24,8 @@ const benchUsage = `usage: loci bench <name> [flags]
   embed     the built-in sentence encoder vs the reference (sentence-transformers, --python) on the same sentences:
             query latency on one core, batch throughput on --threads cores, and the ratio
 
-Each prints a table of its results, or one JSON object with --json; progress goes to stderr.
+Each prints a table of its results, or one JSON object with --json; progress goes to stderr, and so do the
+engine's and server's messages, in loci serve's log format (LOG_FORMAT text or json, LOG_LEVEL, default warn).
 loci bench <name> --help lists the flags of one.
 `
 
@@ -35,6 +37,9 @@ func runBench(args []string) error {
 	if isHelp(args[0]) {
 		fmt.Fprint(os.Stdout, benchUsage)
 		return nil
+	}
+	if err := useServerLog(); err != nil {
+		return err
 	}
 	name, args := args[0], args[1:]
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
@@ -218,4 +223,17 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// useServerLog makes the default logger, which the engines and servers a
+// benchmark or an evaluation opens log through, loci serve's on stderr
+// (LOG_FORMAT, default text; LOG_LEVEL, default warn), so that their lines
+// read as the server's and not in the log package's format.
+func useServerLog() error {
+	l, err := newLogger(os.Stderr, envOr("LOG_FORMAT", "text"), envOr("LOG_LEVEL", "warn"))
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(l)
+	return nil
 }

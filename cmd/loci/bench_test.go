@@ -112,3 +112,78 @@ func TestBenchPrintsTable(t *testing.T) {
 		t.Errorf("--json: %v, %+v, output:\n%s", err, res, out)
 	}
 }
+
+// TestEvalNamesMissingData: an evaluation whose data set is not where
+// --data points fails with a message naming the data set, its public source
+// and the flag, not a bare "no such file"; the default path too (a clone
+// has no ../shared/data).
+func TestEvalNamesMissingData(t *testing.T) {
+	bin := proctest.Loci(t)
+	missing := t.TempDir() + "/nowhere"
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"eval", "beir", "--data", missing}, []string{"BEIR SciFact", "public.ukp.informatik.tu-darmstadt.de", "--data", missing}},
+		{[]string{"eval", "locomo", "--data", missing + ".json"}, []string{"LoCoMo", "github.com/snap-research/locomo", "--data"}},
+		{[]string{"eval", "longmemeval", "--data", missing + ".json"}, []string{"LongMemEval", "huggingface.co/datasets/xiaowu0162/longmemeval", "--data"}},
+	} {
+		t.Run(tc.args[1], func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Dir = t.TempDir() // the defaults' ../shared/data is not there either
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+				t.Fatalf("exit %v, want a failure; stderr:\n%s", err, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			if strings.Contains(stderr.String(), "no such file") {
+				t.Errorf("bare file error:\n%s", stderr.String())
+			}
+			// Without --data: the default, named the same way.
+			cmd = exec.Command(bin, tc.args[:2]...)
+			cmd.Dir = t.TempDir()
+			out, _ := cmd.CombinedOutput()
+			if !strings.Contains(string(out), tc.want[0]) || !strings.Contains(string(out), "--data") {
+				t.Errorf("default path: %s", out)
+			}
+		})
+	}
+}
+
+// TestBenchLogsAsTheServer: what the engines a benchmark opens log comes
+// out in the server's format (LOG_FORMAT, LOG_LEVEL), not the log package's
+// "2006/01/02 15:04:05 INFO ..." lines: with LOG_FORMAT=json every stderr
+// line is a progress line or a JSON object, and the engine's recovery is
+// one of them.
+func TestBenchLogsAsTheServer(t *testing.T) {
+	bin := proctest.Loci(t)
+	cmd := exec.Command(bin, "bench", "restart", "--artifacts", "200", "--restarts", "1", "--dir", t.TempDir())
+	cmd.Env = append(cmd.Environ(), "LOG_FORMAT=json", "LOG_LEVEL=info")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	recovered := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if strings.HasPrefix(line, "loci bench restart: ") {
+			continue
+		}
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Errorf("stderr line is not the server's JSON log: %q", line)
+			continue
+		}
+		recovered = recovered || e["msg"] == "engine: recovered"
+	}
+	if !recovered {
+		t.Errorf("no engine recovery line:\n%s", stderr.String())
+	}
+}

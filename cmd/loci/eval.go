@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/loci-memory/loci/bench"
@@ -16,7 +19,8 @@ const evalUsage = `usage: loci eval <name> [flags]
   locomo        evidence recall of context packs on LoCoMo, per budget and category
   longmemeval   evidence recall and abstention of context packs on LongMemEval, per budget and question type
 
-Each prints a table of its results, or one JSON object with --json; progress goes to stderr.
+Each prints a table of its results, or one JSON object with --json; progress goes to stderr, and so do the
+engine's and server's messages, in loci serve's log format (LOG_FORMAT text or json, LOG_LEVEL, default warn).
 loci eval <name> --help lists the flags of one.
 `
 
@@ -24,6 +28,9 @@ func runEval(args []string) error {
 	if len(args) > 0 && isHelp(args[0]) {
 		fmt.Fprint(os.Stdout, evalUsage)
 		return nil
+	}
+	if err := useServerLog(); err != nil {
+		return err
 	}
 	if len(args) > 0 && args[0] == "locomo" {
 		return runEvalLoCoMo(args[1:])
@@ -46,6 +53,9 @@ func runEval(args []string) error {
 		return err
 	}
 	if err := checkEmbedder(*embedder); err != nil {
+		return err
+	}
+	if err := checkData(dataBEIR, *data); err != nil {
 		return err
 	}
 	stop, err := startCPUProfile(*cpuprofile)
@@ -78,6 +88,9 @@ func runEvalLoCoMo(args []string) error {
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
 	if done {
+		return err
+	}
+	if err := checkData(dataLoCoMo, *data); err != nil {
 		return err
 	}
 	switch *ingest {
@@ -130,6 +143,9 @@ are all cited, both per question type, abstention on _abs questions and on the r
 	if done {
 		return err
 	}
+	if err := checkData(dataLongMemEval, *data); err != nil {
+		return err
+	}
 	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank, MinRelevance: optionalShare(*minRel),
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "loci eval longmemeval:", s) }}
 	return withDump(*dump, func(w io.Writer) (any, error) {
@@ -150,6 +166,41 @@ func parseEvalFlags(fs *flag.FlagSet, args []string, embedder, budgets *string) 
 	}
 	bs, err = intList("budgets", *budgets, 1, 128000)
 	return bs, err != nil, err
+}
+
+// evalData is a public data set an evaluation reads: none ships with
+// Loci (their licences are the authors', mostly non-commercial), so a
+// missing one is named with where to get it (docs/data.md).
+type evalData struct {
+	name   string // the data set
+	want   string // the file, or the files of the directory, --data names
+	probe  string // the file that must exist under --data ("": --data itself)
+	source string // its public source
+}
+
+var (
+	dataBEIR = evalData{name: "BEIR SciFact", want: "a directory holding corpus.jsonl, queries.jsonl and qrels/test.tsv",
+		probe: "corpus.jsonl", source: "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip (unzip it)"}
+	dataLoCoMo = evalData{name: "LoCoMo", want: "a JSON file in LoCoMo's layout (locomo10.json)",
+		source: "https://github.com/snap-research/locomo, data/locomo10.json"}
+	dataLongMemEval = evalData{name: "LongMemEval", want: "a JSON file in LongMemEval's layout (longmemeval_s.json)",
+		source: "https://huggingface.co/datasets/xiaowu0162/longmemeval, longmemeval_s.json"}
+)
+
+// checkData fails, naming the data set, where to get it and the flag to
+// point at it, when path (the --data flag) does not hold it.
+func checkData(d evalData, path string) error {
+	p := path
+	if d.probe != "" {
+		p = filepath.Join(path, d.probe)
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return fmt.Errorf("the %s data set is not at %s (--data names %s): Loci does not ship it; get it from %s "+
+		"and pass its path with --data (docs/data.md)", d.name, path, d.want, d.source)
 }
 
 // checkEmbedder checks an --embedder flag's value.

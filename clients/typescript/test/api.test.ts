@@ -103,9 +103,9 @@ describe("authentication and tenants", () => {
   test("a missing key is 401 with the server's detail", async () => {
     const err = await rejects(client(null).listWorkspaces(), AuthenticationError);
     assert.equal(err.status, 401);
-    assert.equal(err.detail, "missing X-API-Key header");
+    assert.equal(err.detail, "missing API key: send X-API-Key or Authorization: Bearer");
     assert.match(err.requestId ?? "", UUID);
-    assert.match(err.message, /GET \/v1\/workspaces: 401 missing X-API-Key header/);
+    assert.match(err.message, /GET \/v1\/workspaces: 401 missing API key: send X-API-Key or Authorization: Bearer/);
   });
 
   test("a bad key is 401", async () => {

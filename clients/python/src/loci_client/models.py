@@ -117,6 +117,8 @@ class ArtifactInput(_Request):
     session_id: Optional[str] = None
     thread_id: Optional[str] = None
     metadata: Optional[Dict[str, str]] = None
+    blob_pointer: Optional[Union[str, Dict[str, Any]]] = None
+    """attachment only: a reference to the binary content, stored in raw_payload, never fetched."""
 
 
 @dataclass
@@ -133,6 +135,8 @@ class IngestRequest(_Request):
     session_id: Optional[str] = None
     thread_id: Optional[str] = None
     metadata: Optional[Dict[str, str]] = None
+    blob_pointer: Optional[Union[str, Dict[str, Any]]] = None
+    """attachment only: a reference to the binary content, stored in raw_payload, never fetched."""
 
 
 @dataclass
@@ -705,6 +709,8 @@ class Receipt(_Response):
     """The pack's since bound (RFC 3339, UTC); None when the request had none."""
     until: Optional[str] = None
     """The pack's until bound; None when the request had none."""
+    query_windows: Optional[List[Dict[str, Any]]] = None
+    """The times the query names (expression, start, end), resolved against as_of; None when it names none."""
     raw: Dict[str, Any] = _raw()
 
 
