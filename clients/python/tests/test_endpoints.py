@@ -10,7 +10,7 @@ from typing import Iterable
 
 import pytest
 
-from loci_client import BadRequest, Client, Conflict, NotFound, Policy
+from loci_client import BadRequest, Client, Conflict, Forbidden, NotFound, Policy
 from loci_client.models import Artifact, ContextPack
 
 from .conftest import Server, TenantFactory
@@ -263,3 +263,9 @@ def test_billing_plans_plan_usage(admin: Client, new_tenant: TenantFactory, ws: 
     assert u.requests["POST /v1/ingest"] == 2 and u.requests["GET /v1/billing/plan"] == 2
     assert admin.usage(u.period, tenant_id=reg.tenant_id).artifacts_ingested == 2
     assert c.usage("2001-01").artifacts_ingested == 0
+    # The admin lists every tenant with its plan and workspaces; a tenant key may not.
+    tenants = {t.tenant_id: t for t in admin.list_tenants()}
+    mine = tenants[reg.tenant_id]
+    assert mine.plan == "team" and [w.workspace_id for w in mine.workspaces] == [ws]
+    with pytest.raises(Forbidden):
+        c.list_tenants()

@@ -63,6 +63,7 @@ MODELS = {
     models.Plan: "Plan",
     models.PlanList: "PlanList",
     models.TenantPlan: "TenantPlan",
+    models.TenantList: "TenantList",
     models.Usage: "Usage",
     models.BatchIngested: "BatchIngested",
     models.BatchIngestResult: "BatchIngestResponse",

@@ -337,6 +337,10 @@ def list_plans() -> Call[List[m.Plan]]:
     return Call("GET", "/v1/billing/plans", lambda s, h, b: m.PlanList.from_dict(b).plans, idempotent=True)
 
 
+def list_tenants() -> Call[List[m.TenantInfo]]:
+    return Call("GET", "/v1/tenants", lambda s, h, b: m.TenantList.from_dict(b).tenants, idempotent=True)
+
+
 def get_plan(tenant_id: Optional[str]) -> Call[m.TenantPlan]:
     params = {"tenant_id": tenant_id} if tenant_id is not None else None
     return Call("GET", "/v1/billing/plan", _model(m.TenantPlan), params=params, idempotent=True)

@@ -303,6 +303,7 @@ class AsyncClient:
         diversity_decay: Optional[float] = None,
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
+        min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
@@ -332,6 +333,7 @@ class AsyncClient:
             diversity_decay=diversity_decay,
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
+            min_relevance=min_relevance,
             rerank_depth=rerank_depth,
             since=since,
             until=until,
@@ -359,6 +361,7 @@ class AsyncClient:
         diversity_decay: Optional[float] = None,
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
+        min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
@@ -383,6 +386,7 @@ class AsyncClient:
             diversity_decay=diversity_decay,
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
+            min_relevance=min_relevance,
             rerank_depth=rerank_depth,
             since=since,
             until=until,
@@ -532,6 +536,10 @@ class AsyncClient:
     async def list_plans(self) -> List[m.Plan]:
         """``GET /v1/billing/plans``: the plan catalogue."""
         return await self._send(_core.list_plans())
+
+    async def list_tenants(self) -> List[m.TenantInfo]:
+        """``GET /v1/tenants`` (admin key only): every tenant with its plan and workspaces."""
+        return await self._send(_core.list_tenants())
 
     async def get_plan(self, tenant_id: Optional[str] = None) -> m.TenantPlan:
         """``GET /v1/billing/plan``: the caller's plan, or (admin key) another tenant's."""

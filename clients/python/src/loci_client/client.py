@@ -288,6 +288,7 @@ class Client:
         diversity_decay: Optional[float] = None,
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
+        min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
@@ -317,6 +318,7 @@ class Client:
             diversity_decay=diversity_decay,
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
+            min_relevance=min_relevance,
             rerank_depth=rerank_depth,
             since=since,
             until=until,
@@ -344,6 +346,7 @@ class Client:
         diversity_decay: Optional[float] = None,
         redundancy_jaccard_threshold: Optional[float] = None,
         temporal_half_life_hours: Optional[float] = None,
+        min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
@@ -368,6 +371,7 @@ class Client:
             diversity_decay=diversity_decay,
             redundancy_jaccard_threshold=redundancy_jaccard_threshold,
             temporal_half_life_hours=temporal_half_life_hours,
+            min_relevance=min_relevance,
             rerank_depth=rerank_depth,
             since=since,
             until=until,
@@ -516,6 +520,10 @@ class Client:
     def list_plans(self) -> List[m.Plan]:
         """``GET /v1/billing/plans``: the plan catalogue."""
         return self._send(_core.list_plans())
+
+    def list_tenants(self) -> List[m.TenantInfo]:
+        """``GET /v1/tenants`` (admin key only): every tenant with its plan and workspaces."""
+        return self._send(_core.list_tenants())
 
     def get_plan(self, tenant_id: Optional[str] = None) -> m.TenantPlan:
         """``GET /v1/billing/plan``: the caller's plan, or (admin key) another tenant's."""

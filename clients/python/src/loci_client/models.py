@@ -180,6 +180,8 @@ class ContextPackRequest(_Request):
     diversity_decay: Optional[float] = None
     redundancy_jaccard_threshold: Optional[float] = None
     temporal_half_life_hours: Optional[float] = None
+    min_relevance: Optional[float] = None
+    """The relevance floor as a share of the best relevance (0-1; v1 default 0.4, v2 by profile)."""
     rerank_depth: Optional[int] = None
     """How many of the best candidates the relevance model rereads (0-100; v1 default 0, v2 by profile)."""
     since: Optional[Timestamp] = None
@@ -419,6 +421,8 @@ class Span(_Response):
     start_offset: int
     end_offset: int
     token_count: int
+    text: str = ""
+    """The span's text."""
     raw: Dict[str, Any] = _raw()
 
 
@@ -761,6 +765,8 @@ class ArtifactSummary(_Response):
     session_id: Optional[str]
     thread_id: Optional[str]
     metadata: Dict[str, str]
+    preview: str = ""
+    """The first 160 code points of its first span (a chat turn's begins with its speaker)."""
     raw: Dict[str, Any] = _raw()
 
 
@@ -800,6 +806,25 @@ class PlanList(_Response):
     """``GET /v1/billing/plans``."""
 
     plans: List[Plan]
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass(frozen=True)
+class TenantInfo(_Response):
+    """A tenant as ``GET /v1/tenants`` lists it (admin key only)."""
+
+    tenant_id: str
+    email: Optional[str]
+    plan: str
+    workspaces: List[WorkspaceSummary]
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass(frozen=True)
+class TenantList(_Response):
+    """``GET /v1/tenants`` (admin key only): every tenant with its plan and workspaces."""
+
+    tenants: List[TenantInfo]
     raw: Dict[str, Any] = _raw()
 
 
