@@ -40,6 +40,7 @@ import type {
   ReceiptSummary,
   RegisterRequest,
   RegisterResponse,
+  TenantList,
   TenantPlan,
   Usage,
   UsageParams,
@@ -326,6 +327,11 @@ export class LociClient {
   /** POST /v1/register: a new tenant and its first API key (shown once). Needs the admin key unless registration is open. */
   async register(request: RegisterRequest, options?: RequestOptions): Promise<RegisterResponse> {
     return (await this.#request<RegisterResponse>({ method: "POST", path: "/v1/register", body: request }, options)).body;
+  }
+
+  /** GET /v1/tenants (admin key only): every tenant with its plan, email and workspaces. */
+  async listTenants(options?: RequestOptions): Promise<TenantList> {
+    return (await this.#request<TenantList>({ method: "GET", path: "/v1/tenants" }, options)).body;
   }
 
   /** POST /v1/keys: a new key for the caller's tenant; `api_key` is shown only here. */

@@ -46,6 +46,7 @@ export type Metadata = S["Metadata"];
 export type MetadataOut = S["MetadataOut"];
 export type Permissions = S["Permissions"];
 export type Plan = S["Plan"];
+export type TenantList = S["TenantList"];
 export type PlanChangeRequest = S["PlanChangeRequest"];
 export type PlanList = S["PlanList"];
 export type PlanName = S["PlanName"];

@@ -653,6 +653,11 @@ describe("billing", () => {
     assert.equal(changed.rpm, 300);
     assert.equal((await admin.getPlan({ tenant_id: t.id })).plan, "team");
     await rejects(t.loci.getPlan({ tenant_id: "someone-else" }), PermissionDeniedError);
+    // The admin lists every tenant with its plan and workspaces; a tenant key may not.
+    const listed = (await admin.listTenants()).tenants.find((x) => x.tenant_id === t.id);
+    assert.equal(listed?.plan, "team");
+    assert.deepEqual(listed?.workspaces.map((w) => w.workspace_id), ["u"]);
+    await rejects(t.loci.listTenants(), PermissionDeniedError);
 
     const period = new Date().toISOString().slice(0, 7);
     const usage = await admin.getUsage({ tenant_id: t.id, period });
