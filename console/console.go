@@ -7,6 +7,7 @@
 package console
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -210,9 +211,9 @@ func (c *Console) serveMetrics(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if c.adminKey != "" {
-		key := ctx.Request.Header.Peek("X-API-Key")
+		key := metricsKey(&ctx.Request.Header)
 		if len(key) == 0 {
-			writeError(ctx, fasthttp.StatusUnauthorized, "missing X-API-Key header")
+			writeError(ctx, fasthttp.StatusUnauthorized, "missing API key: send X-API-Key or Authorization: Bearer")
 			return
 		}
 		if subtle.ConstantTimeCompare(key, []byte(c.adminKey)) != 1 {
@@ -233,4 +234,18 @@ func writeError(ctx *fasthttp.RequestCtx, status int, detail string) {
 	ctx.SetContentType("application/json")
 	ctx.SetStatusCode(status)
 	ctx.SetBody(b)
+}
+
+// metricsKey is the key of a metrics request, read as every API route
+// reads one (httpd's requestKey, docs/api.md § Authentication): X-API-Key,
+// else an Authorization: Bearer token.
+func metricsKey(h *fasthttp.RequestHeader) []byte {
+	if k := h.Peek("X-API-Key"); len(k) > 0 {
+		return k
+	}
+	auth := h.Peek("Authorization")
+	if len(auth) > 7 && strings.EqualFold(string(auth[:7]), "bearer ") {
+		return bytes.TrimSpace(auth[7:])
+	}
+	return nil
 }

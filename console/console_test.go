@@ -158,7 +158,7 @@ func TestMetricsNeedTheAdminKey(t *testing.T) {
 	}
 
 	locked := serve(t, Config{AdminKey: "admin-secret", Metrics: m, KeyValid: func(k string) bool { return k == "a-tenant-key" }})
-	if r := do(t, "GET", locked+MetricsPath, nil); r.status != 401 || detail(t, r) != "missing X-API-Key header" {
+	if r := do(t, "GET", locked+MetricsPath, nil); r.status != 401 || detail(t, r) != "missing API key: send X-API-Key or Authorization: Bearer" {
 		t.Errorf("no key: %d %s", r.status, r.body)
 	}
 	if r := do(t, "GET", locked+MetricsPath, map[string]string{"X-API-Key": "a-tenant-key"}); r.status != 403 || strings.Contains(r.body, "loci_") {
@@ -169,6 +169,12 @@ func TestMetricsNeedTheAdminKey(t *testing.T) {
 	}
 	if r := do(t, "GET", locked+MetricsPath, map[string]string{"X-API-Key": "admin-secret"}); r.status != 200 || !strings.Contains(r.body, "loci_ingested_artifacts_total 3") {
 		t.Errorf("admin key: %d %.200s", r.status, r.body)
+	}
+	if r := do(t, "GET", locked+MetricsPath, map[string]string{"Authorization": "Bearer admin-secret"}); r.status != 200 || !strings.Contains(r.body, "loci_ingested_artifacts_total 3") {
+		t.Errorf("admin key as a bearer token: %d", r.status)
+	}
+	if r := do(t, "GET", locked+MetricsPath, map[string]string{"Authorization": "Bearer a-tenant-key"}); r.status != 403 {
+		t.Errorf("tenant key as a bearer token: %d", r.status)
 	}
 	if r := do(t, "POST", locked+MetricsPath, map[string]string{"X-API-Key": "admin-secret"}); r.status != 405 {
 		t.Errorf("POST metrics: %d", r.status)
