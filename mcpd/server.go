@@ -457,9 +457,9 @@ func (s *Server) toolError(err error) error {
 	case service.KindRateLimited:
 		return fmt.Errorf("rate limited: %s", f.Detail)
 	case service.KindInvalid, service.KindUnauthorized, service.KindForbidden, service.KindPlan, service.KindConflict,
-		service.KindJobBacklog, service.KindBackpressure:
-		return err
-	case service.KindNotFound, service.KindUnavailable:
+		service.KindJobBacklog, service.KindBackpressure, service.KindNotFound, service.KindUnavailable:
+		// The detail a caller may see, without the wrapping a call path
+		// added ("ingest: ..."), as the HTTP API answers it.
 		return errors.New(f.Detail)
 	case service.KindShuttingDown:
 		return errors.New("the service is shutting down; retry shortly")

@@ -19,7 +19,7 @@ import (
 // for the model as it has always been, and the cases cover every kind.
 func TestToolErrorWording(t *testing.T) {
 	s := &Server{log: slog.New(slog.DiscardHandler)}
-	inv := fmt.Errorf("artifacts[0]: %w", &engine.InvalidError{Field: "raw_payload", Reason: "is required"})
+	inv := fmt.Errorf("ingest: %w", &engine.InvalidError{Field: "artifacts[0].raw_payload", Reason: "is required"})
 	plan := &service.PlanError{Plan: "free", Feature: "the v2 API", Upgrade: []string{"pro"}}
 	rl := &service.RateLimitedError{RetryAfter: time.Second}
 	backpressure := &engine.BackpressureError{UnflushedBytes: 7}
@@ -37,9 +37,9 @@ func TestToolErrorWording(t *testing.T) {
 		{&service.Error{Kind: service.ErrForbidden, Detail: "admin only"}, "admin only"},
 		{&service.Error{Kind: service.ErrNotFound, Detail: "artifact not found"}, "artifact not found"},
 		{&service.Error{Kind: service.ErrConflict, Detail: "taken"}, "taken"},
-		{inv, inv.Error()},
+		{inv, "artifacts[0].raw_payload: is required"}, // the detail, without the call path's wrapping
 		{&control.InvalidError{Field: "email", Reason: "is required"}, "email: is required"},
-		{fmt.Errorf("ingest: %w", control.ErrWorkspaceQuota), "ingest: " + control.ErrWorkspaceQuota.Error()},
+		{fmt.Errorf("ingest: %w", control.ErrWorkspaceQuota), control.ErrWorkspaceQuota.Error()},
 		{control.ErrJobBacklog, control.ErrJobBacklog.Error()},
 		{backpressure, backpressure.Error()},
 		{&service.IdempotencyConflictError{Field: "idempotency_key", Key: "k"}, (&service.IdempotencyConflictError{Field: "idempotency_key", Key: "k"}).Error()},
