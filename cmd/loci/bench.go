@@ -110,6 +110,9 @@ func runBench(args []string) error {
 			if err != nil {
 				return nil, err
 			}
+			if err := checkBenchData(*data); err != nil {
+				return nil, err
+			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
 				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, AccessLog: *accessLog, Progress: progress,
 				RerankDepth: *rerank})
@@ -119,6 +122,9 @@ func runBench(args []string) error {
 		q := fs.Int("queries", 2000, "timed queries per figure")
 		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
 		run = func() (any, error) {
+			if err := checkBenchData(*data); err != nil {
+				return nil, err
+			}
 			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data, Progress: progress})
 		}
 	case "restart":
@@ -142,6 +148,9 @@ func runBench(args []string) error {
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
+				return nil, err
+			}
+			if err := checkBenchData(*data); err != nil {
 				return nil, err
 			}
 			res, err := bench.Soak(bench.SoakConfig{Packs: *packs, Jobs: *jobs, Batch: *batch, PackClients: *packClients,
@@ -236,4 +245,13 @@ func useServerLog() error {
 	}
 	slog.SetDefault(l)
 	return nil
+}
+
+// checkBenchData checks a benchmark's --data: "" is the synthetic corpus;
+// otherwise the shared data sets must be there (checkData).
+func checkBenchData(path string) error {
+	if path == "" {
+		return nil
+	}
+	return checkData(dataBench, path)
 }

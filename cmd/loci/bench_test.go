@@ -127,6 +127,8 @@ func TestEvalNamesMissingData(t *testing.T) {
 		{[]string{"eval", "beir", "--data", missing}, []string{"BEIR SciFact", "public.ukp.informatik.tu-darmstadt.de", "--data", missing}},
 		{[]string{"eval", "locomo", "--data", missing + ".json"}, []string{"LoCoMo", "github.com/snap-research/locomo", "--data"}},
 		{[]string{"eval", "longmemeval", "--data", missing + ".json"}, []string{"LongMemEval", "huggingface.co/datasets/xiaowu0162/longmemeval", "--data"}},
+		{[]string{"bench", "search", "--data", missing}, []string{"benchmark corpus", "docs/data.md", "--data ''"}},
+		{[]string{"bench", "pack", "--data", missing}, []string{"benchmark corpus", "docs/data.md", "--data ''"}},
 	} {
 		t.Run(tc.args[1], func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)

@@ -185,6 +185,11 @@ var (
 		source: "https://github.com/snap-research/locomo, data/locomo10.json"}
 	dataLongMemEval = evalData{name: "LongMemEval", want: "a JSON file in LongMemEval's layout (longmemeval_s.json)",
 		source: "https://huggingface.co/datasets/xiaowu0162/longmemeval, longmemeval_s.json"}
+	// dataBench is the real texts and questions of loci bench pack, search
+	// and soak (bench.LoadRealCorpus).
+	dataBench = evalData{name: "benchmark corpus (SciFact, LoCoMo, HotpotQA, tau-bench)",
+		want: "a directory holding scifact/, locomo/locomo-dev.json, hotpotqa/ and tau-bench/gpt-4o-airline.json",
+		probe: "scifact/corpus.jsonl", source: "the sources docs/data.md lists, or pass --data '' for a synthetic corpus"}
 )
 
 // checkData fails, naming the data set, where to get it and the flag to
