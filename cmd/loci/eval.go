@@ -188,7 +188,7 @@ var (
 	// dataBench is the real texts and questions of loci bench pack, search
 	// and soak (bench.LoadRealCorpus).
 	dataBench = evalData{name: "benchmark corpus (SciFact, LoCoMo, HotpotQA, tau-bench)",
-		want: "a directory holding scifact/, locomo/locomo-dev.json, hotpotqa/ and tau-bench/gpt-4o-airline.json",
+		want:  "a directory holding scifact/, locomo/locomo-dev.json, hotpotqa/ and tau-bench/gpt-4o-airline.json",
 		probe: "scifact/corpus.jsonl", source: "the sources docs/data.md lists, or pass --data '' for a synthetic corpus"}
 )
 
