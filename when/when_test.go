@@ -1,7 +1,9 @@
 package when
 
 import (
+	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +151,50 @@ func TestResolve(t *testing.T) {
 	}
 	if len(cases) < 60 {
 		t.Fatalf("the table holds %d expressions, want at least 60", len(cases))
+	}
+	// docs/dates.md is this table, as a user reads it; -update rewrites it.
+	var b strings.Builder
+	b.WriteString(datesDocHead)
+	for _, c := range cases {
+		r := c.ref
+		if r.IsZero() {
+			r = ref
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(c.query), mdCell(c.expr), c.start, c.end, r.Format("Mon 2006-01-02 15:04"))
+	}
+	checkDoc(t, "../docs/dates.md", b.String())
+}
+
+// update rewrites the documents the tests check (go test ./when -update).
+var update = flag.Bool("update", false, "rewrite docs/dates.md from the table")
+
+const datesDocHead = `# Dates in a query: the resolved windows
+
+Generated from ` + "`when.TestResolve`" + ` (` + "`go test ./when -run TestResolve -update`" + ` rewrites it; the test
+fails while this file differs from its table). Each query resolves to one window [start, end) of UTC days, against
+the reference time (as_of, UTC) in the last column; the temporal channel prefers evidence in it
+(docs/pack.md § Dates in the query). Texts that must not resolve are in ` + "`TestResolveNone`" + `.
+
+| query | expression | start | end (exclusive) | reference |
+|---|---|---|---|---|
+`
+
+// mdCell escapes a table cell's pipes.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// checkDoc compares a generated document with its file, or writes it with
+// -update.
+func checkDoc(t *testing.T, path, want string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Errorf("%s is not the table (%v): run go test ./when -run TestResolve -update", path, err)
 	}
 }
 
