@@ -66,7 +66,7 @@ func TestConsoleMetricsKeys(t *testing.T) {
 		status    int
 		detail    string
 	}{
-		{"no key", "", 401, "missing X-API-Key header"},
+		{"no key", "", 401, "missing API key: send X-API-Key or Authorization: Bearer"},
 		{"invalid key", "not-a-key", 401, "invalid API key"},
 		{"tenant key", tenant, 403, "admin key"},
 	} {
