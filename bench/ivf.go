@@ -435,8 +435,17 @@ type IVFResult struct {
 	Seed      uint64         `json:"seed"`
 	CentroidB int            `json:"centroid_file_bytes"`
 	All       []IVFRecallRow `json:"recall_all_texts"`
-	HeldOut   []IVFRecallRow `json:"recall_held_out_texts"`
-	CPU       string         `json:"cpu"`
+	// HeldOut holds the recall over growing samples of the held-out texts
+	// (a quarter, a half, all, evenly spaced): how the probe count that
+	// reaches a recall falls as a workspace grows.
+	HeldOut []IVFHeldOut `json:"recall_held_out_texts"`
+	CPU     string       `json:"cpu"`
+}
+
+// IVFHeldOut is the recall over Texts held-out texts.
+type IVFHeldOut struct {
+	Texts  int            `json:"texts"`
+	Recall []IVFRecallRow `json:"recall"`
 }
 
 // IVF trains or reads centroids and measures them.
@@ -477,8 +486,16 @@ func IVF(cfg IVFConfig) (*IVFResult, error) {
 	if res.All, err = IVFRecall(file, c.Texts, c.Queries, cfg.K, cfg.NProbe); err != nil {
 		return nil, err
 	}
-	if res.HeldOut, err = IVFRecall(file, held, c.Queries, cfg.K, cfg.NProbe); err != nil {
-		return nil, err
+	for _, n := range []int{len(held) / 4, len(held) / 2, len(held)} {
+		sample := make([][]float32, n) // evenly spaced: every data set's share
+		for i := range sample {
+			sample[i] = held[i*len(held)/n]
+		}
+		rows, err := IVFRecall(file, sample, c.Queries, cfg.K, cfg.NProbe)
+		if err != nil {
+			return nil, err
+		}
+		res.HeldOut = append(res.HeldOut, IVFHeldOut{n, rows})
 	}
 	return res, nil
 }

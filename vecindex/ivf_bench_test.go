@@ -114,3 +114,17 @@ func overlap(got, want []Hit) int {
 	}
 	return n
 }
+
+// BenchmarkAssign is the cost of assigning one row to its list under the
+// built-in centroids: what the head adds to each vector it stores, and a
+// compaction to each row it writes.
+func BenchmarkAssign(b *testing.B) {
+	c, part, _, _ := clusteredPart(b, 1024, 1)
+	rows, stride := part.Rows(), Stride(c.Dim())
+	buf := make([]int32, c.Lists())
+	i := 0
+	for b.Loop() {
+		c.assign(rows[(i%1024)*stride:(i%1024+1)*stride], &buf)
+		i++
+	}
+}

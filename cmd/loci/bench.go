@@ -174,7 +174,7 @@ func runBench(args []string) error {
 		fs.StringVar(&cfg.Centroids, "centroids", "", "measure this centroid file instead of training")
 		fs.StringVar(&cfg.Out, "out", "", "write the trained centroid file here")
 		fs.IntVar(&cfg.K, "k", 100, "top k")
-		nprobe := fs.String("nprobe", "8,16,32,64,128", "probed lists to measure, comma separated")
+		nprobe := fs.String("nprobe", "32,64,128,192,256,384,512", "probed lists to measure, comma separated")
 		run = func() (any, error) {
 			cfg.Progress = progress
 			for _, f := range strings.Split(*nprobe, ",") {
