@@ -283,6 +283,9 @@ type ivfLists struct {
 	id      [8]byte
 	offsets []uint32 // lists+1
 	docs    []uint32
+
+	invOnce sync.Once
+	inv     []uint32 // each document's list, for listOf
 }
 
 // buildLists groups documents 0..len(assign)-1 by their list.
@@ -300,6 +303,50 @@ func buildLists(id [8]byte, lists int, assign []uint32) *ivfLists {
 		next[a]++
 	}
 	return l
+}
+
+// NoList marks a document whose list is not known (BuildSectionLists).
+const NoList uint32 = math.MaxUint32
+
+// ListOf returns the IVF list of document doc of p under the centroids of
+// p's model, when p keeps it (a head assigns as it adds; a version 2
+// section stores lists), else false: for copying documents into a new
+// section (BuildSectionLists) without assigning their rows again.
+func ListOf(p Part, doc int) (uint32, bool) {
+	c := CentroidsFor(p.Model())
+	if c == nil || c.Dim() != p.Dim() {
+		return 0, false
+	}
+	return listOf(p, doc, c)
+}
+
+func listOf(p Part, doc int, c *Centroids) (uint32, bool) {
+	ip, ok := p.(ivfPart)
+	if !ok {
+		return 0, false
+	}
+	lists, assign := ip.ivfFor(c)
+	switch {
+	case assign != nil:
+		return assign[doc], true
+	case lists != nil:
+		return lists.listOf(doc), true
+	}
+	return 0, false
+}
+
+// listOf returns the list holding doc, from the inverse of the lists,
+// built on first use and kept.
+func (l *ivfLists) listOf(doc int) uint32 {
+	l.invOnce.Do(func() {
+		l.inv = make([]uint32, len(l.docs))
+		for li := range len(l.offsets) - 1 {
+			for _, d := range l.docs[l.offsets[li]:l.offsets[li+1]] {
+				l.inv[d] = uint32(li)
+			}
+		}
+	})
+	return l.inv[doc]
 }
 
 // ivfPart is a Part that may know its documents' lists for centroids c:

@@ -325,3 +325,93 @@ func TestParseCentroids(t *testing.T) {
 		t.Error("EncodeCentroids accepted a zero centroid")
 	}
 }
+
+// useTestCentroids makes lists random centroids of dim the process's
+// centroids of model for the test (IVF from minSpans, 2 lists probed), and
+// returns its random source, them, and n random documents.
+func useTestCentroids(t *testing.T, seed uint64, model string, lists, dim, n, minSpans int) (*rand.Rand, *Centroids, testDocs) {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	c := testCentroids(t, r, model, lists, dim)
+	t.Cleanup(UseCentroids(c, minSpans, 2))
+	return r, c, randDocs(r, n, dim)
+}
+
+// TestIVFPolicy: IVF is chosen by the workspace's span count and the
+// parts' model, and SearchAuto follows the choice.
+func TestIVFPolicy(t *testing.T) {
+	const dim = 32
+	r, c, d := useTestCentroids(t, 7, "policy-model", 8, dim, 300, 100)
+	m := d.mem("policy-model", dim)
+	other := d.mem("another-model", dim)
+	q := make([]int8, dim)
+	qs := Quantize(randUnit(r, dim), q)
+	for _, tc := range []struct {
+		parts []Part
+		spans int
+		ivf   bool
+	}{
+		{[]Part{m}, 99, false},
+		{[]Part{m}, 100, true},
+		{[]Part{other}, 1000, false},
+		{nil, 1000, false},
+	} {
+		got, nprobe := IVFFor(tc.parts, tc.spans)
+		if (got != nil) != tc.ivf || (got != nil && (got != c || nprobe != 2)) {
+			t.Errorf("IVFFor(%d parts, %d spans) = %v, %d; want IVF %v", len(tc.parts), tc.spans, got != nil, nprobe, tc.ivf)
+		}
+		if len(tc.parts) == 0 {
+			continue
+		}
+		want := Search(tc.parts, q, qs, 20)
+		if tc.ivf {
+			want, _ = SearchIVF(tc.parts, c, q, qs, 20, 2)
+		}
+		if auto := SearchAuto(tc.parts, tc.spans, q, qs, 20); !slices.Equal(auto, want) {
+			t.Errorf("SearchAuto(%d spans) does not follow the policy", tc.spans)
+		}
+	}
+	if exact, _ := SearchIVF([]Part{m}, c, q, qs, 20, 2); slices.Equal(exact, Search([]Part{m}, q, qs, 20)) {
+		t.Error("2 of 8 lists gave the exact answer: the policy test cannot tell them apart")
+	}
+}
+
+// TestListsCopied: documents copied from a part that keeps lists (AddFrom,
+// BuildSectionLists with ListOf) get the lists their rows assign to, so
+// copying gives the bytes assigning would.
+func TestListsCopied(t *testing.T) {
+	const dim = 24
+	_, c, d := useTestCentroids(t, 9, "copy-model", 6, dim, 120, 1)
+	src := d.mem("copy-model", dim)
+	seg, err := OpenSegVectors(src.Section())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := src.Section()
+	for _, p := range []Part{src, seg} {
+		m := NewMemVectors("copy-model", dim)
+		known := make([]uint32, p.NumDocs())
+		for doc := range p.NumDocs() {
+			m.AddFrom(p, uint32(doc))
+			l, ok := ListOf(p, doc)
+			if !ok || l != c.Assign(d.vecs[doc]) {
+				t.Fatalf("%T: ListOf(%d) = %d, %v; the row assigns to %d", p, doc, l, ok, c.Assign(d.vecs[doc]))
+			}
+			known[doc] = l
+		}
+		if !bytes.Equal(m.Section(), want) {
+			t.Errorf("%T: AddFrom copies give other bytes", p)
+		}
+		b, err := BuildSectionLists(dim, "copy-model", d.keys, d.vecs, d.scales, known)
+		if err != nil || !bytes.Equal(b, want) {
+			t.Errorf("%T: BuildSectionLists with ListOf's lists: %v, or other bytes", p, err)
+		}
+	}
+	known := make([]uint32, len(d.keys))
+	known[0] = uint32(c.Lists())
+	if _, err := BuildSectionLists(dim, "copy-model", d.keys, d.vecs, d.scales, known); err == nil {
+		t.Error("a list out of range was accepted")
+	}
+	if _, ok := ListOf(NewMemVectorsWith("copy-model", dim, nil), 0); ok {
+		t.Error("ListOf answered for a part that keeps no lists")
+	}
+}

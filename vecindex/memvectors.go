@@ -53,6 +53,27 @@ func NewMemVectorsWith(model string, dim int, c *Centroids) *MemVectors {
 // It panics if len(v) != Dim(), the scale is negative or not finite, or the
 // part already holds 2^32-1 documents.
 func (m *MemVectors) Add(key [16]byte, v []int8, scale float32) uint32 {
+	return m.add(key, v, scale, NoList)
+}
+
+// AddFrom appends document doc of p (its key, vector and scale, which
+// must be of this part's dim) and returns its number. Its IVF list is
+// copied when p keeps lists under the same centroids, so rebuilding a part
+// (an erasure) assigns no row again.
+func (m *MemVectors) AddFrom(p Part, doc uint32) uint32 {
+	stride := Stride(p.Dim())
+	row := p.Rows()[int(doc)*stride : int(doc)*stride+p.Dim()]
+	list := NoList
+	if m.cents != nil {
+		if l, ok := listOf(p, int(doc), m.cents); ok {
+			list = l
+		}
+	}
+	return m.add(p.Keys()[doc], row, p.Scales()[doc], list)
+}
+
+// add is Add with the document's list when known (else NoList).
+func (m *MemVectors) add(key [16]byte, v []int8, scale float32, list uint32) uint32 {
 	if len(v) != m.dim {
 		panic(fmt.Sprintf("BUG: vecindex.MemVectors.Add: vector of %d values, want %d", len(v), m.dim))
 	}
@@ -74,7 +95,10 @@ func (m *MemVectors) Add(key [16]byte, v []int8, scale float32) uint32 {
 	m.sketch.ab = append(m.sketch.ab, 0, 0)
 	m.sketch.build(m.rows, m.scales, m.dim, m.stride, int(doc), int(doc)+1)
 	if m.cents != nil {
-		m.assign = append(m.assign, m.cents.assign(m.rows[n:n+m.stride], &m.scratch))
+		if list == NoList {
+			list = m.cents.assign(m.rows[n:n+m.stride], &m.scratch)
+		}
+		m.assign = append(m.assign, list)
 	}
 	return doc
 }

@@ -93,11 +93,22 @@ func checkModelDim(model string, dim int) error {
 // error on mismatched lengths, a dim outside 1..MaxDim, a model name that is
 // not UTF-8 of at most MaxModelLen bytes, or a negative or non-finite scale.
 func BuildSection(dim int, model string, keys [][16]byte, vecs [][]int8, scales []float32) ([]byte, error) {
+	return BuildSectionLists(dim, model, keys, vecs, scales, nil)
+}
+
+// BuildSectionLists is BuildSection where known, when not nil, gives each
+// document's IVF list as ListOf returned it for its source part, or
+// NoList for one to assign: copying documents between sections (a
+// compaction) then assigns no row again. A list out of range is an error.
+func BuildSectionLists(dim int, model string, keys [][16]byte, vecs [][]int8, scales []float32, known []uint32) ([]byte, error) {
 	if err := checkModelDim(model, dim); err != nil {
 		return nil, fmt.Errorf("vecindex.BuildSection: %w", err)
 	}
 	if len(vecs) != len(keys) || len(scales) != len(keys) {
 		return nil, fmt.Errorf("vecindex.BuildSection: %d keys, %d vectors, %d scales", len(keys), len(vecs), len(scales))
+	}
+	if known != nil && len(known) != len(keys) {
+		return nil, fmt.Errorf("vecindex.BuildSection: %d keys, %d lists", len(keys), len(known))
 	}
 	if uint64(len(keys)) > math.MaxUint32 {
 		return nil, fmt.Errorf("vecindex.BuildSection: %d documents, at most %d", len(keys), uint32(math.MaxUint32))
@@ -116,6 +127,13 @@ func BuildSection(dim int, model string, keys [][16]byte, vecs [][]int8, scales 
 		buf := make([]int32, c.Lists())
 		row := make([]int8, Stride(dim))
 		for i, v := range vecs {
+			if known != nil && known[i] != NoList {
+				if int(known[i]) >= c.Lists() {
+					return nil, fmt.Errorf("vecindex.BuildSection: document %d in list %d of %d", i, known[i], c.Lists())
+				}
+				assign[i] = known[i]
+				continue
+			}
 			copy(row, v)
 			assign[i] = c.assign(row, &buf)
 		}
