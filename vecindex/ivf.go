@@ -5,8 +5,10 @@ import (
 	"embed"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
+	bits64 "math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -178,14 +180,16 @@ var centroidFiles embed.FS
 // the workspace's at the request's view, the same whatever the layout, so
 // the choice is too. Measured (docs/benchmarks.md § IVF): on real encoder
 // vectors, recall@100 at a fixed probe count rises with the workspace's
-// size (192 of 1,024 lists: 0.851, 0.903, 0.935 at 2.5k, 5k, 10k held-out
-// texts, the misses shrinking by a third per doubling, so 0.98 near 70k);
-// the exact two-stage scan costs about 5 ms per 100k spans and keeps the
-// 15 ms target up to about 250k, where IVF, scoring a fifth of the rows,
-// takes over.
+// size, the misses shrinking by about a third per doubling (128 of 1,024
+// lists: 0.770, 0.845, 0.895 at 2.5k, 5k, 10k held-out texts; about 0.99 at
+// 1M by extrapolation, which issue 25 §2 must confirm on 1M real vectors).
+// Speed: IVF gathers scattered rows, so it beats the exact two-stage scan
+// clearly only at large sizes and small probe counts (1M synthetic vectors:
+// 12.6 ms at 128 lists against 28.4 ms exact; at 100k, 1.7 ms against
+// 2.6 ms, not worth a 1% recall loss).
 const (
-	IVFMinSpans = 250_000
-	IVFProbe    = 192
+	IVFMinSpans = 1_000_000
+	IVFProbe    = 128
 )
 
 // ivfState is the process's centroids by model and policy.
@@ -381,38 +385,38 @@ func SearchIVF(parts []Part, c *Centroids, q []int8, qscale float32, k, nprobe i
 		}
 		switch {
 		case lists != nil:
+			// Mark the probed lists' documents, then score them in
+			// ascending order: one forward sweep through the rows, which
+			// the memory system streams far better than list by list.
+			n := p.NumDocs()
+			bits := slices.Grow(st.bits[:0], (n+63)/64)[:(n+63)/64]
+			clear(bits)
 			for l, on := range mask {
-				if !on {
-					continue
-				}
-				docs := lists.docs[lists.offsets[l]:lists.offsets[l+1]]
-				for len(docs) > 0 {
-					n := min(len(docs), searchBlock)
-					idx := st.survivors[:0]
-					for _, d := range docs[:n] {
-						idx = append(idx, int32(d))
+				if on {
+					for _, d := range lists.docs[lists.offsets[l]:lists.offsets[l+1]] {
+						bits[d>>6] |= 1 << (d & 63)
 					}
-					h.scoreListed(pi, p, st, qscale, idx)
-					st.survivors = idx[:0]
-					scored += n
-					docs = docs[n:]
 				}
 			}
+			scored += h.scoreDocs(pi, p, st, qscale, func(yield func(int32) bool) {
+				for w, word := range bits {
+					for word != 0 {
+						if !yield(int32(w<<6 | bits64.TrailingZeros64(word))) {
+							return
+						}
+						word &= word - 1
+					}
+				}
+			})
+			st.bits = bits
 		case assign != nil:
-			idx := st.survivors[:0]
-			for d, a := range assign {
-				if !mask[a] {
-					continue
+			scored += h.scoreDocs(pi, p, st, qscale, func(yield func(int32) bool) {
+				for d, a := range assign {
+					if mask[a] && !yield(int32(d)) {
+						return
+					}
 				}
-				if idx = append(idx, int32(d)); len(idx) == searchBlock {
-					h.scoreListed(pi, p, st, qscale, idx)
-					scored += len(idx)
-					idx = idx[:0]
-				}
-			}
-			h.scoreListed(pi, p, st, qscale, idx)
-			scored += len(idx)
-			st.survivors = idx[:0]
+			})
 		default:
 			scored += h.scanAssigning(pi, p, st, qscale, c, mask)
 		}
@@ -421,6 +425,23 @@ func SearchIVF(parts []Part, c *Centroids, q []int8, qscale float32, k, nprobe i
 	out = h.appendHits(out)
 	slices.SortFunc(out, func(a, b Hit) int { return compareHits(&a, &b) })
 	return out, scored
+}
+
+// scoreDocs scores the documents of part pi that docs yields, in
+// ascending order, in blocks, and returns how many it scored.
+func (h *topK) scoreDocs(pi int, p Part, st *searchState, qscale float32, docs iter.Seq[int32]) int {
+	n := 0
+	idx := st.survivors[:0]
+	for d := range docs {
+		if idx = append(idx, d); len(idx) == searchBlock {
+			h.scoreListed(pi, p, st, qscale, idx)
+			n += len(idx)
+			idx = idx[:0]
+		}
+	}
+	h.scoreListed(pi, p, st, qscale, idx)
+	st.survivors = idx[:0]
+	return n + len(idx)
 }
 
 // scanAssigning scores every document of p and offers to the heap those
