@@ -348,9 +348,7 @@ func (h *head) dropArtifacts(k wsKey, has []*headArtifact) {
 		for i := range a.spans {
 			nw.refs = append(nw.refs, spanRef{a, i})
 			if nw.vec != nil {
-				doc := int(old) + i
-				row, scale := memRow(w.vec, doc)
-				nw.vec.Add(w.vec.Key(uint32(doc)), row, scale)
+				nw.vec.AddFrom(w.vec, old+uint32(i))
 			}
 		}
 		nw.artifacts = append(nw.artifacts, a)
@@ -419,8 +417,7 @@ func (s *liveSegment) view(wi int) (*partView, error) {
 	if p.vec != nil {
 		v.vec = vecindex.NewMemVectors(p.vec.Model(), p.vec.Dim())
 		for _, doc := range v.docs {
-			row, scale := memRow(p.vec, int(doc))
-			v.vec.Add(p.vec.Key(doc), row, scale)
+			v.vec.AddFrom(p.vec, doc)
 		}
 	}
 	if s.views == nil {

@@ -268,7 +268,7 @@ func (h *head) segmentData(hidden func(k wsKey, seq uint64) bool) ([]segment.Wor
 				if !hidden(k, ref.ha.a.Seq) {
 					terms = append(terms, invindex.Analyze(ref.ha.spans[ref.i].Text, nil))
 					if rows != nil {
-						rows.add(memRow(w.vec, doc))
+						rows.addFrom(w.vec, doc)
 					}
 				}
 			}

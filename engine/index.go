@@ -102,6 +102,7 @@ type vectorRows struct {
 	dim    int
 	rows   [][]int8
 	scales []float32
+	lists  []uint32 // each row's IVF list when copied from a part that keeps it, else vecindex.NoList
 	zero   []int8
 }
 
@@ -122,6 +123,22 @@ func (r *vectorRows) add(v []int8, scale float32) {
 	}
 	r.rows = append(r.rows, v)
 	r.scales = append(r.scales, scale)
+	r.lists = append(r.lists, vecindex.NoList)
+}
+
+// addFrom appends document doc of part p, with its IVF list when p keeps
+// it (so the section assigns no row again).
+func (r *vectorRows) addFrom(p vecindex.Part, doc int) {
+	if r == nil {
+		return
+	}
+	r.add(memRow(p, doc))
+	if doc >= p.NumDocs() {
+		return // a zero row (memRow)
+	}
+	if l, ok := vecindex.ListOf(p, doc); ok {
+		r.lists[len(r.lists)-1] = l
+	}
 }
 
 // indexSections builds a workspace's extension sections for the given spans
@@ -148,7 +165,7 @@ func withVectorSection(secs []segment.Section, spans []artifact.Span, rows *vect
 	for i := range spans {
 		keys[i] = spanTieKey(&spans[i])
 	}
-	vb, err := vecindex.BuildSection(rows.dim, rows.model, keys, rows.rows, rows.scales)
+	vb, err := vecindex.BuildSectionLists(rows.dim, rows.model, keys, rows.rows, rows.scales, rows.lists)
 	if err != nil {
 		return nil, err
 	}

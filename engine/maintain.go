@@ -615,7 +615,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 					if kept {
 						m.wd.Spans = append(m.wd.Spans, sp)
 						if vec != nil {
-							m.rows.add(memRow(vec, doc))
+							m.rows.addFrom(vec, doc)
 						} else {
 							m.rows.add(nil, 0)
 						}

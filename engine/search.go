@@ -43,10 +43,12 @@ func (db *DB) SearchLexicalTerms(tenant, ws string, terms []invindex.Term, k int
 // SearchSemantic returns the top k spans of a workspace by cosine
 // similarity to the query vector q (int8 codes with scale qscale, as
 // vecindex.Quantize makes them from an embedding by the engine's
-// embedder), exact (a flat scan's answer), best first, ties as
-// SearchLexical's; spans without a vector of the engine's model are not
-// candidates. q must have the embedder's dimension (none without an
-// embedder: no span is a candidate then). Embedding the query is
+// embedder), best first, ties as SearchLexical's; spans without a vector
+// of the engine's model are not candidates. The scan is exact, or IVF for
+// a workspace as large as the vecindex policy says (vecindex.SearchAuto):
+// either way the answer does not depend on the layout. q must have the
+// embedder's dimension (none without an embedder: no span is a candidate
+// then). Embedding the query is
 // retrieval's (retrieval.SearchSemantic): the engine embeds only what it
 // stores.
 func (db *DB) SearchSemantic(tenant, ws string, q []int8, qscale float32, k int) ([]SearchHit, error) {
@@ -57,7 +59,7 @@ func (db *DB) SearchSemantic(tenant, ws string, q []int8, qscale float32, k int)
 	err := db.View(tenant, ws, func(v *View) error {
 		parts, at := v.VectorParts()
 		var err error
-		out, err = resolveHits(v, vecindex.Search(parts, q, qscale, k), func(h vecindex.Hit) (int, uint32, float64) {
+		out, err = resolveHits(v, vecindex.SearchAuto(parts, v.Spans(), q, qscale, k), func(h vecindex.Hit) (int, uint32, float64) {
 			return at[h.Part], h.Doc, h.Score
 		})
 		return err

@@ -139,6 +139,9 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	if useSemantic {
 		var parts []vecindex.Part
 		parts, at = v.VectorParts()
+		// IVF or the exact scan, by the workspace's visible spans: the
+		// same choice whatever the layout (vecindex.IVFFor).
+		ivf, nprobe := vecindex.IVFFor(parts, v.Spans())
 		scanReady, semDone = make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(semDone)
@@ -153,6 +156,10 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 					allow[i] = docs[at[i]]
 				}
 				filtered = vecindex.SearchAllowed(parts, allow, q8, qscale, pool)
+			case embedded && ivf != nil:
+				// A large workspace: the probed lists only, on this
+				// goroutine (vecindex.SearchIVF).
+				filtered, _ = vecindex.SearchIVF(parts, ivf, q8, qscale, pool, nprobe)
 			case embedded:
 				scan = vecindex.NewScan(parts, q8, qscale, pool)
 			}

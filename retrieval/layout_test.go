@@ -13,8 +13,10 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 	"github.com/loci-memory/loci/artifact"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/internal/enginetest"
+	"github.com/loci-memory/loci/vecindex"
 )
 
 // snapshot is everything readable about a set of workspaces, search
@@ -163,9 +165,77 @@ func randomInput(ws string, seed uint64, key int) engine.IngestInput {
 // only, after flushes, after compaction and after restart, whatever the
 // history of flushes, compactions and erasures that led there.
 func TestLayoutIndependence(t *testing.T) {
+	layoutProperty(t, 12, 20261121)
+}
+
+// TestLayoutIndependenceIVF is TestLayoutIndependence with the semantic
+// channel searching IVF (test centroids for the GloVe embedder: the
+// embeddings of 8 of the histories' words, IVF from one span, 2 lists
+// probed): its candidates must not depend on the layout either. It also
+// checks that IVF was in use: some semantic top k differs from the exact
+// scan's.
+func TestLayoutIndependenceIVF(t *testing.T) {
+	emb := glove.New()
+	cents, err := emb.Embed(context.Background(), []string{"deploy", "budget", "Friday", "approved", "rejected", "cluster", "refund", "meeting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := vecindex.EncodeCentroids(emb.Model(), cents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := vecindex.ParseCentroids(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vecindex.UseCentroids(c, 1, 2)()
+	layoutProperty(t, 8, 20261128)
+
+	// IVF was in use: over a workspace of random texts, some query's
+	// semantic hits are not the exact scan's.
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
+	defer db.Close()
+	for i := range 200 {
+		if _, err := db.Ingest("acme", randomInput("ws", uint64(i), -1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	differ := false
+	for _, q := range layoutQueries {
+		ivf, err := SearchSemantic(context.Background(), db, "acme", "ws", q, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q8, qs, err := quantizedQuery(context.Background(), emb, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exact []vecindex.Hit
+		if err := db.View("acme", "ws", func(v *engine.View) error {
+			parts, _ := v.VectorParts()
+			exact = vecindex.Search(parts, q8, qs, 20)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(ivf) != len(exact) {
+			differ = true
+			continue
+		}
+		for i := range ivf {
+			differ = differ || ivf[i].Score != exact[i].Score
+		}
+	}
+	if !differ {
+		t.Fatal("IVF gave the exact scan's hits for every query: it was not in use")
+	}
+}
+
+// layoutProperty checks the layout property over n random histories.
+func layoutProperty(t *testing.T, n int, seed int64) {
 	params := gopter.DefaultTestParameters()
-	params.MinSuccessfulTests = 12
-	params.Rng.Seed(20261121)
+	params.MinSuccessfulTests = n
+	params.Rng.Seed(seed)
 	props := gopter.NewProperties(params)
 	props.Property("reads do not depend on layout", prop.ForAll(func(ops []op) bool {
 		dir := t.TempDir()

@@ -278,6 +278,8 @@ type searchState struct {
 	qNorm     float64
 	qSum      int32
 	survivors []int32
+
+	bits []uint64 // SearchIVF: a part's candidate documents
 }
 
 var searchPool = sync.Pool{New: func() any {

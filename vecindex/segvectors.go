@@ -18,6 +18,7 @@ type SegVectors struct {
 	scales []float32
 	keys   [][16]byte
 	sketch *lazySketch // shared with WithKeys copies
+	lists  *ivfLists   // version 2 sections' IVF lists, else nil
 }
 
 // OpenSegVectors validates the structure of a vector section and returns a
@@ -40,8 +41,9 @@ func OpenSegVectors(b []byte) (*SegVectors, error) {
 	if string(b[:4]) != sectionMagic {
 		return nil, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:4])
 	}
-	if v := le.Uint16(b[secVersion:]); v != SectionVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, SectionVersion)
+	version := le.Uint16(b[secVersion:])
+	if version != SectionVersion && version != SectionVersionIVF {
+		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrCorrupt, version, SectionVersion, SectionVersionIVF)
 	}
 	if r := le.Uint32(b[secReserved:]); r != 0 {
 		return nil, fmt.Errorf("%w: reserved field %#x, want 0", ErrCorrupt, r)
@@ -60,6 +62,17 @@ func OpenSegVectors(b []byte) (*SegVectors, error) {
 		return nil, fmt.Errorf("%w: model name of %d bytes, at most %d", ErrCorrupt, modelLen, MaxModelLen)
 	}
 	l := layoutOf(modelLen, int(stride), count)
+	nlists := 0
+	if version == SectionVersionIVF {
+		if uint64(len(b)) < l.lists+listsHeaderSize {
+			return nil, fmt.Errorf("%w: %d bytes, too short for IVF lists", ErrCorrupt, len(b))
+		}
+		nlists = int(le.Uint32(b[l.lists+8:]))
+		if nlists < 1 || nlists > MaxLists || le.Uint32(b[l.lists+12:]) != 0 {
+			return nil, fmt.Errorf("%w: IVF lists header: %d lists, reserved %#x", ErrCorrupt, nlists, le.Uint32(b[l.lists+12:]))
+		}
+		l = l.withLists(nlists, count)
+	}
 	if uint64(len(b)) != l.end {
 		return nil, fmt.Errorf("%w: %d bytes, header implies %d", ErrCorrupt, len(b), l.end)
 	}
@@ -71,6 +84,13 @@ func OpenSegVectors(b []byte) (*SegVectors, error) {
 		return nil, fmt.Errorf("%w: non-zero padding", ErrCorrupt)
 	}
 	s := &SegVectors{model: string(model), dim: int(dim), sketch: new(lazySketch)}
+	if nlists > 0 {
+		lists, err := readLists(b[l.lists:], nlists, count)
+		if err != nil {
+			return nil, err
+		}
+		s.lists = lists
+	}
 	if count == 0 {
 		return s, nil
 	}
@@ -91,6 +111,57 @@ func OpenSegVectors(b []byte) (*SegVectors, error) {
 		}
 	}
 	return s, nil
+}
+
+// readLists reads and checks a version 2 section's IVF lists (b from the
+// lists' start to the section's end): offsets from 0 to count, never
+// decreasing, and every document exactly once, ascending within its list.
+func readLists(b []byte, nlists int, count uint64) (*ivfLists, error) {
+	l := &ivfLists{offsets: u32s(b[listsHeaderSize:], nlists+1)}
+	copy(l.id[:], b[:8])
+	l.docs = u32s(b[listsHeaderSize+4*(nlists+1):], int(count))
+	if l.offsets[0] != 0 || uint64(l.offsets[nlists]) != count {
+		return nil, fmt.Errorf("%w: IVF offsets run from %d to %d, want 0 to %d", ErrCorrupt, l.offsets[0], l.offsets[nlists], count)
+	}
+	seen := make([]bool, count)
+	for i := range nlists {
+		lo, hi := l.offsets[i], l.offsets[i+1]
+		if hi < lo {
+			return nil, fmt.Errorf("%w: IVF offsets decrease at list %d", ErrCorrupt, i)
+		}
+		for j := lo; j < hi; j++ {
+			d := l.docs[j]
+			if uint64(d) >= count || seen[d] || (j > lo && d <= l.docs[j-1]) {
+				return nil, fmt.Errorf("%w: IVF list %d: document %d out of range, repeated or out of order", ErrCorrupt, i, d)
+			}
+			seen[d] = true
+		}
+	}
+	return l, nil
+}
+
+// u32s returns n little-endian u32s at the start of b: in place when the
+// host is little endian and b is 4-byte aligned, else decoded into a copy.
+func u32s(b []byte, n int) []uint32 {
+	if n == 0 {
+		return nil
+	}
+	if nativeLittleEndian && uintptr(unsafe.Pointer(&b[0]))%4 == 0 {
+		return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), n)
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+// ivfFor implements ivfPart: the stored lists, when made with c.
+func (s *SegVectors) ivfFor(c *Centroids) (*ivfLists, []uint32) {
+	if s.lists == nil || s.lists.id != c.id {
+		return nil, nil
+	}
+	return s.lists, nil
 }
 
 var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/loci-memory/loci/bench"
@@ -23,6 +25,8 @@ const benchUsage = `usage: loci bench <name> [flags]
   soak      N distinct packs and N async ingest jobs over HTTP: memory and disk over time, checked against their bounds
   embed     the built-in sentence encoder vs the reference (sentence-transformers, --python) on the same sentences:
             query latency on one core, batch throughput on --threads cores, and the ratio
+  ivf       train IVF centroids for the built-in encoder on the shared texts (--out writes the file) and measure
+            IVF recall@k against the exact scan on their real questions for each --nprobe
 
 Each prints a table of its results, or one JSON object with --json; progress goes to stderr, and so do the
 engine's and server's messages, in loci serve's log format (LOG_FORMAT text or json, LOG_LEVEL, default warn).
@@ -171,6 +175,36 @@ func runBench(args []string) error {
 			cfg.Seed = *seed
 			cfg.Progress = progress
 			return bench.Embed(*cfg)
+		}
+	case "ivf":
+		cfg := bench.IVFConfig{Seed: 1}
+		fs.StringVar(&cfg.Data, "data", "../shared/data", "shared data sets (the reference corpus and its questions)")
+		fs.StringVar(&cfg.Cache, "cache", "", "file of the corpus' embeddings: read if present, else written (embedding takes minutes)")
+		fs.IntVar(&cfg.LongMemEval, "longmemeval", 6000, "LongMemEval turns added to the corpus")
+		fs.IntVar(&cfg.MaxTexts, "texts", 8000, "embed at most this many texts, evenly spaced over the corpus (0: all)")
+		fs.IntVar(&cfg.MaxBytes, "max-bytes", 300, "cut texts to this many bytes before embedding (0: whole; the encoder reads at most 256 tokens)")
+		fs.IntVar(&cfg.Lists, "lists", 1024, "centroids (lists)")
+		fs.IntVar(&cfg.Iters, "iters", 20, "k-means iterations")
+		fs.StringVar(&cfg.Centroids, "centroids", "", "measure this centroid file instead of training")
+		fs.StringVar(&cfg.Out, "out", "", "write the trained centroid file here")
+		fs.IntVar(&cfg.K, "k", 100, "top k")
+		nprobe := fs.String("nprobe", "32,64,128,192,256,384,512", "probed lists to measure, comma separated")
+		run = func() (any, error) {
+			cfg.Progress = progress
+			for _, f := range strings.Split(*nprobe, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 {
+					return nil, fmt.Errorf("--nprobe: %q is not a positive integer", f)
+				}
+				cfg.NProbe = append(cfg.NProbe, n)
+			}
+			if _, err := os.Stat(cfg.Cache); cfg.Cache == "" || err != nil {
+				// Without a cache the corpus is read and embedded.
+				if err := checkData(dataBench, cfg.Data); err != nil {
+					return nil, err
+				}
+			}
+			return bench.IVF(cfg)
 		}
 	default:
 		fmt.Fprintf(os.Stderr, "loci bench: unknown benchmark %q\n\n%s", name, benchUsage)
