@@ -132,43 +132,20 @@ func joinNonEmpty(a, b string) string {
 	return a + " " + b
 }
 
-// embedAll embeds texts on every core, in batches, keeping their order.
+// embedAll embeds texts in order, in batches of 512 so that progress
+// shows; each batch runs on every core (minilm.Embedder.Embed).
 func embedAll(emb *minilm.Embedder, texts []string, progress func(string)) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	const batch = 64
-	var mu sync.Mutex
-	var firstErr error
-	next, done := 0, 0
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next += batch
-				mu.Unlock()
-				if i >= len(texts) {
-					return
-				}
-				j := min(i+batch, len(texts))
-				vs, err := emb.Embed(context.Background(), texts[i:j])
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				copy(out[i:j], vs)
-				done += j - i
-				if done%(batch*8) < batch {
-					progress(fmt.Sprintf("embedded %d of %d", done, len(texts)))
-				}
-				mu.Unlock()
-			}
-		}()
+	const batch = 512
+	out := make([][]float32, 0, len(texts))
+	for i := 0; i < len(texts); i += batch {
+		vs, err := emb.Embed(context.Background(), texts[i:min(i+batch, len(texts))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+		progress(fmt.Sprintf("embedded %d of %d", len(out), len(texts)))
 	}
-	wg.Wait()
-	return out, firstErr
+	return out, nil
 }
 
 // The cache file: model length u16, model, dim u32, texts u32, queries u32,

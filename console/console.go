@@ -7,7 +7,6 @@
 package console
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -19,6 +18,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
@@ -211,7 +211,7 @@ func (c *Console) serveMetrics(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if c.adminKey != "" {
-		key := metricsKey(&ctx.Request.Header)
+		key := []byte(service.PresentedKey(string(ctx.Request.Header.Peek("X-API-Key")), string(ctx.Request.Header.Peek("Authorization"))))
 		if len(key) == 0 {
 			writeError(ctx, fasthttp.StatusUnauthorized, "missing API key: send X-API-Key or Authorization: Bearer")
 			return
@@ -234,18 +234,4 @@ func writeError(ctx *fasthttp.RequestCtx, status int, detail string) {
 	ctx.SetContentType("application/json")
 	ctx.SetStatusCode(status)
 	ctx.SetBody(b)
-}
-
-// metricsKey is the key of a metrics request, read as every API route
-// reads one (httpd's requestKey, docs/api.md § Authentication): X-API-Key,
-// else an Authorization: Bearer token.
-func metricsKey(h *fasthttp.RequestHeader) []byte {
-	if k := h.Peek("X-API-Key"); len(k) > 0 {
-		return k
-	}
-	auth := h.Peek("Authorization")
-	if len(auth) > 7 && strings.EqualFold(string(auth[:7]), "bearer ") {
-		return bytes.TrimSpace(auth[7:])
-	}
-	return nil
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
+	"github.com/loci-memory/loci/service"
 	"github.com/valyala/fasthttp"
 )
 
@@ -190,15 +190,9 @@ func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
 	return true
 }
 
-// requestKey is the API key of a request, the one place httpd reads it:
-// X-API-Key, else Authorization: Bearer (as mcpd reads /mcp's), so that
+// requestKey is the API key of a request, the one place httpd reads it
+// (service.PresentedKey: X-API-Key, else Authorization: Bearer), so that
 // every route accepts either header (docs/api.md § Authentication).
 func requestKey(h *fasthttp.RequestHeader) string {
-	if k := h.Peek("X-API-Key"); len(k) > 0 {
-		return string(k)
-	}
-	if a := string(h.Peek("Authorization")); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:])
-	}
-	return ""
+	return service.PresentedKey(string(h.Peek("X-API-Key")), string(h.Peek("Authorization")))
 }

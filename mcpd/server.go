@@ -354,15 +354,9 @@ func (w *jsonErrors) finish() {
 	w.ResponseWriter.Write(append(detail, '\n'))
 }
 
-// apiKey returns the key of an HTTP request: X-API-Key, else a bearer token.
+// apiKey returns the key of an HTTP request (service.PresentedKey).
 func apiKey(h http.Header) string {
-	if k := h.Get("X-API-Key"); k != "" {
-		return k
-	}
-	if a := h.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:])
-	}
-	return ""
+	return service.PresentedKey(h.Get("X-API-Key"), h.Get("Authorization"))
 }
 
 // errUnauthorized refuses a message without a caller.

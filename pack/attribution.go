@@ -111,14 +111,11 @@ func attribution(visible []*cand, query []uint64) float64 {
 		return compareTies(a, b)
 	})
 	pool = pool[:min(AttributionPool, len(pool))]
-	weights := make(map[*cand]float64, len(pool))
-	for _, c := range pool {
-		if !strings.Contains(c.Text, "?") {
-			weights[c] = float64(finite(c.Lexical)*float64(heldTerms(c.Text, content))) / float64(len(content))
-		}
-	}
 	return attributionBy(pool, names, func(c *cand) (float64, bool) {
-		w := weights[c]
+		if strings.Contains(c.Text, "?") {
+			return 0, false
+		}
+		w := float64(finite(c.Lexical)*float64(heldTerms(c.Text, content))) / float64(len(content))
 		return w, w > 0
 	})
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"crypto/subtle"
 	"fmt"
+	"strings"
 
 	"github.com/loci-memory/loci/control"
 )
@@ -27,6 +28,21 @@ type Credentials struct {
 	// Registering: the request is a registration, which open registration
 	// admits without a key.
 	Registering bool
+}
+
+// PresentedKey is the API key a request presents, from the values of its
+// X-API-Key and Authorization headers: the first, else the token of a
+// "Bearer <token>" authorization (the scheme matched without regard to
+// case), else "". Every transport reads keys by this one rule
+// (docs/api.md § Authentication).
+func PresentedKey(xAPIKey, authorization string) string {
+	if xAPIKey != "" {
+		return xAPIKey
+	}
+	if len(authorization) > 7 && strings.EqualFold(authorization[:7], "bearer ") {
+		return strings.TrimSpace(authorization[7:])
+	}
+	return ""
 }
 
 // Authenticate resolves a caller: the built-in tenant when authentication

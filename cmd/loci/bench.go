@@ -198,7 +198,7 @@ func runBench(args []string) error {
 				}
 				cfg.NProbe = append(cfg.NProbe, n)
 			}
-			if _, err := os.Stat(cfg.Cache); cfg.Cache == "" || err != nil {
+			if _, err := os.Stat(cfg.Cache); err != nil {
 				// Without a cache the corpus is read and embedded.
 				if err := checkData(dataBench, cfg.Data); err != nil {
 					return nil, err
