@@ -244,10 +244,11 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 	db.mu.RUnlock()
 	events := make([]*record.Feedback, len(items))
 	var toEmbed []*headArtifact
+	var toEmbedAt []string // where each came from
 	for i, it := range items {
 		if ha := prepared[i]; ha != nil {
 			if ha.vecs == nil {
-				toEmbed = append(toEmbed, ha)
+				toEmbed, toEmbedAt = append(toEmbed, ha), append(toEmbedAt, it.where(i))
 			}
 			continue
 		}
@@ -260,7 +261,9 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		}
 	}
 	if !db.opts.EmbedInBackground {
-		db.embed(toEmbed)
+		if err := db.embedImported(toEmbed, toEmbedAt); err != nil {
+			return fmt.Errorf("engine: import: %w", err)
+		}
 	}
 	var entries []wal.Entry
 	for i := range items {
@@ -280,6 +283,36 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		if err := db.append(entries...); err != nil {
 			return fmt.Errorf("engine: import: %w", err)
 		}
+	}
+	return nil
+}
+
+// importEmbedTexts bounds the span texts of one embedder call of Import,
+// each under embedTimeout: a batch of 1,024 records of long texts takes
+// the built-in encoder over a minute on two loaded cores.
+const importEmbedTexts = 64
+
+// embedImported embeds the spans of prepared artifacts inline, a few at a
+// time, and refuses the import if any is left without vectors: an
+// imported artifact is never embedded later, so it would be missing from
+// semantic search for good. where names each artifact's record.
+func (db *DB) embedImported(prepared []*headArtifact, where []string) error {
+	if db.opts.Embedder == nil {
+		return nil
+	}
+	for len(prepared) > 0 {
+		n, texts := 0, 0
+		for n < len(prepared) && (n == 0 || texts+len(prepared[n].spans) <= importEmbedTexts) {
+			texts += len(prepared[n].spans)
+			n++
+		}
+		db.embed(prepared[:n])
+		for i, ha := range prepared[:n] {
+			if ha.vecs == nil && len(ha.spans) > 0 {
+				return fmt.Errorf("%s: artifact %s: the embedder %s gave no vectors (the warning logged says why)", where[i], ha.a.ID, db.opts.Embedder.Model())
+			}
+		}
+		prepared, where = prepared[n:], where[n:]
 	}
 	return nil
 }
