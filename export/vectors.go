@@ -139,7 +139,9 @@ func Embed(ctx context.Context, r *Reader, w io.Writer, e embed.Embedder, counte
 				p.l.Vectors = make([]string, len(p.texts))
 				for i := range p.texts {
 					if err := engine.CheckVector(vecs[i], e.Dim()); err != nil {
-						return fmt.Errorf("line %d: artifact %s: the embedder's vector for span %d: %w", p.n, p.l.ArtifactID, i, err)
+						// GloVe gives a zero vector to a text without a word it knows.
+						return fmt.Errorf("line %d: artifact %s: the embedder's vector for span %d %w, which import --vectors refuses (import this file without vectors)",
+							p.n, p.l.ArtifactID, i, err)
 					}
 					p.l.Vectors[i] = EncodeVector(vecs[i])
 				}

@@ -107,6 +107,15 @@ func TestImportVectorsRefusals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "x.jsonl")); !os.IsNotExist(err) {
 		t.Fatalf("a refused embed left its output: %v", err)
 	}
+	// GloVe gives a text without a word it knows a zero vector, which
+	// import --vectors would refuse: loci embed refuses it first.
+	unknown := editLines(t, bare, lastArt, func(m map[string]any) { m["raw_payload_json"] = `{"content":"qxzvw zzpqj"}` })
+	unknownFile := filepath.Join(dir, "unknown.jsonl")
+	os.WriteFile(unknownFile, []byte(strings.Join(unknown, "\n")+"\n"), 0o644)
+	if msg, err := runLoci(bin, "embed", "--embedder", "glove", "--in", unknownFile, "--out", filepath.Join(dir, "x.jsonl")); err == nil ||
+		!strings.Contains(msg, at+"artifact") || !strings.Contains(msg, "the embedder's vector for span 0 is all zeros, which import --vectors refuses") {
+		t.Fatalf("embed of a text GloVe knows no word of: %v\n%s", err, msg)
+	}
 
 	wantW, wantPlain := exportBody(t, bin, data, "default", "w"), exportBody(t, bin, plain, "default", "w")
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
