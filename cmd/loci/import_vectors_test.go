@@ -38,7 +38,8 @@ func editVector(t *testing.T, lines []string, i int, edit func(v []float32) []fl
 // header, is refused with a message naming the line and the problem, and
 // the directory is unchanged. A file whose artifact lines lack content
 // hashes and span ids gets them from `loci embed`, byte for byte as an
-// export has them, and the good file imports whole, as the same export
+// export has them; a file cut in two and embedded part by part joins back
+// into the same file; and the good file imports whole, as the same export
 // imported with embedding does.
 func TestImportVectorsRefusals(t *testing.T) {
 	bin := proctest.Loci(t)
@@ -91,6 +92,37 @@ func TestImportVectorsRefusals(t *testing.T) {
 	}
 	if !bytes.Equal(mustRead(t, bareOut), raw) {
 		t.Fatal("loci embed of lines without content_hash and span_ids differs from loci embed of the export")
+	}
+
+	// The file cut in two, each part embedded on its own (as on two
+	// machines) and the outputs joined again, is the same file.
+	whole := strings.Split(strings.TrimSuffix(string(mustRead(t, exported)), "\n"), "\n")
+	half := len(whole) / 2
+	var joined []string
+	for i, part := range [][]string{whole[1:half], whole[half : len(whole)-1]} {
+		arts, fbs := 0, 0
+		for _, l := range part {
+			if strings.Contains(l, `"kind":"artifact"`) {
+				arts++
+			} else {
+				fbs++
+			}
+		}
+		in, out := filepath.Join(dir, fmt.Sprintf("part%d.jsonl", i)), filepath.Join(dir, fmt.Sprintf("part%d-v.jsonl", i))
+		body := append(append([]string{whole[0]}, part...), fmt.Sprintf(`{"kind":"end","artifacts":%d,"feedback":%d}`, arts, fbs))
+		os.WriteFile(in, []byte(strings.Join(body, "\n")+"\n"), 0o644)
+		if msg, err := runLoci(bin, "embed", "--embedder", "glove", "--in", in, "--out", out); err != nil {
+			t.Fatalf("embed of part %d: %v\n%s", i, err, msg)
+		}
+		got := strings.Split(strings.TrimSuffix(string(mustRead(t, out)), "\n"), "\n")
+		if i == 0 {
+			joined = append(joined, got[0])
+		}
+		joined = append(joined, got[1:len(got)-1]...)
+	}
+	joined = append(joined, lines[len(lines)-1])
+	if strings.Join(joined, "\n")+"\n" != string(raw) {
+		t.Fatal("two parts embedded apart and joined differ from the file embedded whole")
 	}
 
 	// loci embed refuses what import would.
