@@ -504,3 +504,68 @@ func TestReplayAnsweredUnderBackpressure(t *testing.T) {
 		t.Fatalf("replay under back-pressure: %+v, %v", again, err)
 	}
 }
+
+// An import that embeds inline refuses, naming the record, an artifact the
+// embedder gives no vectors, and stores nothing: an imported artifact is
+// never embedded later (it used to be stored without vectors, with only a
+// warning, as every artifact of a batch of long texts was when the batch
+// took the encoder past the embed timeout). Without it, every span is
+// embedded, in calls of at most importEmbedTexts texts.
+func TestImportRefusesWhatItCannotEmbed(t *testing.T) {
+	src := openTest(t, t.TempDir(), Options{DisableBackground: true, NoEmbedder: true})
+	defer src.Close()
+	for i := 0; i < 100; i++ {
+		content := fmt.Sprintf("note %d: the deploy moved to Friday", i)
+		if i%10 == 3 {
+			content = strings.Repeat(content+" and the runbook about rotating credentials changed. ", 40) // several spans
+		}
+		mustIngest(t, src, "t", chat("w", content))
+	}
+	mustIngest(t, src, "t", chat("w", "REJECT this one"))
+	var items []ImportItem
+	if _, err := src.ExportWorkspace("t", "w", func(WorkspaceExport) error { return nil }, func(it ExportItem) error {
+		a := *it.Artifact
+		items = append(items, ImportItem{Artifact: &a, SpanIDs: it.SpanIDs})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	emb := &rejectingEmbedder{Embedder: glove.New()}
+	dst := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: emb})
+	defer dst.Close()
+	err := dst.Import("t", "w", items)
+	// The record named is the first of the embedder call that failed.
+	if err == nil || !strings.Contains(err.Error(), "the embedder glove-6b-100d-sif gave no vectors") || !strings.Contains(err.Error(), "engine: import: record ") {
+		t.Fatalf("import of an artifact the embedder rejects: %v", err)
+	}
+	if v := dst.DataVersion("t", "w"); v != 0 {
+		t.Fatalf("the refused import stored data (version %d)", v)
+	}
+	counting := &countingEmbedder{Embedder: glove.New()}
+	ok := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: counting})
+	defer ok.Close()
+	if err := ok.Import("t", "w", items[:len(items)-1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items[:len(items)-1] {
+		if s := embeddingState(t, ok, "t", it.Artifact.ID); s != EmbeddingEmbedded {
+			t.Fatalf("artifact %s: state %q, want embedded", it.Artifact.ID, s)
+		}
+	}
+	if counting.calls < 2 || counting.most > importEmbedTexts {
+		t.Fatalf("%d embedder calls of at most %d texts; want several of at most %d", counting.calls, counting.most, importEmbedTexts)
+	}
+}
+
+// countingEmbedder counts calls and the most texts in one.
+type countingEmbedder struct {
+	embed.Embedder
+	calls, most int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.calls++
+	c.most = max(c.most, len(texts))
+	return c.Embedder.Embed(ctx, texts)
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,8 @@ import (
 	"github.com/loci-memory/loci/artifact"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/engine/record"
+	"github.com/loci-memory/loci/text"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/vfs"
 	"github.com/loci-memory/loci/wal"
 )
@@ -161,7 +164,25 @@ func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) err
 type ImportItem struct {
 	Artifact *artifact.Artifact
 	SpanIDs  []uuid.UUID
+	// Vectors, when not nil, are the artifact's span vectors as the
+	// directory's embedder computed them elsewhere (`loci embed`): one per
+	// span the payload is cut into, in span order, each of the embedder's
+	// dimension, finite and not all zero (CheckVector). They are quantized
+	// as the embedder's own output is at ingest, and the spans are not
+	// embedded.
+	Vectors  [][]float32
 	Feedback *ExportedFeedback
+	// Line is where the record came from in the import file, named in
+	// errors about it (0: its index in the call is named instead).
+	Line int
+}
+
+// where names item i of an import in errors.
+func (it *ImportItem) where(i int) string {
+	if it.Line > 0 {
+		return fmt.Sprintf("line %d", it.Line)
+	}
+	return fmt.Sprintf("record %d", i)
 }
 
 // Import stores exported records in workspace ws of tenant, in order, as one
@@ -199,8 +220,10 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		}(w)
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("engine: import: %s: %w", items[i].where(i), err)
+		}
 	}
 	batch := map[uuid.UUID]*headArtifact{}
 	db.mu.RLock()
@@ -210,32 +233,37 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		}
 		if batch[ha.a.ID] != nil {
 			db.mu.RUnlock()
-			return fmt.Errorf("engine: import: record %d: artifact %s appears twice in the import", i, ha.a.ID)
+			return fmt.Errorf("engine: import: %s: artifact %s appears twice in the import", items[i].where(i), ha.a.ID)
 		}
 		if where, ok := db.artifactIDTakenLocked(ha.a.ID); ok {
 			db.mu.RUnlock()
-			return fmt.Errorf("engine: import: record %d: artifact id %s is already taken in this data directory (%s); an export imports once per directory", i, ha.a.ID, where)
+			return fmt.Errorf("engine: import: %s: artifact id %s is already taken in this data directory (%s); an export imports once per directory", items[i].where(i), ha.a.ID, where)
 		}
 		batch[ha.a.ID] = ha
 	}
 	db.mu.RUnlock()
 	events := make([]*record.Feedback, len(items))
 	var toEmbed []*headArtifact
+	var toEmbedAt []string // where each came from
 	for i, it := range items {
 		if ha := prepared[i]; ha != nil {
-			toEmbed = append(toEmbed, ha)
+			if ha.vecs == nil {
+				toEmbed, toEmbedAt = append(toEmbed, ha), append(toEmbedAt, it.where(i))
+			}
 			continue
 		}
 		if it.Feedback == nil {
-			return fmt.Errorf("engine: import: record %d is neither an artifact nor a feedback event", i)
+			return fmt.Errorf("engine: import: %s is neither an artifact nor a feedback event", it.where(i))
 		}
 		var err error
 		if events[i], err = db.importEvent(tenant, ws, it.Feedback, batch); err != nil {
-			return fmt.Errorf("engine: import: record %d: %w", i, err)
+			return fmt.Errorf("engine: import: %s: %w", it.where(i), err)
 		}
 	}
 	if !db.opts.EmbedInBackground {
-		db.embed(toEmbed)
+		if err := db.embedImported(toEmbed, toEmbedAt); err != nil {
+			return fmt.Errorf("engine: import: %w", err)
+		}
 	}
 	var entries []wal.Entry
 	for i := range items {
@@ -255,6 +283,36 @@ func (db *DB) Import(tenant, ws string, items []ImportItem) error {
 		if err := db.append(entries...); err != nil {
 			return fmt.Errorf("engine: import: %w", err)
 		}
+	}
+	return nil
+}
+
+// importEmbedTexts bounds the span texts of one embedder call of Import,
+// each under embedTimeout: a batch of 1,024 records of long texts takes
+// the built-in encoder over a minute on two loaded cores.
+const importEmbedTexts = 64
+
+// embedImported embeds the spans of prepared artifacts inline, a few at a
+// time, and refuses the import if any is left without vectors: an
+// imported artifact is never embedded later, so it would be missing from
+// semantic search for good. where names each artifact's record.
+func (db *DB) embedImported(prepared []*headArtifact, where []string) error {
+	if db.opts.Embedder == nil {
+		return nil
+	}
+	for len(prepared) > 0 {
+		n, texts := 0, 0
+		for n < len(prepared) && (n == 0 || texts+len(prepared[n].spans) <= importEmbedTexts) {
+			texts += len(prepared[n].spans)
+			n++
+		}
+		db.embed(prepared[:n])
+		for i, ha := range prepared[:n] {
+			if ha.vecs == nil && len(ha.spans) > 0 {
+				return fmt.Errorf("%s: artifact %s: the embedder %s gave no vectors (the warning logged says why)", where[i], ha.a.ID, db.opts.Embedder.Model())
+			}
+		}
+		prepared, where = prepared[n:], where[n:]
 	}
 	return nil
 }
@@ -324,7 +382,76 @@ func (db *DB) prepareImport(tenant, ws string, it *ImportItem, now time.Time) (*
 		}
 		ha.spans[i].ID = it.SpanIDs[i]
 	}
+	if it.Vectors != nil {
+		model, dim := db.embedModel()
+		if model == "" {
+			return nil, fmt.Errorf("artifact %s: the data directory has no embedder, so it takes no vectors", a.ID)
+		}
+		if ha.vecs, err = importedVectors(it.Vectors, len(ha.spans), model, dim); err != nil {
+			return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
+		}
+	}
 	return ha, nil
+}
+
+// importedVectors checks the vectors given for an artifact of n spans
+// against the embedder model of dimension dim (CheckVector), and quantizes
+// them as embed does the embedder's own output.
+func importedVectors(vecs [][]float32, n int, model string, dim int) (*record.SpanVectors, error) {
+	if len(vecs) != n {
+		return nil, fmt.Errorf("%d vectors given, the payload is cut into %d spans (vectors of other span texts: another chunker or tokenizer?)", len(vecs), n)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	sv := &record.SpanVectors{Model: model, Dim: dim, Data: make([]int8, n*dim), Scales: make([]float32, n)}
+	for i, v := range vecs {
+		if err := CheckVector(v, dim); err != nil {
+			return nil, fmt.Errorf("vector %d (embedder %s): %w", i, model, err)
+		}
+		sv.Scales[i] = vecindex.Quantize(v, sv.Data[i*dim:(i+1)*dim])
+	}
+	return sv, nil
+}
+
+// CheckVector is Import's rule for one given span vector: dim values,
+// every one finite, not all zero (no sentence encoder gives a zero vector;
+// an unfilled buffer does).
+func CheckVector(v []float32, dim int) error {
+	if len(v) != dim {
+		return fmt.Errorf("has %d dimensions, want %d", len(v), dim)
+	}
+	zero := true
+	for j, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("holds a non-finite value (%v) at index %d", x, j)
+		}
+		zero = zero && x == 0
+	}
+	if zero {
+		return errors.New("is all zeros")
+	}
+	return nil
+}
+
+// SpanTexts returns the texts of the spans ingest and Import cut artifact
+// a's payload into with counter (nil: text.O200kBase, the engine's
+// default), in order: what the embedder embeds, so that vectors computed
+// elsewhere from them (`loci embed`) are those Import accepts
+// (ImportItem.Vectors). It needs no data directory.
+func SpanTexts(a *artifact.Artifact, counter text.TokenCounter) ([]string, error) {
+	if counter == nil {
+		counter = text.O200kBase()
+	}
+	spans, err := cutSpans(counter, &IngestInput{Type: a.Type, ActorID: a.ActorID, Payload: a.Payload}, a)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(spans))
+	for i := range spans {
+		out[i] = spans[i].Text
+	}
+	return out, nil
 }
 
 // importEvent checks an exported feedback event against the workspace (and

@@ -515,26 +515,38 @@ func (db *DB) prepare(tenant string, in *IngestInput, now time.Time) (*headArtif
 		Metadata: CloneMetadata(in.Metadata),
 	}
 	a.ContentHash = artifact.ContentHash(a.Payload)
-	var spans []artifact.Span
-	if len(a.Payload) > 0 {
-		extracted := in.Text
-		if !in.Extracted {
-			var err error
-			if extracted, err = text.Extract(in.Type, in.ActorID, in.Payload); err != nil {
-				if !json.Valid(in.Payload) {
-					return nil, &InvalidError{"Payload", "is not valid JSON"}
-				}
-				return nil, &InvalidError{"Payload", err.Error()}
-			}
-		}
-		for i, c := range text.Chunks(extracted, db.opts.TokenCounter, SpanTargetTokens, SpanMaxTokens) {
-			spans = append(spans, artifact.Span{
-				ID: SpanID(a.ID, uint32(i)), ArtifactID: a.ID, Ordinal: uint32(i), Start: uint32(c.Start), End: uint32(c.End),
-				Tokens: uint32(c.Tokens), Timestamp: a.Timestamp, Text: c.Text,
-			})
-		}
+	spans, err := cutSpans(db.opts.TokenCounter, in, a)
+	if err != nil {
+		return nil, err
 	}
 	return &headArtifact{a: a, spans: spans, terms: spanTerms(spans), keys: spanTieKeys(spans)}, nil
+}
+
+// cutSpans extracts the text of artifact a's payload (in.Text when
+// in.Extracted) and chunks it into spans with counter: ingest's and
+// import's rule, and SpanTexts'.
+func cutSpans(counter text.TokenCounter, in *IngestInput, a *artifact.Artifact) ([]artifact.Span, error) {
+	if len(a.Payload) == 0 {
+		return nil, nil
+	}
+	extracted := in.Text
+	if !in.Extracted {
+		var err error
+		if extracted, err = text.Extract(in.Type, in.ActorID, in.Payload); err != nil {
+			if !json.Valid(in.Payload) {
+				return nil, &InvalidError{"Payload", "is not valid JSON"}
+			}
+			return nil, &InvalidError{"Payload", err.Error()}
+		}
+	}
+	var spans []artifact.Span
+	for i, c := range text.Chunks(extracted, counter, SpanTargetTokens, SpanMaxTokens) {
+		spans = append(spans, artifact.Span{
+			ID: SpanID(a.ID, uint32(i)), ArtifactID: a.ID, Ordinal: uint32(i), Start: uint32(c.Start), End: uint32(c.End),
+			Tokens: uint32(c.Tokens), Timestamp: a.Timestamp, Text: c.Text,
+		})
+	}
+	return spans, nil
 }
 
 // spanIDNamespace is the namespace of span ids (SpanID): a fixed random

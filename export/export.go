@@ -72,6 +72,7 @@ type line struct {
 	ContentHash    string            `json:"content_hash,omitempty"`
 	RawPayloadJSON *string           `json:"raw_payload_json,omitempty"`
 	SpanIDs        []string          `json:"span_ids,omitempty"`
+	Vectors        []string          `json:"vectors,omitempty"` // base64 float32 little-endian, one per span (vectors.go)
 
 	// feedback (artifact_id, actor_id and span_ids as above)
 	FeedbackID      string `json:"feedback_id,omitempty"`
@@ -172,6 +173,12 @@ const (
 
 // Reader reads an export line by line.
 type Reader struct {
+	// Vectors makes Import store the span vectors the artifact lines carry
+	// (`loci import --vectors`): every artifact line must carry one per
+	// span, and nothing is embedded. Without it, vectors in the file are
+	// not read, and the spans are embedded again.
+	Vectors bool
+
 	r    *bufio.Reader
 	line int // the number of the last line read
 }
@@ -220,7 +227,7 @@ func (r *Reader) Import(db *engine.DB, tenant, ws string) (arts, events int, err
 			return nil
 		}
 		if err := db.Import(tenant, ws, batch); err != nil {
-			return fmt.Errorf("before line %d: %w", r.line+1, err)
+			return err // it names the record's line
 		}
 		batch, batchBytes = batch[:0], 0
 		return nil
@@ -236,10 +243,11 @@ func (r *Reader) Import(db *engine.DB, tenant, ws string) (arts, events int, err
 			}
 			break
 		}
-		it, size, err := importItem(l)
+		it, size, err := importItem(l, r.Vectors)
 		if err != nil {
 			return arts, events, fmt.Errorf("line %d: %w", r.line, err)
 		}
+		it.Line = r.line
 		if it.Artifact != nil {
 			arts++
 		} else {
@@ -271,8 +279,9 @@ func (r *Reader) Trailing() error {
 	}
 }
 
-// importItem converts an artifact or feedback line; size is its payload's.
-func importItem(l *line) (engine.ImportItem, int, error) {
+// importItem converts an artifact or feedback line, with its vectors if
+// vectors is set; size is its payload's and vectors'.
+func importItem(l *line, vectors bool) (engine.ImportItem, int, error) {
 	ids := func(field string, ss []string) ([]uuid.UUID, error) {
 		out := make([]uuid.UUID, len(ss))
 		for i, s := range ss {
@@ -320,7 +329,19 @@ func importItem(l *line) (engine.ImportItem, int, error) {
 		if l.RawPayloadJSON != nil {
 			a.Payload = []byte(*l.RawPayloadJSON)
 		}
-		return engine.ImportItem{Artifact: a, SpanIDs: spans}, len(a.Payload), nil
+		it, size := engine.ImportItem{Artifact: a, SpanIDs: spans}, len(a.Payload)
+		if vectors {
+			// Present even when empty: an artifact line without vectors
+			// gives none, which its span count then refuses.
+			it.Vectors = make([][]float32, len(l.Vectors))
+			for i, s := range l.Vectors {
+				if it.Vectors[i], err = DecodeVector(s); err != nil {
+					return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: vectors[%d]: %w", l.ArtifactID, i, err)
+				}
+				size += 4 * len(it.Vectors[i])
+			}
+		}
+		return it, size, nil
 	case "feedback":
 		var e engine.ExportedFeedback
 		var err error

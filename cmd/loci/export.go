@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -127,13 +128,16 @@ func runImport(args []string) error {
 	tenant := fs.String("tenant", "", "tenant to import into (default: the export's)")
 	ws := fs.String("workspace", "", "workspace to import into (default: the export's); it must hold no data yet")
 	name := fs.String("embedder", "", "embedder to build vectors with (default: the export's; identical packs need the same)")
+	vectors := fs.Bool("vectors", false, "store the span vectors the file carries (written by loci embed with the directory's embedder) instead of embedding")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: loci import --data DIR --in FILE.jsonl [--tenant T --workspace W]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: loci import --data DIR --in FILE.jsonl [--tenant T --workspace W] [--vectors]\n\n"+
 			"Stores an export's artifacts and feedback events with their ids and timestamps, in their order,\n"+
 			"into a workspace that holds no data yet, and gives it the export's data version, so identical\n"+
 			"context-pack requests give identical packs and receipt ids (docs/format/export.md). It applies\n"+
 			"whole or not at all: a file refused anywhere, or an import killed before it commits, leaves the\n"+
-			"directory as it was.\n\nFlags:\n")
+			"directory as it was. With --vectors, every artifact line must carry its span vectors (loci embed)\n"+
+			"made by the embedder the directory records, which the header must name: they are checked and\n"+
+			"stored, and nothing is embedded.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if done, err := parseFlags(fs, args); done {
@@ -168,6 +172,13 @@ func runImport(args []string) error {
 	}
 	if *name == "" {
 		*name = embedderNameFor(h.Embedder)
+		if *vectors {
+			// Open with the directory's embedder, so that a file of
+			// another is refused by the check below, which names both.
+			if model, _, err := engine.RecordedEmbedder(*data); err == nil && model != "" {
+				*name = embedderNameFor(model)
+			}
+		}
 	}
 	if err := engine.CheckImportedVersion(h.DataVersion); err != nil {
 		return fmt.Errorf("import: %s line 1: %w; nothing was imported", *in, err)
@@ -182,6 +193,11 @@ func runImport(args []string) error {
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
+	if *vectors {
+		if err := checkVectorsHeader(*data, h); err != nil {
+			return fmt.Errorf("import: %s line 1: %w; nothing was imported", *in, err)
+		}
+	}
 	if v != 0 {
 		return fmt.Errorf("import: workspace %q of tenant %q in %s already holds data (data version %d); import into a new workspace (--workspace)", *ws, *tenant, *data, v)
 	}
@@ -193,6 +209,7 @@ func runImport(args []string) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer stage.Close()
+	r.Vectors = *vectors
 	arts, events, err := importLines(stage.Dir(), *name, *tenant, *ws, r)
 	if err == nil {
 		err = engine.SetImportedVersion(stage.Dir(), *tenant, *ws, h.DataVersion)
@@ -208,6 +225,96 @@ func runImport(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "imported %d artifacts and %d feedback events into %s/%s of %s (data version %d) in %s\n",
 		arts, events, *tenant, *ws, *data, h.DataVersion, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// checkVectorsHeader checks that the vectors of an export (header h) are
+// of the embedder data directory dir records, as its model and dimension
+// are spelled there.
+func checkVectorsHeader(dir string, h export.Header) error {
+	model, dim, err := engine.RecordedEmbedder(dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case model == "" || model == engine.EmbedderNone:
+		return fmt.Errorf("--vectors: the data directory records no embedder, so it takes no vectors")
+	case h.Embedder != model || h.EmbedderDim != dim:
+		return fmt.Errorf("--vectors: the file's vectors are of embedder %q, dimension %d; the data directory records %q, dimension %d (make them with loci embed --embedder %s)",
+			h.Embedder, h.EmbedderDim, model, dim, embedderNameFor(model))
+	}
+	return nil
+}
+
+// runEmbed adds span vectors to an export, for loci import --vectors.
+func runEmbed(args []string) error {
+	fs := flag.NewFlagSet("embed", flag.ContinueOnError)
+	in := fs.String("in", "", "JSON Lines file in the export format (required; - for standard input)")
+	out := fs.String("out", "", "JSON Lines file to create (required; - for standard output)")
+	name := fs.String("embedder", defaultEmbedderName(), "embedder: minilm | glove | openai, the one the target data directory records (env LOCI_EMBEDDER)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: loci embed --in FILE.jsonl --out FILE.jsonl [--embedder NAME]\n\n"+
+			"Copies an export (loci export, or artifact lines written in its format) with every artifact's span\n"+
+			"vectors, computed with the embedder on every core, its content_hash and span_ids filled in where\n"+
+			"absent, and the embedder named in the header; loci import --vectors then stores them without\n"+
+			"embedding. It needs no data directory: split a large file and run it on many machines, with the\n"+
+			"embedder the target directory records (docs/format/export.md).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if done, err := parseFlags(fs, args); done {
+		return err
+	}
+	if *in == "" || *out == "" {
+		fs.Usage()
+		return exitCode(2)
+	}
+	if *name == embedderNone {
+		return fmt.Errorf("embed: --embedder none computes no vectors")
+	}
+	var opts engine.Options
+	if err := embedderOptions(*name, &opts); err != nil {
+		return fmt.Errorf("embed: %w", err)
+	}
+	start := time.Now()
+	var r io.Reader = os.Stdin
+	if *in != "-" {
+		f, err := os.Open(*in)
+		if err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var w io.Writer = os.Stdout
+	var f *os.File
+	if *out != "-" {
+		var err error
+		if f, err = os.OpenFile(*out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err != nil {
+			return fmt.Errorf("embed: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	last := start
+	sum, err := export.Embed(context.Background(), export.NewReader(r), w, opts.Embedder, nil, func(s export.EmbedSummary) {
+		if time.Since(last) >= 10*time.Second {
+			last = time.Now()
+			fmt.Fprintf(os.Stderr, "embed: %d artifacts, %d spans, %.0f spans/s\n", s.Artifacts, s.Spans, float64(s.Spans)/time.Since(start).Seconds())
+		}
+	})
+	if err == nil && f != nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		if f != nil {
+			os.Remove(*out) // an incomplete file is no file
+		}
+		return fmt.Errorf("embed: %s: %w", *in, err)
+	}
+	el := time.Since(start)
+	fmt.Fprintf(os.Stderr, "embedded %d spans of %d artifacts (and copied %d feedback events) with %s to %s in %s: %.0f artifacts/s, %.0f spans/s\n",
+		sum.Spans, sum.Artifacts, sum.Feedback, opts.Embedder.Model(), *out, el.Round(time.Millisecond),
+		float64(sum.Artifacts)/el.Seconds(), float64(sum.Spans)/el.Seconds())
 	return nil
 }
 

@@ -7,6 +7,7 @@
 //	loci backup  --data DIR --out PATH        copy a running server's data, crash-consistent
 //	loci restore --from PATH --data DIR       bring a backup back
 //	loci export|import                        a workspace as JSON Lines
+//	loci embed   --in FILE --out FILE         add span vectors to an export, for import --vectors
 //	loci bench   ingest|restart|search|pack   measure the engine and the service
 //	loci eval    beir|locomo      measure retrieval and packing quality
 //	loci version
@@ -38,7 +39,8 @@ commands:
   backup   copy a running server's data directory, crash-consistently: loci backup --data DIR --out PATH
   restore  bring a backup back into an empty directory: loci restore --from PATH --data DIR
   export   write a workspace as JSON Lines (server stopped): loci export --data DIR --workspace W --out FILE.jsonl
-  import   read an export into a stopped data directory: loci import --data DIR --in FILE.jsonl
+  import   read an export into a stopped data directory: loci import --data DIR --in FILE.jsonl [--vectors]
+  embed    add span vectors to an export, anywhere, for import --vectors: loci embed --in FILE.jsonl --out FILE.jsonl
   version  print the version
 `
 
@@ -71,6 +73,8 @@ func main() {
 		err = runExport(args)
 	case "import":
 		err = runImport(args)
+	case "embed":
+		err = runEmbed(args)
 	case "version", "--version", "-v":
 		fmt.Println("loci", version)
 	case "help", "--help", "-h":
