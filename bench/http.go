@@ -259,6 +259,11 @@ type PackHTTPResult struct {
 	Receipts int `json:"receipts"`
 	// Embedder is the semantic channel's model ("none": lexical only).
 	Embedder string `json:"embedder"`
+	// BuildTextsServed and BuildTextsEmbedded: the span texts the build
+	// asked vectors for, and the distinct ones among them that the embedder
+	// computed (the others were copies, see buildMemo); 0 when reused.
+	BuildTextsServed   int `json:"build_texts_served,omitempty"`
+	BuildTextsEmbedded int `json:"build_texts_embedded,omitempty"`
 	// Reused is true when the workspace was an earlier run's (Dir).
 	Reused bool `json:"reused_workspace"`
 	// AccessLog is true when the server wrote an access log line per
@@ -297,7 +302,14 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		defer f.Close()
 		log = slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	s, err := startServerLogging(cfg.Dir, "loci-bench-pack-", cfg.Sync, &cfg.Embedding, log)
+	// The build embeds each distinct text once (buildMemo); the timed
+	// requests embed their queries with the embedder itself.
+	emb := cfg.Embedding
+	var memo *buildMemo
+	if emb.Embedder != nil {
+		emb.Embedder, memo = withBuildMemo(emb.Embedder)
+	}
+	s, err := startServerLogging(cfg.Dir, "loci-bench-pack-", cfg.Sync, &emb, log)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +345,9 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if memo != nil {
+		res.BuildTextsServed, res.BuildTextsEmbedded = memo.stop()
 	}
 	arts, spans = nil, nil
 	res.BuildSeconds = time.Since(start).Seconds()

@@ -31,7 +31,7 @@ const adjacencyCandidates = 32
 // (databas, credenti) ("i" is not in Lucene's stop set). Pairs of one term twice are left out, and a pair listed twice
 // counts once.
 type termPairs struct {
-	index map[string]int32 // query term -> ordinal
+	index map[uint64]int32 // wordKey of a query term -> ordinal
 	pairs map[[2]int32]int // pair of ordinals -> pair number
 	found []bool           // the query terms some text seen by count holds
 	hit   []bool           // scratch: the pairs the text at hand holds
@@ -40,14 +40,16 @@ type termPairs struct {
 // newTermPairs returns the pairs of query, or nil when it has none.
 func newTermPairs(query string) *termPairs {
 	seq := invindex.AnalyzeQuestion(query)
-	tp := &termPairs{index: map[string]int32{}, pairs: map[[2]int32]int{}}
-	for _, t := range seq {
-		if _, ok := tp.index[t]; !ok {
-			tp.index[t] = int32(len(tp.index))
+	tp := &termPairs{index: map[uint64]int32{}, pairs: map[[2]int32]int{}}
+	keys := make([]uint64, len(seq))
+	for i, t := range seq {
+		keys[i] = wordKey([]byte(t))
+		if _, ok := tp.index[keys[i]]; !ok {
+			tp.index[keys[i]] = int32(len(tp.index))
 		}
 	}
 	for i := 0; i+1 < len(seq); i++ {
-		p := [2]int32{tp.index[seq[i]], tp.index[seq[i+1]]}
+		p := [2]int32{tp.index[keys[i]], tp.index[keys[i+1]]}
 		if _, ok := tp.pairs[p]; !ok && p[0] != p[1] {
 			tp.pairs[p] = len(tp.pairs)
 		}
@@ -59,17 +61,18 @@ func newTermPairs(query string) *termPairs {
 	return tp
 }
 
-// count returns how many of the pairs text holds: both terms next to each
-// other, in the pair's order, after the same analysis. It also marks the
-// query terms text holds (see found).
-func (tp *termPairs) count(text string) int {
+// count returns how many of the pairs a text holds: both terms next to
+// each other, in the pair's order, after the same analysis; terms are the
+// wordKeys of its index terms in order (indexTerms). It also marks the
+// query terms the text holds (see found).
+func (tp *termPairs) count(terms []uint64) int {
 	clear(tp.hit)
 	prev, n := int32(-1), 0
-	invindex.EachTerm(text, func(term []byte) {
-		o, ok := tp.index[string(term)] // no allocation: a map index by a converted []byte
+	for _, t := range terms {
+		o, ok := tp.index[t]
 		if !ok {
 			prev = -1
-			return
+			continue
 		}
 		tp.found[o] = true
 		if prev >= 0 {
@@ -79,7 +82,7 @@ func (tp *termPairs) count(text string) int {
 			}
 		}
 		prev = o
-	})
+	}
 	return n
 }
 

@@ -3,8 +3,10 @@ package pack
 import "github.com/loci-memory/loci/text"
 
 // result assembles the Result of a filled pack; cs are all the candidates,
-// in relevance order.
-func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix, ws string, tokens int) *Result {
+// in relevance order; counts are the token counts of the context text, the
+// prefix and the working set.
+func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix, ws string, counts [3]int) *Result {
+	tokens := counts[0]
 	r := &Result{
 		ContextText:    contextText,
 		PrefixText:     prefix,
@@ -84,8 +86,8 @@ func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix,
 	}
 	r.TokenAccounting = TokenAccounting{
 		Budget:           f.budget,
-		PrefixTokens:     countOrZero(f.tok, prefix),
-		WorkingSetTokens: countOrZero(f.tok, ws),
+		PrefixTokens:     counts[1],
+		WorkingSetTokens: counts[2],
 		TotalUsed:        tokens,
 		Remaining:        f.budget - tokens,
 	}

@@ -36,6 +36,14 @@ const (
 // content or the actor_id (text.ChatSpeaker) at the start of the text, so
 // the span's "Caroline: ..." gives caroline in every client shape.
 func speakerTerms(c *cand) []uint64 {
+	if !c.spkRead {
+		c.spk, c.spkRead = readSpeakerTerms(c), true
+	}
+	return c.spk
+}
+
+// readSpeakerTerms is speakerTerms read from the span.
+func readSpeakerTerms(c *cand) []uint64 {
 	if c.SourceType != "chat_turn" || c.Start != 0 {
 		return nil
 	}

@@ -132,7 +132,7 @@ func BenchmarkAdjacency(b *testing.B) {
 	for b.Loop() {
 		tp := newTermPairs("refund window policy for enterprise customers")
 		for i := range cs {
-			tp.count(cs[i].Text)
+			tp.count(indexTerms(cs[i].Text))
 		}
 		tp.reachable()
 	}

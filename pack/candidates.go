@@ -20,9 +20,11 @@ type cand struct {
 	rel    float64 // fused relevance in [0,1], rounded (see round6)
 
 	// Filled in when the candidate gets that far.
-	rendered string // evidenceHead and Text with line breaks replaced, see renderedLine
-	feat     *features
-	hash     string // artifact.SpanHash(Text), see contentHash
+	rendered string    // evidenceHead and Text with line breaks replaced, see renderedLine
+	feat     *features // see cand.features
+	spk      []uint64  // see speakerTerms
+	spkRead  bool      // spk is set
+	hash     string    // artifact.SpanHash(Text), see contentHash
 
 	// The decision.
 	included       bool

@@ -2,6 +2,7 @@ package pack
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -159,5 +160,34 @@ func TestOneSentenceFactAnswers(t *testing.T) {
 			t.Errorf("%q (%d tokens) for %q: abstain %v %q, confidence %v, %d citations",
 				tc.fact, c.Tokens, tc.query, r.Abstain, r.AbstainReason, r.Confidence, len(r.Citations))
 		}
+	}
+}
+
+// TestQueryCoverageOfTheBest: query coverage reads the CoverageTop most
+// relevant included spans, so a weak match that a larger budget lets in
+// does not raise confidence, however many of the query's terms it holds;
+// the same span among the best does.
+func TestQueryCoverageOfTheBest(t *testing.T) {
+	query := "harbour crane inspection schedule"
+	var cs []Candidate
+	for i := range CoverageTop {
+		cs = append(cs, cnd(i+1, i+1, "The harbour is busy today. "+wordsText(100*i, 30), 10))
+	}
+	weak := cnd(CoverageTop+1, CoverageTop+1, "Harbour crane inspection schedule: Mondays. "+wordsText(900, 30), 1)
+	strong := weak
+	strong.Lexical = 20
+	conf := func(cs ...Candidate) *Result { return Pack(req(query, 100000), nil, cs, est) }
+	base := conf(cs...)
+	withWeak := conf(append(slices.Clone(cs), weak)...)
+	withStrong := conf(append(slices.Clone(cs), strong)...)
+	if len(withWeak.Citations) != CoverageTop+1 {
+		t.Fatalf("the weak match is not included: %d citations", len(withWeak.Citations))
+	}
+	// base and withWeak differ only in depth and diversity, not in Q.
+	if withWeak.Confidence > 1.5*base.Confidence {
+		t.Errorf("a weak match that holds every query term raised confidence from %v to %v", base.Confidence, withWeak.Confidence)
+	}
+	if withStrong.Confidence < 3*base.Confidence {
+		t.Errorf("the same span as the best match: confidence %v, not well above %v", withStrong.Confidence, base.Confidence)
 	}
 }

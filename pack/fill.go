@@ -30,8 +30,10 @@ type filler struct {
 
 	// lines, when set, memoizes evidence lines' counts without their tag;
 	// tagCost[n] is the count of citeTag(n) (0: not counted yet).
-	lines   *LineCounts
-	tagCost []int
+	lines *LineCounts
+	// analyses, when set, memoizes spans' features across packs.
+	analyses *Analyses
+	tagCost  []int
 }
 
 // newFiller returns a filler for a budget; tokens is the sum of the
@@ -111,9 +113,7 @@ func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 	if f.used+cost > f.budget {
 		return false, cost
 	}
-	if c.feat == nil {
-		c.feat = featuresOf(c.Text)
-	}
+	c.features(f.analyses)
 	var found []Conflict
 	for _, s := range f.included {
 		if len(found) == MaxConflictsPerSpan {
@@ -294,7 +294,7 @@ func (h *coverageHeap) Pop() any {
 // add up to the whole), it takes out the last included span (of the
 // working set while there is one), with its conflicts, and excludes it for
 // BUDGET.
-func (f *filler) final() (text, prefix, ws string, tokens int) {
+func (f *filler) final() (text, prefix, ws string, tokens, prefixTokens, wsTokens int) {
 	slices.SortFunc(f.conflicts, func(a, b Conflict) int {
 		if a.CiteA != b.CiteA {
 			return a.CiteA - b.CiteA
@@ -305,14 +305,29 @@ func (f *filler) final() (text, prefix, ws string, tokens int) {
 		// The counter splits after every line as well (its lines end in
 		// "\n" and begin with "=", "[" or "C", see TestContextTextSplits),
 		// so the lines' counts add up to the text's.
+		// The sections' counts are their header's and lines' too.
 		text, prefix, ws = layout(f.pinned(), f.working(), f.conflicts)
-		return text, prefix, ws, f.used
+		for i, c := range f.included {
+			n := f.lineCost(i+1, c)
+			if i < f.npinned {
+				prefixTokens += n
+			} else {
+				wsTokens += n
+			}
+		}
+		if f.npinned > 0 {
+			prefixTokens += f.costPinned
+		}
+		if len(f.included) > f.npinned {
+			wsTokens += f.costEvidence
+		}
+		return text, prefix, ws, f.used, prefixTokens, wsTokens
 	}
 	for {
 		text, prefix, ws = layout(f.pinned(), f.working(), f.conflicts)
 		tokens = f.tok.Count(text)
 		if tokens <= f.budget || len(f.included) == 0 {
-			return text, prefix, ws, tokens
+			return text, prefix, ws, tokens, countOrZero(f.tok, prefix), countOrZero(f.tok, ws)
 		}
 		n := len(f.included) - 1
 		c := f.included[n]

@@ -35,7 +35,7 @@ func TestChannelNormalisation(t *testing.T) {
 				in = append(in, c)
 			}
 			cs := gather(nil, in, "")
-			score(cs, DefaultWeights().effective(true), in[0].Timestamp, 720, nil, nil, nil)
+			score(cs, DefaultWeights().effective(true), in[0].Timestamp, 720, nil, nil, nil, nil)
 			for i, c := range cs {
 				if c.lex != tt.wantLex[i] || c.sem != tt.wantSem[i] {
 					t.Errorf("span %d: lexical %v semantic %v, want %v %v", i+1, c.lex, c.sem, tt.wantLex[i], tt.wantSem[i])
@@ -78,7 +78,7 @@ func TestSpeakerPrior(t *testing.T) {
 	} {
 		t.Run(tt.query, func(t *testing.T) {
 			cs := gather(nil, in, "")
-			score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(tt.query), newTermPairs(tt.query))
+			score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(tt.query), newTermPairs(tt.query), nil)
 			for i, c := range cs {
 				if c.rel != tt.want[i] {
 					t.Errorf("span %d: relevance %v, want %v", i+1, c.rel, tt.want[i])
@@ -112,7 +112,7 @@ func TestAdjacency(t *testing.T) {
 		{"rotate rotate database", "rotate database rotate database", 1},         // (rotat, rotat) is no pair
 		{"database credentials database credentials", "database credentials", 1}, // (databas, credenti) once; (credenti, databas)
 	} {
-		if got := newTermPairs(tt.query).count(tt.text); got != tt.want {
+		if got := newTermPairs(tt.query).count(indexTerms(tt.text)); got != tt.want {
 			t.Errorf("%q in %q: %d pairs, want %d", tt.query, tt.text, got, tt.want)
 		}
 	}
@@ -122,11 +122,11 @@ func TestAdjacency(t *testing.T) {
 		}
 	}
 	tp := newTermPairs(q)
-	tp.count("The billing database credentials are kept in Vault.")
+	tp.count(indexTerms("The billing database credentials are kept in Vault."))
 	if n := tp.reachable(); n != 1 {
 		t.Errorf("reachable pairs after one text: %d, want 1", n)
 	}
-	tp.count("We rotate the Kafka credentials every 30 days.")
+	tp.count(indexTerms("We rotate the Kafka credentials every 30 days."))
 	if n := tp.reachable(); n != 2 {
 		t.Errorf("reachable pairs after two texts: %d, want 2 (no text holds i)", n)
 	}
@@ -147,7 +147,7 @@ func TestAdjacencyBonus(t *testing.T) {
 	in[3].Semantic, in[3].InSemantic = 0.5, true
 	cs := gather(nil, in, "")
 	const q = "rotate the database credentials" // pairs (rotat, databas), (databas, credenti)
-	score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(q), newTermPairs(q))
+	score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(q), newTermPairs(q), nil)
 	want := []float64{1, round6(0.44 * 1.5 / (0.425 * 2)), round6(0.43 / (0.425 * 2)), 0}
 	for i, c := range cs {
 		if round6(c.lex) != want[i] {

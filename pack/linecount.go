@@ -1,10 +1,6 @@
 package pack
 
 import (
-	"hash/crc32"
-	"math"
-	"sync"
-
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/text"
 )
@@ -31,35 +27,13 @@ import (
 // entries (a full shard is cleared); the zero value is not usable, see
 // NewLineCounts.
 type LineCounts struct {
-	perShard int
-	shards   [lineShards]lineShard
-}
-
-const lineShards = 16
-
-type lineShard struct {
-	mu sync.Mutex
-	m  map[uuid.UUID]lineCount
-}
-
-// lineCount is a memo entry. size and crc (the rendered line's length and
-// CRC-32C) are checked on every hit, so that a span id reused for another
-// text, time or speaker (it must not be, but ids come from callers) costs a
-// recount rather than a wrong count.
-type lineCount struct {
-	size   int32
-	crc    uint32
-	tokens int32
+	m *spanMemo[int]
 }
 
 // NewLineCounts returns a memo holding about capacity spans' counts (at
-// least lineShards).
+// least memoShards).
 func NewLineCounts(capacity int) *LineCounts {
-	l := &LineCounts{perShard: max(capacity/lineShards, 1)}
-	for i := range l.shards {
-		l.shards[i].m = make(map[uuid.UUID]lineCount)
-	}
-	return l
+	return &LineCounts{m: newSpanMemo[int](capacity)}
 }
 
 // splitsAfterTag reports whether tok's count of an evidence line is always
@@ -72,41 +46,12 @@ func splitsAfterTag(tok text.TokenCounter) bool {
 	return false
 }
 
-// castagnoli is the CRC-32C table (hardware-assisted on amd64 and arm64).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // body returns Count(" " + rendered + "\n") for span id, from the memo or
-// counted and remembered.
+// counted and remembered. The memo checks the rendered line (head and
+// text), so a span seen with another date or speaker is recounted.
 func (l *LineCounts) body(id uuid.UUID, rendered string, tok text.TokenCounter) int {
-	crc := crc32.Checksum([]byte(rendered), castagnoli)
-	s := &l.shards[id[0]%lineShards]
-	s.mu.Lock()
-	e, ok := s.m[id]
-	s.mu.Unlock()
-	if ok && int(e.size) == len(rendered) && e.crc == crc {
-		return int(e.tokens)
-	}
-	n := tok.Count(" " + rendered + "\n")
-	if len(rendered) > math.MaxInt32 || n > math.MaxInt32 {
-		return n
-	}
-	s.mu.Lock()
-	if len(s.m) >= l.perShard {
-		clear(s.m)
-	}
-	s.m[id] = lineCount{size: int32(len(rendered)), crc: crc, tokens: int32(n)}
-	s.mu.Unlock()
-	return n
+	return l.m.get(id, rendered, 1, func() int { return tok.Count(" " + rendered + "\n") })
 }
 
 // Len returns how many counts the memo holds.
-func (l *LineCounts) Len() int {
-	n := 0
-	for i := range l.shards {
-		s := &l.shards[i]
-		s.mu.Lock()
-		n += len(s.m)
-		s.mu.Unlock()
-	}
-	return n
-}
+func (l *LineCounts) Len() int { return l.m.len() }

@@ -105,16 +105,20 @@ func TestEvidenceLineSplits(t *testing.T) {
 	}
 }
 
-// TestPackLineCounts: packs with a shared memo (large, and so small that
-// it is cleared all the time) are byte-identical to packs without one, for
-// every counter, whatever the memo already holds. A memo serves one
-// counter, as a server keeps one per counter.
-func TestPackLineCounts(t *testing.T) {
+// TestPackMemos: packs with shared memos of line counts and span analyses
+// (large, and so small that they are cleared all the time) are
+// byte-identical to packs without them, for every counter, whatever the
+// memos already hold. A line count memo serves one counter, as a server
+// keeps one per counter.
+func TestPackMemos(t *testing.T) {
 	counters := []text.TokenCounter{est, text.O200kBase(), superAdditive{}}
 	memos := make([][]*LineCounts, len(counters))
 	for i := range memos {
 		memos[i] = []*LineCounts{NewLineCounts(1 << 16), NewLineCounts(1)}
 	}
+	// The span analyses' memo rides along: a large one and one that is
+	// cleared at every second entry.
+	analyses := []*Analyses{NewAnalyses(1 << 16), NewAnalyses(1)}
 	params := gopter.DefaultTestParameters()
 	params.MinSuccessfulTests = 300
 	props := gopter.NewProperties(params)
@@ -128,9 +132,9 @@ func TestPackLineCounts(t *testing.T) {
 			}
 			for i, m := range memos[ci] {
 				for pass := range 2 { // the second pass hits the memo
-					s.req.Lines = m
+					s.req.Lines, s.req.Analyses = m, analyses[i]
 					got, _ := json.Marshal(s.pack())
-					s.req.Lines = nil
+					s.req.Lines, s.req.Analyses = nil, nil
 					if !bytes.Equal(got, want) {
 						return fmt.Sprintf("%T memo %d pass %d differs:\n%s\n%s", tok, i, pass, got, want)
 					}
@@ -144,6 +148,9 @@ func TestPackLineCounts(t *testing.T) {
 		if memos[ci][0].Len() == 0 {
 			t.Fatalf("%T: the memo was never used", counters[ci])
 		}
+	}
+	if analyses[0].Len() == 0 {
+		t.Fatal("the analyses' memo was never used")
 	}
 	if n := memos[2][0].Len(); n != 0 {
 		t.Fatalf("superAdditive does not split after the tag, yet its memo holds %d counts", n)

@@ -75,7 +75,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	budget := max(req.MaxTokens, 0)
 
 	cs := gather(pinned, candidates, req.SessionID)
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query))
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
 
 	tokens := 0
@@ -86,6 +86,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	if req.Lines != nil && splitsAfterTag(tok) {
 		f.lines = req.Lines
 	}
+	f.analyses = req.Analyses
 	var pins, rest []*cand
 	for _, c := range cs {
 		if d := policyDenial(&c.Candidate, req.ActorID, req.Policy); d != "" {
@@ -111,8 +112,8 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 		f.fillRelevance(rest)
 	}
 	f.supersede()
-	contextText, prefix, ws, tokens := f.final()
-	return f.result(req, w, cs, contextText, prefix, ws, tokens)
+	contextText, prefix, ws, tokens, prefixTokens, wsTokens := f.final()
+	return f.result(req, w, cs, contextText, prefix, ws, [3]int{tokens, prefixTokens, wsTokens})
 }
 
 // floor excludes the candidates of cs below the relevance floor (share

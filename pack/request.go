@@ -203,4 +203,8 @@ type Request struct {
 	// Lines, when set, memoizes evidence line counts across packs (see
 	// LineCounts); it changes how fast a pack is, never what it is.
 	Lines *LineCounts
+	// Analyses, when set, memoizes what the packer reads from span texts
+	// across packs (see Analyses); like Lines, it changes how fast a pack
+	// is, never what it is.
+	Analyses *Analyses
 }

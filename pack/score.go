@@ -36,7 +36,7 @@ const microsPerHour = 3600e6
 // a candidate holds; rank fusion threw both away (on LoCoMo dev with the
 // encoder, evidence recall at 2,048 tokens 0.766 by rank, 0.784 by
 // max-normalised score; docs/pack.md).
-func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, windows []Window, query []uint64, pairs *termPairs) {
+func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, windows []Window, query []uint64, pairs *termPairs, memo *Analyses) {
 	normalise := func(in func(*cand) bool, val func(*cand) float64, set func(*cand, float64)) {
 		top := 0.0
 		for _, c := range cs {
@@ -73,7 +73,7 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, windows []W
 		lex = lex[:min(len(lex), adjacencyCandidates)]
 		held := make([]int, len(lex))
 		for i, c := range lex {
-			held[i] = pairs.count(c.Text)
+			held[i] = pairs.count(c.indexTerms(memo))
 		}
 		if n := pairs.reachable(); n > 0 {
 			for i, c := range lex {

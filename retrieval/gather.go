@@ -233,7 +233,7 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		pinned[i].Marks = packMarks(v.Marks(pinned[i].SpanID))
 	}
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
-		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines,
+		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines, Analyses: p.analyses,
 		Windows: windows}
 	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
 		empty: v.Spans() == 0}, nil

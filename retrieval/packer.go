@@ -121,20 +121,27 @@ type PackResponse struct {
 type Packer struct {
 	db *engine.DB // the engine of ContextPack, and options shared by every engine: embedder, tokens, BM25, clock
 	// tag, when set, rewrites a receipt's derived id (TagReceipts).
-	tag   func(id uuid.UUID, tenant, ws string) uuid.UUID
-	slots chan struct{}    // admission of concurrent packs
-	count packCounters     // see PackCounts
-	lines *pack.LineCounts // evidence line counts, shared by every pack
-	rr    Reranker         // nil: no relevance model
+	tag      func(id uuid.UUID, tenant, ws string) uuid.UUID
+	slots    chan struct{}    // admission of concurrent packs
+	count    packCounters     // see PackCounts
+	lines    *pack.LineCounts // evidence line counts, shared by every pack
+	analyses *pack.Analyses   // span texts' analyses, shared by every pack
+	rr       Reranker         // nil: no relevance model
 }
 
 // lineMemo is how many spans' evidence line counts a Packer remembers
 // (about 50 bytes each): every span of a 100k-span workspace and then some.
 const lineMemo = 1 << 18
 
+// analysisMemo is how many bytes of span text a Packer keeps the analyses
+// of (pack.NewAnalyses: about 10 times as many bytes of memory): the spans
+// of the packs of the moment, about 8,000 chat turns, in about 20 MB.
+const analysisMemo = 2 << 20
+
 // New returns the Packer of db.
 func New(db *engine.DB) *Packer {
-	return &Packer{db: db, slots: make(chan struct{}, 4*runtime.GOMAXPROCS(0)), lines: pack.NewLineCounts(lineMemo)}
+	return &Packer{db: db, slots: make(chan struct{}, 4*runtime.GOMAXPROCS(0)), lines: pack.NewLineCounts(lineMemo),
+		analyses: pack.NewAnalyses(analysisMemo)}
 }
 
 // TagReceipts makes receipt ids pass through tag after their derivation
