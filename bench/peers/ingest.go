@@ -36,31 +36,40 @@ func ingest(cfg config, p *peer) ([]row, error) {
 		}
 	}()
 	type peerIngest struct {
-		Artifacts int
-		Seconds   float64
+		Artifacts         int
+		Seconds           float64
+		Fsync             string
+		SynchronousCommit string `json:"synchronous_commit"`
+		JournalMode       string `json:"journal_mode"`
+		Synchronous       int
+		SQLite            string
+	}
+	var pgSet, liteSet peerIngest // the settings each peer reported
+	loci := func(emb bench.Embedding) func() (float64, error) {
+		return func() (float64, error) {
+			r, err := bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: cfg.ingestN, Batch: cfg.ingestBatch, Writers: cfg.lociWriters,
+				Seed: cfg.seed, Sync: wal.SyncAlways, Embedding: emb})
+			if err != nil {
+				return 0, err
+			}
+			return r.ArtifactsPerS, nil
+		}
 	}
 	systems := []struct {
 		name string
 		run  func() (float64, error)
 	}{
-		{"Loci", func() (float64, error) {
-			r, err := bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: cfg.ingestN, Batch: cfg.ingestBatch, Writers: cfg.lociWriters,
-				Seed: cfg.seed, Sync: wal.SyncAlways, Embedding: bench.Embedding{Embedder: mini}})
-			if err != nil {
-				return 0, err
-			}
-			return r.ArtifactsPerS, nil
-		}},
+		{"Loci, encoder on", loci(bench.Embedding{Embedder: mini})},
 		{"PostgreSQL", func() (float64, error) {
-			var r peerIngest
-			err := p.call(map[string]any{"op": "pg_ingest", "dsn": cfg.dsn, "file": file, "writers": cfg.pgWriters}, &r)
-			return float64(r.Artifacts) / r.Seconds, err
+			err := p.call(map[string]any{"op": "pg_ingest", "dsn": cfg.dsn, "file": file, "writers": cfg.pgWriters}, &pgSet)
+			return float64(pgSet.Artifacts) / pgSet.Seconds, err
 		}},
 		{"SQLite", func() (float64, error) {
-			var r peerIngest
-			err := p.call(map[string]any{"op": "sqlite_ingest", "path": sqlitePath, "file": file}, &r)
-			return float64(r.Artifacts) / r.Seconds, err
+			err := p.call(map[string]any{"op": "sqlite_ingest", "path": sqlitePath, "file": file}, &liteSet)
+			return float64(liteSet.Artifacts) / liteSet.Seconds, err
 		}},
+		// For the record, not the target: where the time goes.
+		{"Loci, encoder off", loci(bench.Embedding{})},
 	}
 	rates := make([][]float64, len(systems))
 	for round := range cfg.rounds {
@@ -78,14 +87,14 @@ func ingest(cfg config, p *peer) ([]row, error) {
 	what := fmt.Sprintf("durable ingest, %d artifacts in batches of %d, %d rounds interleaved", cfg.ingestN, cfg.ingestBatch, cfg.rounds)
 	notes := []string{
 		fmt.Sprintf("POST /v2/ingest from %d keep-alive clients, WAL fsync always, minilm embedding in the background (acknowledgements do not wait for it), lexical index synchronous", cfg.lociWriters),
-		fmt.Sprintf("one INSERT transaction per batch from %d connections (psycopg executemany), fsync on, synchronous_commit on; table with a bigserial key and jsonb payload, no other index", cfg.pgWriters),
-		"one INSERT transaction per batch, one connection (Python sqlite3), journal_mode WAL, synchronous FULL; no index",
+		fmt.Sprintf("one INSERT transaction per batch from %d connections (psycopg executemany), fsync %s, synchronous_commit %s; table with a bigserial key and jsonb payload, no other index",
+			cfg.pgWriters, pgSet.Fsync, pgSet.SynchronousCommit),
+		fmt.Sprintf("SQLite %s: one INSERT transaction per batch, one connection (Python sqlite3), journal_mode %s, synchronous %d (FULL); no index",
+			liteSet.SQLite, liteSet.JournalMode, liteSet.Synchronous),
+		"as the first row with the server's embedder off (lexically indexed ingest only)",
 	}
 	var rows []row
-	best := 0.0
-	for i := 1; i < len(systems); i++ {
-		best = max(best, maxOf(rates[i]))
-	}
+	best := max(maxOf(rates[1]), maxOf(rates[2]))
 	for i, s := range systems {
 		fig := fmt.Sprintf("%s artifacts/s (best %.0f)", fmtRates(rates[i]), maxOf(rates[i]))
 		note := notes[i]
