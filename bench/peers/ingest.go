@@ -110,31 +110,23 @@ func ingest(cfg config, p *peer) ([]row, error) {
 // (bench.IngestHTTP: bench.Corpus(seed), workspace ws-<request % 8>), one
 // batch a line, for the peers.
 func writeBatches(path string, seed uint64, n, batch int) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	enc := json.NewEncoder(w)
 	corpus := bench.NewCorpus(seed)
-	for done, req := 0, 0; done < n; done, req = done+batch, req+1 {
-		ws := fmt.Sprintf("ws-%d", req%8)
-		items := make([]map[string]any, min(batch, n-done))
-		for i := range items {
-			in := corpus.Next(ws)
-			items[i] = map[string]any{"artifact_type": in.Type, "raw_payload": json.RawMessage(in.Payload),
-				"timestamp": in.Timestamp.UTC().Format(time.RFC3339Nano), "session_id": in.SessionID}
+	return writeFile(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		for done, req := 0, 0; done < n; done, req = done+batch, req+1 {
+			ws := fmt.Sprintf("ws-%d", req%8)
+			items := make([]map[string]any, min(batch, n-done))
+			for i := range items {
+				in := corpus.Next(ws)
+				items[i] = map[string]any{"artifact_type": in.Type, "raw_payload": json.RawMessage(in.Payload),
+					"timestamp": in.Timestamp.UTC().Format(time.RFC3339Nano), "session_id": in.SessionID}
+			}
+			if err := enc.Encode(map[string]any{"workspace": ws, "artifacts": items}); err != nil {
+				return err
+			}
 		}
-		if err := enc.Encode(map[string]any{"workspace": ws, "artifacts": items}); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		return nil
+	})
 }
 
 func maxOf(xs []float64) float64 {

@@ -106,22 +106,17 @@ func lexical(cfg config, p *peer, spans int) ([]row, error) {
 	var lociLat, tanLat, tanParse dist
 	overlap, overlap10, counted := 0.0, 0.0, 0
 	for i, q := range queries {
-		// Alternate who goes first, so neither always finds the caches warm.
 		var hits []engine.SearchHit
 		var d time.Duration
 		var tr tantivyReply
 		withIDs := i%10 == 0 // result sets compared on every 10th query
-		if i%2 == 0 {
+		err := interleaved(i, func() (err error) {
 			hits, d, err = loci(q)
-			if err == nil {
-				tr, err = tantivy(q, withIDs)
-			}
-		} else {
+			return err
+		}, func() (err error) {
 			tr, err = tantivy(q, withIDs)
-			if err == nil {
-				hits, d, err = loci(q)
-			}
-		}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -147,34 +142,31 @@ func lexical(cfg config, p *peer, spans int) ([]row, error) {
 // writeSpans writes the spans of arts as JSON lines {"id", "text"} and
 // returns the integer id of each span, and a hash of each id's text.
 func writeSpans(db *engine.DB, arts []uuid.UUID, path string) (map[uuid.UUID]int, []uint64, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	w := bufio.NewWriterSize(f, 1<<20)
-	enc := json.NewEncoder(w)
 	ids := make(map[uuid.UUID]int, len(arts))
 	var keys []uint64
-	for _, a := range arts {
-		spans, err := db.ArtifactSpans("bench", a)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, sp := range spans {
-			if _, dup := ids[sp.ID]; dup {
-				continue
+	err := writeFile(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, a := range arts {
+			spans, err := db.ArtifactSpans("bench", a)
+			if err != nil {
+				return err
 			}
-			ids[sp.ID] = len(ids)
-			h := fnv.New64a()
-			h.Write([]byte(sp.Text))
-			keys = append(keys, h.Sum64())
-			if err := enc.Encode(map[string]any{"id": ids[sp.ID], "text": sp.Text}); err != nil {
-				return nil, nil, err
+			for _, sp := range spans {
+				if _, dup := ids[sp.ID]; dup {
+					continue
+				}
+				ids[sp.ID] = len(ids)
+				h := fnv.New64a()
+				h.Write([]byte(sp.Text))
+				keys = append(keys, h.Sum64())
+				if err := enc.Encode(map[string]any{"id": ids[sp.ID], "text": sp.Text}); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	return ids, keys, w.Flush()
+		return nil
+	})
+	return ids, keys, err
 }
 
 // overlapOf is the share of Loci's top 100 (and top 10) that the peer's

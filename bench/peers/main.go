@@ -19,6 +19,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -175,6 +176,33 @@ func (d dist) q(f float64) float64 {
 
 func (d dist) String() string {
 	return fmt.Sprintf("p50 %.3f ms, p99 %.3f ms", d.q(0.5), d.q(0.99))
+}
+
+// interleaved runs a then b for an even i, b then a for an odd one, so that
+// neither side always finds the caches warm or the machine's load just
+// changed.
+func interleaved(i int, a, b func() error) error {
+	if i%2 == 1 {
+		a, b = b, a
+	}
+	if err := a(); err != nil {
+		return err
+	}
+	return b()
+}
+
+// writeFile writes path through a buffered writer that fill fills.
+func writeFile(path string, fill func(w *bufio.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := errors.Join(fill(w), w.Flush()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func ints(s string) ([]int, error) {

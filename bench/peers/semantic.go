@@ -178,17 +178,13 @@ func semantic(cfg config, p *peer) ([]row, error) {
 	for i := range qvecs {
 		var d time.Duration
 		var r pgReply
-		if i%2 == 0 {
+		err := interleaved(i, func() (err error) {
 			_, d, err = loci(i)
-			if err == nil {
-				r, err = pg(i, chosen)
-			}
-		} else {
+			return err
+		}, func() (err error) {
 			r, err = pg(i, chosen)
-			if err == nil {
-				_, d, err = loci(i)
-			}
-		}
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -255,22 +251,14 @@ func dot(a, b []float32) float32 {
 }
 
 func writeF32(path string, vecs [][]float32) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	for _, v := range vecs {
-		if err := binary.Write(w, binary.LittleEndian, v); err != nil {
-			f.Close()
-			return err
+	return writeFile(path, func(w *bufio.Writer) error {
+		for _, v := range vecs {
+			if err := binary.Write(w, binary.LittleEndian, v); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+		return nil
+	})
 }
 
 // tableEmbedder gives a text that ends in "vector <i>" the vector vecs[i].
