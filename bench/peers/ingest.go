@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loci-memory/loci/bench"
+	"github.com/loci-memory/loci/embed/minilm"
+	"github.com/loci-memory/loci/wal"
+)
+
+// ingest compares durable ingest: `loci bench ingest --http --embedder
+// minilm` (POST /v2/ingest on loopback, each response durable, the encoder
+// embedding in the background) against PostgreSQL and SQLite storing the
+// same artifacts (bench.Corpus with the same seed, in the same batches and
+// workspaces), rounds times each, interleaved.
+func ingest(cfg config, p *peer) ([]row, error) {
+	mini, err := minilm.Default()
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(cfg.tmp, "peers-ingest.jsonl")
+	if err := writeBatches(file, cfg.seed, cfg.ingestN, cfg.ingestBatch); err != nil {
+		return nil, err
+	}
+	defer os.Remove(file)
+	sqlitePath := filepath.Join(cfg.tmp, "peers-ingest.sqlite")
+	defer func() {
+		for _, s := range []string{"", "-wal", "-shm"} {
+			os.Remove(sqlitePath + s)
+		}
+	}()
+	type peerIngest struct {
+		Artifacts         int
+		Seconds           float64
+		Fsync             string
+		SynchronousCommit string `json:"synchronous_commit"`
+		JournalMode       string `json:"journal_mode"`
+		Synchronous       int
+		SQLite            string
+	}
+	var pgSet, liteSet peerIngest // the settings each peer reported
+	loci := func(emb bench.Embedding) func() (float64, error) {
+		return func() (float64, error) {
+			r, err := bench.IngestHTTP(bench.IngestHTTPConfig{Artifacts: cfg.ingestN, Batch: cfg.ingestBatch, Writers: cfg.lociWriters,
+				Seed: cfg.seed, Sync: wal.SyncAlways, Embedding: emb})
+			if err != nil {
+				return 0, err
+			}
+			return r.ArtifactsPerS, nil
+		}
+	}
+	systems := []struct {
+		name string
+		run  func() (float64, error)
+	}{
+		{"Loci, encoder on", loci(bench.Embedding{Embedder: mini})},
+		{"PostgreSQL", func() (float64, error) {
+			err := p.call(map[string]any{"op": "pg_ingest", "dsn": cfg.dsn, "file": file, "writers": cfg.pgWriters}, &pgSet)
+			return float64(pgSet.Artifacts) / pgSet.Seconds, err
+		}},
+		{"SQLite", func() (float64, error) {
+			err := p.call(map[string]any{"op": "sqlite_ingest", "path": sqlitePath, "file": file}, &liteSet)
+			return float64(liteSet.Artifacts) / liteSet.Seconds, err
+		}},
+		// For the record, not the target: where the time goes.
+		{"Loci, encoder off", loci(bench.Embedding{})},
+	}
+	rates := make([][]float64, len(systems))
+	for round := range cfg.rounds {
+		for k := range systems {
+			i := (k + round) % len(systems) // a different one goes first each round
+			logf("ingest round %d: %s, %d artifacts (load %s)", round+1, systems[i].name, cfg.ingestN, loadAvg())
+			r, err := systems[i].run()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", systems[i].name, err)
+			}
+			logf("ingest round %d: %s %.0f artifacts/s", round+1, systems[i].name, r)
+			rates[i] = append(rates[i], r)
+		}
+	}
+	what := fmt.Sprintf("durable ingest, %d artifacts in batches of %d, %d rounds interleaved", cfg.ingestN, cfg.ingestBatch, cfg.rounds)
+	notes := []string{
+		fmt.Sprintf("POST /v2/ingest from %d keep-alive clients, WAL fsync always, minilm embedding in the background (acknowledgements do not wait for it), lexical index synchronous", cfg.lociWriters),
+		fmt.Sprintf("one INSERT transaction per batch from %d connections (psycopg executemany), fsync %s, synchronous_commit %s; table with a bigserial key and jsonb payload, no other index",
+			cfg.pgWriters, pgSet.Fsync, pgSet.SynchronousCommit),
+		fmt.Sprintf("SQLite %s: one INSERT transaction per batch, one connection (Python sqlite3), journal_mode %s, synchronous %d (FULL); no index",
+			liteSet.SQLite, liteSet.JournalMode, liteSet.Synchronous),
+		"as the first row with the server's embedder off (lexically indexed ingest only)",
+	}
+	var rows []row
+	best := max(maxOf(rates[1]), maxOf(rates[2]))
+	for i, s := range systems {
+		fig := fmt.Sprintf("%s artifacts/s (best %.0f)", fmtRates(rates[i]), maxOf(rates[i]))
+		note := notes[i]
+		if i == 0 {
+			note += fmt.Sprintf("; best Loci / best peer %.2f", maxOf(rates[0])/best)
+		}
+		rows = append(rows, row{what, s.name, fig, note})
+	}
+	return rows, nil
+}
+
+// writeBatches writes the request bodies `loci bench ingest --http` sends
+// (bench.IngestHTTP: bench.Corpus(seed), workspace ws-<request % 8>), one
+// batch a line, for the peers.
+func writeBatches(path string, seed uint64, n, batch int) error {
+	corpus := bench.NewCorpus(seed)
+	return writeFile(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		for done, req := 0, 0; done < n; done, req = done+batch, req+1 {
+			ws := fmt.Sprintf("ws-%d", req%8)
+			items := make([]map[string]any, min(batch, n-done))
+			for i := range items {
+				in := corpus.Next(ws)
+				items[i] = map[string]any{"artifact_type": in.Type, "raw_payload": json.RawMessage(in.Payload),
+					"timestamp": in.Timestamp.UTC().Format(time.RFC3339Nano), "session_id": in.SessionID}
+			}
+			if err := enc.Encode(map[string]any{"workspace": ws, "artifacts": items}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func fmtRates(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, " / ")
+}
