@@ -2,6 +2,7 @@ package crossenc
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -105,5 +106,33 @@ func BenchmarkScore(b *testing.B) {
 		if _, err := r.Score(q, p); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkForwardTokens is one forward pass of the 12-layer model at a
+// fixed token count on one goroutine: 16 (a question alone, as a
+// bi-encoder or late-interaction model of the same shape encodes it), 32,
+// 64 (a question with a chat turn) and 128. Any BERT of this shape (12
+// layers, hidden 384, intermediate 1,536) costs the same on these kernels,
+// so bench/relevance prices bge-small and ColBERT-small with it.
+func BenchmarkForwardTokens(b *testing.B) {
+	r, err := Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := "What did Caroline realize after her charity race?"
+	p := strings.Repeat("Caroline: I ran a charity race for mental health last Saturday, it was really rewarding. ", 8)
+	full, split := r.PairIDs(nil, q, p)
+	for _, T := range []int{16, 32, 64, 128} {
+		ids := append([]int32(nil), full[:T]...)
+		ids[T-1] = full[len(full)-1] // [SEP]
+		s := min(split, T-1)
+		b.Run(fmt.Sprintf("tokens=%d", T), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := r.enc.ScorePair(ids, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
