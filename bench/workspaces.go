@@ -197,6 +197,16 @@ func Workspaces(cfg WorkspacesConfig) (*WorkspacesResult, error) {
 		}
 		defer os.RemoveAll(dir)
 	}
+	if cfg.MemProfile != "" {
+		// Sample finely enough to see structures of a few hundred bytes
+		// per workspace (the default samples one allocation per 512 KiB),
+		// from the start: a profile scales every sample by the rate in
+		// force when it is written, so a rate changed midway misweighs
+		// what was allocated before. The profiler's bookkeeping weighs on
+		// this run's other figures.
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 4096
+	}
 	loadStart := loadAvg()
 	p := newProgress(cfg.Progress)
 	res := &WorkspacesResult{Workspaces: cfg.Workspaces, Embedder: cfg.Embedding.Name(), Fsync: cfg.Sync.String(), Writers: cfg.Writers,
@@ -267,14 +277,6 @@ func Workspaces(cfg WorkspacesConfig) (*WorkspacesResult, error) {
 	closed = true
 	emb = cfg.Embedding
 	resetPeakRSS()
-	if cfg.MemProfile != "" {
-		// Sample the reopen's allocations finely enough to see structures
-		// of a few hundred bytes per workspace (the default samples one
-		// per 512 KiB); only from here, as the profile's own bookkeeping
-		// would weigh on the ingest's figures.
-		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
-		runtime.MemProfileRate = 1024
-	}
 	if s, err = startServerIn(dir, "", cfg.Sync, &emb); err != nil {
 		return nil, err
 	}
