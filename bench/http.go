@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,8 @@ type server struct {
 	db   *engine.DB
 	srv  *httpd.Server
 	addr string
+	// openSeconds is how long engine.Open took: a restart's figure.
+	openSeconds float64
 }
 
 // Embedding chooses the semantic channel of a benchmark's server: Embedder
@@ -94,11 +97,13 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 	} else {
 		opts.Embedder = glove.New()
 	}
+	opened := time.Now()
 	db, err := engine.Open(dir, opts)
 	if err != nil {
 		removeDir()
 		return nil, err
 	}
+	openSeconds := time.Since(opened).Seconds()
 	ctl.Attach(db.AppendControl)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -112,7 +117,7 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 		removeDir()
 		return nil, err
 	}
-	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(),
+	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(), openSeconds: openSeconds,
 		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log, Reranker: rr}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -141,18 +146,30 @@ type Level struct {
 	P90ms        float64 `json:"p90_ms"`
 	P99ms        float64 `json:"p99_ms"`
 	MaxMs        float64 `json:"max_ms"`
+	// Refused counts the 503s retried (loadFrom's retryBusy).
+	Refused int `json:"refused_503,omitempty"`
 }
 
 // load sends the bodies to path with conc concurrent clients (each request
 // one keep-alive connection's round trip) and measures every request;
 // report (nil: none) hears how many are done.
 func load(addr, path string, bodies [][]byte, conc int, want int, report func(done int)) (Level, error) {
+	return loadFrom(addr, path, len(bodies), func(i int) []byte { return bodies[i] }, conc, want, false, report)
+}
+
+// loadFrom is load of n bodies made by body(i) as the clients go (body is
+// called concurrently, outside the timed round trip): for loads whose
+// bodies would not fit in memory at once. With retryBusy, a 503 (the
+// server's back-pressure: nothing was stored) is sent again after its
+// Retry-After, as a client should, and the request's latency includes the
+// wait; Level.Refused counts them.
+func loadFrom(addr, path string, n int, body func(i int) []byte, conc int, want int, retryBusy bool, report func(done int)) (Level, error) {
 	if report == nil {
 		report = func(int) {}
 	}
-	var done atomic.Int64
+	var done, refused atomic.Int64
 	client := &fasthttp.HostClient{Addr: addr, MaxConns: conc, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
-	lat := make([]time.Duration, len(bodies))
+	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var firstErr error
 	var once sync.Once
@@ -167,16 +184,26 @@ func load(addr, path string, bodies [][]byte, conc int, want int, report func(do
 			defer fasthttp.ReleaseResponse(resp)
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(bodies) {
+				if i >= n {
 					return
 				}
+				b := body(i)
 				req.Reset()
 				req.SetRequestURI("http://" + addr + path)
 				req.Header.SetMethod("POST")
 				req.Header.SetContentType("application/json")
-				req.SetBody(bodies[i])
+				req.SetBody(b)
 				t := time.Now()
 				err := client.Do(req, resp)
+				for retryBusy && err == nil && resp.StatusCode() == fasthttp.StatusServiceUnavailable {
+					refused.Add(1)
+					wait, perr := strconv.Atoi(string(resp.Header.Peek("Retry-After")))
+					if perr != nil || wait <= 0 {
+						wait = 1
+					}
+					time.Sleep(time.Duration(wait) * time.Second)
+					err = client.Do(req, resp)
+				}
 				lat[i] = time.Since(t)
 				if err == nil && resp.StatusCode() != want {
 					err = fmt.Errorf("%s: status %d: %s", path, resp.StatusCode(), resp.Body())
@@ -196,8 +223,8 @@ func load(addr, path string, bodies [][]byte, conc int, want int, report func(do
 	}
 	slices.Sort(lat)
 	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1e6 }
-	return Level{Concurrency: conc, Requests: len(bodies), RequestsPerS: float64(len(bodies)) / elapsed.Seconds(),
-		P50ms: ms(0.5), P90ms: ms(0.9), P99ms: ms(0.99), MaxMs: ms(1)}, nil
+	return Level{Concurrency: conc, Requests: n, RequestsPerS: float64(n) / elapsed.Seconds(),
+		P50ms: ms(0.5), P90ms: ms(0.9), P99ms: ms(0.99), MaxMs: ms(1), Refused: int(refused.Load())}, nil
 }
 
 // PackHTTPConfig sets up `loci bench pack`.

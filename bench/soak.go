@@ -445,9 +445,17 @@ func fillWorkspaceNamed(db *engine.DB, ws string, next func(ws string) engine.In
 // processMemory reads VmRSS and RssAnon of this process from
 // /proc/self/status, in MiB (0 where unavailable).
 func processMemory() (rss, anon float64) {
+	st := procStatus()
+	return st["VmRSS"] / 1024, st["RssAnon"] / 1024
+}
+
+// procStatus reads the fields of /proc/self/status counted in kB (VmRSS,
+// VmHWM, RssAnon, RssFile...), in kB; none where unavailable.
+func procStatus() map[string]float64 {
+	out := map[string]float64{}
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -455,18 +463,13 @@ func processMemory() (rss, anon float64) {
 		if !ok {
 			continue
 		}
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "VmRSS":
-			rss = kb / 1024
-		case "RssAnon":
-			anon = kb / 1024
+		if kb, ok := strings.CutSuffix(strings.TrimSpace(value), " kB"); ok {
+			if v, err := strconv.ParseFloat(kb, 64); err == nil {
+				out[name] = v
+			}
 		}
 	}
-	return rss, anon
+	return out
 }
 
 // looseDirSize sums the sizes of the files under dir, skipping files removed

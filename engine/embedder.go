@@ -535,7 +535,7 @@ func (db *DB) checkEmbedder() error {
 	}
 	for _, s := range db.segments {
 		for wi, p := range s.parts {
-			if p.vec == nil && s.Workspaces()[wi].Spans == 0 {
+			if p.vec == nil && s.Workspace(wi).Spans == 0 {
 				continue // receipts or feedback only: nothing to embed
 			}
 			got, gotDim := EmbedderNone, 0

@@ -273,7 +273,7 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 	if sec, ok := ls.Section(ref.WS, segment.KindArtifactMeta); ok {
 		// The workspace's ARTIFACT_META row: no decompression.
 		var row []byte
-		if row, err = artmeta.RowAt(sec, ls.Workspaces()[ref.WS].Artifacts, ref.Ordinal); err == nil {
+		if row, err = artmeta.RowAt(sec, ls.Workspace(ref.WS).Artifacts, ref.Ordinal); err == nil {
 			a, err = artmeta.DecodeRow(row, id, ref.Seq)
 		}
 		if err != nil {

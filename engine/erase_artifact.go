@@ -101,7 +101,7 @@ func (s *liveSegment) holdsErased(wi int) bool {
 	if x == nil || len(x.byWS) == 0 {
 		return false
 	}
-	info := s.Workspaces()[wi]
+	info := s.Workspace(wi)
 	gen := x.gen[wsKey{info.Tenant, info.Workspace}]
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
@@ -121,7 +121,7 @@ func (x *erasedIndex) holds(s *liveSegment, wi int) bool {
 	if x == nil || len(x.byWS) == 0 {
 		return false
 	}
-	info := s.Workspaces()[wi]
+	info := s.Workspace(wi)
 	for seq, id := range x.byWS[wsKey{info.Tenant, info.Workspace}] {
 		if seq < info.MinSeq || seq > info.MaxSeq {
 			continue
@@ -164,7 +164,7 @@ func (db *DB) EraseArtifact(tenant string, id uuid.UUID) (ArtifactErasure, error
 	default:
 		var sp []artifact.Span
 		if sp, err = s.ArtifactSpans(ref); err == nil {
-			w := s.Workspaces()[ref.WS]
+			w := s.Workspace(ref.WS)
 			rec = record.EraseArtifact{Tenant: tenant, Workspace: w.Workspace, ArtifactID: id, ArtifactSeq: ref.Seq}
 			spans = len(sp)
 		}
@@ -287,7 +287,7 @@ func (db *DB) pruneErased() {
 func (db *DB) segmentHolds(k wsKey, e manifest.ErasedArtifact) bool {
 	for _, s := range db.segments {
 		if r, ok := s.FindArtifact(e.ID); ok && r.Seq == e.Seq {
-			w := s.Workspaces()[r.WS]
+			w := s.Workspace(r.WS)
 			if w.Tenant == k.Tenant && w.Workspace == k.Workspace {
 				return true
 			}
@@ -386,7 +386,7 @@ type partView struct {
 // view returns workspace wi's part without the erased spans, built once per
 // change of the workspace's erased set. Callers hold DB.mu (shared at least).
 func (s *liveSegment) view(wi int) (*partView, error) {
-	info := s.Workspaces()[wi]
+	info := s.Workspace(wi)
 	k := wsKey{info.Tenant, info.Workspace}
 	gen := s.erased.gen[k]
 	s.viewMu.Lock()
@@ -437,7 +437,7 @@ func (db *DB) eachArtifactMeta(k wsKey, fn func(a *artifact.Artifact) error) err
 		if !ok {
 			continue
 		}
-		info := s.Workspaces()[wi]
+		info := s.Workspace(wi)
 		if db.tombstoned(k, info.MaxSeq) {
 			continue
 		}
@@ -479,7 +479,7 @@ func segmentMeta(s *liveSegment, wi int, fn func(a *artifact.Artifact) error) er
 			return fn(a)
 		})
 	}
-	n := s.Workspaces()[wi].Artifacts
+	n := s.Workspace(wi).Artifacts
 	for ord := 0; ord < n; ord++ {
 		row, err := artmeta.RowAt(sec, n, ord)
 		if err != nil {

@@ -329,7 +329,7 @@ func (db *DB) artifactIDTakenLocked(id uuid.UUID) (string, bool) {
 	}
 	for _, s := range db.segments {
 		if r, ok := s.FindArtifact(id); ok {
-			w := s.Workspaces()[r.WS]
+			w := s.Workspace(r.WS)
 			return fmt.Sprintf("tenant %q, workspace %q", w.Tenant, w.Workspace), true
 		}
 	}

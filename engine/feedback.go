@@ -385,7 +385,7 @@ func (db *DB) DataVersion(tenant, ws string) uint64 {
 // artifacts, or feedback events (sorted by seq, so the first decides), older
 // than the workspace's tombstone. hidden is the caller's tombstone check.
 func holdsHidden(s *liveSegment, wi int, hidden func(wsKey, uint64) bool) bool {
-	w := s.Workspaces()[wi]
+	w := s.Workspace(wi)
 	k := wsKey{w.Tenant, w.Workspace}
 	if w.Artifacts > 0 && (hidden(k, w.MinSeq) || s.holdsErased(wi)) {
 		return true

@@ -570,7 +570,7 @@ func (db *DB) mergeData(run []*liveSegment, reembed func(texts []string) (*vecto
 				// entries decoded once.
 				var row []byte
 				if hasMeta {
-					r, err := artmeta.RowAt(metaSec, s.Workspaces()[wi].Artifacts, ord)
+					r, err := artmeta.RowAt(metaSec, s.Workspace(wi).Artifacts, ord)
 					if err == nil {
 						_, err = artmeta.DecodeRow(r, a.ID, a.Seq)
 					}

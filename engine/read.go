@@ -86,7 +86,7 @@ func (db *DB) locate(tenant string, id uuid.UUID) (ha *headArtifact, seg *liveSe
 		if !found {
 			continue
 		}
-		w := s.Workspaces()[r.WS]
+		w := s.Workspace(r.WS)
 		if w.Tenant != tenant || db.hidden(wsKey{w.Tenant, w.Workspace}, r.Seq) {
 			return nil, nil, segment.Ref{}, false
 		}
@@ -276,7 +276,7 @@ func (db *DB) countVisible(k wsKey) EraseResult {
 		if !ok {
 			continue
 		}
-		info := s.Workspaces()[w]
+		info := s.Workspace(w)
 		if db.tombstoned(k, info.MaxSeq) {
 			continue // wholly erased with its workspace
 		}

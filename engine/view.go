@@ -270,7 +270,7 @@ func (p partSource) numDocs() int {
 	case p.view != nil:
 		return len(p.view.docs)
 	}
-	return p.seg.Workspaces()[p.ws].Spans
+	return p.seg.Workspace(p.ws).Spans
 }
 
 // segDoc returns the segment's span number of a segment part's document.
@@ -304,7 +304,7 @@ func (db *DB) workspaceSources(k wsKey) []partSource {
 	var out []partSource
 	for _, s := range db.segments {
 		wi, ok := s.FindWorkspace(k.Tenant, k.Workspace)
-		if !ok || db.tombstoned(k, s.Workspaces()[wi].MaxSeq) {
+		if !ok || db.tombstoned(k, s.Workspace(wi).MaxSeq) {
 			continue
 		}
 		src := partSource{seg: s, ws: wi}

@@ -133,7 +133,8 @@ func (s *Segment) Path() string { return s.name }
 func (s *Segment) Info() Info { return s.info }
 
 // Workspaces returns the segment's workspaces sorted by (Tenant, Workspace);
-// a workspace's index in this slice is its WS number.
+// a workspace's index in this slice is its WS number. The slice is a new
+// copy at every call: use Workspace for one of them.
 func (s *Segment) Workspaces() []WorkspaceInfo {
 	out := make([]WorkspaceInfo, len(s.ws))
 	for i := range s.ws {
@@ -141,6 +142,11 @@ func (s *Segment) Workspaces() []WorkspaceInfo {
 	}
 	return out
 }
+
+// Workspace returns the summary of workspace i (0 <= i < len(Workspaces())),
+// without copying the others: a lookup in a segment of many workspaces
+// costs the same as in a segment of one.
+func (s *Segment) Workspace(i int) WorkspaceInfo { return s.ws[i].WorkspaceInfo }
 
 // FindWorkspace returns the WS number of tenant/ws.
 func (s *Segment) FindWorkspace(tenant, ws string) (int, bool) {

@@ -242,6 +242,14 @@ func checkContents(t *testing.T, s *Segment, want []WorkspaceData) {
 		t.Fatalf("Workspaces() = %+v, want %+v", got, infos)
 	}
 	for i, w := range want {
+		if got := s.Workspace(i); got != infos[i] {
+			t.Fatalf("Workspace(%d) = %+v, want %+v", i, got, infos[i])
+		}
+		// One workspace's summary copies nothing else: lookups in a
+		// segment of 100,000 workspaces must not copy them all.
+		if allocs := testing.AllocsPerRun(5, func() { _ = s.Workspace(i) }); allocs != 0 {
+			t.Fatalf("Workspace(%d) allocates %.0f times", i, allocs)
+		}
 		if got, ok := s.FindWorkspace(w.Tenant, w.Workspace); !ok || got != i {
 			t.Fatalf("FindWorkspace(%q, %q) = %d, %v; want %d", w.Tenant, w.Workspace, got, ok, i)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -22,6 +23,8 @@ const benchUsage = `usage: loci bench <name> [flags]
   restart   time to reopen a data directory of N artifacts
   search    lexical and semantic search latency through the engine at N spans
   pack      context pack latency and throughput over HTTP on loopback at N spans
+  workspaces  N small workspaces (LoCoMo turns) on one node over HTTP: ingest rate, memory per workspace, restart, packs
+            on random workspaces
   soak      N distinct packs and N async ingest jobs over HTTP: memory and disk over time, checked against their bounds
   embed     the built-in sentence encoder vs the reference (sentence-transformers, --python) on the same sentences:
             query latency on one core, batch throughput on --threads cores, and the ratio
@@ -136,6 +139,36 @@ func runBench(args []string) error {
 		restarts := fs.Int("restarts", 5, "reopen this many times")
 		run = func() (any, error) {
 			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts, Progress: progress})
+		}
+	case "workspaces":
+		n := fs.Int("workspaces", 100000, "workspaces, each of --min-artifacts to --max-artifacts LoCoMo turns")
+		lo := fs.Int("min-artifacts", 50, "fewest artifacts of a workspace")
+		hi := fs.Int("max-artifacts", 200, "most artifacts of a workspace")
+		writers := fs.Int("writers", 4, "concurrent HTTP clients ingesting (one v2 request per workspace)")
+		packs := fs.Int("packs", 1000, "timed packs at concurrency 1, each on a random workspace")
+		budget := fs.Int("max-tokens", 2048, "max_tokens of each pack")
+		data := fs.String("data", "../shared/data", "shared data sets (reads locomo/locomo-dev.json)")
+		fsync := fs.String("fsync", "always", "WAL fsync policy: always | batch | off")
+		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (each distinct text embedded once while building)")
+		memprofile := fs.String("memprofile", "", "write a heap profile here after the restart, before any pack (what the cold workspaces hold), and one after the packs to this name + .after-packs")
+		run = func() (any, error) {
+			p, err := wal.ParseSyncPolicy(*fsync)
+			if err != nil {
+				return nil, err
+			}
+			if *lo < 1 || *hi < *lo {
+				return nil, fmt.Errorf("--min-artifacts must be at least 1 and at most --max-artifacts")
+			}
+			emb, err := benchEmbedding(*embedderFlag)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkData(dataLoCoMo, filepath.Join(*data, "locomo", "locomo-dev.json")); err != nil {
+				return nil, err
+			}
+			return bench.Workspaces(bench.WorkspacesConfig{Workspaces: *n, MinArtifacts: *lo, MaxArtifacts: *hi, Writers: *writers,
+				Packs: *packs, MaxTokens: *budget, Seed: *seed, Data: *data, Sync: p, Embedding: emb, Dir: *dir,
+				MemProfile: *memprofile, Progress: progress})
 		}
 	case "soak":
 		packs := fs.Int("packs", 100000, "distinct context pack requests")
