@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -34,16 +33,6 @@ var benchQueries = []string{
 // BenchmarkQuery measures embedding one short query on one goroutine (one
 // core), and reports the p50 and p99 latency of the iterations as metrics.
 func BenchmarkQuery(b *testing.B) {
-	benchQuery(b, 1)
-}
-
-// BenchmarkQuerySplit is BenchmarkQuery as a pack embeds its query (Embed
-// of one text): the matrix products split over GOMAXPROCS goroutines (-cpu).
-func BenchmarkQuerySplit(b *testing.B) {
-	benchQuery(b, runtime.GOMAXPROCS(0))
-}
-
-func benchQuery(b *testing.B, cores int) {
 	e := defaultEmbedder(b)
 	v := make([]float32, e.Dim())
 	maxTok := 0
@@ -58,7 +47,7 @@ func benchQuery(b *testing.B, cores int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if err := e.embedOn(benchQueries[i%len(benchQueries)], v, cores); err != nil {
+		if err := e.EmbedOne(benchQueries[i%len(benchQueries)], v); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))

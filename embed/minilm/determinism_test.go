@@ -84,19 +84,5 @@ func TestDeterminism(t *testing.T) {
 				same("concurrent", i, v)
 			}
 		}
-		// One text at a time: its products split over the goroutines
-		// (Embed of one text), and over more goroutines than panels.
-		for i, text := range texts {
-			one, err := e.Embed(context.Background(), []string{text})
-			if err != nil {
-				t.Fatal(err)
-			}
-			same("alone, split over GOMAXPROCS", i, one[0])
-			v := make([]float32, e.Dim())
-			if err := e.embedOn(text, v, 1000); err != nil {
-				t.Fatal(err)
-			}
-			same("alone, split 1000 ways", i, v)
-		}
 	}
 }

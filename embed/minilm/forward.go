@@ -62,17 +62,6 @@ func (b *buffers) size(tokens, hidden, inter int) {
 // every token's arithmetic is the same whatever the other texts in a batch,
 // the goroutine or GOMAXPROCS.
 func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
-	return e.EncodeIDsOn(ids, dst, 1)
-}
-
-// EncodeIDsOn is EncodeIDs with each int8 matrix product split over up to
-// cores goroutines: the latency of one text on an otherwise idle machine
-// (a query) falls by nearly the number of cores, at the cost of a few
-// goroutine hand-offs per layer. Each output column is computed by one
-// goroutine with the same arithmetic as the serial path, so the result is
-// bit for bit EncodeIDs'. Batches should stay at 1 and run texts in
-// parallel instead (Embedder.Embed), which has no hand-offs.
-func (e *Encoder) EncodeIDsOn(ids []int32, dst []float32, cores int) error {
 	m := e.m
 	T, H := len(ids), m.Hidden
 	if T == 0 || T > m.MaxSeqLen {
@@ -84,7 +73,7 @@ func (e *Encoder) EncodeIDsOn(ids []int32, dst []float32, cores int) error {
 	if err := m.checkIDs(ids); err != nil {
 		return fmt.Errorf("minilm: encode: %w", err)
 	}
-	b := e.run(ids, 0, cores)
+	b := e.run(ids, 0)
 	defer e.scratch.Put(b)
 	// Mean pooling over every token (no padding), then L2 normalisation.
 	clear(dst)
@@ -108,10 +97,9 @@ func (e *Encoder) EncodeIDsOn(ids []int32, dst []float32, cores int) error {
 }
 
 // run embeds ids (token type 0 for the first typeSplit ids and 1 for the
-// rest; typeSplit 0 means all 0) and runs every layer, its int8 products on
-// up to cores goroutines: the final states are
+// rest; typeSplit 0 means all 0) and runs every layer: the final states are
 // in the returned buffers' x, which the caller puts back in e.scratch.
-func (e *Encoder) run(ids []int32, typeSplit, cores int) *buffers {
+func (e *Encoder) run(ids []int32, typeSplit int) *buffers {
 	m := e.m
 	T, H := len(ids), m.Hidden
 	b, _ := e.scratch.Get().(*buffers)
@@ -119,7 +107,6 @@ func (e *Encoder) run(ids []int32, typeSplit, cores int) *buffers {
 		b = new(buffers)
 	}
 	b.size(T, H, m.Intermediate)
-	b.q.split = cores
 
 	// Embeddings: word + position + token type, then layer norm.
 	for t, id := range ids {
@@ -163,7 +150,7 @@ func (e *Encoder) ScorePair(ids []int32, split int) (float32, error) {
 	if err := m.checkIDs(ids); err != nil {
 		return 0, fmt.Errorf("minilm: score pair: %w", err)
 	}
-	b := e.run(ids, split, 1)
+	b := e.run(ids, split)
 	defer e.scratch.Put(b)
 	hd := m.head
 	// Pooler: tanh(P · x[CLS] + p), in float32 with float64 sums for the

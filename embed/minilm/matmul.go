@@ -60,10 +60,6 @@ type qscratch struct {
 	a16 []int16 // AVX2 path: a widened
 	tp  []qtok
 	xs  []float32 // float32 path: the input times inScale
-
-	// split is how many goroutines an int8 product may run on at once
-	// (0 or 1: the caller's alone); see Encoder.EncodeIDsOn.
-	split int
 }
 
 func (s *qscratch) size(T, K int) {
@@ -85,7 +81,7 @@ func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch)
 		ks.quant(x, T, in, op.inScale, a, tp)
 		if ks.q != nil {
 			if pk := op.vnniPanels(); pk != nil {
-				qlinearVNNI(ks.q, dst, a, tp, T, op, pk, s.split)
+				qlinearVNNI(ks.q, dst, a, tp, T, op, pk)
 				return
 			}
 		}
@@ -94,7 +90,7 @@ func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch)
 				if cap(s.a16) < T*in {
 					s.a16 = make([]int16, T*in)
 				}
-				qlinearAVX2(ks.qAVX2, dst, a, s.a16, tp, T, op, pk, s.split)
+				qlinearAVX2(ks.qAVX2, dst, a, s.a16, tp, T, op, pk)
 				return
 			}
 		}

@@ -230,48 +230,24 @@ type qkernel func(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bia
 // qlinearVNNI computes dst (T × rows) from the quantized activations with
 // the VNNI kernels: per panel, tiles of up to 4 tokens, so that the panel
 // stays in cache while every token passes over it.
-func qlinearVNNI(ks *[4][3]qkernel, dst []float32, a []int8, tp []qtok, T int, op *linearOp, pk []byte, split int) {
+func qlinearVNNI(ks *[4][3]qkernel, dst []float32, a []int8, tp []qtok, T int, op *linearOp, pk []byte) {
 	K, N := op.w.cols, op.w.rows
 	groups := K / groupSize
 	_ = dst[T*N-1]
 	_ = a[T*K-1]
 	_ = tp[groups*T-1]
-	full := groups * (panelRows / 16) * (16*64 + 2*64) // bytes of every panel but a short last one
-	forPanels((N+panelRows-1)/panelRows, split, func(p0, p1 int) {
-		for p := p0; p < p1; p++ {
-			r0 := p * panelRows
-			gb := min(panelRows, N-r0) / 16
-			size := groups * gb * (16*64 + 2*64)
-			panel := pk[p*full : p*full+size]
-			for t0 := 0; t0 < T; t0 += 4 {
-				tb := min(4, T-t0)
-				ks[tb-1][gb-1](&a[t0*K], K, &panel[0], groups, (*int32)(unsafe.Pointer(&tp[t0])), T*int(unsafe.Sizeof(qtok{})),
-					&op.bias[r0], &dst[t0*N+r0], N)
-			}
+	off := 0
+	for r0 := 0; r0 < N; r0 += panelRows {
+		gb := min(panelRows, N-r0) / 16
+		size := groups * gb * (16*64 + 2*64)
+		panel := pk[off : off+size]
+		off += size
+		for t0 := 0; t0 < T; t0 += 4 {
+			tb := min(4, T-t0)
+			ks[tb-1][gb-1](&a[t0*K], K, &panel[0], groups, (*int32)(unsafe.Pointer(&tp[t0])), T*int(unsafe.Sizeof(qtok{})),
+				&op.bias[r0], &dst[t0*N+r0], N)
 		}
-	})
-}
-
-// forPanels runs fn over the panels [0, n), split into up to split
-// contiguous ranges that run at once, the last on the calling goroutine.
-// Each panel writes its own output columns with the same arithmetic
-// whatever the split, so the result is bit for bit the serial one.
-func forPanels(n, split int, fn func(p0, p1 int)) {
-	split = min(split, n)
-	if split <= 1 {
-		fn(0, n)
-		return
 	}
-	var wg sync.WaitGroup
-	for i := range split - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(i*n/split, (i+1)*n/split)
-		}()
-	}
-	fn((split-1)*n/split, n)
-	wg.Wait()
 }
 
 // qkernelAVX2 is one AVX2 kernel (qgemm{tb}x8AVX2).
@@ -279,24 +255,21 @@ type qkernelAVX2 func(a *int16, lda int, w *byte, groups int, tp *int32, tps int
 
 // qlinearAVX2 is qlinearVNNI for the AVX2 kernels: the codes are widened
 // to int16 first (a16, T × K), panels are 8 rows.
-func qlinearAVX2(ks *[4]qkernelAVX2, dst []float32, a []int8, a16 []int16, tp []qtok, T int, op *linearOp, pk []byte, split int) {
+func qlinearAVX2(ks *[4]qkernelAVX2, dst []float32, a []int8, a16 []int16, tp []qtok, T int, op *linearOp, pk []byte) {
 	K, N := op.w.cols, op.w.rows
 	groups := K / groupSize
 	_ = dst[T*N-1]
 	_ = tp[groups*T-1]
 	widenCodes(a[:T*K], a16[:T*K])
 	size := groups * (32*16 + 2*32)
-	forPanels(N/8, split, func(p0, p1 int) {
-		for p := p0; p < p1; p++ {
-			r0 := p * 8
-			panel := pk[p*size : (p+1)*size]
-			for t0 := 0; t0 < T; t0 += 4 {
-				tb := min(4, T-t0)
-				ks[tb-1](&a16[t0*K], 2*K, &panel[0], groups, (*int32)(unsafe.Pointer(&tp[t0])), T*int(unsafe.Sizeof(qtok{})),
-					&op.bias[r0], &dst[t0*N+r0], N)
-			}
+	for r0 := 0; r0 < N; r0 += 8 {
+		panel := pk[r0/8*size : (r0/8+1)*size]
+		for t0 := 0; t0 < T; t0 += 4 {
+			tb := min(4, T-t0)
+			ks[tb-1](&a16[t0*K], 2*K, &panel[0], groups, (*int32)(unsafe.Pointer(&tp[t0])), T*int(unsafe.Sizeof(qtok{})),
+				&op.bias[r0], &dst[t0*N+r0], N)
 		}
-	})
+	}
 }
 
 // qlinearGo is the pure-Go int8 path: the same integer sums, folded into
