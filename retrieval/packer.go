@@ -135,8 +135,8 @@ const lineMemo = 1 << 18
 
 // analysisMemo is how many bytes of span text a Packer keeps the analyses
 // of (pack.NewAnalyses: about 10 times as many bytes of memory): the spans
-// of the packs of the moment, about 8,000 chat turns, in about 20 MB.
-const analysisMemo = 2 << 20
+// of the packs of the moment, about 2,000 chat turns, in about 5 MB.
+const analysisMemo = 512 << 10
 
 // New returns the Packer of db.
 func New(db *engine.DB) *Packer {
