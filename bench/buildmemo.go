@@ -60,13 +60,13 @@ func (m *buildMemo) Embed(ctx context.Context, texts []string) ([][]float32, err
 	}
 	out := make([][]float32, len(texts))
 	var missing []string
-	seen := map[string]bool{}
+	slot := map[string]int{} // a missing text -> its index in missing
 	m.mu.Lock()
 	for i, t := range texts {
 		if v, ok := m.vecs[t]; ok {
 			out[i] = v
-		} else if !seen[t] {
-			seen[t] = true
+		} else if _, ok := slot[t]; !ok {
+			slot[t] = len(missing)
 			missing = append(missing, t)
 		}
 	}
@@ -84,13 +84,9 @@ func (m *buildMemo) Embed(ctx context.Context, texts []string) ([][]float32, err
 			m.embedded += len(missing)
 		}
 		m.mu.Unlock()
-		got := make(map[string][]float32, len(missing))
-		for i, t := range missing {
-			got[t] = vs[i]
-		}
 		for i, t := range texts {
 			if out[i] == nil {
-				out[i] = got[t]
+				out[i] = vs[slot[t]]
 			}
 		}
 	}

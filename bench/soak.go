@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,10 +172,6 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	if cfg.Every <= 0 {
 		cfg.Every = 5 * time.Second
 	}
-	// The bounds are on this process's memory: start from a collected heap
-	// returned to the system, so that what ran before in the process (other
-	// benchmarks, other tests of the package) is not counted as the soak's.
-	debug.FreeOSMemory()
 	dir := cfg.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "loci-bench-soak-")
