@@ -306,6 +306,7 @@ func openLiveSegment(path string, e manifest.Segment, erased *erasedIndex) (*liv
 		s.Close()
 		return nil, err
 	}
+	s.ReleasePages() // setting the parts up read their term dictionaries and lengths
 	return &liveSegment{Segment: s, entry: e, parts: parts, erased: erased}, nil
 }
 

@@ -70,7 +70,9 @@ type wsMeta struct {
 // section except the bulk ones whose entries carry their own checksums
 // (ARTIFACTS, SPAN_TEXT), which are checked on every read. When the file's
 // name has the form FileName(id), the id recorded in the footer must match.
-// A fault in the file is a *CorruptionError.
+// A fault in the file is a *CorruptionError. On Linux, the pages the checks
+// read are then dropped from the process's resident set (they stay in the
+// page cache).
 func Open(path string) (*Segment, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -98,6 +100,11 @@ func Open(path string) (*Segment, error) {
 		m.Unmap()
 		return nil, err
 	}
+	// The checks read nearly every page of the file through the mapping;
+	// left mapped, those pages would count in the process's resident
+	// memory for as long as it runs, though a workspace nobody reads needs
+	// none of them (docs/benchmarks.md § Many small workspaces).
+	release(m)
 	s.mm = m
 	return s, nil
 }
@@ -124,6 +131,19 @@ func (s *Segment) Close() error {
 		}
 	}
 	return nil
+}
+
+// ReleasePages drops the pages of the file read so far from the process's
+// resident set (on Linux; elsewhere it does nothing). A reader that has just
+// walked an index section to set it up calls it so that a workspace nobody
+// queries costs no resident memory; later reads map the pages back from the
+// page cache.
+func (s *Segment) ReleasePages() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed && s.mm != nil {
+		release(s.mm)
+	}
 }
 
 // Path returns the path given to Open (the name given to OpenBytes).
