@@ -30,8 +30,9 @@ const cutSlack = 1e-9
 // part in windows of 1024 doc ids with block-max MaxScore. It first bounds
 // each term in each window: the largest bound of the term's blocks that
 // overlap the window (w·maxTf/(maxTf + K(minDl)) from the block's metadata,
-// valid for any collection statistics), or for a sparse term the exact
-// maximum of its contributions there. Then, window by window in doc order:
+// valid for any collection statistics), or for a term with fewer postings
+// than the part has windows the exact maximum of its contributions there.
+// Then, window by window in doc order:
 //
 //   - a window whose bounds sum below the k-th best score so far (the cut) is
 //     skipped without decoding anything;
@@ -85,6 +86,7 @@ type searcher struct {
 	pre     []float64 // pre[i]: sum of the i smallest window bounds
 	top     topK
 	cut     float64 // prune below this: the k-th best score less the slack
+	sink    byte    // what warm read, so that the reads are not elided
 	corrupt bool
 
 	// The current window: per doc offset, its match mask (bit t: term t
@@ -236,6 +238,7 @@ func (s *searcher) scorePruned(pi int, part Part, f *roaring.Bitmap) {
 			c.advance(lo)
 		}
 		ne := s.partition(nc, hi-lo, n)
+		s.warm(lens, lo, hi)
 		// Essential terms in query-term order, so that a doc no
 		// non-essential term matches has its exact score in acc.
 		var neMask uint64
@@ -255,6 +258,19 @@ func (s *searcher) scorePruned(pi int, part Part, f *roaring.Bitmap) {
 			}
 		}
 	}
+}
+
+// warm reads one word of every cache line of the window's doc lengths, in
+// order, before the terms' postings read them out of order: a sequential
+// sweep the hardware prefetcher follows, where each term's strided reads would
+// each wait for memory.
+func (s *searcher) warm(lens []byte, lo, hi uint32) {
+	b := lens[4*uint(lo) : 4*uint(hi)]
+	var x byte
+	for i := 0; i < len(b); i += 64 {
+		x ^= b[i]
+	}
+	s.sink ^= x
 }
 
 // partition orders the cursors by window bound into s.ord and returns how
@@ -330,23 +346,53 @@ func (s *searcher) scoreWindow(c *cursor, lo, hi uint32, lens []byte) {
 		for i < len(docs) && docs[i] < lo {
 			i++
 		}
-		for ; i < len(docs); i++ {
-			d := docs[i]
-			if d >= hi {
-				break
+		if sc.lossy {
+			for ; i < len(docs); i++ {
+				d := docs[i]
+				if d >= hi {
+					break
+				}
+				off := (d - lo) & (window - 1)
+				v := contrib(w, tfs[i], sc.k(le.Uint32(lens[4*uint(d):])))
+				row[off] = v
+				s.acc[off] += v
+				s.mask[off] |= bit
+				s.touched[off>>6] |= 1 << (off & 63)
 			}
-			off := (d - lo) & (window - 1)
-			v := contrib(w, tfs[i], sc.k(le.Uint32(lens[4*uint(d):])))
-			row[off] = v
-			s.acc[off] += v
-			s.mask[off] |= bit
-			s.touched[off>>6] |= 1 << (off & 63)
+		} else {
+			i = s.scoreExact(docs, tfs, i, lo, hi, w, bit, row, lens)
 		}
 		c.pos = i
 		if i < len(docs) {
 			return
 		}
 	}
+}
+
+// scoreExact is scoreWindow's loop over one loaded block from posting i, for
+// exact lengths: K is computed here with scorer.k's float operations, so
+// that the loop makes no call and keeps its state in registers. It returns
+// the first posting at or past hi.
+func (s *searcher) scoreExact(docs, tfs []uint32, i int, lo, hi uint32, w float64, bit uint64, row []float64, lens []byte) int {
+	c0, c1 := s.sc.c0, s.sc.c1
+	docs, tfs = docs[i:], tfs[i:len(docs)]
+	tfs = tfs[:len(docs)]
+	row = row[:window]
+	j := 0
+	for ; j < len(docs); j++ {
+		d := docs[j]
+		if d >= hi {
+			break
+		}
+		off := (d - lo) & (window - 1)
+		k := c0 + float64(c1*float64(le.Uint32(lens[4*uint(d):])))
+		v := contrib(w, tfs[j], k)
+		row[off] = v
+		s.acc[off] += v
+		s.mask[off] |= bit
+		s.touched[off>>6] |= 1 << (off & 63)
+	}
+	return i + j
 }
 
 // candidates completes and offers the docs of the window [lo, lo+window) that

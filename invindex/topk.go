@@ -21,6 +21,11 @@ type topK struct {
 	k     int
 	parts []Part
 	h     []entry
+
+	// The root's key, read once while the root stays: a corpus that
+	// repeats its texts offers many hits tied with the root.
+	rootKey   [16]byte
+	rootKeyed bool
 }
 
 type entry struct {
@@ -29,7 +34,9 @@ type entry struct {
 	part  int32
 }
 
-func (t *topK) reset(k int, parts []Part) { t.k, t.parts, t.h = k, parts, t.h[:0] }
+func (t *topK) reset(k int, parts []Part) {
+	t.k, t.parts, t.h, t.rootKeyed = k, parts, t.h[:0], false
+}
 
 func (t *topK) full() bool { return len(t.h) == t.k }
 
@@ -64,14 +71,32 @@ func (t *topK) offer(score float64, part int, doc uint32) bool {
 	if len(t.h) < t.k {
 		t.h = append(t.h, e)
 		t.up(len(t.h) - 1)
+		t.rootKeyed = false
 		return true
 	}
-	if score < t.h[0].score || score == t.h[0].score && !t.tieBetter(e, t.h[0]) {
+	if score < t.h[0].score || score == t.h[0].score && !t.beatsRoot(e) {
 		return false
 	}
 	t.h[0] = e
 	t.down(0)
+	t.rootKeyed = false
 	return true
+}
+
+// beatsRoot is tieBetter(e, t.h[0]) with the root's key cached.
+func (t *topK) beatsRoot(e entry) bool {
+	r := t.h[0]
+	if !t.rootKeyed {
+		t.rootKey, t.rootKeyed = t.parts[r.part].Key(r.doc), true
+	}
+	ke := t.parts[e.part].Key(e.doc)
+	if c := bytes.Compare(ke[:], t.rootKey[:]); c != 0 {
+		return c < 0
+	}
+	if e.part != r.part {
+		return e.part < r.part
+	}
+	return e.doc < r.doc
 }
 
 func (t *topK) up(i int) {
