@@ -15,46 +15,51 @@ type Hit struct {
 }
 
 // topK keeps the k best hits offered, in a min-heap whose root is the worst
-// kept hit. Entries are 16 bytes; keys are read only to break a tie between
-// equal scores, and for the hits returned.
+// kept hit. Keys are read only to break a tie between equal scores (and for
+// the hits returned), and then kept in the entry: a corpus that repeats its
+// texts offers many hits tied with each other, and a key costs a read of the
+// span's row.
 type topK struct {
 	k     int
 	parts []Part
 	h     []entry
-
-	// The root's key, read once while the root stays: a corpus that
-	// repeats its texts offers many hits tied with the root.
-	rootKey   [16]byte
-	rootKeyed bool
 }
 
 type entry struct {
 	score float64
 	doc   uint32
 	part  int32
+	keyed bool // key holds the doc's key
+	key   [16]byte
 }
 
-func (t *topK) reset(k int, parts []Part) {
-	t.k, t.parts, t.h, t.rootKeyed = k, parts, t.h[:0], false
-}
+func (t *topK) reset(k int, parts []Part) { t.k, t.parts, t.h = k, parts, t.h[:0] }
 
 func (t *topK) full() bool { return len(t.h) == t.k }
 
 // min is the worst kept score; only meaningful when full.
 func (t *topK) min() float64 { return t.h[0].score }
 
+// keyOf returns e's key, reading it once.
+func (t *topK) keyOf(e *entry) *[16]byte {
+	if !e.keyed {
+		e.key, e.keyed = t.parts[e.part].Key(e.doc), true
+	}
+	return &e.key
+}
+
 // better reports whether a ranks before b: higher score, then smaller key,
 // then smaller part and doc (the engine's keys are equal for equal texts
 // of equal time; parts and docs are then in ingest order).
-func (t *topK) better(a, b entry) bool {
+func (t *topK) better(a, b *entry) bool {
 	if a.score != b.score {
 		return a.score > b.score
 	}
 	return t.tieBetter(a, b)
 }
 
-func (t *topK) tieBetter(a, b entry) bool {
-	ka, kb := t.parts[a.part].Key(a.doc), t.parts[b.part].Key(b.doc)
+func (t *topK) tieBetter(a, b *entry) bool {
+	ka, kb := t.keyOf(a), t.keyOf(b)
 	if c := bytes.Compare(ka[:], kb[:]); c != 0 {
 		return c < 0
 	}
@@ -71,32 +76,14 @@ func (t *topK) offer(score float64, part int, doc uint32) bool {
 	if len(t.h) < t.k {
 		t.h = append(t.h, e)
 		t.up(len(t.h) - 1)
-		t.rootKeyed = false
 		return true
 	}
-	if score < t.h[0].score || score == t.h[0].score && !t.beatsRoot(e) {
+	if score < t.h[0].score || score == t.h[0].score && !t.tieBetter(&e, &t.h[0]) {
 		return false
 	}
 	t.h[0] = e
 	t.down(0)
-	t.rootKeyed = false
 	return true
-}
-
-// beatsRoot is tieBetter(e, t.h[0]) with the root's key cached.
-func (t *topK) beatsRoot(e entry) bool {
-	r := t.h[0]
-	if !t.rootKeyed {
-		t.rootKey, t.rootKeyed = t.parts[r.part].Key(r.doc), true
-	}
-	ke := t.parts[e.part].Key(e.doc)
-	if c := bytes.Compare(ke[:], t.rootKey[:]); c != 0 {
-		return c < 0
-	}
-	if e.part != r.part {
-		return e.part < r.part
-	}
-	return e.doc < r.doc
 }
 
 func (t *topK) up(i int) {
@@ -104,7 +91,7 @@ func (t *topK) up(i int) {
 	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !t.better(h[p], e) {
+		if !t.better(&h[p], &e) {
 			break
 		}
 		h[i] = h[p]
@@ -122,10 +109,10 @@ func (t *topK) down(i int) {
 			break
 		}
 		w := l
-		if r := l + 1; r < len(h) && t.better(h[l], h[r]) {
+		if r := l + 1; r < len(h) && t.better(&h[l], &h[r]) {
 			w = r
 		}
-		if !t.better(e, h[w]) {
+		if !t.better(&e, &h[w]) {
 			break
 		}
 		h[i] = h[w]
@@ -136,22 +123,25 @@ func (t *topK) down(i int) {
 
 // hits returns the kept hits, best first, in a new slice.
 func (t *topK) hits() []Hit {
+	for i := range t.h {
+		t.keyOf(&t.h[i])
+	}
 	slices.SortFunc(t.h, func(a, b entry) int {
 		switch {
 		case a.score > b.score:
 			return -1
 		case a.score < b.score:
 			return 1
-		case t.tieBetter(a, b):
+		case t.tieBetter(&a, &b):
 			return -1
-		case t.tieBetter(b, a):
+		case t.tieBetter(&b, &a):
 			return 1
 		}
 		return 0
 	})
 	out := make([]Hit, len(t.h))
 	for i, e := range t.h {
-		out[i] = Hit{Part: int(e.part), Doc: e.doc, Score: e.score, Key: t.parts[e.part].Key(e.doc)}
+		out[i] = Hit{Part: int(e.part), Doc: e.doc, Score: e.score, Key: e.key}
 	}
 	return out
 }
