@@ -375,8 +375,8 @@ func (s *searcher) scoreWindow(c *cursor, lo, hi uint32, lens []byte) {
 // the first posting at or past hi.
 func (s *searcher) scoreExact(docs, tfs []uint32, i int, lo, hi uint32, w float64, bit uint64, row []float64, lens []byte) int {
 	c0, c1 := s.sc.c0, s.sc.c1
-	docs, tfs = docs[i:], tfs[i:len(docs)]
-	tfs = tfs[:len(docs)]
+	docs = docs[i:]
+	tfs = tfs[i:][:len(docs)] // equal lengths: no bounds check on tfs[j]
 	row = row[:window]
 	j := 0
 	for ; j < len(docs); j++ {
