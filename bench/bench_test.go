@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loci-memory/loci/embed/glove"
+	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -261,5 +264,51 @@ func TestPackHTTPAccessLog(t *testing.T) {
 	}
 	if want := 200 + 30; packs != want { // warm-up and timed
 		t.Errorf("%d access lines for context packs, want %d", packs, want)
+	}
+}
+
+// TestSearchDir: `loci bench search --dir` searches a directory's workspace
+// as found (here one `bench pack` built), reports its open time and disk,
+// and, where the workspace is IVF-searched (test centroids for GloVe, IVF
+// from one span), the exact scan beside IVF with IVF's recall: 1 when every
+// list is probed, at most 1 when two of eight are.
+func TestSearchDir(t *testing.T) {
+	dir := t.TempDir()
+	emb := glove.New()
+	if _, err := PackHTTP(PackHTTPConfig{Spans: 300, Requests: 10, Concurrency: []int{1}, MaxTokens: 256, Seed: 3, Sync: wal.SyncOff,
+		Dir: dir, Embedding: Embedding{Embedder: emb}, Data: ""}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := SearchConfig{Spans: 300, Queries: 30, Seed: 1, Dir: dir, Embedder: emb, NProbe: []int{8}}
+	r, err := Search(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spans < 300 || r.OpenSeconds <= 0 || r.DiskBytes <= 0 || r.RSSOpenMiB <= 0 || r.SemanticTop100.P50ms <= 0 || r.SemanticExactTop100 != nil || r.IVF != nil {
+		t.Fatalf("implausible result without IVF %+v", r)
+	}
+
+	words, err := emb.Embed(context.Background(), []string{"deploy", "budget", "Friday", "approved", "rejected", "cluster", "refund", "meeting"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := vecindex.NewCentroids(emb.Model(), words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vecindex.UseCentroids(c, 1, 2)()
+	if r, err = Search(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r.SemanticExactTop100 == nil || len(r.IVF) != 2 || r.IVF[0].NProbe != 2 || r.IVF[1].NProbe != 8 {
+		t.Fatalf("IVF figures %+v / %+v", r.SemanticExactTop100, r.IVF)
+	}
+	if r.IVF[1].Recall != 1 || r.IVF[1].MinimumRecall != 1 || r.IVF[0].Recall > 1 || r.IVF[0].MinimumRecall > r.IVF[0].Recall {
+		t.Fatalf("recall %+v; want 1 with every list probed", r.IVF)
+	}
+
+	cfg.Spans = 10_000
+	if _, err := Search(cfg); err == nil || !strings.Contains(err.Error(), "fewer than") {
+		t.Fatalf("a directory holding fewer spans than asked for: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loci-memory/loci/embed/glove"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/wal"
 )
@@ -118,15 +118,15 @@ func (c *Corpus) Next(ws string) engine.IngestInput {
 }
 
 // scratchEngine opens an engine in a new temporary directory for a
-// benchmark or evaluation (fsync off: the figures are about reads; the
-// built-in GloVe embedder), and returns a cleanup that closes it and
+// benchmark or evaluation (fsync off: the figures are about reads; emb
+// embeds inline), and returns a cleanup that closes it and
 // removes the directory.
-func scratchEngine(prefix string) (*engine.DB, func(), error) {
+func scratchEngine(prefix string, emb embed.Embedder) (*engine.DB, func(), error) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true, Embedder: glove.New()})
+	db, err := engine.Open(dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true, Embedder: emb})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err

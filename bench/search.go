@@ -2,16 +2,26 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/vecindex"
+	"github.com/loci-memory/loci/wal"
 )
 
 // SearchConfig sets up `loci bench search`.
@@ -20,6 +30,17 @@ type SearchConfig struct {
 	Queries int    // timed queries per figure
 	Seed    uint64 // data order and synthetic queries
 	Data    string // shared data directory: real texts and questions; "" = synthetic corpus
+	// Dir, when set, is a data directory whose workspace "bench" of the
+	// default tenant already holds at least Spans spans (one `loci import
+	// --vectors` made, say): it is opened, timed, and searched as it is;
+	// nothing is built or compacted. Empty: a scratch workspace is built.
+	Dir string
+	// Embedder embeds the queries (and, in a scratch workspace, the
+	// texts); nil: GloVe. With Dir it must be the directory's embedder.
+	Embedder embed.Embedder
+	// NProbe, for a workspace IVF searches, are further probe counts to
+	// time and measure the recall of besides the policy's (vecindex.IVFProbe).
+	NProbe []int
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci bench prints it to stderr).
 	Progress func(string)
@@ -43,8 +64,37 @@ type SearchResult struct {
 	SemanticTop100 Latency `json:"semantic_top100"`
 	SemanticTop10  Latency `json:"semantic_top10"`
 	Pack2048       Latency `json:"context_pack_2048"`
-	Kernel         string  `json:"int8_kernel"`
-	Dataset        string  `json:"dataset"`
+	// QueryEmbedding is embedding a query alone; the semantic figures
+	// above time the vector search of an embedded query without it.
+	QueryEmbedding Latency `json:"query_embedding"`
+	Embedder       string  `json:"embedder"`
+	// Where the workspace is searched by IVF (vecindex.IVFFor): the exact
+	// scan of the same queries, and recall@100 of the policy's search
+	// against it, then the same for each further probe count.
+	SemanticExactTop100 *Latency  `json:"semantic_exact_top100,omitempty"`
+	IVF                 []IVFTime `json:"ivf,omitempty"`
+	// With Dir: the directory as found. OpenSeconds is engine.Open (a
+	// restart); RSS is the process's resident memory after the open, then
+	// after every figure was timed (anonymous and file-backed, MiB);
+	// DiskBytes is every file under Dir.
+	OpenSeconds      float64 `json:"open_seconds,omitempty"`
+	DiskBytes        int64   `json:"disk_bytes,omitempty"`
+	RSSOpenMiB       float64 `json:"rss_after_open_mib,omitempty"`
+	RSSOpenAnonMiB   float64 `json:"rss_after_open_anon_mib,omitempty"`
+	RSSAfterMiB      float64 `json:"rss_after_timing_mib,omitempty"`
+	RSSAfterAnonMiB  float64 `json:"rss_after_timing_anon_mib,omitempty"`
+	HeapAfterOpenMiB float64 `json:"heap_after_open_mib,omitempty"`
+	Kernel           string  `json:"int8_kernel"`
+	Dataset          string  `json:"dataset"`
+}
+
+// IVFTime is IVF search at one probe count: its latency for top 100 and
+// the mean share of the exact top 100 it returns.
+type IVFTime struct {
+	NProbe        int     `json:"nprobe"`
+	Top100        Latency `json:"top100"`
+	Recall        float64 `json:"recall_at_100"`
+	MinimumRecall float64 `json:"min_recall_at_100"`
 }
 
 // Search builds one workspace of at least cfg.Spans spans through the engine
@@ -58,32 +108,74 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 	if cfg.Queries <= 0 {
 		cfg.Queries = 2000
 	}
-	db, cleanup, err := scratchEngine("loci-bench-search-")
+	emb := cfg.Embedder
+	if emb == nil {
+		emb = glove.New()
+	}
+	_, real, err := benchCorpus(cfg.Data, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	next, real, err := benchCorpus(cfg.Data, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries}
+	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries, Embedder: emb.Model()}
 	p := newProgress(cfg.Progress)
-	if res.Spans, res.Artifacts, err = fillWorkspace(db, "bench", next, cfg.Spans, p); err != nil {
-		return nil, err
-	}
-	stop := p.during("compacting the workspace")
-	err = db.Compact()
-	stop()
-	if err != nil {
-		return nil, err
+	tenant, ws := "bench", "bench"
+	var db *engine.DB
+	if cfg.Dir != "" {
+		tenant = httpd.DefaultTenant
+		runtime.GC()
+		t := time.Now()
+		ctl := control.New(time.Now) // a service's directory holds its state
+		if db, err = engine.Open(cfg.Dir, engine.Options{Sync: wal.SyncOff, DisableBackground: true, Embedder: emb, Control: ctl, Logger: quietLogger()}); err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		res.OpenSeconds = time.Since(t).Seconds()
+		ctl.Attach(db.AppendControl)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		res.HeapAfterOpenMiB = float64(ms.HeapAlloc) / (1 << 20)
+		res.RSSOpenMiB, res.RSSOpenAnonMiB = processMemory()
+		if res.DiskBytes, err = dirSize(cfg.Dir); err != nil {
+			return nil, err
+		}
+		arts, spans, err := db.WorkspaceContent(tenant, ws)
+		if err != nil {
+			return nil, err
+		}
+		if len(spans) < cfg.Spans {
+			return nil, fmt.Errorf("%s: workspace %q of tenant %q holds %d spans, fewer than the %d asked for", cfg.Dir, ws, tenant, len(spans), cfg.Spans)
+		}
+		res.Spans, res.Artifacts = len(spans), len(arts)
+	} else {
+		next, _, err := benchCorpus(cfg.Data, cfg.Seed)
+		if err != nil {
+			return nil, err
+		}
+		var cleanup func()
+		if db, cleanup, err = scratchEngine("loci-bench-search-", emb); err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		if res.Spans, res.Artifacts, err = fillWorkspace(db, tenant, next, cfg.Spans, p); err != nil {
+			return nil, err
+		}
+		stop := p.during("compacting the workspace")
+		err = db.Compact()
+		stop()
+		if err != nil {
+			return nil, err
+		}
 	}
 	res.Segments = db.Stats().Segments
 	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 99)), cfg.Queries)
-	if real != nil {
+	switch {
+	case cfg.Dir != "" && real != nil:
+		res.Dataset = fmt.Sprintf("the workspace found in %s; queries: the %d real questions of %s (SciFact, LoCoMo, HotpotQA, tau-bench), sampled with seed %d",
+			cfg.Dir, len(real.Queries), cfg.Data, cfg.Seed)
+	case real != nil:
 		res.Dataset = fmt.Sprintf("real texts of %s (SciFact, LoCoMo, HotpotQA, tau-bench: %d distinct texts, repeated in seeded orders) in one workspace, flushed and compacted; queries: their %d real questions, sampled with seed %d",
 			cfg.Data, real.Texts(), len(real.Queries), cfg.Seed)
-	} else {
+	default:
 		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d, a 500-word vocabulary: every term is frequent) in one workspace, flushed and compacted; queries: 3-8 words of the vocabulary", cfg.Seed)
 	}
 
@@ -100,24 +192,41 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Nanoseconds()) / 1e6 }
 		return Latency{P50ms: ms(0.5), P99ms: ms(0.99), MaxMs: ms(1)}, nil
 	}
+	// Queries are embedded once, untimed, so that the semantic figures
+	// are the vector search alone; embedding is timed on its own.
+	type qvec struct {
+		q []int8
+		s float32
+	}
+	qv := make(map[string]qvec, len(queries))
+	for i, q := range queries {
+		if _, ok := qv[q]; ok {
+			continue
+		}
+		p.tick("embedding the queries: %d of %d", i, len(queries))
+		v, err := emb.Embed(context.Background(), []string{q})
+		if err != nil {
+			return nil, err
+		}
+		iq := make([]int8, emb.Dim())
+		qv[q] = qvec{iq, vecindex.Quantize(v[0], iq)}
+	}
+	semantic := func(k int) func(q string) error {
+		return func(q string) error { _, err := db.SearchSemantic(tenant, ws, qv[q].q, qv[q].s, k); return err }
+	}
 	packer := retrieval.New(db)
 	for _, f := range []struct {
 		dst  *Latency
 		fn   func(q string) error
 		name string
 	}{
-		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 100); return err }, "lexical top 100"},
-		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical("bench", "bench", q, 10); return err }, "lexical top 10"},
-		{&res.SemanticTop100, func(q string) error {
-			_, err := retrieval.SearchSemantic(context.Background(), db, "bench", "bench", q, 100)
-			return err
-		}, "semantic top 100"},
-		{&res.SemanticTop10, func(q string) error {
-			_, err := retrieval.SearchSemantic(context.Background(), db, "bench", "bench", q, 10)
-			return err
-		}, "semantic top 10"},
+		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical(tenant, ws, q, 100); return err }, "lexical top 100"},
+		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical(tenant, ws, q, 10); return err }, "lexical top 10"},
+		{&res.SemanticTop100, semantic(100), "semantic top 100"},
+		{&res.SemanticTop10, semantic(10), "semantic top 10"},
+		{&res.QueryEmbedding, func(q string) error { _, err := emb.Embed(context.Background(), []string{q}); return err }, "query embedding"},
 		{&res.Pack2048, func(q string) error {
-			_, err := packer.ContextPack(context.Background(), "bench", retrieval.PackRequest{Workspace: "bench", Query: q, MaxTokens: 2048})
+			_, err := packer.ContextPack(context.Background(), tenant, retrieval.PackRequest{Workspace: ws, Query: q, MaxTokens: 2048})
 			return err
 		}, "context packs"},
 	} {
@@ -128,20 +237,112 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 			return nil, err
 		}
 	}
+	if err := searchIVF(db, tenant, ws, queries, func(q string) ([]int8, float32) { return qv[q].q, qv[q].s }, cfg.NProbe, measure, p, res); err != nil {
+		return nil, err
+	}
+	if cfg.Dir != "" {
+		res.RSSAfterMiB, res.RSSAfterAnonMiB = processMemory()
+	}
 	res.Queries = len(queries)
 	return res, nil
+}
+
+// searchIVF adds the exact scan and IVF's recall to res when the
+// workspace is one IVF searches (vecindex.IVFPolicy): the exact top 100 of
+// every query (the policy's size raised past the workspace's), then IVF at
+// the policy's probe count and at each of nprobes, timed and compared with
+// it. The policy is process-wide: nothing else may search meanwhile.
+func searchIVF(db *engine.DB, tenant, ws string, queries []string, vec func(string) ([]int8, float32), nprobes []int,
+	measure func(func(string) error) (Latency, error), p *progress, res *SearchResult) error {
+	cents, minSpans, policyProbe := vecindex.IVFPolicy(res.Embedder)
+	if cents == nil || res.Spans < minSpans {
+		return nil
+	}
+	exact := map[string]map[uuid.UUID]bool{}
+	restore := vecindex.UseCentroids(cents, math.MaxInt, policyProbe)
+	stop := p.during("timing the exact scan")
+	lat, err := measure(func(q string) error {
+		v, s := vec(q)
+		hits, err := db.SearchSemantic(tenant, ws, v, s, 100)
+		if _, ok := exact[q]; !ok && err == nil {
+			exact[q] = map[uuid.UUID]bool{}
+			for _, h := range hits {
+				exact[q][h.SpanID] = true
+			}
+		}
+		return err
+	})
+	stop()
+	restore()
+	if err != nil {
+		return err
+	}
+	res.SemanticExactTop100 = &lat
+	for _, np := range append([]int{policyProbe}, nprobes...) {
+		restore := vecindex.UseCentroids(cents, minSpans, np)
+		t := IVFTime{NProbe: np, MinimumRecall: 1}
+		found := map[string]float64{}
+		stop := p.during(fmt.Sprintf("timing IVF at nprobe %d", np))
+		t.Top100, err = measure(func(q string) error {
+			v, s := vec(q)
+			hits, err := db.SearchSemantic(tenant, ws, v, s, 100)
+			n := 0
+			for _, h := range hits {
+				if exact[q][h.SpanID] {
+					n++
+				}
+			}
+			if len(exact[q]) > 0 {
+				found[q] = float64(n) / float64(len(exact[q]))
+			}
+			return err
+		})
+		stop()
+		restore()
+		if err != nil {
+			return err
+		}
+		for _, r := range found {
+			t.Recall += r
+			t.MinimumRecall = min(t.MinimumRecall, r)
+		}
+		t.Recall /= float64(len(found))
+		res.IVF = append(res.IVF, t)
+	}
+	return nil
 }
 
 // fillWorkspace ingests artifacts from next into workspace "bench" of
 // tenant, in batches of 256, until it holds at least spans spans.
 func fillWorkspace(db *engine.DB, tenant string, next func(ws string) engine.IngestInput, spans int, p *progress) (nSpans, nArtifacts int, err error) {
+	ingest := func(b []engine.IngestInput) ([]engine.IngestResult, error) { return db.IngestBatch(tenant, b) }
+	return fillWithRetry(ingest, "bench", next, spans, p, time.Second)
+}
+
+// fillWithRetry ingests artifacts from next into workspace ws with ingest,
+// in batches of 256, until it holds at least spans spans. A batch refused
+// for back-pressure (engine.ErrBackpressure: nothing of it was stored) is
+// sent again after wait, as a client honouring Retry-After does: a build
+// with the encoder outruns the background embedder by far. A refusal that
+// names the embedder as unavailable ends the build with that error.
+func fillWithRetry(ingest func([]engine.IngestInput) ([]engine.IngestResult, error), ws string, next func(ws string) engine.IngestInput,
+	spans int, p *progress, wait time.Duration) (nSpans, nArtifacts int, err error) {
 	for nSpans < spans {
 		p.tick("building the workspace: %d of %d spans", nSpans, spans)
 		batch := make([]engine.IngestInput, 256)
 		for i := range batch {
-			batch[i] = next("bench")
+			batch[i] = next(ws)
 		}
-		rs, err := db.IngestBatch(tenant, batch)
+		rs, err := ingest(batch)
+		for errors.Is(err, engine.ErrBackpressure) {
+			var bp *engine.BackpressureError
+			if errors.As(err, &bp) && bp.Embedder != nil {
+				return 0, 0, fmt.Errorf("%w (the embedder: %v)", err, bp.Embedder)
+			}
+			p.tick("building the workspace: %d of %d spans, waiting for the embedder (%v)", nSpans, spans, err)
+			time.Sleep(wait)
+			rs, err = ingest(batch)
+		}
 		if err != nil {
 			return 0, 0, err
 		}

@@ -425,21 +425,10 @@ func post(c *fasthttp.HostClient, addr, path string, body []byte, want int, out 
 // fillWorkspaceNamed ingests through the engine into workspace ws until it
 // holds at least spans spans.
 func fillWorkspaceNamed(db *engine.DB, ws string, next func(ws string) engine.IngestInput, spans int) (nSpans, nArtifacts int, err error) {
-	for nSpans < spans {
-		batch := make([]engine.IngestInput, 256)
-		for i := range batch {
-			batch[i] = next(ws)
-		}
-		rs, err := db.IngestBatch(httpd.DefaultTenant, batch)
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, r := range rs {
-			nSpans += len(r.SpanIDs)
-		}
-		nArtifacts += len(rs)
+	ingest := func(b []engine.IngestInput) ([]engine.IngestResult, error) {
+		return db.IngestBatch(httpd.DefaultTenant, b)
 	}
-	return nSpans, nArtifacts, nil
+	return fillWithRetry(ingest, ws, next, spans, newProgress(nil), time.Second)
 }
 
 // processMemory reads VmRSS and RssAnon of this process from

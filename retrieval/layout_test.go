@@ -180,11 +180,7 @@ func TestLayoutIndependenceIVF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := vecindex.EncodeCentroids(emb.Model(), cents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := vecindex.ParseCentroids(file)
+	c, err := vecindex.NewCentroids(emb.Model(), cents)
 	if err != nil {
 		t.Fatal(err)
 	}

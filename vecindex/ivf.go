@@ -89,6 +89,16 @@ func EncodeCentroids(model string, cents [][]float32) ([]byte, error) {
 	return encodeSection(model, dim, keys, scales, nil, func(i int) []int8 { return rows[i] }), nil
 }
 
+// NewCentroids is ParseCentroids(EncodeCentroids(model, cents)): centroids
+// made in memory, as the file of them would give.
+func NewCentroids(model string, cents [][]float32) (*Centroids, error) {
+	b, err := EncodeCentroids(model, cents)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCentroids(b)
+}
+
 // Model is the vector space the centroids belong to.
 func (c *Centroids) Model() string { return c.sec.Model() }
 
@@ -232,6 +242,15 @@ func CentroidsFor(model string) *Centroids {
 	ivfMu.RLock()
 	defer ivfMu.RUnlock()
 	return ivf.byModel[model]
+}
+
+// IVFPolicy returns model's centroids (nil when it has none) and the
+// policy in force: the least span count IVF searches, and its probe count.
+func IVFPolicy(model string) (c *Centroids, minSpans, nprobe int) {
+	loadIVF()
+	ivfMu.RLock()
+	defer ivfMu.RUnlock()
+	return ivf.byModel[model], ivf.minSpans, ivf.nprobe
 }
 
 // IVFFor returns the centroids and probe count to search parts with, for

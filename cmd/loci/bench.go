@@ -21,7 +21,8 @@ const benchUsage = `usage: loci bench <name> [flags]
 
   ingest    durable ingest through the engine with concurrent writers
   restart   time to reopen a data directory of N artifacts
-  search    lexical and semantic search latency through the engine at N spans
+  search    lexical and semantic search latency through the engine at N spans (--dir: of a directory as found, with
+            its open time, memory and disk; IVF's recall against the exact scan where the workspace uses it)
   pack      context pack latency and throughput over HTTP on loopback at N spans
   workspaces  N small workspaces (LoCoMo turns) on one node over HTTP: ingest rate, memory per workspace, restart, packs
             on random workspaces
@@ -128,11 +129,27 @@ func runBench(args []string) error {
 		n := fs.Int("spans", 100000, "spans in the workspace")
 		q := fs.Int("queries", 2000, "timed queries per figure")
 		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
+		embedderFlag := fs.String("embedder", embedderGloVe, "embedder of the queries and of a built workspace: "+embedderNames+"; with --dir, the directory's")
+		nprobe := fs.String("nprobe", "", "where the workspace is searched by IVF, further probe counts to time and measure recall at, comma separated")
 		run = func() (any, error) {
 			if err := checkBenchData(*data); err != nil {
 				return nil, err
 			}
-			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data, Progress: progress})
+			emb, err := benchEmbedding(*embedderFlag)
+			if err != nil {
+				return nil, err
+			}
+			if emb.Embedder == nil {
+				return nil, fmt.Errorf("--embedder %s: bench search needs an embedder", *embedderFlag)
+			}
+			var probes []int
+			if *nprobe != "" {
+				if probes, err = intList("nprobe", *nprobe, 1, 1<<20); err != nil {
+					return nil, err
+				}
+			}
+			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data, Dir: *dir, Embedder: emb.Embedder,
+				NProbe: probes, Progress: progress})
 		}
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
