@@ -52,14 +52,15 @@ func SearchAllowed(parts []Part, allow []*roaring.Bitmap, q []int8, qscale float
 	return out
 }
 
-// scoreListed scores the documents idx (at most searchBlock, ascending) of
-// part pi exactly and offers them to the heap.
+// scoreListed scores the documents idx (at most searchBlock, distinct, in
+// any order: ascending reads the rows fastest) of part pi exactly and
+// offers them to the heap.
 func (h *topK) scoreListed(pi int, p Part, st *searchState, qscale float32, idx []int32) {
 	if len(idx) == 0 {
 		return
 	}
 	stride := len(st.q)
-	end := int(idx[len(idx)-1]) + 1
+	end := int(slices.Max(idx)) + 1
 	rows, scales := p.Rows()[:end*stride], p.Scales()
 	dots := st.dots[:len(idx)]
 	dotGather(st.q, rows, stride, idx, dots)

@@ -66,7 +66,8 @@ func BenchmarkSearchIVF(b *testing.B) {
 	for _, n := range sizes {
 		c, part, qs, qscales := clusteredPart(b, n, 64)
 		parts := []Part{part}
-		Search(parts, qs[0], qscales[0], k) // build the sketch
+		Search(parts, qs[0], qscales[0], k)                  // build the sketch
+		SearchIVF(parts, c, qs[0], qscales[0], k, c.Lists()) // and the one in list order
 		for _, mode := range []string{"exact", "ivf-64", "ivf-128", "ivf-256", "ivf-512"} {
 			var nprobe int
 			fmt.Sscanf(mode, "ivf-%d", &nprobe)

@@ -127,7 +127,17 @@ func ivfSplit(t *testing.T, r *rand.Rand, d testDocs, c *Centroids, nparts int) 
 // parts of every kind give, hit for hit and bit for bit, the exact search
 // over the documents of the probed lists: the candidate set does not depend
 // on the layout, nor on whether a part stores its lists.
+// It runs twice: as the sizes here choose (the plain scan of the probed
+// documents), and with the two-stage scan forced on every search.
 func TestSearchIVFLayoutIndependence(t *testing.T) {
+	t.Run("plain", searchIVFLayoutProperty)
+	t.Run("two-stage", func(t *testing.T) {
+		twoStageAlways(t)
+		searchIVFLayoutProperty(t)
+	})
+}
+
+func searchIVFLayoutProperty(t *testing.T) {
 	params := gopter.DefaultTestParameters()
 	params.MinSuccessfulTests = 200
 	params.Rng.Seed(20261128)
@@ -162,6 +172,54 @@ func TestSearchIVFLayoutIndependence(t *testing.T) {
 		gen.IntRange(1, 12), gen.IntRange(1, 12), gen.Bool(),
 	))
 	props.TestingRun(t)
+}
+
+// TestSearchIVFTwoStage: over clustered vectors in a segment that stores
+// its lists, IVF's two-stage scan returns what scoring every probed row
+// gives (the plain scan of the probed documents), scores far fewer of them
+// exactly, and allocates nothing per document once its pools are warm.
+func TestSearchIVFTwoStage(t *testing.T) {
+	twoStageAlways(t)
+	bv := clusteredVectors(20_000, 64, 8)
+	r := rand.New(rand.NewPCG(3, 4))
+	c := testCentroids(t, r, "bench", 32, 64)
+	m := NewMemVectorsWith("bench", 64, c)
+	for i, row := range bv.rows {
+		var k [16]byte
+		binary.BigEndian.PutUint32(k[:], uint32(i))
+		m.Add(k, row, bv.scales[i])
+	}
+	seg, err := OpenSegVectors(m.Section())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range [][]Part{{seg}, {m}} {
+		for qi, q := range bv.queries {
+			for _, k := range []int{10, 100} {
+				useSketch = false
+				want, probed := SearchIVF(parts, c, q, bv.qscales[qi], k, 8)
+				useSketch = true
+				before := exactScored.Load()
+				got, probed2 := SearchIVF(parts, c, q, bv.qscales[qi], k, 8)
+				scored := exactScored.Load() - before
+				if !slices.Equal(got, want) || probed2 != probed {
+					t.Fatalf("%T query %d k=%d: two-stage differs from scoring every probed row", parts[0], qi, k)
+				}
+				if scored > int64(probed)/3 {
+					t.Errorf("%T query %d k=%d: %d of %d probed documents scored exactly", parts[0], qi, k, scored, probed)
+				}
+			}
+		}
+	}
+	if raceEnabled {
+		return
+	}
+	q, qs := bv.queries[0], bv.qscales[0]
+	// The probe's four slices of the lists' size, and the result: none per
+	// document.
+	if allocs := testing.AllocsPerRun(20, func() { SearchIVF([]Part{seg}, c, q, qs, 10, 8) }); allocs > 5 {
+		t.Fatalf("%v allocations per search, want at most 5 (the probe's and the result)", allocs)
+	}
 }
 
 // TestSearchIVFRestricts: with few lists probed, SearchIVF scores fewer
@@ -413,5 +471,51 @@ func TestListsCopied(t *testing.T) {
 	}
 	if _, ok := ListOf(NewMemVectorsWith("copy-model", dim, nil), 0); ok {
 		t.Error("ListOf answered for a part that keeps no lists")
+	}
+}
+
+// TestBuildSketchIVFParts: a part that alone reaches the IVF size, with
+// lists of its model's centroids, builds its sketch in list order only; a
+// smaller one builds it in document order; either answers IVF and the
+// exact scan as before.
+func TestBuildSketchIVFParts(t *testing.T) {
+	twoStageAlways(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	const dim, n = 64, 9000
+	c := testCentroids(t, r, "m", 16, dim)
+	d := randDocs(r, n, dim)
+	section := func() *SegVectors {
+		m := NewMemVectorsWith("m", dim, c)
+		for i := range d.keys {
+			m.Add(d.keys[i], d.vecs[i], d.scales[i])
+		}
+		s, err := OpenSegVectors(m.Section())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	rowBytes := int64(n*sketchRowBytes(dim)) + 8*int64(n)
+	q := make([]int8, dim)
+	qs := Quantize(randUnit(r, dim), q)
+	for _, minSpans := range []int{n, n + 1} {
+		restore := UseCentroids(c, minSpans, 4)
+		s := section()
+		s.BuildSketch()
+		listOnly := minSpans <= n
+		if useSketch && activeKernel.name != genericKernel.name {
+			docOrder, listOrder := s.sketch.bytes.Load(), s.listSketch.bytes.Load()
+			if listOnly && (docOrder != 0 || listOrder != rowBytes) || !listOnly && (docOrder != rowBytes || listOrder != 0) {
+				t.Errorf("IVF from %d spans: sketch bytes in document order %d, in list order %d", minSpans, docOrder, listOrder)
+			}
+		}
+		want, _ := SearchIVF([]Part{section()}, c, q, qs, 30, 4)
+		if got, _ := SearchIVF([]Part{s}, c, q, qs, 30, 4); !slices.Equal(got, want) {
+			t.Errorf("IVF from %d spans: IVF hits differ after BuildSketch", minSpans)
+		}
+		if got := Search([]Part{s}, q, qs, 30); !slices.Equal(got, Search([]Part{section()}, q, qs, 30)) {
+			t.Errorf("IVF from %d spans: exact hits differ after BuildSketch", minSpans)
+		}
+		restore()
 	}
 }

@@ -280,6 +280,16 @@ type searchState struct {
 	survivors []int32
 
 	bits []uint64 // SearchIVF: a part's candidate documents
+
+	// SearchIVF's two-stage scan: every part's probed documents, ascending
+	// (cands[candOff[i]:candOff[i+1]] are part i's), their upper bounds
+	// (NaN once scored), and the sketch rows of a block gathered.
+	cands   []int32
+	candOff []int
+	scan    []bool // the part does not know its lists: scanned, assigning
+	upper   []float64
+	sample  []float64
+	gather  sketch // a block's sketch rows, gathered
 }
 
 var searchPool = sync.Pool{New: func() any {

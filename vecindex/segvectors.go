@@ -19,6 +19,9 @@ type SegVectors struct {
 	keys   [][16]byte
 	sketch *lazySketch // shared with WithKeys copies
 	lists  *ivfLists   // version 2 sections' IVF lists, else nil
+	// listSketch is the sketch in the lists' order, for IVF (shared with
+	// WithKeys copies; nil without lists).
+	listSketch *lazyListSketch
 }
 
 // OpenSegVectors validates the structure of a vector section and returns a
@@ -90,6 +93,7 @@ func OpenSegVectors(b []byte) (*SegVectors, error) {
 			return nil, err
 		}
 		s.lists = lists
+		s.listSketch = new(lazyListSketch)
 	}
 	if count == 0 {
 		return s, nil
@@ -200,6 +204,16 @@ func (s *SegVectors) sketchFor(start, end int) *sketch { return s.sketch.sketchF
 
 // Key returns the key doc was added with.
 func (s *SegVectors) Key(doc uint32) [16]byte { return s.keys[doc] }
+
+// listSketchFor implements listSketcher: the sketch of the stored lists'
+// documents in list order, built whole on first use, when the lists were
+// made with c.
+func (s *SegVectors) listSketchFor(c *Centroids) (*sketch, *ivfLists) {
+	if s.lists == nil || s.lists.id != c.id {
+		return nil, nil
+	}
+	return s.listSketch.get(s, s.lists), s.lists
+}
 
 // WithKeys returns a SegVectors over the same rows and scales with other
 // keys, one per document (a caller bug panics otherwise). The engine uses it
