@@ -192,10 +192,10 @@ var centroidFiles embed.FS
 // size, the misses shrinking by about a third per doubling (128 of 1,024
 // lists: 0.770, 0.845, 0.895 at 2.5k, 5k, 10k held-out texts; about 0.99 at
 // 1M by extrapolation, which issue 25 §2 must confirm on 1M real vectors).
-// Speed: IVF gathers scattered rows, so it beats the exact two-stage scan
-// clearly only at large sizes and small probe counts (1M synthetic vectors:
-// 12.6 ms at 128 lists against 28.4 ms exact; at 100k, 1.7 ms against
-// 2.6 ms, not worth a 1% recall loss).
+// Speed: at 1M synthetic vectors, 5 ms at 128 lists against 25-27 ms for
+// the exact scan (its two stages over the probed lists, from a sketch in
+// list order); at 100k, 1.2-1.7 ms against 2.5-3 ms, not worth a 1% recall
+// loss.
 const (
 	IVFMinSpans = 1_000_000
 	IVFProbe    = 128
