@@ -131,6 +131,45 @@ func TestMissingSegmentFailsOpen(t *testing.T) {
 	}
 }
 
+// TestOpenNamesFirstBadSegment: segments open in parallel, but of several
+// damaged ones the error names the first the manifest lists, every time,
+// and the directory opens again once it is repaired.
+func TestOpenNamesFirstBadSegment(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, Options{DisableBackground: true})
+	for i := range 6 {
+		if _, err := db.Ingest("t", chat(fmt.Sprintf("ws%d", i), fmt.Sprintf("fact %d: the sky is blue", i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	m, err := manifest.Read(dir)
+	if err != nil || len(m.Segments) != 6 {
+		t.Fatalf("manifest: %v, %d segments", err, len(m.Segments))
+	}
+	first, last := m.Segments[2], m.Segments[5]
+	for _, e := range []manifest.Segment{last, first} {
+		flipByte(t, filepath.Join(dir, segmentDir, segment.FileName(e.ID)), e.Size-3)
+	}
+	for range 20 {
+		_, err := testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
+		if err == nil || !strings.Contains(err.Error(), segment.FileName(first.ID)) {
+			t.Fatalf("open with segments %d and %d damaged: %v", first.ID, last.ID, err)
+		}
+	}
+	for _, e := range []manifest.Segment{last, first} {
+		flipByte(t, filepath.Join(dir, segmentDir, segment.FileName(e.ID)), e.Size-3)
+	}
+	db, err = testOpen(dir, Options{DisableBackground: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
 // TestWALCorruptionInOlderFileFailsOpen: damage before the last WAL file is
 // an error naming file and offset; a damaged tail of the last file is cut.
 func TestWALCorruption(t *testing.T) {

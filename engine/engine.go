@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -294,6 +295,55 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 	return a, nil
 }
 
+// openManifestSegments opens the segments a manifest lists, in its order,
+// on every core: opening checks the checksums of the index sections, which
+// reads most of a segment's pages, so a large directory's restart is bound
+// by that reading. On an error it closes what it opened and returns the
+// error of the first failing segment in manifest order, as a serial open
+// would.
+func openManifestSegments(dir string, entries []manifest.Segment, erased *erasedIndex) ([]*liveSegment, error) {
+	segs := make([]*liveSegment, len(entries))
+	errs := make([]error, len(entries))
+	open := func(i int) {
+		e := entries[i]
+		path := filepath.Join(dir, segmentDir, segment.FileName(e.ID))
+		st, err := os.Stat(path)
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("engine: segment listed in manifest: %w", err)
+		case st.Size() != e.Size:
+			errs[i] = fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
+		default:
+			if segs[i], err = openLiveSegment(path, e, erased); err != nil {
+				errs[i] = fmt.Errorf("engine: %w", err)
+			}
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(entries)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(entries); i = int(next.Add(1) - 1) {
+				open(i)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			for _, ls := range segs {
+				if ls != nil {
+					ls.Close()
+				}
+			}
+			return nil, err
+		}
+	}
+	return segs, nil
+}
+
 // openLiveSegment opens a segment file and its index parts; erased is the
 // DB's index of erased artifacts (nil outside a DB).
 func openLiveSegment(path string, e manifest.Segment, erased *erasedIndex) (*liveSegment, error) {
@@ -402,21 +452,11 @@ func (db *DB) recover() error {
 	if err := db.removeOrphans(m); err != nil {
 		return err
 	}
-	for _, e := range m.Segments {
-		path := filepath.Join(db.dir, segmentDir, segment.FileName(e.ID))
-		st, err := os.Stat(path)
-		if err != nil {
-			return fmt.Errorf("engine: segment listed in manifest: %w", err)
-		}
-		if st.Size() != e.Size {
-			return fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
-		}
-		ls, err := openLiveSegment(path, e, db.erased)
-		if err != nil {
-			return fmt.Errorf("engine: %w", err)
-		}
-		db.segments = append(db.segments, ls)
+	segs, err := openManifestSegments(db.dir, m.Segments, db.erased)
+	if err != nil {
+		return err
 	}
+	db.segments = segs
 	if err := db.checkEmbedder(); err != nil {
 		return err
 	}
