@@ -279,6 +279,10 @@ func TestSearchDir(t *testing.T) {
 		Dir: dir, Embedding: Embedding{Embedder: emb}, Data: ""}); err != nil {
 		t.Fatal(err)
 	}
+	// bench restart opens a directory a server wrote (with service state).
+	if rr, err := Restart(RestartConfig{Dir: dir, Restarts: 1, Embedder: emb}); err != nil || len(rr.OpenSeconds) != 1 {
+		t.Fatalf("restart of a server's directory: %v", err)
+	}
 	cfg := SearchConfig{Spans: 300, Queries: 30, Seed: 1, Dir: dir, Embedder: emb, NProbe: []int{8}}
 	r, err := Search(cfg)
 	if err != nil {

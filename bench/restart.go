@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loci-memory/loci/control"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/wal"
@@ -19,6 +21,10 @@ type RestartConfig struct {
 	Artifacts int
 	Seed      uint64
 	Restarts  int // how many times to reopen; the median and max are reported
+	// Embedder opens the directory (nil: GloVe); a directory another
+	// embedder wrote needs that one. Directories a server wrote (with
+	// service state) open too.
+	Embedder embed.Embedder
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci bench and loci eval print it to stderr).
 	Progress func(string)
@@ -68,7 +74,11 @@ func Restart(cfg RestartConfig) (*RestartResult, error) {
 		p.tick("reopening: %d of %d done", i, cfg.Restarts)
 		runtime.GC()
 		t := time.Now()
-		db, err := engine.Open(dir, engine.Options{DisableBackground: true, Embedder: glove.New()})
+		emb := cfg.Embedder
+		if emb == nil {
+			emb = glove.New()
+		}
+		db, err := engine.Open(dir, engine.Options{DisableBackground: true, Embedder: emb, Control: control.New(time.Now), Logger: quietLogger()})
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -303,43 +302,28 @@ func (ls *liveSegment) artifactMeta(id uuid.UUID, ref segment.Ref) (*artifact.Ar
 // would.
 func openManifestSegments(dir string, entries []manifest.Segment, erased *erasedIndex) ([]*liveSegment, error) {
 	segs := make([]*liveSegment, len(entries))
-	errs := make([]error, len(entries))
-	open := func(i int) {
+	err := eachOnCores(len(entries), func(i int) error {
 		e := entries[i]
 		path := filepath.Join(dir, segmentDir, segment.FileName(e.ID))
 		st, err := os.Stat(path)
 		switch {
 		case err != nil:
-			errs[i] = fmt.Errorf("engine: segment listed in manifest: %w", err)
+			return fmt.Errorf("engine: segment listed in manifest: %w", err)
 		case st.Size() != e.Size:
-			errs[i] = fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
-		default:
-			if segs[i], err = openLiveSegment(path, e, erased); err != nil {
-				errs[i] = fmt.Errorf("engine: %w", err)
+			return fmt.Errorf("engine: segment %s is %d bytes, manifest says %d", path, st.Size(), e.Size)
+		}
+		if segs[i], err = openLiveSegment(path, e, erased); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, ls := range segs {
+			if ls != nil {
+				ls.Close()
 			}
 		}
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(entries)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(entries); i = int(next.Add(1) - 1) {
-				open(i)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			for _, ls := range segs {
-				if ls != nil {
-					ls.Close()
-				}
-			}
-			return nil, err
-		}
+		return nil, err
 	}
 	return segs, nil
 }

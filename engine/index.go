@@ -23,32 +23,38 @@ type segParts struct {
 // point into s's mapping and live as long as it.
 func openSegmentParts(s *segment.Segment) ([]segParts, error) {
 	out := make([]segParts, len(s.Workspaces()))
-	for wi := range out {
+	// On every core: a segment of many small workspaces (one per end user)
+	// sets up as many dictionaries at open.
+	err := eachOnCores(len(out), func(wi int) error {
 		td, ok1 := s.Section(wi, segment.KindTermDict)
 		po, ok2 := s.Section(wi, segment.KindPostings)
 		dl, ok3 := s.Section(wi, segment.KindDocLengths)
 		if !ok1 || !ok2 || !ok3 {
-			return nil, fmt.Errorf("segment %s: workspace %d has no BM25 index sections", s.Path(), wi)
+			return fmt.Errorf("segment %s: workspace %d has no BM25 index sections", s.Path(), wi)
 		}
 		lex, err := invindex.OpenSegIndex(invindex.Sections{TermDict: td, Postings: po, DocLengths: dl},
 			func(doc uint32) [16]byte { return segmentTieKey(s, wi, doc) })
 		if err != nil {
-			return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+			return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
 		}
 		if lex.NumDocs() != s.SpanCount(wi) {
-			return nil, fmt.Errorf("segment %s: workspace %d: index has %d docs for %d spans", s.Path(), wi, lex.NumDocs(), s.SpanCount(wi))
+			return fmt.Errorf("segment %s: workspace %d: index has %d docs for %d spans", s.Path(), wi, lex.NumDocs(), s.SpanCount(wi))
 		}
 		out[wi].lex = lex
 		if vb, ok := s.Section(wi, segment.KindVectors); ok {
 			vec, err := vecindex.OpenSegVectors(vb)
 			if err != nil {
-				return nil, fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
+				return fmt.Errorf("segment %s: workspace %d: %w", s.Path(), wi, err)
 			}
 			if vec.NumDocs() != s.SpanCount(wi) {
-				return nil, fmt.Errorf("segment %s: workspace %d: %d vectors for %d spans", s.Path(), wi, vec.NumDocs(), s.SpanCount(wi))
+				return fmt.Errorf("segment %s: workspace %d: %d vectors for %d spans", s.Path(), wi, vec.NumDocs(), s.SpanCount(wi))
 			}
 			out[wi].vec = withTieKeys(vec, s, wi)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -154,8 +154,16 @@ func runBench(args []string) error {
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
 		restarts := fs.Int("restarts", 5, "reopen this many times")
+		embedderFlag := fs.String("embedder", embedderGloVe, "embedder to open the directory with: "+embedderNames+" (a --dir another embedder wrote needs that one)")
 		run = func() (any, error) {
-			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts, Progress: progress})
+			emb, err := benchEmbedding(*embedderFlag)
+			if err != nil {
+				return nil, err
+			}
+			if emb.Embedder == nil {
+				return nil, fmt.Errorf("--embedder %s: bench restart needs an embedder", *embedderFlag)
+			}
+			return bench.Restart(bench.RestartConfig{Dir: *dir, Artifacts: *n, Seed: *seed, Restarts: *restarts, Embedder: emb.Embedder, Progress: progress})
 		}
 	case "workspaces":
 		n := fs.Int("workspaces", 100000, "workspaces, each of --min-artifacts to --max-artifacts LoCoMo turns")
