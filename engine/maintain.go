@@ -327,6 +327,26 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	return nil
 }
 
+// workspaceSpans is about how many spans a workspace holds in the live
+// segments and the heads (erasures and a compaction's inputs not
+// subtracted): a hint for which sketch its parts need, nothing more.
+func (db *DB) workspaceSpans(tenant, ws string) int {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	n := 0
+	for _, h := range append([]*head{db.head}, db.frozen...) {
+		if w := h.workspaces[wsKey{tenant, ws}]; w != nil {
+			n += w.spans
+		}
+	}
+	for _, ls := range db.segments {
+		if wi, ok := ls.FindWorkspace(tenant, ws); ok {
+			n += ls.SpanCount(wi)
+		}
+	}
+	return n
+}
+
 // writeSegment writes and opens a new segment, taking its id from m.
 func (db *DB) writeSegment(m *manifest.Manifest, data []segment.WorkspaceData) (*liveSegment, error) {
 	id := m.NextSegmentID
@@ -350,9 +370,11 @@ func (db *DB) writeSegment(m *manifest.Manifest, data []segment.WorkspaceData) (
 	// The semantic scan's sketches are built here, on the maintainer,
 	// before any reader sees the segment: otherwise the first pack after
 	// every flush and compaction would build them (tens of milliseconds).
-	for _, p := range ls.parts {
+	// Which sketch a part needs depends on its workspace's size (IVF).
+	for wi, p := range ls.parts {
 		if p.vec != nil {
-			p.vec.BuildSketch()
+			w := ls.Workspace(wi)
+			p.vec.BuildSketch(func() int { return max(w.Spans, db.workspaceSpans(w.Tenant, w.Workspace)) })
 		}
 	}
 	return ls, nil

@@ -474,10 +474,11 @@ func TestListsCopied(t *testing.T) {
 	}
 }
 
-// TestBuildSketchIVFParts: a part that alone reaches the IVF size, with
+// TestBuildSketchIVFParts: a part of a workspace that reaches the IVF size
+// (by its own documents or by what the caller says of its workspace), with
 // lists of its model's centroids, builds its sketch in list order only; a
-// smaller one builds it in document order; either answers IVF and the
-// exact scan as before.
+// part of a smaller one builds it in document order; either answers IVF
+// and the exact scan as before.
 func TestBuildSketchIVFParts(t *testing.T) {
 	twoStageAlways(t)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -498,23 +499,25 @@ func TestBuildSketchIVFParts(t *testing.T) {
 	rowBytes := int64(n*sketchRowBytes(dim)) + 8*int64(n)
 	q := make([]int8, dim)
 	qs := Quantize(randUnit(r, dim), q)
-	for _, minSpans := range []int{n, n + 1} {
-		restore := UseCentroids(c, minSpans, 4)
+	for _, tc := range []struct {
+		minSpans, workspace int
+		listOrder           bool
+	}{{n, 0, true}, {n + 1, 0, false}, {n + 1, n + 1, true}, {3 * n, 2 * n, false}} {
+		restore := UseCentroids(c, tc.minSpans, 4)
 		s := section()
-		s.BuildSketch()
-		listOnly := minSpans <= n
+		s.BuildSketch(func() int { return tc.workspace })
 		if useSketch && activeKernel.name != genericKernel.name {
 			docOrder, listOrder := s.sketch.bytes.Load(), s.listSketch.bytes.Load()
-			if listOnly && (docOrder != 0 || listOrder != rowBytes) || !listOnly && (docOrder != rowBytes || listOrder != 0) {
-				t.Errorf("IVF from %d spans: sketch bytes in document order %d, in list order %d", minSpans, docOrder, listOrder)
+			if tc.listOrder && (docOrder != 0 || listOrder != rowBytes) || !tc.listOrder && (docOrder != rowBytes || listOrder != 0) {
+				t.Errorf("%+v: sketch bytes in document order %d, in list order %d", tc, docOrder, listOrder)
 			}
 		}
 		want, _ := SearchIVF([]Part{section()}, c, q, qs, 30, 4)
 		if got, _ := SearchIVF([]Part{s}, c, q, qs, 30, 4); !slices.Equal(got, want) {
-			t.Errorf("IVF from %d spans: IVF hits differ after BuildSketch", minSpans)
+			t.Errorf("%+v: IVF hits differ after BuildSketch", tc)
 		}
 		if got := Search([]Part{s}, q, qs, 30); !slices.Equal(got, Search([]Part{section()}, q, qs, 30)) {
-			t.Errorf("IVF from %d spans: exact hits differ after BuildSketch", minSpans)
+			t.Errorf("%+v: exact hits differ after BuildSketch", tc)
 		}
 		restore()
 	}

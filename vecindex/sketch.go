@@ -329,20 +329,21 @@ func (b *bounds) release() { boundsPool.Put(b) }
 // pay for it (about 0.8 µs of CPU per row). The sketch takes half the
 // rows' bytes plus 8 bytes per row (SketchBytes).
 //
-// A part that alone holds IVFMinSpans documents, with lists of its model's
-// centroids, is searched by IVF (its workspace is at least that large;
-// only a metadata-filtered search scans it exactly): its sketch is built in
-// list order instead (SearchIVF), and the one in document order only if an
-// exact scan ever asks for it. A smaller part of an IVF workspace builds
-// its list-order sketch on its first IVF search.
-func (s *SegVectors) BuildSketch() {
+// A part of a workspace that IVF searches (one of at least IVFMinSpans
+// spans, its model having centroids and the part lists of them) is only
+// searched by IVF, but for a metadata-filtered search: its sketch is built
+// in list order instead (SearchIVF), and the one in document order only if
+// an exact scan ever asks for it. workspaceSpans says how large the
+// workspace is; it is called only for a part that could have a sketch, and
+// a wrong answer only costs a sketch built by the first search instead.
+func (s *SegVectors) BuildSketch(workspaceSpans func() int) {
 	if !useSketch || activeKernel.name == genericKernel.name || s.NumDocs() < minTwoStageDocs {
 		return
 	}
-	if c, minSpans, _ := IVFPolicy(s.model); c != nil && s.NumDocs() >= minSpans {
-		if sk, _ := s.listSketchFor(c); sk != nil {
-			return
-		}
+	if c, minSpans, _ := IVFPolicy(s.model); c != nil && s.lists != nil && s.lists.id == c.id &&
+		(s.NumDocs() >= minSpans || workspaceSpans != nil && workspaceSpans() >= minSpans) {
+		s.listSketchFor(c)
+		return
 	}
 	s.sketchFor(0, s.NumDocs())
 }

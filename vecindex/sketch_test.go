@@ -555,7 +555,7 @@ func TestBuildSketch(t *testing.T) {
 		if built.SketchBytes() != 0 {
 			t.Fatal("a sketch before BuildSketch")
 		}
-		built.BuildSketch()
+		built.BuildSketch(nil)
 		want := int64(0)
 		if useSketch && activeKernel.name != genericKernel.name && n >= minTwoStageDocs {
 			want = int64(n*sketchRowBytes(dim)) + 8*int64(n)
