@@ -163,7 +163,7 @@ func (db *DB) ExportWorkspace(tenant, ws string, begin func(WorkspaceExport) err
 // and Seq are ignored) with the ids its spans get, or a feedback event.
 type ImportItem struct {
 	Artifact *artifact.Artifact
-	SpanIDs  []uuid.UUID
+	SpanIDs  []uuid.UUID // nil: SpanID of the artifact id and each ordinal
 	// Vectors, when not nil, are the artifact's span vectors as the
 	// directory's embedder computed them elsewhere (`loci embed`): one per
 	// span the payload is cut into, in span order, each of the embedder's
@@ -371,6 +371,13 @@ func (db *DB) prepareImport(tenant, ws string, it *ImportItem, now time.Time) (*
 	}
 	if a.ContentHash != ([32]byte{}) && a.ContentHash != ha.a.ContentHash {
 		return nil, fmt.Errorf("artifact %s: its raw payload does not match its content hash", a.ID)
+	}
+	if it.SpanIDs == nil {
+		// A line a user wrote names none: the ids loci embed would give.
+		it.SpanIDs = make([]uuid.UUID, len(ha.spans))
+		for i := range it.SpanIDs {
+			it.SpanIDs[i] = SpanID(a.ID, uint32(i))
+		}
 	}
 	if len(it.SpanIDs) != len(ha.spans) {
 		return nil, fmt.Errorf("artifact %s: chunking gives %d spans, the export names %d (exported with another tokenizer or chunker?)",

@@ -309,9 +309,11 @@ func importItem(l *line, vectors bool) (engine.ImportItem, int, error) {
 		if err != nil {
 			return engine.ImportItem{}, 0, err
 		}
-		spans, err := ids("span_ids", l.SpanIDs)
-		if err != nil {
-			return engine.ImportItem{}, 0, err
+		var spans []uuid.UUID // absent: the engine derives them (engine.SpanID)
+		if l.SpanIDs != nil {
+			if spans, err = ids("span_ids", l.SpanIDs); err != nil {
+				return engine.ImportItem{}, 0, err
+			}
 		}
 		if l.TimestampUS == nil || l.IngestedAtUS == nil {
 			return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: timestamp_us and ingested_at_us are required", l.ArtifactID)
@@ -321,13 +323,19 @@ func importItem(l *line, vectors bool) (engine.ImportItem, int, error) {
 		if p := l.Permissions; p != nil {
 			a.Permissions = artifact.Permissions{Visibility: p.Visibility, AllowedActors: p.AllowedActors, DeniedActors: p.DeniedActors, RBACTags: p.RBACTags}
 		}
-		hash, err := hex.DecodeString(l.ContentHash)
-		if err != nil || len(hash) != 32 {
-			return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: content_hash is not 64 hex digits", l.ArtifactID)
-		}
-		a.ContentHash = [32]byte(hash)
 		if l.RawPayloadJSON != nil {
 			a.Payload = []byte(*l.RawPayloadJSON)
+		}
+		if l.ContentHash == "" {
+			// A line a user wrote: its hash is its payload's (an export's
+			// line always has one, which is checked).
+			a.ContentHash = artifact.ContentHash(a.Payload)
+		} else {
+			hash, err := hex.DecodeString(l.ContentHash)
+			if err != nil || len(hash) != 32 {
+				return engine.ImportItem{}, 0, fmt.Errorf("artifact %s: content_hash is not 64 hex digits", l.ArtifactID)
+			}
+			a.ContentHash = [32]byte(hash)
 		}
 		it, size := engine.ImportItem{Artifact: a, SpanIDs: spans}, len(a.Payload)
 		if vectors {

@@ -171,7 +171,7 @@ func TestImportBrokenInputsChangeNothing(t *testing.T) {
 		{"content hash mismatch", editLines(t, lines, lastArt, func(m map[string]any) {
 			m["raw_payload_json"] = `{"content":"tampered"}`
 		}), "", nil, "does not match its content hash"},
-		{"no content hash", editLines(t, lines, lastArt, func(m map[string]any) { delete(m, "content_hash") }), "", nil,
+		{"a malformed content hash", editLines(t, lines, lastArt, func(m map[string]any) { m["content_hash"] = "c0ffee" }), "", nil,
 			"content_hash is not 64 hex digits"},
 		{"a far-future timestamp", editLines(t, lines, lastArt, func(m map[string]any) { m["timestamp_us"] = 32503680000000000 }), "", nil,
 			"timestamp_us: 3000-01-01T00:00:00Z is more than 24 hours after"},
@@ -231,6 +231,24 @@ func TestImportBrokenInputsChangeNothing(t *testing.T) {
 	}
 	if msg, err := runLoci(bin, "verify", "--data", data); err != nil {
 		t.Fatalf("verify: %v\n%s", err, msg)
+	}
+
+	// A file a user writes without content hashes and span ids imports as
+	// the export it was cut from does: the same hashes and span ids.
+	bare := append([]string(nil), lines...)
+	for i, l := range bare {
+		if strings.Contains(l, `"kind":"artifact"`) {
+			bare = editLines(t, bare, i, func(m map[string]any) { delete(m, "content_hash"); delete(m, "span_ids") })
+		}
+	}
+	bareFile := filepath.Join(dir, "bare.jsonl")
+	os.WriteFile(bareFile, []byte(strings.Join(bare, "\n")+"\n"), 0o644)
+	bareData := filepath.Join(dir, "bare-data")
+	if msg, err := runLoci(bin, "import", "--data", bareData, "--in", bareFile, "--workspace", "imp"); err != nil {
+		t.Fatalf("import of lines without content_hash and span_ids: %v\n%s", err, msg)
+	}
+	if exportBody(t, bin, bareData, "default", "imp") != exportBody(t, bin, data, "default", "imp") {
+		t.Fatal("lines without content_hash and span_ids import otherwise than the export they were cut from")
 	}
 }
 
