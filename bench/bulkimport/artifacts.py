@@ -13,8 +13,10 @@ speaker, timestamp the session's date-time. scifact: the 5,183 abstracts as
 documents ({"title", "content"}), several spans each. sentences: n distinct
 texts for a large workspace of short spans (the 1M-span figures of issue 25):
 every sentence of 20-600 bytes in LongMemEval's turns, SciFact's abstracts,
-HotpotQA's paragraphs, τ-bench's messages and LoCoMo's turns, then every run of two
-adjacent sentences, then of three, each text once, as chat_turn payloads {"role": "user",
+HotpotQA's paragraphs, τ-bench's messages and LoCoMo's turns, then every clause
+of them (cut after , ; or :) of 20-600 bytes, then every run of two adjacent
+sentences, then of three, each text once (short texts first: the encoder's
+cost grows with the length), as chat_turn payloads {"role": "user",
 "content": text}, one session per source text. Ids are random v4 UUIDs
 from a fixed seed, so the same flags give the same file. The lines are what a
 user writes (docs/format/export.md § Span vectors): no content_hash, no
@@ -63,6 +65,7 @@ def scifact(data, n, rng):
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
 
 
 def source_texts(data):
@@ -99,10 +102,13 @@ def sentences(data, n, rng):
     seen = set()
     base = int(datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc).timestamp()) * 1_000_000
     k = 0
-    for w in (1, 2, 3):
+    for w in (1, 0, 2, 3):  # 0: the clauses of each sentence
         for ti, ss in enumerate(texts):
-            for i in range(len(ss) - w + 1):
-                text = " ".join(ss[i:i + w])
+            runs = [c.strip() for x in ss for c in CLAUSE_END.split(x)] if w == 0 else \
+                [" ".join(ss[i:i + w]) for i in range(len(ss) - w + 1)]
+            for text in runs:
+                if w == 0 and not 20 <= len(text.encode()) <= 600:
+                    continue
                 if text in seen:
                     continue
                 seen.add(text)
