@@ -387,9 +387,12 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 
 	const warmup = 200
 	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 7)), warmup+len(cfg.Concurrency)*cfg.Requests)
-	if real != nil {
+	switch {
+	case res.Reused && real != nil:
+		res.Dataset = fmt.Sprintf("the workspace found in %s (%d spans); queries: the real questions of %s, sampled with seed %d", cfg.Dir, res.Spans, cfg.Data, cfg.Seed)
+	case real != nil:
 		res.Dataset = fmt.Sprintf("real texts of %s (%d distinct texts in seeded orders) in one workspace, flushed and compacted; queries: their real questions, sampled with seed %d", cfg.Data, real.Texts(), cfg.Seed)
-	} else {
+	default:
 		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d) in one workspace, flushed and compacted; queries of 3-8 vocabulary words", cfg.Seed)
 	}
 	sent := 0
