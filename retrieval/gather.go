@@ -123,15 +123,16 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	}
 	windows := queryWindows(req.Query, asOf)
 
-	// Semantic channel: once the query's embedding is ready, its exact scan
-	// runs on another goroutine while the lexical channel searches and
-	// resolves, and the lexical goroutine joins the scan when it is done
-	// (a vecindex.Scan is shared chunk by chunk, with the same answer
-	// whoever scores what). Its hits are resolved after the lexical ones,
-	// so the candidate order stays the same. The view's read lock covers
-	// both goroutines (the view ends after the wait below).
+	// Semantic channel: once the query's embedding is ready, its search
+	// (the exact scan, or IVF in a large workspace) runs on another
+	// goroutine while the lexical channel searches and resolves, and the
+	// lexical goroutine joins the search when it is done (a vecindex.Scan
+	// or IVFScan is shared chunk by chunk, with the same answer whoever
+	// scores what). Its hits are resolved after the lexical ones, so the
+	// candidate order stays the same. The view's read lock covers both
+	// goroutines (the view ends after the wait below).
 	useSemantic := qv != nil
-	var scan *vecindex.Scan
+	var scan sharedSearch
 	var at []int
 	var scanReady, semDone chan struct{}
 	var filtered []vecindex.Hit // the semantic hits of a metadata-filtered pack
@@ -157,9 +158,8 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 				}
 				filtered = vecindex.SearchAllowed(parts, allow, q8, qscale, pool)
 			case embedded && ivf != nil:
-				// A large workspace: the probed lists only, on this
-				// goroutine (vecindex.SearchIVF).
-				filtered, _ = vecindex.SearchIVF(parts, ivf, q8, qscale, pool, nprobe)
+				// A large workspace: the probed lists only.
+				scan = vecindex.NewIVFScan(parts, ivf, q8, qscale, pool, nprobe)
 			case embedded:
 				scan = vecindex.NewScan(parts, q8, qscale, pool)
 			}
@@ -237,6 +237,13 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 		Windows: windows}
 	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
 		empty: v.Spans() == 0}, nil
+}
+
+// sharedSearch is a semantic search that goroutines share (vecindex.Scan,
+// vecindex.IVFScan): Work calls, then Hits once they have returned.
+type sharedSearch interface {
+	Work()
+	Hits() []vecindex.Hit
 }
 
 // queryWindows resolves the times the query names against asOf, the

@@ -150,14 +150,15 @@ func (c *Centroids) assign(row []int8, buf *[]int32) uint32 {
 
 var dotsPool = sync.Pool{New: func() any { b := make([]int32, 0, 1024); return &b }}
 
-// probe returns a mask of the nprobe lists nearest the padded query: by
-// float64(q·c_l) * float64(scale_l) descending, then l ascending.
-func (c *Centroids) probe(q []int8, nprobe int) []bool {
-	dots := make([]int32, c.lists)
+// probeInto returns a mask of the nprobe lists nearest the padded query:
+// by float64(q·c_l) * float64(scale_l) descending, then l ascending. The
+// mask and the scratch it takes are st's.
+func (c *Centroids) probeInto(q []int8, nprobe int, st *searchState) []bool {
+	dots := slices.Grow(st.probeDots[:0], c.lists)[:c.lists]
 	c.dots(q, dots)
 	scales := c.sec.Scales()
-	order := make([]int, c.lists)
-	score := make([]float64, c.lists)
+	order := slices.Grow(st.probeOrder[:0], c.lists)[:c.lists]
+	score := slices.Grow(st.probeScore[:0], c.lists)[:c.lists]
 	for l, d := range dots {
 		order[l], score[l] = l, float64(d)*float64(scales[l])
 	}
@@ -170,10 +171,12 @@ func (c *Centroids) probe(q []int8, nprobe int) []bool {
 		}
 		return a - b
 	})
-	mask := make([]bool, c.lists)
+	mask := slices.Grow(st.mask[:0], c.lists)[:c.lists]
+	clear(mask)
 	for _, l := range order[:min(max(nprobe, 1), c.lists)] {
 		mask[l] = true
 	}
+	st.probeDots, st.probeOrder, st.probeScore, st.mask = dots, order, score, mask
 	return mask
 }
 
@@ -376,154 +379,6 @@ type ivfPart interface {
 	ivfFor(c *Centroids) (lists *ivfLists, assign []uint32)
 }
 
-// SearchIVF is Search restricted to the documents whose list (Assign) is
-// among the nprobe lists nearest the query under centroids c: the same
-// scores and order as Search over exactly those documents, so the answer
-// depends on the documents and the query, not on how they are split into
-// parts. It also returns how many documents it probed (their sketches
-// bound or their rows scored; a part that does not know its lists: all of
-// them). The parts must be of c's model and dim (a mismatch panics, as in
-// Search).
-func SearchIVF(parts []Part, c *Centroids, q []int8, qscale float32, k, nprobe int) ([]Hit, int) {
-	st := startSearch(parts, q, qscale, k)
-	if st == nil {
-		return nil, 0
-	}
-	defer searchPool.Put(st)
-	if c.Dim() != parts[0].Dim() {
-		panic(fmt.Sprintf("BUG: vecindex.SearchIVF: centroids of dim %d, parts %d", c.Dim(), parts[0].Dim()))
-	}
-	mask := c.probe(st.q, nprobe)
-	h := &st.heap
-	// The probed documents of every part that knows its lists, list by
-	// list; a part that does not is scanned, assigning the rows that could
-	// enter the heap. Many documents are bounded from their sketches first
-	// (the two-stage scan below), few are scored at once.
-	cands, off := st.cands[:0], append(st.candOff[:0], 0)
-	scan := st.scan[:0]
-	scored := 0
-	for _, p := range parts {
-		var lists *ivfLists
-		var assign []uint32
-		if ip, ok := p.(ivfPart); ok {
-			lists, assign = ip.ivfFor(c)
-		}
-		scan = append(scan, lists == nil && assign == nil)
-		switch {
-		case lists != nil:
-			// The probed lists' documents, list by list (each ascending).
-			for l, on := range mask {
-				if on {
-					for _, d := range lists.docs[lists.offsets[l]:lists.offsets[l+1]] {
-						cands = append(cands, int32(d))
-					}
-				}
-			}
-		case assign != nil:
-			for d, a := range assign {
-				if mask[a] {
-					cands = append(cands, int32(d))
-				}
-			}
-		}
-		off = append(off, len(cands))
-	}
-	st.cands, st.candOff, st.scan = cands, off, scan
-	twoStage := useSketch && activeKernel.name != genericKernel.name && len(cands) > 0 && len(cands) >= minTwoStageDocs &&
-		int64(len(cands)) >= int64(k)*int64(twoStageDocsPerHit)
-	for pi, p := range parts {
-		docs := cands[off[pi]:off[pi+1]]
-		switch {
-		case scan[pi]:
-			scored += h.scanAssigning(pi, p, st, qscale, c, mask)
-		case twoStage:
-			h.boundListed(pi, p, st, qscale, docs, off[pi], c, mask)
-		default:
-			// Few documents: score their rows in ascending order, one
-			// forward sweep, which the memory system streams far better
-			// than list by list.
-			docs = st.ascending(docs, p.NumDocs())
-			for len(docs) > 0 {
-				n := min(len(docs), searchBlock)
-				h.scoreListed(pi, p, st, qscale, docs[:n])
-				docs = docs[n:]
-			}
-		}
-	}
-	if twoStage {
-		h.seedListed(parts, st, qscale)
-		floor := h.floor()
-		for pi, p := range parts {
-			h.rescoreListed(pi, p, st, qscale, off[pi], off[pi+1], floor)
-		}
-	}
-	out := make([]Hit, 0, len(h.entries))
-	out = h.appendHits(out)
-	slices.SortFunc(out, func(a, b Hit) int { return compareHits(&a, &b) })
-	return out, scored + len(cands)
-}
-
-// The two-stage scan over the probed documents (sketch.go's argument, on a
-// subset): bound each from its sketch, score the highest bounds exactly to
-// fill the heap, then score exactly every other document whose bound
-// reaches the heap's k-th score. The heap only ever holds exact scores, so
-// the answer is scoring every probed document's row, bit for bit; the rows
-// read fall from every probed document's to about 2% of them, and the
-// sketches read are half a row each.
-
-// boundListed sets st.upper[at+i] to the bound of docs[i] of part pi (NaN
-// for a document never returned); a part without a sketch is scored
-// exactly instead (its bounds NaN).
-func (h *topK) boundListed(pi int, p Part, st *searchState, qscale float32, docs []int32, at int, c *Centroids, mask []bool) {
-	st.upper = slices.Grow(st.upper[:at], len(docs))[:at+len(docs)]
-	up := st.upper[at:]
-	if ls, ok := p.(listSketcher); ok {
-		if sk, lists := ls.listSketchFor(c); sk != nil {
-			// docs are the probed lists' runs, in list order: bound each
-			// run from its contiguous sketch rows.
-			i := 0
-			for l, on := range mask {
-				if on {
-					from, to := int(lists.offsets[l]), int(lists.offsets[l+1])
-					bound(&sketch{rowBytes: sk.rowBytes, packed: sk.packed[from*sk.rowBytes : to*sk.rowBytes], ab: sk.ab[2*from : 2*to]}, st, qscale, up[i:i+to-from])
-					i += to - from
-				}
-			}
-			return
-		}
-	}
-	s, ok := p.(sketcher)
-	if !ok || len(docs) == 0 {
-		for len(docs) > 0 {
-			n := min(len(docs), searchBlock)
-			h.scoreListed(pi, p, st, qscale, docs[:n])
-			docs = docs[n:]
-		}
-		for i := range up {
-			up[i] = math.NaN()
-		}
-		return
-	}
-	lo, hi := slices.Min(docs), slices.Max(docs)
-	sk := s.sketchFor(int(lo), int(hi)+1)
-	rb := sk.rowBytes
-	for blk := 0; blk < len(docs); blk += searchBlock {
-		idx := docs[blk:min(blk+searchBlock, len(docs))]
-		// Gather the block's sketch rows, and their two values, into one
-		// run.
-		g := st.gathered(len(idx), rb)
-		scales := p.Scales()
-		for i, d := range idx {
-			copy(g.packed[i*rb:(i+1)*rb], sk.packed[int(d)*rb:(int(d)+1)*rb])
-			g.ab[2*i], g.ab[2*i+1] = sk.ab[2*d], sk.ab[2*d+1]
-			if scales[d] == 0 {
-				g.ab[2*i+1] = float32(math.NaN())
-			}
-		}
-		bound(g, st, qscale, up[blk:blk+len(idx)])
-	}
-}
-
 // ascending puts docs, distinct documents of a part of n, in ascending
 // order in place, through a bitmap of the part (linear, not a sort).
 func (st *searchState) ascending(docs []int32, n int) []int32 {
@@ -570,34 +425,6 @@ func bound(sk *sketch, st *searchState, qscale float32, up []float64) {
 			u[i] = qs * (est + bnd + (math.Abs(est)+bnd)*sketchSlack)
 		}
 	}
-}
-
-// seedListed scores exactly the probed documents with the highest bounds,
-// about seedRows*k of them, as seed does for the full scan.
-func (h *topK) seedListed(parts []Part, st *searchState, qscale float32) {
-	h.seedFrom(st.upper, &st.sample, func(t float64) {
-		for pi, p := range parts {
-			h.rescoreListed(pi, p, st, qscale, st.candOff[pi], st.candOff[pi+1], t)
-		}
-	})
-}
-
-// rescoreListed scores exactly the probed documents st.cands[from:to] of
-// part pi whose bound reaches floor and the heap's worst score (once the
-// heap is full), and marks them scored.
-func (h *topK) rescoreListed(pi int, p Part, st *searchState, qscale float32, from, to int, floor float64) {
-	idx := st.survivors[:0]
-	for i := from; i < to; i++ {
-		if u := st.upper[i]; u >= max(floor, h.floor()) {
-			st.upper[i] = math.NaN()
-			if idx = append(idx, st.cands[i]); len(idx) == searchBlock {
-				h.scoreListed(pi, p, st, qscale, idx)
-				idx = idx[:0]
-			}
-		}
-	}
-	h.scoreListed(pi, p, st, qscale, idx)
-	st.survivors = idx[:0]
 }
 
 // scanAssigning scores every document of p and offers to the heap those

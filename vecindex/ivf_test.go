@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -161,8 +162,24 @@ func searchIVFLayoutProperty(t *testing.T) {
 			}
 			for range 3 {
 				parts, firsts := ivfSplit(t, r, d, c, nparts)
-				got, _ := SearchIVF(parts, c, q, qs, k, nprobe)
+				got, probed := SearchIVF(parts, c, q, qs, k, nprobe)
 				if !sameHits(t, got, want, firsts) {
+					return false
+				}
+				// An IVFScan shared by 1-4 goroutines, in jobs of 1-64
+				// documents.
+				scan := newIVFScan(parts, c, q, qs, k, nprobe, 1+r.IntN(64))
+				if scan.Probed() != probed {
+					t.Logf("a shared IVFScan probes %d documents, SearchIVF %d", scan.Probed(), probed)
+					return false
+				}
+				var wg sync.WaitGroup
+				for range 1 + r.IntN(4) {
+					wg.Go(scan.Work)
+				}
+				wg.Wait()
+				if got := scan.Hits(); !sameHits(t, got, want, firsts) {
+					t.Logf("(a shared IVFScan)")
 					return false
 				}
 			}
@@ -240,7 +257,7 @@ func TestSearchIVFRestricts(t *testing.T) {
 	}
 	q := make([]int8, dim)
 	qs := Quantize(randUnit(r, dim), q)
-	mask := c.probe(padQuery(q, dim), 2)
+	mask := c.probeInto(padQuery(q, dim), 2, new(searchState))
 	allow := roaring.New()
 	for i, v := range d.vecs {
 		if mask[c.Assign(v)] {

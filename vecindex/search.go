@@ -194,16 +194,8 @@ func (s *Scan) Work() {
 	if int(s.next.Load()) >= len(s.chunks) && (s.bounds == nil || int(s.nextRescore.Load()) >= len(s.chunks)) {
 		return
 	}
-	st := searchPool.Get().(*searchState)
-	st.setQuery(s.q, s.parts[0].Dim())
+	st := joinSearch(s.parts, s.q, s.k, &s.mu, &s.workers)
 	h := &st.heap
-	h.reset(s.k)
-	for _, p := range s.parts {
-		h.keys = append(h.keys, p.Keys())
-	}
-	s.mu.Lock()
-	s.workers = append(s.workers, st)
-	s.mu.Unlock()
 	if s.bounds == nil {
 		for {
 			c := int(s.next.Add(1)) - 1
@@ -245,23 +237,46 @@ func (s *Scan) Hits() []Hit {
 	if len(s.workers) == 0 {
 		return nil
 	}
-	n := 0
-	for _, st := range s.workers {
-		n += len(st.heap.entries)
-	}
-	out := make([]Hit, 0, n)
-	for _, st := range s.workers {
-		out = st.heap.appendHits(out)
-		searchPool.Put(st)
-	}
+	out := mergeWorkers(s.workers, s.k)
 	s.workers = nil
 	if s.bounds != nil {
 		s.bounds.release()
 		s.bounds = nil
 	}
+	return out
+}
+
+// joinSearch returns a pooled state for a Work call of a shared search of
+// parts for the top k of query q, and adds it to workers under mu.
+func joinSearch(parts []Part, q []int8, k int, mu *sync.Mutex, workers *[]*searchState) *searchState {
+	st := searchPool.Get().(*searchState)
+	st.setQuery(q, parts[0].Dim())
+	h := &st.heap
+	h.reset(k)
+	for _, p := range parts {
+		h.keys = append(h.keys, p.Keys())
+	}
+	mu.Lock()
+	*workers = append(*workers, st)
+	mu.Unlock()
+	return st
+}
+
+// mergeWorkers returns the top k of what the Work calls' states kept, best
+// first, and puts the states back in their pool.
+func mergeWorkers(workers []*searchState, k int) []Hit {
+	n := 0
+	for _, st := range workers {
+		n += len(st.heap.entries)
+	}
+	out := make([]Hit, 0, n)
+	for _, st := range workers {
+		out = st.heap.appendHits(out)
+		searchPool.Put(st)
+	}
 	slices.SortFunc(out, func(a, b Hit) int { return compareHits(&a, &b) })
-	if len(out) > s.k {
-		out = out[:s.k:s.k]
+	if len(out) > k {
+		out = out[:k:k]
 	}
 	return out
 }
@@ -280,6 +295,13 @@ type searchState struct {
 	survivors []int32
 
 	bits []uint64 // SearchIVF: a part's candidate documents
+
+	// SearchIVF's probe (Centroids.probeInto): the lists' dot products,
+	// order and scores, and the mask of the probed lists.
+	probeDots  []int32
+	probeOrder []int
+	probeScore []float64
+	mask       []bool
 
 	// SearchIVF's two-stage scan: every part's probed documents, ascending
 	// (cands[candOff[i]:candOff[i+1]] are part i's), their upper bounds
