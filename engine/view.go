@@ -187,8 +187,15 @@ func (v *View) artifact(id uuid.UUID) (*artifact.Artifact, error) {
 			return ha.a, nil
 		}
 	}
-	for i := len(v.db.segments) - 1; i >= 0; i-- {
-		s := v.db.segments[i]
+	// Only the segments that hold the workspace's visible parts, newest
+	// first: an artifact of the workspace is in no other (in a node of
+	// many workspaces, searching every segment's id index was a tenth of a
+	// pack's time).
+	for i := len(v.srcs) - 1; i >= 0; i-- {
+		s := v.srcs[i].seg
+		if s == nil {
+			continue
+		}
 		if ref, ok := s.FindArtifact(id); ok {
 			a, err := s.artifactMeta(id, ref)
 			if err != nil {
