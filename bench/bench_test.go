@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/embed/glove"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
@@ -314,5 +316,73 @@ func TestSearchDir(t *testing.T) {
 	cfg.Spans = 10_000
 	if _, err := Search(cfg); err == nil || !strings.Contains(err.Error(), "fewer than") {
 		t.Fatalf("a directory holding fewer spans than asked for: %v", err)
+	}
+}
+
+// TestBenchWorkspaces: bench pack and bench search spread their requests
+// over the workspaces named, found in the directory, and refuse one that
+// is not there.
+func TestBenchWorkspaces(t *testing.T) {
+	dir := t.TempDir()
+	emb := Embedding{Embedder: glove.New()}
+	cfg := PackHTTPConfig{Spans: 300, Requests: 10, Concurrency: []int{1}, MaxTokens: 256, Seed: 3, Sync: wal.SyncOff,
+		Dir: dir, Embedding: emb, Data: ""}
+	first, err := PackHTTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second workspace, as loci import or another build would leave it.
+	s, err := startServerIn(dir, "", wal.SyncOff, &emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := benchCorpus("", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(b []engine.IngestInput) ([]engine.IngestResult, error) {
+		return s.db.IngestBatch(httpd.DefaultTenant, b)
+	}
+	spans, _, err := fillWithRetry(ingest, "other", next, 300, newProgress(nil), time.Millisecond)
+	if err == nil {
+		err = s.db.Flush()
+	}
+	s.close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Workspaces = []string{"bench", "other"}
+	r, err := PackHTTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests to "other" store their receipts there: every receipt of the
+	// run is counted over both.
+	if r.Workspaces != 2 || r.Spans != first.Spans+spans || !r.Reused || r.Receipts != first.Receipts+200+10 {
+		t.Fatalf("two workspaces: %+v (first run %d spans, %d receipts; other %d spans)", r, first.Spans, first.Receipts, spans)
+	}
+	if s, err = startServerIn(dir, "", wal.SyncOff, &emb); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.db.ListReceipts(httpd.DefaultTenant, "other", "", 0, 1)
+	s.close()
+	if err != nil || page.Total < 50 {
+		t.Fatalf("%d of 210 requests went to the second workspace (%v)", page.Total, err)
+	}
+	sr, err := Search(SearchConfig{Spans: 300, Queries: 30, Seed: 1, Dir: dir, Embedder: emb.Embedder, Workspaces: cfg.Workspaces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr.Workspaces != 2 || sr.Spans != r.Spans || sr.Pack2048.P50ms <= 0 {
+		t.Fatalf("bench search over two workspaces: %+v", sr)
+	}
+	cfg.Workspaces = []string{"bench", "missing"}
+	if _, err := PackHTTP(cfg); err == nil || !strings.Contains(err.Error(), `no workspace "missing"`) {
+		t.Fatalf("a workspace not in the directory: %v", err)
+	}
+	if _, err := Search(SearchConfig{Spans: 300, Queries: 3, Dir: dir, Embedder: emb.Embedder, Workspaces: cfg.Workspaces}); err == nil ||
+		!strings.Contains(err.Error(), `"missing"`) {
+		t.Fatalf("bench search, a workspace not in the directory: %v", err)
 	}
 }

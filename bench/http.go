@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -262,6 +263,12 @@ type PackHTTPConfig struct {
 	// RerankDepth, when positive, is each request's rerank_depth: the
 	// relevance model rereads that many candidates.
 	RerankDepth int
+	// Workspaces, with Dir, are workspaces of the default tenant that an
+	// earlier run or loci import left there, each of at least Spans spans:
+	// each timed request goes to one of them, drawn with Seed (a node that
+	// holds more spans than one workspace). Empty: the one workspace
+	// "bench", built when it is not there.
+	Workspaces []string
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -298,6 +305,9 @@ type PackHTTPResult struct {
 	AccessLog bool `json:"access_log"`
 	// RerankDepth is each request's rerank_depth (0: not reranked).
 	RerankDepth int `json:"rerank_depth"`
+	// Workspaces is how many workspaces the requests were spread over
+	// (Spans and Artifacts are their sums).
+	Workspaces int `json:"workspaces"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -347,16 +357,30 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	}
 	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats, AccessLog: cfg.AccessLog != "",
 		RerankDepth: cfg.RerankDepth}
-	arts, spans, err := s.db.WorkspaceContent(httpd.DefaultTenant, "bench")
+	wss := cfg.Workspaces
+	if len(wss) == 0 {
+		wss = []string{"bench"}
+	}
+	res.Workspaces = len(wss)
+	found, err := s.db.Workspaces(httpd.DefaultTenant)
 	if err != nil {
 		return nil, err
 	}
-	if len(spans) >= cfg.Spans {
-		res.Spans, res.Artifacts, res.Reused = len(spans), len(arts), true
-	} else {
-		if len(spans) > 0 {
-			return nil, fmt.Errorf("%s holds a workspace of %d spans, fewer than the %d asked for: use another directory", cfg.Dir, len(spans), cfg.Spans)
+	for _, ws := range wss {
+		i := slices.IndexFunc(found, func(w engine.WorkspaceSummary) bool { return w.Workspace == ws })
+		switch {
+		case i >= 0 && found[i].Spans >= cfg.Spans:
+			res.Spans += found[i].Spans
+			res.Artifacts += found[i].Artifacts
+		case i >= 0:
+			return nil, fmt.Errorf("%s holds workspace %q of %d spans, fewer than the %d asked for: use another directory", cfg.Dir, ws, found[i].Spans, cfg.Spans)
+		case len(cfg.Workspaces) > 0:
+			return nil, fmt.Errorf("%s holds no workspace %q (--workspaces names workspaces already there)", cfg.Dir, ws)
 		}
+	}
+	if res.Spans > 0 {
+		res.Reused = true
+	} else {
 		if res.Spans, res.Artifacts, err = fillWorkspace(s.db, httpd.DefaultTenant, next, cfg.Spans, p); err != nil {
 			return nil, err
 		}
@@ -376,18 +400,32 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if memo != nil {
 		res.BuildTextsServed, res.BuildTextsEmbedded = memo.stop()
 	}
-	arts, spans = nil, nil
 	res.BuildSeconds = time.Since(start).Seconds()
 	// Requests differ from those of earlier runs in the same directory.
-	before, err := s.db.ListReceipts(httpd.DefaultTenant, "bench", "", 0, 1)
+	receipts := func() (int, error) {
+		n := 0
+		for _, ws := range wss {
+			page, err := s.db.ListReceipts(httpd.DefaultTenant, ws, "", 0, 1)
+			if err != nil {
+				return 0, err
+			}
+			n += page.Total
+		}
+		return n, nil
+	}
+	before, err := receipts()
 	if err != nil {
 		return nil, err
 	}
 	res.Embedder = cfg.Embedding.Name()
+	pick := rand.New(rand.NewPCG(cfg.Seed, 11))
 
 	const warmup = 200
 	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 7)), warmup+len(cfg.Concurrency)*cfg.Requests)
 	switch {
+	case res.Reused && real != nil && len(wss) > 1:
+		res.Dataset = fmt.Sprintf("the %d workspaces %s found in %s (%d spans in all), each request to one drawn with seed %d; queries: the real questions of %s, sampled with seed %d",
+			len(wss), strings.Join(wss, ","), cfg.Dir, res.Spans, cfg.Seed, cfg.Data, cfg.Seed)
 	case res.Reused && real != nil:
 		res.Dataset = fmt.Sprintf("the workspace found in %s (%d spans); queries: the real questions of %s, sampled with seed %d", cfg.Dir, res.Spans, cfg.Data, cfg.Seed)
 	case real != nil:
@@ -399,12 +437,16 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	bodies := func(n int) [][]byte {
 		out := make([][]byte, 0, n)
 		for ; n > 0 && len(queries) > 0; n-- {
-			req := map[string]any{"workspace_id": "bench", "query": queries[0], "max_tokens": cfg.MaxTokens}
+			ws := wss[0]
+			if len(wss) > 1 {
+				ws = wss[pick.IntN(len(wss))]
+			}
+			req := map[string]any{"workspace_id": ws, "query": queries[0], "max_tokens": cfg.MaxTokens}
 			if cfg.RerankDepth > 0 {
 				req["rerank_depth"] = cfg.RerankDepth
 			}
 			if !cfg.Repeats {
-				req["actor_id"] = fmt.Sprintf("bench-%d", before.Total+sent)
+				req["actor_id"] = fmt.Sprintf("bench-%d", before+sent)
 			}
 			b, _ := json.Marshal(req)
 			out = append(out, b)
@@ -425,11 +467,9 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		}
 		res.Levels = append(res.Levels, lv)
 	}
-	page, err := s.db.ListReceipts(httpd.DefaultTenant, "bench", "", 0, 1)
-	if err != nil {
+	if res.Receipts, err = receipts(); err != nil {
 		return nil, err
 	}
-	res.Receipts = page.Total
 	first := res.Levels[0]
 	res.Concurrency, res.P50ms, res.P99ms, res.RequestsPerS = first.Concurrency, first.P50ms, first.P99ms, first.RequestsPerS
 	return res, nil

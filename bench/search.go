@@ -41,6 +41,10 @@ type SearchConfig struct {
 	// NProbe, for a workspace IVF searches, are further probe counts to
 	// time and measure the recall of besides the policy's (vecindex.IVFProbe).
 	NProbe []int
+	// Workspaces, with Dir, are workspaces of the default tenant found
+	// there instead of "bench", each of at least Spans spans: each query
+	// goes to one of them, drawn with Seed.
+	Workspaces []string
 	// Progress, if set, receives a line at most every few seconds while a
 	// long phase runs (loci bench prints it to stderr).
 	Progress func(string)
@@ -55,9 +59,12 @@ type Latency struct {
 
 // SearchResult is what `loci bench search --json` prints.
 type SearchResult struct {
-	Spans          int     `json:"spans"`
-	Artifacts      int     `json:"artifacts"`
-	Segments       int     `json:"segments"`
+	Spans     int `json:"spans"`
+	Artifacts int `json:"artifacts"`
+	Segments  int `json:"segments"`
+	// Workspaces is how many workspaces the queries were spread over
+	// (Spans and Artifacts are their sums).
+	Workspaces     int     `json:"workspaces"`
 	Queries        int     `json:"queries"`
 	LexicalTop100  Latency `json:"lexical_top100"`
 	LexicalTop10   Latency `json:"lexical_top10"`
@@ -118,7 +125,16 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 	}
 	res := &SearchResult{Kernel: vecindex.KernelName(), Queries: cfg.Queries, Embedder: emb.Model()}
 	p := newProgress(cfg.Progress)
-	tenant, ws := "bench", "bench"
+	tenant := "bench"
+	wss := []string{"bench"}
+	if len(cfg.Workspaces) > 0 {
+		if cfg.Dir == "" {
+			return nil, fmt.Errorf("bench.Search: Workspaces need Dir")
+		}
+		wss = cfg.Workspaces
+	}
+	res.Workspaces = len(wss)
+	smallest := math.MaxInt // the smallest workspace's spans
 	var db *engine.DB
 	if cfg.Dir != "" {
 		tenant = httpd.DefaultTenant
@@ -138,14 +154,23 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		if res.DiskBytes, err = dirSize(cfg.Dir); err != nil {
 			return nil, err
 		}
-		arts, spans, err := db.WorkspaceContent(tenant, ws)
+		found, err := db.Workspaces(tenant)
 		if err != nil {
 			return nil, err
 		}
-		if len(spans) < cfg.Spans {
-			return nil, fmt.Errorf("%s: workspace %q of tenant %q holds %d spans, fewer than the %d asked for", cfg.Dir, ws, tenant, len(spans), cfg.Spans)
+		for _, ws := range wss {
+			i := slices.IndexFunc(found, func(w engine.WorkspaceSummary) bool { return w.Workspace == ws })
+			if i < 0 || found[i].Spans < cfg.Spans {
+				n := 0
+				if i >= 0 {
+					n = found[i].Spans
+				}
+				return nil, fmt.Errorf("%s: workspace %q of tenant %q holds %d spans, fewer than the %d asked for", cfg.Dir, ws, tenant, n, cfg.Spans)
+			}
+			res.Spans += found[i].Spans
+			res.Artifacts += found[i].Artifacts
+			smallest = min(smallest, found[i].Spans)
 		}
-		res.Spans, res.Artifacts = len(spans), len(arts)
 	} else {
 		next, _, err := benchCorpus(cfg.Data, cfg.Seed)
 		if err != nil {
@@ -159,6 +184,7 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		if res.Spans, res.Artifacts, err = fillWorkspace(db, tenant, next, cfg.Spans, p); err != nil {
 			return nil, err
 		}
+		smallest = res.Spans
 		stop := p.during("compacting the workspace")
 		err = db.Compact()
 		stop()
@@ -168,7 +194,19 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 	}
 	res.Segments = db.Stats().Segments
 	queries := sampleQueries(real, rand.New(rand.NewPCG(cfg.Seed, 99)), cfg.Queries)
+	// Query i goes to workspace wsOf[i].
+	wsOf := make([]string, len(queries))
+	pick := rand.New(rand.NewPCG(cfg.Seed, 11))
+	for i := range wsOf {
+		wsOf[i] = wss[0]
+		if len(wss) > 1 {
+			wsOf[i] = wss[pick.IntN(len(wss))]
+		}
+	}
 	switch {
+	case cfg.Dir != "" && real != nil && len(wss) > 1:
+		res.Dataset = fmt.Sprintf("the %d workspaces %s found in %s, each query to one drawn with seed %d; queries: the %d real questions of %s (SciFact, LoCoMo, HotpotQA, tau-bench), sampled with seed %d",
+			len(wss), strings.Join(wss, ","), cfg.Dir, cfg.Seed, len(real.Queries), cfg.Data, cfg.Seed)
 	case cfg.Dir != "" && real != nil:
 		res.Dataset = fmt.Sprintf("the workspace found in %s; queries: the %d real questions of %s (SciFact, LoCoMo, HotpotQA, tau-bench), sampled with seed %d",
 			cfg.Dir, len(real.Queries), cfg.Data, cfg.Seed)
@@ -179,11 +217,11 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		res.Dataset = fmt.Sprintf("synthetic (bench.Corpus seed %d, a 500-word vocabulary: every term is frequent) in one workspace, flushed and compacted; queries: 3-8 words of the vocabulary", cfg.Seed)
 	}
 
-	measure := func(search func(q string) error) (Latency, error) {
+	measure := func(search func(i int) error) (Latency, error) {
 		lat := make([]time.Duration, 0, len(queries))
-		for _, q := range queries {
+		for i := range queries {
 			t := time.Now()
-			if err := search(q); err != nil {
+			if err := search(i); err != nil {
 				return Latency{}, err
 			}
 			lat = append(lat, time.Since(t))
@@ -211,22 +249,26 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 		iq := make([]int8, emb.Dim())
 		qv[q] = qvec{iq, vecindex.Quantize(v[0], iq)}
 	}
-	semantic := func(k int) func(q string) error {
-		return func(q string) error { _, err := db.SearchSemantic(tenant, ws, qv[q].q, qv[q].s, k); return err }
+	semantic := func(k int) func(i int) error {
+		return func(i int) error {
+			q := queries[i]
+			_, err := db.SearchSemantic(tenant, wsOf[i], qv[q].q, qv[q].s, k)
+			return err
+		}
 	}
 	packer := retrieval.New(db)
 	for _, f := range []struct {
 		dst  *Latency
-		fn   func(q string) error
+		fn   func(i int) error
 		name string
 	}{
-		{&res.LexicalTop100, func(q string) error { _, err := db.SearchLexical(tenant, ws, q, 100); return err }, "lexical top 100"},
-		{&res.LexicalTop10, func(q string) error { _, err := db.SearchLexical(tenant, ws, q, 10); return err }, "lexical top 10"},
+		{&res.LexicalTop100, func(i int) error { _, err := db.SearchLexical(tenant, wsOf[i], queries[i], 100); return err }, "lexical top 100"},
+		{&res.LexicalTop10, func(i int) error { _, err := db.SearchLexical(tenant, wsOf[i], queries[i], 10); return err }, "lexical top 10"},
 		{&res.SemanticTop100, semantic(100), "semantic top 100"},
 		{&res.SemanticTop10, semantic(10), "semantic top 10"},
-		{&res.QueryEmbedding, func(q string) error { _, err := emb.Embed(context.Background(), []string{q}); return err }, "query embedding"},
-		{&res.Pack2048, func(q string) error {
-			_, err := packer.ContextPack(context.Background(), tenant, retrieval.PackRequest{Workspace: ws, Query: q, MaxTokens: 2048})
+		{&res.QueryEmbedding, func(i int) error { _, err := emb.Embed(context.Background(), []string{queries[i]}); return err }, "query embedding"},
+		{&res.Pack2048, func(i int) error {
+			_, err := packer.ContextPack(context.Background(), tenant, retrieval.PackRequest{Workspace: wsOf[i], Query: queries[i], MaxTokens: 2048})
 			return err
 		}, "context packs"},
 	} {
@@ -237,7 +279,7 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 			return nil, err
 		}
 	}
-	if err := searchIVF(db, tenant, ws, queries, func(q string) ([]int8, float32) { return qv[q].q, qv[q].s }, cfg.NProbe, measure, p, res); err != nil {
+	if err := searchIVF(db, tenant, smallest, wsOf, queries, func(q string) ([]int8, float32) { return qv[q].q, qv[q].s }, cfg.NProbe, measure, p, res); err != nil {
 		return nil, err
 	}
 	if cfg.Dir != "" {
@@ -252,22 +294,27 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 // every query (the policy's size raised past the workspace's), then IVF at
 // the policy's probe count and at each of nprobes, timed and compared with
 // it. The policy is process-wide: nothing else may search meanwhile.
-func searchIVF(db *engine.DB, tenant, ws string, queries []string, vec func(string) ([]int8, float32), nprobes []int,
-	measure func(func(string) error) (Latency, error), p *progress, res *SearchResult) error {
+// Query i is asked in workspace wsOf[i]; the smallest workspace holds
+// smallest spans.
+func searchIVF(db *engine.DB, tenant string, smallest int, wsOf, queries []string, vec func(string) ([]int8, float32), nprobes []int,
+	measure func(func(int) error) (Latency, error), p *progress, res *SearchResult) error {
 	cents, minSpans, policyProbe := vecindex.IVFPolicy(res.Embedder)
-	if cents == nil || res.Spans < minSpans {
+	if cents == nil || smallest < minSpans {
 		return nil
 	}
+	// The exact top 100 of query i (the same question in another
+	// workspace is another search).
 	exact := map[string]map[uuid.UUID]bool{}
+	key := func(i int) string { return wsOf[i] + "\x00" + queries[i] }
 	restore := vecindex.UseCentroids(cents, math.MaxInt, policyProbe)
 	stop := p.during("timing the exact scan")
-	lat, err := measure(func(q string) error {
-		v, s := vec(q)
-		hits, err := db.SearchSemantic(tenant, ws, v, s, 100)
-		if _, ok := exact[q]; !ok && err == nil {
-			exact[q] = map[uuid.UUID]bool{}
+	lat, err := measure(func(i int) error {
+		v, s := vec(queries[i])
+		hits, err := db.SearchSemantic(tenant, wsOf[i], v, s, 100)
+		if _, ok := exact[key(i)]; !ok && err == nil {
+			exact[key(i)] = map[uuid.UUID]bool{}
 			for _, h := range hits {
-				exact[q][h.SpanID] = true
+				exact[key(i)][h.SpanID] = true
 			}
 		}
 		return err
@@ -283,9 +330,10 @@ func searchIVF(db *engine.DB, tenant, ws string, queries []string, vec func(stri
 		t := IVFTime{NProbe: np, MinimumRecall: 1}
 		found := map[string]float64{}
 		stop := p.during(fmt.Sprintf("timing IVF at nprobe %d", np))
-		t.Top100, err = measure(func(q string) error {
-			v, s := vec(q)
-			hits, err := db.SearchSemantic(tenant, ws, v, s, 100)
+		t.Top100, err = measure(func(i int) error {
+			q := key(i)
+			v, s := vec(queries[i])
+			hits, err := db.SearchSemantic(tenant, wsOf[i], v, s, 100)
 			n := 0
 			for _, h := range hits {
 				if exact[q][h.SpanID] {

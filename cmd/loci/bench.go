@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,7 +106,12 @@ func runBench(args []string) error {
 		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
 		rerank := fs.Int("rerank", 0, "rerank_depth of each pack: how many candidates the relevance model rereads (0: none, the v1 default)")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
+		wsFlag := fs.String("workspaces", "", workspacesUsage)
 		run = func() (any, error) {
+			wss, err := workspaceList(*wsFlag, *dir)
+			if err != nil {
+				return nil, err
+			}
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
 				return nil, err
@@ -123,7 +129,7 @@ func runBench(args []string) error {
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
 				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, AccessLog: *accessLog, Progress: progress,
-				RerankDepth: *rerank})
+				RerankDepth: *rerank, Workspaces: wss})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")
@@ -131,7 +137,12 @@ func runBench(args []string) error {
 		data := fs.String("data", "../shared/data", "shared data sets for real texts and questions (empty: synthetic corpus)")
 		embedderFlag := fs.String("embedder", embedderGloVe, "embedder of the queries and of a built workspace: "+embedderNames+"; with --dir, the directory's")
 		nprobe := fs.String("nprobe", "", "where the workspace is searched by IVF, further probe counts to time and measure recall at, comma separated")
+		wsFlag := fs.String("workspaces", "", workspacesUsage)
 		run = func() (any, error) {
+			wss, err := workspaceList(*wsFlag, *dir)
+			if err != nil {
+				return nil, err
+			}
 			if err := checkBenchData(*data); err != nil {
 				return nil, err
 			}
@@ -149,7 +160,7 @@ func runBench(args []string) error {
 				}
 			}
 			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data, Dir: *dir, Embedder: emb.Embedder,
-				NProbe: probes, Progress: progress})
+				NProbe: probes, Progress: progress, Workspaces: wss})
 		}
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
@@ -346,4 +357,24 @@ func checkBenchData(path string) error {
 		return nil
 	}
 	return checkData(dataBench, path)
+}
+
+const workspacesUsage = "with --dir: comma-separated workspaces of the default tenant found there (an earlier run's, or loci import's), each of at least --spans spans; each timed request goes to one of them, drawn with --seed (default: the one workspace \"bench\")"
+
+// workspaceList parses --workspaces, which needs --dir.
+func workspaceList(s, dir string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("--workspaces names workspaces found in --dir: give --dir")
+	}
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w == "" || slices.Contains(out, w) {
+			return nil, fmt.Errorf("--workspaces: %q: want distinct, non-empty workspace ids", s)
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
