@@ -38,6 +38,31 @@ func TestIngestSmall(t *testing.T) {
 	if r.Artifacts != 300 || r.ArtifactsPerS <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.DiskBytes <= r.PayloadBytes/2 || r.Fsync != "always" {
 		t.Fatalf("implausible result %+v", r)
 	}
+	// Every payload byte reaches the WAL, and the close flushes a segment.
+	if _, err := os.Stat("/proc/self/io"); err == nil && (r.WrittenBytes < r.PayloadBytes || r.WriteAmplification < 1) {
+		t.Fatalf("written %d bytes for %d of payload (amplification %v)", r.WrittenBytes, r.PayloadBytes, r.WriteAmplification)
+	}
+}
+
+// TestCompactSmall: bench compact merges a directory's small segments in
+// place and counts what it wrote.
+func TestCompactSmall(t *testing.T) {
+	dir := t.TempDir()
+	emb := Embedding{Embedder: glove.New()}
+	spans := addWorkspace(t, dir, "w", &emb, 100, 3)
+	r, err := Compact(CompactConfig{Dir: dir, Embedder: emb.Embedder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spans != spans || r.Workspaces != 1 || r.SegmentsBefore != 3 || r.SegmentsAfter != 1 || r.SegmentBytesAfter <= 0 || r.Seconds <= 0 {
+		t.Fatalf("implausible result %+v (%d spans ingested)", r, spans)
+	}
+	if _, err := os.Stat("/proc/self/io"); err == nil && r.WrittenBytes < r.SegmentBytesAfter {
+		t.Fatalf("the merged segment is %d bytes, but %d were written", r.SegmentBytesAfter, r.WrittenBytes)
+	}
+	if _, err := Compact(CompactConfig{}); err == nil {
+		t.Fatal("bench compact without a directory")
+	}
 }
 
 func TestRestartSmall(t *testing.T) {
@@ -332,25 +357,7 @@ func TestBenchWorkspaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second workspace, as loci import or another build would leave it.
-	s, err := startServerIn(dir, "", wal.SyncOff, &emb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, _, err := benchCorpus("", 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ingest := func(b []engine.IngestInput) ([]engine.IngestResult, error) {
-		return s.db.IngestBatch(httpd.DefaultTenant, b)
-	}
-	spans, _, err := fillWithRetry(ingest, "other", next, 300, newProgress(nil), time.Millisecond)
-	if err == nil {
-		err = s.db.Flush()
-	}
-	s.close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	spans := addWorkspace(t, dir, "other", &emb, 300, 1)
 
 	cfg.Workspaces = []string{"bench", "other"}
 	r, err := PackHTTP(cfg)
@@ -362,7 +369,8 @@ func TestBenchWorkspaces(t *testing.T) {
 	if r.Workspaces != 2 || r.Spans != first.Spans+spans || !r.Reused || r.Receipts != first.Receipts+200+10 {
 		t.Fatalf("two workspaces: %+v (first run %d spans, %d receipts; other %d spans)", r, first.Spans, first.Receipts, spans)
 	}
-	if s, err = startServerIn(dir, "", wal.SyncOff, &emb); err != nil {
+	s, err := startServerIn(dir, "", wal.SyncOff, &emb)
+	if err != nil {
 		t.Fatal(err)
 	}
 	page, err := s.db.ListReceipts(httpd.DefaultTenant, "other", "", 0, 1)
@@ -385,4 +393,35 @@ func TestBenchWorkspaces(t *testing.T) {
 		!strings.Contains(err.Error(), `"missing"`) {
 		t.Fatalf("bench search, a workspace not in the directory: %v", err)
 	}
+}
+
+// addWorkspace fills workspace ws of the default tenant in the data
+// directory dir with segments segments of at least spans spans each (the
+// bench corpus) and returns the spans it holds.
+func addWorkspace(t *testing.T, dir, ws string, emb *Embedding, spans, segments int) int {
+	t.Helper()
+	s, err := startServerIn(dir, "", wal.SyncOff, emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	next, _, err := benchCorpus("", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(b []engine.IngestInput) ([]engine.IngestResult, error) {
+		return s.db.IngestBatch(httpd.DefaultTenant, b)
+	}
+	total := 0
+	for range segments {
+		n, _, err := fillWithRetry(ingest, ws, next, spans, newProgress(nil), time.Millisecond)
+		if err == nil {
+			err = s.db.Flush()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	return total
 }

@@ -64,8 +64,16 @@ type IngestResult struct {
 	DiskBytes       int64   `json:"disk_bytes"`
 	DiskBytesPerArt float64 `json:"disk_bytes_per_artifact"`
 	Segments        int     `json:"segments"`
-	Dataset         string  `json:"dataset"`
-	Description     string  `json:"description"`
+	// Compactions counts the background compaction runs (engine
+	// MaintenanceCounts). WrittenBytes is what the process wrote to files
+	// from open to close (/proc/self/io wchar: the WAL, flushed segments,
+	// compactions' rewrites, manifests; -1 where unavailable), and
+	// WriteAmplification is WrittenBytes over PayloadBytes.
+	Compactions        uint64  `json:"compactions"`
+	WrittenBytes       int64   `json:"written_bytes"`
+	WriteAmplification float64 `json:"write_amplification"`
+	Dataset            string  `json:"dataset"`
+	Description        string  `json:"description"`
 
 	// With an embedder: the background embedder's backlog (artifacts) at
 	// the last acknowledgement, and the time from then until it was 0.
@@ -161,6 +169,7 @@ func Ingest(cfg IngestConfig) (*IngestResult, error) {
 	}
 	opts := engine.Options{Sync: cfg.Sync}
 	cfg.Embedding.options(&opts)
+	written0 := writtenBytes()
 	db, err := engine.Open(dir, opts)
 	if err != nil {
 		return nil, err
@@ -223,8 +232,14 @@ func Ingest(cfg IngestConfig) (*IngestResult, error) {
 		res.Open = open.result()
 	}
 	res.Segments = db.Stats().Segments
+	res.Compactions = db.MaintenanceCounts().Compactions
 	if err := db.Close(); err != nil {
 		return nil, err
+	}
+	res.WrittenBytes = -1
+	if w := writtenBytes(); written0 >= 0 && w >= 0 {
+		res.WrittenBytes = w - written0
+		res.WriteAmplification = float64(res.WrittenBytes) / float64(payload)
 	}
 	if res.DiskBytes, err = dirSize(dir); err != nil {
 		return nil, err

@@ -22,6 +22,8 @@ const benchUsage = `usage: loci bench <name> [flags]
 
   ingest    durable ingest through the engine with concurrent writers
   restart   time to reopen a data directory of N artifacts
+  compact   one full compaction of --dir as found (in place: give a copy): time, segments and bytes before and
+            after, bytes written
   search    lexical and semantic search latency through the engine at N spans (--dir: of a directory as found, with
             its open time, memory and disk; IVF's recall against the exact scan where the workspace uses it)
   pack      context pack latency and throughput over HTTP on loopback at N spans
@@ -161,6 +163,18 @@ func runBench(args []string) error {
 			}
 			return bench.Search(bench.SearchConfig{Spans: *n, Queries: *q, Seed: *seed, Data: *data, Dir: *dir, Embedder: emb.Embedder,
 				NProbe: probes, Progress: progress, Workspaces: wss})
+		}
+	case "compact":
+		embedderFlag := fs.String("embedder", embedderGloVe, "embedder to open the directory with: "+embedderNames+" (the directory's)")
+		run = func() (any, error) {
+			emb, err := benchEmbedding(*embedderFlag)
+			if err != nil {
+				return nil, err
+			}
+			if *dir == "" {
+				return nil, fmt.Errorf("bench compact needs --dir (a copy: it is compacted in place)")
+			}
+			return bench.Compact(bench.CompactConfig{Dir: *dir, Embedder: emb.Embedder})
 		}
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
