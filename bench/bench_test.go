@@ -50,7 +50,7 @@ func TestCompactSmall(t *testing.T) {
 	dir := t.TempDir()
 	emb := Embedding{Embedder: glove.New()}
 	spans := addWorkspace(t, dir, "w", &emb, 100, 3)
-	r, err := Compact(CompactConfig{Dir: dir, Embedder: emb.Embedder})
+	r, err := Compact(CompactConfig{Dir: dir, Embedding: emb})
 	if err != nil {
 		t.Fatal(err)
 	}

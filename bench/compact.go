@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/control"
-	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/wal"
 )
@@ -19,8 +18,8 @@ import (
 type CompactConfig struct {
 	// Dir is a data directory, compacted in place: run it on a copy.
 	Dir string
-	// Embedder is the directory's embedder (the engine refuses another).
-	Embedder embed.Embedder
+	// Embedding is the directory's embedder (the engine refuses another).
+	Embedding Embedding
 }
 
 // CompactResult is what `loci bench compact --json` prints: one full
@@ -51,17 +50,15 @@ func Compact(cfg CompactConfig) (*CompactResult, error) {
 		return nil, fmt.Errorf("bench.Compact: a directory is needed (it is compacted in place: give a copy)")
 	}
 	ctl := control.New(time.Now)
-	opts := engine.Options{Sync: wal.SyncAlways, DisableBackground: true, Embedder: cfg.Embedder, Control: ctl, Logger: quietLogger()}
+	opts := engine.Options{Sync: wal.SyncAlways, DisableBackground: true, Control: ctl, Logger: quietLogger()}
+	cfg.Embedding.options(&opts)
 	db, err := engine.Open(cfg.Dir, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	ctl.Attach(db.AppendControl)
-	res := &CompactResult{Embedder: "none"}
-	if cfg.Embedder != nil {
-		res.Embedder = cfg.Embedder.Model()
-	}
+	res := &CompactResult{Embedder: cfg.Embedding.Name()}
 	for _, tenant := range []string{"default", "bench"} {
 		wss, err := db.Workspaces(tenant)
 		if err != nil {

@@ -174,7 +174,7 @@ func runBench(args []string) error {
 			if *dir == "" {
 				return nil, fmt.Errorf("bench compact needs --dir (a copy: it is compacted in place)")
 			}
-			return bench.Compact(bench.CompactConfig{Dir: *dir, Embedder: emb.Embedder})
+			return bench.Compact(bench.CompactConfig{Dir: *dir, Embedding: emb})
 		}
 	case "restart":
 		n := fs.Int("artifacts", 1000000, "artifacts in the data directory")
