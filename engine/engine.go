@@ -228,9 +228,10 @@ type DB struct {
 
 	embedding backgroundEmbedding // see embedder.go
 
-	kick chan struct{} // wakes the background maintainer
-	stop chan struct{}
-	done chan struct{}
+	kick   chan struct{} // wakes the background maintainer
+	stop   chan struct{}
+	done   chan struct{}
+	warmed chan struct{} // closed when warmSketches has returned
 }
 
 type liveSegment struct {
@@ -381,7 +382,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		dir: dir, opts: opts, log: opts.Logger, lock: lock,
 		head: newHead(), tombstones: map[wsKey]uint64{}, erased: newErasedIndex(), inflight: map[idemKey]*inflightIngest{},
 		feedback: map[wsKey]*feedbackState{}, versions: map[wsKey]manifest.DataVersion{}, retention: map[wsKey]manifest.Retention{}, receipts: newReceiptStore(opts.ReceiptsPerWorkspace),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), warmed: make(chan struct{}),
 	}
 	db.flushed = sync.NewCond(&db.stallMu)
 	db.idle = sync.NewCond(&db.gateMu)
@@ -393,8 +394,10 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.startEmbedding()
 	if opts.DisableBackground {
 		close(db.done)
+		close(db.warmed)
 	} else {
 		go db.maintain()
+		go db.warmSketches()
 		if db.head.bytes >= opts.FlushThreshold {
 			db.kickMaintenance()
 		}
@@ -693,6 +696,7 @@ func (db *DB) Close() error {
 		close(db.stop)
 	}
 	<-db.done
+	<-db.warmed
 	db.stopEmbedding()
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
