@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -537,5 +539,61 @@ func TestBuildSketchIVFParts(t *testing.T) {
 			t.Errorf("%+v: exact hits differ after BuildSketch", tc)
 		}
 		restore()
+	}
+}
+
+// TestListSketchOnCores: the list-order sketch, built on every core, holds
+// for each row exactly what sketching that document's row alone gives.
+func TestListSketchOnCores(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const dim, n = 48, 3*sketchGranule + 77
+	c := testCentroids(t, r, "m", 8, dim)
+	d := randDocs(r, n, dim)
+	m := NewMemVectorsWith("m", dim, c)
+	for i := range d.keys {
+		s := d.scales[i]
+		if i%500 == 0 {
+			s = 0 // a document never returned: NaN residual bound
+		}
+		m.Add(d.keys[i], d.vecs[i], s)
+	}
+	seg, err := OpenSegVectors(m.Section())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, lists := seg.listSketchFor(c)
+	rb := sketchRowBytes(dim)
+	row := make([]byte, rb)
+	rows, scales, stride := seg.Rows(), seg.Scales(), Stride(dim)
+	for j, doc := range lists.docs {
+		a, b := sketchRow(rows[int(doc)*stride:], dim, scales[doc], row)
+		if scales[doc] == 0 {
+			b = float32(math.NaN())
+		}
+		ga, gb := sk.ab[2*j], sk.ab[2*j+1]
+		if !bytes.Equal(sk.packed[j*rb:(j+1)*rb], row) || ga != a || !(gb == b || math.IsNaN(float64(gb)) && math.IsNaN(float64(b))) {
+			t.Fatalf("row %d (document %d) differs from its sketch alone", j, doc)
+		}
+	}
+}
+
+// TestOnCores: every index of [0, n) is given to exactly one call, in runs
+// of at most run.
+func TestOnCores(t *testing.T) {
+	for _, tc := range []struct{ n, run int }{{0, 4}, {1, 4}, {4, 4}, {5, 4}, {1000, 7}, {1 << 16, 8192}} {
+		seen := make([]atomic.Int32, tc.n)
+		onCores(tc.n, tc.run, func(from, to int) {
+			if from < 0 || to > tc.n || to-from > tc.run || to <= from {
+				t.Errorf("n %d run %d: a call for [%d, %d)", tc.n, tc.run, from, to)
+			}
+			for i := from; i < to; i++ {
+				seen[i].Add(1)
+			}
+		})
+		for i := range seen {
+			if c := seen[i].Load(); c != 1 {
+				t.Fatalf("n %d run %d: index %d given %d times", tc.n, tc.run, i, c)
+			}
+		}
 	}
 }

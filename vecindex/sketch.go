@@ -2,6 +2,7 @@ package vecindex
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -258,23 +259,51 @@ type listSketcher interface {
 }
 
 // get returns the sketch of p's documents in the order of lists, building
-// it on first use.
+// it on first use, on every core: it is built whole (a million rows take
+// about 1.8 s of CPU), and whoever asks for it waits (a search, the
+// maintainer, or the warmer after a restart). Each row's sketch depends on
+// its row alone, so the bytes are the same however the rows are shared.
 func (l *lazyListSketch) get(p Part, lists *ivfLists) *sketch {
 	l.once.Do(func() {
 		n, rb := len(lists.docs), sketchRowBytes(p.Dim())
 		l.sk = sketch{rowBytes: rb, packed: make([]byte, n*rb), ab: make([]float32, 2*n)}
 		rows, scales := p.Rows(), p.Scales()
 		dim, stride := p.Dim(), Stride(p.Dim())
-		for j, d := range lists.docs {
-			a, b := sketchRow(rows[int(d)*stride:], dim, scales[d], l.sk.packed[j*rb:(j+1)*rb])
-			if scales[d] == 0 {
-				b = float32(math.NaN()) // never returned: its bound is NaN (bound)
+		onCores(n, sketchGranule, func(from, to int) {
+			for j := from; j < to; j++ {
+				d := lists.docs[j]
+				a, b := sketchRow(rows[int(d)*stride:], dim, scales[d], l.sk.packed[j*rb:(j+1)*rb])
+				if scales[d] == 0 {
+					b = float32(math.NaN()) // never returned: its bound is NaN (bound)
+				}
+				l.sk.ab[2*j], l.sk.ab[2*j+1] = a, b
 			}
-			l.sk.ab[2*j], l.sk.ab[2*j+1] = a, b
-		}
+		})
 		l.bytes.Store(int64(len(l.sk.packed)) + 4*int64(len(l.sk.ab)))
 	})
 	return &l.sk
+}
+
+// onCores calls f on runs [from, to) of at most run indexes that together
+// cover [0, n), from GOMAXPROCS goroutines (the caller's included) taking
+// the next run as they come free.
+func onCores(n, run int, f func(from, to int)) {
+	var next atomic.Int64
+	work := func() {
+		for {
+			from := int(next.Add(int64(run))) - run
+			if from >= n {
+				return
+			}
+			f(from, min(from+run, n))
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), (n+run-1)/run) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
 }
 
 // minTwoStageDocs is the fewest documents a search must cover, and
