@@ -374,7 +374,9 @@ func (s *SegVectors) BuildSketch(workspaceSpans func() int) {
 		s.listSketchFor(c)
 		return
 	}
-	s.sketchFor(0, s.NumDocs())
+	// Granule by granule, on every core (a granule's rows depend on
+	// nothing else).
+	onCores(s.NumDocs(), sketchGranule, func(from, to int) { s.sketchFor(from, to) })
 }
 
 // SketchBytes is the memory the part's sketches hold (0 until one is
