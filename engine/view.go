@@ -188,9 +188,9 @@ func (v *View) artifact(id uuid.UUID) (*artifact.Artifact, error) {
 		}
 	}
 	// Only the segments that hold the workspace's visible parts, newest
-	// first: an artifact of the workspace is in no other (in a node of
-	// many workspaces, searching every segment's id index was a tenth of a
-	// pack's time).
+	// first: an artifact of the workspace is in no other (on a node of ten
+	// 1M-span workspaces, searching every segment's id index was 7% of a
+	// pack's CPU).
 	for i := len(v.srcs) - 1; i >= 0; i-- {
 		s := v.srcs[i].seg
 		if s == nil {
