@@ -26,6 +26,9 @@ type CompactConfig struct {
 // compaction (engine.DB.Compact: flush, then merge every run of small
 // segments) of a directory as found.
 type CompactResult struct {
+	// Spans and Workspaces count the workspaces of the tenants loci serve
+	// and the benchmarks write: "default" (the server's, loci import's and
+	// loci bench ingest's) and "bench" (bench search's scratch engine).
 	Spans              int     `json:"spans"`
 	Workspaces         int     `json:"workspaces"`
 	SegmentsBefore     int     `json:"segments_before"`
