@@ -85,6 +85,8 @@ type backgroundEmbedding struct {
 
 	onEmbedded atomic.Pointer[func(tenant string, id uuid.UUID)] // see DB.OnEmbedded
 
+	ingesting atomic.Int32 // ingests running now, not counting waits for room (see embedPaced)
+
 	failMu  sync.Mutex
 	failing error // the embedder's last error while it is retried; nil once it answers
 }
@@ -317,12 +319,13 @@ func (db *DB) embedRetrying(ctx context.Context, texts []string) ([][]float32, e
 // has no reason to time out (under CPU contention it is slow, not down);
 // a remote one gets embedTimeout, and a call past it counts as unavailable.
 func (db *DB) embedOnce(ctx context.Context, texts []string) ([][]float32, error) {
-	if _, local := db.opts.Embedder.(embed.InProcess); !local {
+	_, local := db.opts.Embedder.(embed.InProcess)
+	if !local {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, embedTimeout)
 		defer cancel()
 	}
-	vecs, err := db.opts.Embedder.Embed(ctx, texts)
+	vecs, err := db.embedPaced(ctx, texts, local)
 	switch {
 	case err != nil && ctx.Err() == context.DeadlineExceeded && !errors.Is(err, embed.ErrUnavailable):
 		err = fmt.Errorf("%w: no answer within %v: %w", embed.ErrUnavailable, embedTimeout, err)
@@ -665,4 +668,73 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 		}
 	}
 	return err
+}
+
+// Pacing. Acknowledgements do not wait for the embedder, but an in-process
+// embedder computes on the same cores as ingest: run flat out, it took
+// about half the ingest rate from a burst (docs/benchmarks.md § Ingest
+// first). So while ingests are running and the unflushed heads are below
+// half the stall limit, the worker embeds one text at a time on one
+// goroutine and then rests as long as that text took: about a quarter of
+// two cores, so embedding keeps moving (the backlog drains at that pace
+// under any load) while ingest keeps the rest. Past half the stall limit,
+// or as soon as no ingest runs, it goes back to batches on every core; an
+// ingest waiting for room (waitForRoom) does not count, so an ingest held by
+// the embedding backlog never slows the embedder that frees it. A remote
+// embedder is not paced: it does not compute here. The vectors are the same
+// either way (an embedder gives the same bits alone or batched).
+
+// pacedChunk is how many texts the worker embeds per call between checks of
+// the pacing rule when it runs unpaced.
+const pacedChunk = 16
+
+// embedPaced embeds texts, paced as above for an in-process embedder.
+func (db *DB) embedPaced(ctx context.Context, texts []string, local bool) ([][]float32, error) {
+	if !local {
+		return db.opts.Embedder.Embed(ctx, texts)
+	}
+	out := make([][]float32, 0, len(texts))
+	var rest *time.Timer
+	defer func() {
+		if rest != nil {
+			rest.Stop()
+		}
+	}()
+	for i := 0; i < len(texts); {
+		j := min(len(texts), i+pacedChunk)
+		paced := db.embedding.ingesting.Load() > 0 && !db.pastSoftLimit()
+		if paced {
+			j = i + 1
+		}
+		t0 := time.Now()
+		v, err := db.opts.Embedder.Embed(ctx, texts[i:j])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+		i = j
+		if paced && i < len(texts) {
+			took := time.Since(t0)
+			if rest == nil {
+				rest = time.NewTimer(took)
+			} else {
+				rest.Reset(took)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-rest.C:
+			}
+		}
+	}
+	return out, nil
+}
+
+// pastSoftLimit reports whether the unflushed heads hold half the stall
+// limit or more: then the embedder stops yielding to ingest.
+func (db *DB) pastSoftLimit() bool {
+	db.mu.RLock()
+	used, _ := db.unflushedLocked()
+	db.mu.RUnlock()
+	return used >= stallFactor*db.opts.FlushThreshold/2
 }

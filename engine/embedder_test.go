@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -568,4 +569,153 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 	c.calls++
 	c.most = max(c.most, len(texts))
 	return c.Embedder.Embed(ctx, texts)
+}
+
+// sizesEmbedder is an in-process embedder that records how many texts each
+// call embeds; calls wait for gate when it is set.
+type sizesEmbedder struct {
+	embed.Embedder
+	gate chan struct{}
+	mu   sync.Mutex
+	got  []int
+}
+
+func (*sizesEmbedder) InProcess() {}
+
+func (e *sizesEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if e.gate != nil {
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e.mu.Lock()
+	e.got = append(e.got, len(texts))
+	e.mu.Unlock()
+	return e.Embedder.Embed(ctx, texts)
+}
+
+// calls returns the sizes of the calls made so far and forgets them.
+func (e *sizesEmbedder) calls() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	got := e.got
+	e.got = nil
+	return got
+}
+
+func ingestTurns(t *testing.T, db *DB, n int, tag string) []uuid.UUID {
+	t.Helper()
+	ins := make([]IngestInput, n)
+	for i := range ins {
+		ins[i] = chat("ws", fmt.Sprintf("%s turn %d: the deploy moved to Friday", tag, i))
+	}
+	rs, err := db.IngestBatch("t", ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]uuid.UUID, n)
+	for i, r := range rs {
+		ids[i] = r.ArtifactID
+	}
+	return ids
+}
+
+// While an ingest runs, the background worker embeds one text per call;
+// once none runs, it embeds in batches again.
+func TestEmbeddingYieldsToIngest(t *testing.T) {
+	e := &sizesEmbedder{Embedder: glove.New()}
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: e, EmbedInBackground: true})
+	defer db.Close()
+
+	db.embedding.ingesting.Add(1) // an ingest runs throughout
+	waitEmbedded(t, db, "t", ingestTurns(t, db, 20, "first")...)
+	db.embedding.ingesting.Add(-1)
+	paced := e.calls()
+	if len(paced) != 20 || strings.Trim(fmt.Sprint(paced), "[1 ]") != "" {
+		t.Fatalf("calls while an ingest ran: %v, want 20 of one text", paced)
+	}
+
+	// The worker blocks in its first call until the ingest has returned;
+	// the texts after it are embedded unpaced.
+	e.gate = make(chan struct{})
+	ids := ingestTurns(t, db, 20, "second")
+	close(e.gate)
+	waitEmbedded(t, db, "t", ids...)
+	unpaced := e.calls()
+	if most := maxOf(unpaced); most != pacedChunk {
+		t.Fatalf("calls with no ingest running: %v, want some of %d texts", unpaced, pacedChunk)
+	}
+}
+
+// Past half the stall limit the worker stops yielding, ingest or not.
+func TestEmbeddingStopsYieldingPastSoftLimit(t *testing.T) {
+	e := &sizesEmbedder{Embedder: glove.New()}
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: e, EmbedInBackground: true, FlushThreshold: 1})
+	defer db.Close()
+	db.embedding.ingesting.Add(1)
+	defer db.embedding.ingesting.Add(-1)
+	waitEmbedded(t, db, "t", ingestTurns(t, db, 20, "over")...)
+	if got := e.calls(); maxOf(got) < 2 {
+		t.Fatalf("calls past the soft limit: %v, want batches", got)
+	}
+}
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// errorLog is a slog handler that keeps the messages logged at ERROR.
+type errorLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (*errorLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *errorLog) WithAttrs([]slog.Attr) slog.Handler     { return h }
+func (h *errorLog) WithGroup(string) slog.Handler          { return h }
+
+func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		h.mu.Lock()
+		h.msgs = append(h.msgs, r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// Closing while a background flush waits for the embedder is a normal stop,
+// not a maintenance failure: nothing is logged as an error.
+func TestCloseDuringFlushWaitLogsNoError(t *testing.T) {
+	logs := &errorLog{}
+	e := &sizesEmbedder{Embedder: glove.New(), gate: make(chan struct{})} // never opened
+	db := openTest(t, t.TempDir(), Options{Embedder: e, EmbedInBackground: true, FlushThreshold: 1,
+		Logger: slog.New(logs)})
+	ingestTurns(t, db, 3, "pending")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		db.mu.RLock()
+		frozen := len(db.frozen)
+		db.mu.RUnlock()
+		if frozen > 0 {
+			break // the flush has frozen the head and waits for its vectors
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no background flush started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.msgs) > 0 {
+		t.Fatalf("Close logged errors: %q", logs.msgs)
+	}
 }

@@ -114,6 +114,8 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		return nil, err
 	}
 	defer db.leave()
+	db.embedding.ingesting.Add(1)
+	defer db.embedding.ingesting.Add(-1)
 	res, err := db.ingestBatch(tenant, ins)
 	if errors.Is(err, ErrDuplicate) {
 		// The replicated log held this write already (the same idempotency
@@ -172,7 +174,10 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	// Room is needed only for what will be stored: a retry whose items are
 	// all stored already is answered at once, under back-pressure too.
 	if slices.ContainsFunc(prepared, func(ha *headArtifact) bool { return ha != nil }) && !db.roomNow() {
-		if err := db.waitForRoom(); err != nil {
+		db.embedding.ingesting.Add(-1)
+		err := db.waitForRoom()
+		db.embedding.ingesting.Add(1)
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -66,7 +66,9 @@ func (db *DB) maintain() {
 			}
 			err = db.compactLocked(minRun)
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrClosed) {
+			// ErrClosed: Close stopped the embedder a flush waited for;
+			// the head stays in the log for the next open.
 			db.log.Error("engine: background maintenance failed; will retry", "err", err)
 		}
 		db.errMu.Lock()
