@@ -44,6 +44,8 @@ func main() {
 	flag.IntVar(&cfg.vecSpans, "semantic-spans", 100000, "spans (each its own vector) of the semantic comparison")
 	flag.IntVar(&cfg.queries, "queries", 1000, "timed queries per figure")
 	flag.StringVar(&cfg.efs, "ef-search", "100,200,300,400,600,800", "pgvector hnsw.ef_search values tried, the smallest whose recall@100 reaches Loci's is timed")
+	flag.StringVar(&cfg.export, "semantic-export", "", "a `loci embed` output (JSON Lines with span vectors): the semantic comparison takes the first -semantic-spans span vectors from it, all real, instead of deriving vectors past -vectors' texts")
+	flag.BoolVar(&cfg.pgReuse, "pg-reuse", false, "keep the pgvector table and HNSW index an earlier semantic run left when they hold the same vectors (checked: row count, index, sample rows) instead of loading and building again")
 	flag.StringVar(&cfg.vectors, "vectors", filepath.Join(os.TempDir(), "ivf-corpus-all.bin"), "minilm vectors of the shared texts and questions, as `loci bench ivf --texts 0 --cache FILE` writes them")
 	flag.IntVar(&cfg.ingestN, "ingest-artifacts", 20000, "artifacts per ingest run")
 	flag.IntVar(&cfg.ingestBatch, "ingest-batch", 100, "artifacts per request / transaction")
@@ -59,10 +61,11 @@ func main() {
 }
 
 type config struct {
-	data, python, dsn, tmp, what, lexSpans, efs, vectors string
-	vecSpans, queries, ingestN, ingestBatch              int
-	lociWriters, pgWriters, rounds                       int
-	seed                                                 uint64
+	data, python, dsn, tmp, what, lexSpans, efs, vectors, export string
+	vecSpans, queries, ingestN, ingestBatch                      int
+	lociWriters, pgWriters, rounds                               int
+	seed                                                         uint64
+	pgReuse                                                      bool
 }
 
 // row is one line of the final table.

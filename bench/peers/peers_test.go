@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -133,5 +135,39 @@ func TestExactKth(t *testing.T) {
 	got := exactKth(vecs, [][]float32{{1, 0}, {0, 1}}, 2)
 	if want := []float32{0.8, 0.8}; !slices.Equal(got, want) {
 		t.Errorf("exactKth = %v, want %v", got, want)
+	}
+}
+
+func TestReadExportVectors(t *testing.T) {
+	enc := func(v ...float32) string {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	lines := []string{
+		`{"kind":"header","embedder":"m","embedder_dim":2}`,
+		`{"kind":"artifact","vectors":["` + enc(1, 0) + `","` + enc(0, 1) + `"]}`,
+		`{"kind":"artifact"}`,
+		`{"kind":"artifact","vectors":["` + enc(0.6, 0.8) + `"]}`,
+	}
+	path := filepath.Join(t.TempDir(), "e.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readExportVectors(path, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]float32{{1, 0}, {0, 1}, {0.6, 0.8}}
+	if len(got) != 3 || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) || !slices.Equal(got[2], want[2]) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if _, err := readExportVectors(path, 4, 2); err == nil {
+		t.Fatal("asked for more vectors than the file holds: no error")
+	}
+	if _, err := readExportVectors(path, 1, 3); err == nil {
+		t.Fatal("vectors of the wrong dimension: no error")
 	}
 }

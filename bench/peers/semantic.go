@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -37,7 +38,19 @@ func semantic(cfg config, p *peer) ([]row, error) {
 		return nil, fmt.Errorf("-vectors: %w", err)
 	}
 	real := len(corpus.texts)
-	vecs := derive(corpus.texts, cfg.vecSpans, cfg.seed)
+	var vecs [][]float32
+	source := "real minilm vectors of the shared texts"
+	if cfg.export != "" {
+		logf("semantic: reading %d span vectors from %s", cfg.vecSpans, cfg.export)
+		vecs, err = readExportVectors(cfg.export, cfg.vecSpans, len(corpus.queries[0]))
+		if err != nil {
+			return nil, fmt.Errorf("-semantic-export: %w", err)
+		}
+		real = len(vecs)
+		source = "real minilm span vectors of " + filepath.Base(cfg.export)
+	} else {
+		vecs = derive(corpus.texts, cfg.vecSpans, cfg.seed)
+	}
 	emb := &tableEmbedder{model: corpus.model, vecs: vecs}
 	dir, err := os.MkdirTemp(cfg.tmp, "peers-semantic-")
 	if err != nil {
@@ -94,11 +107,20 @@ func semantic(cfg config, p *peer) ([]row, error) {
 		CopyS              float64 `json:"copy_s"`
 		IndexS             float64 `json:"index_s"`
 		Pgvector, Postgres string
+		Reused             bool
 	}
-	if err := p.call(map[string]any{"op": "pg_load_vectors", "dsn": cfg.dsn, "vectors": vecFile, "dim": len(vecs[0]), "m": 16, "ef_construction": 64}, &load); err != nil {
+	// The HNSW graph must fit in maintenance_work_mem or pgvector builds it
+	// on disk, far slower: about 1.8 KB a 384-d row, with room to spare.
+	mem := max(2, (len(vecs)*4<<10+1<<30-1)>>30)
+	if err := p.call(map[string]any{"op": "pg_load_vectors", "dsn": cfg.dsn, "vectors": vecFile, "dim": len(vecs[0]), "m": 16, "ef_construction": 64,
+		"maintenance_work_mem": fmt.Sprintf("%dGB", mem), "reuse": cfg.pgReuse}, &load); err != nil {
 		return nil, err
 	}
-	logf("semantic: pgvector %s on PostgreSQL %s: copy %.1f s, HNSW build %.1f s", load.Pgvector, load.Postgres, load.CopyS, load.IndexS)
+	built := fmt.Sprintf("HNSW build %.0f s", load.IndexS)
+	if load.Reused {
+		built = "HNSW index of an earlier run reused (-pg-reuse)"
+	}
+	logf("semantic: pgvector %s on PostgreSQL %s: copy %.1f s, %s", load.Pgvector, load.Postgres, load.CopyS, built)
 	var opened struct{ Queries int }
 	if err := p.call(map[string]any{"op": "pg_open_queries", "dsn": cfg.dsn, "queries": qFile, "dim": len(vecs[0])}, &opened); err != nil {
 		return nil, err
@@ -201,7 +223,7 @@ func semantic(cfg config, p *peer) ([]row, error) {
 		}
 		exec = append(exec, time.Duration(r.ExecMs*1e6))
 	}
-	what := fmt.Sprintf("semantic top-100, %d spans (%d real minilm vectors of the shared texts, %d derived), 384-d, %d real questions", len(vecs), min(real, len(vecs)), max(0, len(vecs)-real), len(qvecs))
+	what := fmt.Sprintf("semantic top-100, %d spans (%d %s, %d derived), 384-d, %d real questions", len(vecs), min(real, len(vecs)), source, max(0, len(vecs)-real), len(qvecs))
 	kind := "exact int8 scan"
 	if len(vecs) >= vecindex.IVFMinSpans {
 		kind = "IVF where its model has centroids"
@@ -210,7 +232,7 @@ func semantic(cfg config, p *peer) ([]row, error) {
 		{what, "Loci engine (in-process, SearchSemantic, " + kind + ")", lociLat.String(),
 			fmt.Sprintf("recall@100 %.3f against the exact float scan; query vector given (embedding not timed)", lociRecall)},
 		{what, fmt.Sprintf("pgvector %s HNSW m 16 ef_construction 64, ef_search %d (PostgreSQL %s, psycopg over loopback)", load.Pgvector, chosen, load.Postgres), pgLat.String(),
-			fmt.Sprintf("recall@100 %.3f (ef_search tried, not interleaved: %s); includes the client round trip; EXPLAIN ANALYZE execution time %s (%d queries); HNSW build %.0f s", chosenRecall, strings.Join(tried, ", "), exec, len(exec), load.IndexS)},
+			fmt.Sprintf("recall@100 %.3f (ef_search tried, not interleaved: %s); includes the client round trip; EXPLAIN ANALYZE execution time %s (%d queries); %s", chosenRecall, strings.Join(tried, ", "), exec, len(exec), built)},
 	}, nil
 }
 
@@ -348,4 +370,51 @@ func derive(real [][]float32, n int, seed uint64) [][]float32 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// readExportVectors reads the first n span vectors of a `loci embed` output
+// (docs/format/export.md § Span vectors: per artifact line, one standard
+// base64 string of little-endian float32 values per span), each of dim
+// values, in file order.
+func readExportVectors(path string, n, dim int) ([][]float32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	out := make([][]float32, 0, n)
+	flat := make([]float32, n*dim)
+	buf := make([]byte, 4*dim)
+	for line := 1; len(out) < n; line++ {
+		b, err := r.ReadBytes('\n')
+		if len(b) == 0 && err != nil {
+			return nil, fmt.Errorf("%d span vectors in the file, want %d", len(out), n)
+		}
+		var rec struct {
+			Kind    string
+			Vectors []string
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		for _, s := range rec.Vectors {
+			if len(out) == n {
+				break
+			}
+			if need := base64.StdEncoding.DecodedLen(len(s)); need > len(buf) {
+				buf = make([]byte, need)
+			}
+			m, err := base64.StdEncoding.Decode(buf, []byte(s))
+			if err != nil || m != 4*dim {
+				return nil, fmt.Errorf("line %d: a vector of %d bytes, want %d (%v)", line, m, 4*dim, err)
+			}
+			v := flat[len(out)*dim : (len(out)+1)*dim : (len(out)+1)*dim]
+			for j := range v {
+				v[j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
