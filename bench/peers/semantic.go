@@ -101,7 +101,7 @@ func semantic(cfg config, p *peer) ([]row, error) {
 	if err := writeF32(qFile, qvecs); err != nil {
 		return nil, err
 	}
-	logf("semantic: %d spans; loading pgvector and building its HNSW index (m 16, ef_construction 64)", len(vecs))
+	logf("semantic: %d spans; loading pgvector and building its HNSW index (m 16, ef_construction 64), or reusing them (-pg-reuse)", len(vecs))
 	var load struct {
 		Rows               int
 		CopyS              float64 `json:"copy_s"`
