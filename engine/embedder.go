@@ -85,7 +85,9 @@ type backgroundEmbedding struct {
 
 	onEmbedded atomic.Pointer[func(tenant string, id uuid.UUID)] // see DB.OnEmbedded
 
-	ingesting atomic.Int32 // ingests running now, not counting waits for room (see embedPaced)
+	foreground     atomic.Int32 // ingests and reads (Views) running now, not counting waits for room (see embedPaced)
+	lastForeground atomic.Int64 // Unix ns when the latest of them ended
+	waiters        atomic.Int32 // WaitEmbedded calls waiting now
 
 	failMu  sync.Mutex
 	failing error // the embedder's last error while it is retried; nil once it answers
@@ -486,6 +488,8 @@ func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) 
 		return err
 	}
 	defer db.leave()
+	db.embedding.waiters.Add(1) // a client waits for vectors: the embedder does not yield (embedPaced)
+	defer db.embedding.waiters.Add(-1)
 	for {
 		ch := db.embedding.changed()
 		waiting := false
@@ -671,16 +675,19 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 }
 
 // Pacing. Acknowledgements do not wait for the embedder, but an in-process
-// embedder computes on the same cores as ingest: run flat out, it took
-// about half the ingest rate from a burst (docs/benchmarks.md § Ingest
-// first). So while ingests are running and the unflushed heads are below
-// half the stall limit, the worker embeds one text at a time on one
+// embedder computes on the same cores as ingest and packs: run flat out, it
+// took about half the ingest rate from a burst and doubled a pack's latency
+// (docs/benchmarks.md § Ingest first). So while ingests or reads (Views)
+// run, or one ended within foregroundLinger, and the unflushed heads are
+// below half the stall limit, the worker embeds one text at a time on one
 // goroutine and then rests as long as that text took: about a quarter of
 // two cores, so embedding keeps moving (the backlog drains at that pace
-// under any load) while ingest keeps the rest. Past half the stall limit,
-// or as soon as no ingest runs, it goes back to batches on every core; an
-// ingest waiting for room (waitForRoom) does not count, so an ingest held by
-// the embedding backlog never slows the embedder that frees it. A remote
+// under any load) while requests keep the rest. Past half the stall limit,
+// or once requests have stopped, it goes back to batches on every core; an
+// ingest waiting for room (waitForRoom) does not count, so an ingest held
+// by the embedding backlog never slows the embedder that frees it, and
+// while a client waits for vectors (WaitEmbedded, v2 ingest's
+// wait_for_embedding) it does not yield at all. A remote
 // embedder is not paced: it does not compute here. The vectors are the same
 // either way (an embedder gives the same bits alone or batched).
 
@@ -702,7 +709,7 @@ func (db *DB) embedPaced(ctx context.Context, texts []string, local bool) ([][]f
 	}()
 	for i := 0; i < len(texts); {
 		j := min(len(texts), i+pacedChunk)
-		paced := db.embedding.ingesting.Load() > 0 && !db.pastSoftLimit()
+		paced := db.embedding.busy() && !db.pastSoftLimit()
 		if paced {
 			j = i + 1
 		}
@@ -728,6 +735,31 @@ func (db *DB) embedPaced(ctx context.Context, texts []string, local bool) ([][]f
 		}
 	}
 	return out, nil
+}
+
+// foregroundLinger: the embedder stays paced this long after the last
+// ingest or read ended. Requests come back to back with gaps of a fraction
+// of a millisecond; without it the worker, seeing none in such a gap, ran a
+// batch on every core that the next request then waited behind (pack p99
+// beside an embedding backlog, docs/benchmarks.md § Ingest first).
+const foregroundLinger = 50 * time.Millisecond
+
+// enterForeground and leaveForeground bracket an ingest or a read.
+func (b *backgroundEmbedding) enterForeground() { b.foreground.Add(1) }
+
+func (b *backgroundEmbedding) leaveForeground() {
+	b.lastForeground.Store(time.Now().UnixNano())
+	b.foreground.Add(-1)
+}
+
+// busy reports whether an ingest or a read runs, or ended within
+// foregroundLinger, and nobody waits for vectors (WaitEmbedded: a client
+// that asked for them is better served by the embedder at full speed).
+func (b *backgroundEmbedding) busy() bool {
+	if b.waiters.Load() > 0 {
+		return false
+	}
+	return b.foreground.Load() > 0 || time.Since(time.Unix(0, b.lastForeground.Load())) < foregroundLinger
 }
 
 // pastSoftLimit reports whether the unflushed heads hold half the stall

@@ -629,23 +629,71 @@ func TestEmbeddingYieldsToIngest(t *testing.T) {
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: e, EmbedInBackground: true})
 	defer db.Close()
 
-	db.embedding.ingesting.Add(1) // an ingest runs throughout
-	waitEmbedded(t, db, "t", ingestTurns(t, db, 20, "first")...)
-	db.embedding.ingesting.Add(-1)
+	db.embedding.foreground.Add(1) // an ingest runs throughout
+	ingestTurns(t, db, 20, "first")
+	drained(t, db) // not WaitEmbedded: the embedder does not yield to a waiter
+	db.embedding.foreground.Add(-1)
 	paced := e.calls()
 	if len(paced) != 20 || strings.Trim(fmt.Sprint(paced), "[1 ]") != "" {
 		t.Fatalf("calls while an ingest ran: %v, want 20 of one text", paced)
 	}
 
-	// The worker blocks in its first call until the ingest has returned;
-	// the texts after it are embedded unpaced.
+	// The worker blocks in its first call until the ingest has returned
+	// and foregroundLinger has passed; the texts after it are embedded
+	// unpaced.
 	e.gate = make(chan struct{})
 	ids := ingestTurns(t, db, 20, "second")
+	for db.embedding.busy() {
+		time.Sleep(time.Millisecond)
+	}
 	close(e.gate)
-	waitEmbedded(t, db, "t", ids...)
+	drained(t, db)
+	if s := embeddingState(t, db, "t", ids[len(ids)-1]); s != EmbeddingEmbedded {
+		t.Fatalf("state %q after the backlog drained", s)
+	}
 	unpaced := e.calls()
 	if most := maxOf(unpaced); most != pacedChunk {
 		t.Fatalf("calls with no ingest running: %v, want some of %d texts", unpaced, pacedChunk)
+	}
+}
+
+// While a client waits for vectors the worker does not yield, even with
+// ingests running.
+func TestEmbeddingDoesNotYieldToWaiters(t *testing.T) {
+	e := &sizesEmbedder{Embedder: glove.New(), gate: make(chan struct{})}
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: e, EmbedInBackground: true})
+	defer db.Close()
+	db.embedding.foreground.Add(1) // an ingest runs throughout
+	defer db.embedding.foreground.Add(-1)
+	ids := ingestTurns(t, db, 20, "awaited")
+	waited := make(chan error, 1)
+	go func() { waited <- db.WaitEmbedded(context.Background(), "t", ids) }()
+	for db.embedding.waiters.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(e.gate)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if got := e.calls(); maxOf(got) != pacedChunk {
+		t.Fatalf("calls while a client waited: %v, want some of %d texts", got, pacedChunk)
+	}
+}
+
+// A read (a View: packs and searches) counts as foreground work, as an
+// ingest does.
+func TestViewIsForeground(t *testing.T) {
+	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: glove.New(), EmbedInBackground: true})
+	defer db.Close()
+	var during int32
+	if err := db.View("t", "ws", func(*View) error {
+		during = db.embedding.foreground.Load()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if during != 1 || db.embedding.foreground.Load() != 0 {
+		t.Fatalf("foreground %d during a View, %d after; want 1 and 0", during, db.embedding.foreground.Load())
 	}
 }
 
@@ -654,11 +702,24 @@ func TestEmbeddingStopsYieldingPastSoftLimit(t *testing.T) {
 	e := &sizesEmbedder{Embedder: glove.New()}
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: e, EmbedInBackground: true, FlushThreshold: 1})
 	defer db.Close()
-	db.embedding.ingesting.Add(1)
-	defer db.embedding.ingesting.Add(-1)
-	waitEmbedded(t, db, "t", ingestTurns(t, db, 20, "over")...)
+	db.embedding.foreground.Add(1)
+	defer db.embedding.foreground.Add(-1)
+	ingestTurns(t, db, 20, "over")
+	drained(t, db)
 	if got := e.calls(); maxOf(got) < 2 {
 		t.Fatalf("calls past the soft limit: %v, want batches", got)
+	}
+}
+
+// drained waits until no artifact waits for the background embedder.
+func drained(t *testing.T, db *DB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for db.EmbeddingBacklog() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog %d after 10 s", db.EmbeddingBacklog())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

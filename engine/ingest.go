@@ -114,8 +114,8 @@ func (db *DB) IngestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		return nil, err
 	}
 	defer db.leave()
-	db.embedding.ingesting.Add(1)
-	defer db.embedding.ingesting.Add(-1)
+	db.embedding.enterForeground()
+	defer db.embedding.leaveForeground()
 	res, err := db.ingestBatch(tenant, ins)
 	if errors.Is(err, ErrDuplicate) {
 		// The replicated log held this write already (the same idempotency
@@ -174,9 +174,9 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 	// Room is needed only for what will be stored: a retry whose items are
 	// all stored already is answered at once, under back-pressure too.
 	if slices.ContainsFunc(prepared, func(ha *headArtifact) bool { return ha != nil }) && !db.roomNow() {
-		db.embedding.ingesting.Add(-1)
+		db.embedding.foreground.Add(-1)
 		err := db.waitForRoom()
-		db.embedding.ingesting.Add(1)
+		db.embedding.foreground.Add(1)
 		if err != nil {
 			return nil, err
 		}

@@ -46,6 +46,8 @@ func (db *DB) View(tenant, ws string, fn func(v *View) error) error {
 		return err
 	}
 	defer db.leave()
+	db.embedding.enterForeground() // the embedder yields (embedPaced)
+	defer db.embedding.leaveForeground()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	k := wsKey{tenant, ws}
