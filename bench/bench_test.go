@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -424,4 +425,32 @@ func addWorkspace(t *testing.T, dir, ws string, emb *Embedding, spans, segments 
 		total += n
 	}
 	return total
+}
+
+// --backlog ingests its artifacts into the workspace "backlog" before the
+// timed requests, which still go to "bench".
+func TestPackBacklog(t *testing.T) {
+	dir := t.TempDir()
+	emb := Embedding{Embedder: glove.New()}
+	r, err := PackHTTP(PackHTTPConfig{Spans: 300, Requests: 10, Concurrency: []int{1}, MaxTokens: 256, Seed: 3, Sync: wal.SyncOff,
+		Dir: dir, Embedding: emb, Data: "", Backlog: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Backlog != 150 || r.BacklogLeft < 0 || r.BacklogLeft > 150 {
+		t.Fatalf("backlog %d, left %d", r.Backlog, r.BacklogLeft)
+	}
+	s, err := startServerIn(dir, "", wal.SyncOff, &emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	found, err := s.db.Workspaces(httpd.DefaultTenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(found, func(w engine.WorkspaceSummary) bool { return w.Workspace == "backlog" })
+	if i < 0 || found[i].Artifacts != 150 {
+		t.Fatalf("workspaces after the run: %+v", found)
+	}
 }

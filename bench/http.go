@@ -269,6 +269,11 @@ type PackHTTPConfig struct {
 	// holds more spans than one workspace). Empty: the one workspace
 	// "bench", built when it is not there.
 	Workspaces []string
+	// Backlog, when positive, is how many artifacts (bench.Corpus) are
+	// ingested into the workspace "backlog" after the warm-up and before
+	// the timed requests, so that the background embedder works while they
+	// are served: packs beside an embedding backlog, as after a bulk ingest.
+	Backlog int
 }
 
 // PackHTTPResult is what `loci bench pack --json` prints: the headline
@@ -308,6 +313,11 @@ type PackHTTPResult struct {
 	// Workspaces is how many workspaces the requests were spread over
 	// (Spans and Artifacts are their sums).
 	Workspaces int `json:"workspaces"`
+	// Backlog is PackHTTPConfig.Backlog; BacklogLeft, the artifacts still
+	// waiting for the embedder when the last timed request was answered (0
+	// means the backlog did not last the whole run).
+	Backlog     int `json:"backlog,omitempty"`
+	BacklogLeft int `json:"backlog_left,omitempty"`
 }
 
 // PackHTTP builds one workspace of cfg.Spans spans deterministically
@@ -459,6 +469,12 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if _, err := load(s.addr, "/v1/context-pack", bodies(warmup), 1, 200, nil); err != nil {
 		return nil, err
 	}
+	if cfg.Backlog > 0 {
+		if err := ingestBacklog(s.db, cfg.Seed, cfg.Backlog); err != nil {
+			return nil, err
+		}
+		res.Backlog = cfg.Backlog
+	}
 	for _, c := range cfg.Concurrency {
 		lv, err := load(s.addr, "/v1/context-pack", bodies(cfg.Requests), c, 200,
 			p.counter(fmt.Sprintf("timing requests at concurrency %d", c), cfg.Requests))
@@ -467,12 +483,32 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		}
 		res.Levels = append(res.Levels, lv)
 	}
+	if cfg.Backlog > 0 {
+		res.BacklogLeft = s.db.EmbeddingBacklog()
+	}
 	if res.Receipts, err = receipts(); err != nil {
 		return nil, err
 	}
 	first := res.Levels[0]
 	res.Concurrency, res.P50ms, res.P99ms, res.RequestsPerS = first.Concurrency, first.P50ms, first.P99ms, first.RequestsPerS
 	return res, nil
+}
+
+// ingestBacklog ingests n artifacts of bench.Corpus(seed) into the
+// workspace "backlog" of the default tenant, in batches of 100, leaving
+// them to the background embedder.
+func ingestBacklog(db *engine.DB, seed uint64, n int) error {
+	corpus := NewCorpus(seed + 1)
+	for done := 0; done < n; {
+		batch := make([]engine.IngestInput, 0, 100)
+		for ; len(batch) < cap(batch) && done < n; done++ {
+			batch = append(batch, corpus.Next("backlog"))
+		}
+		if _, err := db.IngestBatch(httpd.DefaultTenant, batch); err != nil {
+			return fmt.Errorf("backlog: %w", err)
+		}
+	}
+	return nil
 }
 
 // IngestHTTPConfig sets up `loci bench ingest --http`.

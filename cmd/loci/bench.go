@@ -109,10 +109,14 @@ func runBench(args []string) error {
 		rerank := fs.Int("rerank", 0, "rerank_depth of each pack: how many candidates the relevance model rereads (0: none, the v1 default)")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
 		wsFlag := fs.String("workspaces", "", workspacesUsage)
+		backlog := fs.Int("backlog", 0, "ingest this many artifacts into the workspace \"backlog\" right before the timed requests, so that the background embedder works while they are served")
 		run = func() (any, error) {
 			wss, err := workspaceList(*wsFlag, *dir)
 			if err != nil {
 				return nil, err
+			}
+			if *backlog < 0 {
+				return nil, fmt.Errorf("--backlog %d: must be 0 or more", *backlog)
 			}
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
@@ -131,7 +135,7 @@ func runBench(args []string) error {
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
 				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, AccessLog: *accessLog, Progress: progress,
-				RerankDepth: *rerank, Workspaces: wss})
+				RerankDepth: *rerank, Workspaces: wss, Backlog: *backlog})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")
