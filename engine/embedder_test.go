@@ -640,7 +640,9 @@ func TestEmbeddingYieldsToIngest(t *testing.T) {
 
 	// The worker blocks in its first call until the ingest has returned
 	// and foregroundLinger has passed; the texts after it are embedded
-	// unpaced.
+	// unpaced, in calls of up to pacedChunk (how many depends on how the
+	// worker's batches fell while the ingest's records were applied, but
+	// of the 19 texts left at least one call takes two or more).
 	e.gate = make(chan struct{})
 	ids := ingestTurns(t, db, 20, "second")
 	for db.embedding.busy() {
@@ -652,8 +654,8 @@ func TestEmbeddingYieldsToIngest(t *testing.T) {
 		t.Fatalf("state %q after the backlog drained", s)
 	}
 	unpaced := e.calls()
-	if most := maxOf(unpaced); most != pacedChunk {
-		t.Fatalf("calls with no ingest running: %v, want some of %d texts", unpaced, pacedChunk)
+	if most := maxOf(unpaced); most < 2 || most > pacedChunk {
+		t.Fatalf("calls with no ingest running: %v, want some of 2 to %d texts", unpaced, pacedChunk)
 	}
 }
 
@@ -675,8 +677,8 @@ func TestEmbeddingDoesNotYieldToWaiters(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
-	if got := e.calls(); maxOf(got) != pacedChunk {
-		t.Fatalf("calls while a client waited: %v, want some of %d texts", got, pacedChunk)
+	if got := e.calls(); maxOf(got) < 2 {
+		t.Fatalf("calls while a client waited: %v, want some of 2 to %d texts", got, pacedChunk)
 	}
 }
 
@@ -699,12 +701,15 @@ func TestViewIsForeground(t *testing.T) {
 
 // Past half the stall limit the worker stops yielding, ingest or not.
 func TestEmbeddingStopsYieldingPastSoftLimit(t *testing.T) {
-	e := &sizesEmbedder{Embedder: glove.New()}
+	// The gate holds the worker's first call until all 20 texts are
+	// queued, so that they are not taken one artifact at a time.
+	e := &sizesEmbedder{Embedder: glove.New(), gate: make(chan struct{})}
 	db := openTest(t, t.TempDir(), Options{DisableBackground: true, Embedder: e, EmbedInBackground: true, FlushThreshold: 1})
 	defer db.Close()
 	db.embedding.foreground.Add(1)
 	defer db.embedding.foreground.Add(-1)
 	ingestTurns(t, db, 20, "over")
+	close(e.gate)
 	drained(t, db)
 	if got := e.calls(); maxOf(got) < 2 {
 		t.Fatalf("calls past the soft limit: %v, want batches", got)
