@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -634,7 +635,7 @@ func TestEmbeddingYieldsToIngest(t *testing.T) {
 	drained(t, db) // not WaitEmbedded: the embedder does not yield to a waiter
 	db.embedding.foreground.Add(-1)
 	paced := e.calls()
-	if len(paced) != 20 || strings.Trim(fmt.Sprint(paced), "[1 ]") != "" {
+	if len(paced) != 20 || slices.ContainsFunc(paced, func(n int) bool { return n != 1 }) {
 		t.Fatalf("calls while an ingest ran: %v, want 20 of one text", paced)
 	}
 
@@ -654,7 +655,7 @@ func TestEmbeddingYieldsToIngest(t *testing.T) {
 		t.Fatalf("state %q after the backlog drained", s)
 	}
 	unpaced := e.calls()
-	if most := maxOf(unpaced); most < 2 || most > pacedChunk {
+	if most := slices.Max(unpaced); most < 2 || most > pacedChunk {
 		t.Fatalf("calls with no ingest running: %v, want some of 2 to %d texts", unpaced, pacedChunk)
 	}
 }
@@ -677,7 +678,7 @@ func TestEmbeddingDoesNotYieldToWaiters(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
-	if got := e.calls(); maxOf(got) < 2 {
+	if got := e.calls(); slices.Max(got) < 2 {
 		t.Fatalf("calls while a client waited: %v, want some of 2 to %d texts", got, pacedChunk)
 	}
 }
@@ -711,7 +712,7 @@ func TestEmbeddingStopsYieldingPastSoftLimit(t *testing.T) {
 	ingestTurns(t, db, 20, "over")
 	close(e.gate)
 	drained(t, db)
-	if got := e.calls(); maxOf(got) < 2 {
+	if got := e.calls(); slices.Max(got) < 2 {
 		t.Fatalf("calls past the soft limit: %v, want batches", got)
 	}
 }
@@ -726,14 +727,6 @@ func drained(t *testing.T, db *DB) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-func maxOf(xs []int) int {
-	m := 0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }
 
 // errorLog is a slog handler that keeps the messages logged at ERROR.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"math"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/export"
 )
 
 // The harness's own logic, checked without the peers (no venv, no server):
@@ -139,13 +139,7 @@ func TestExactKth(t *testing.T) {
 }
 
 func TestReadExportVectors(t *testing.T) {
-	enc := func(v ...float32) string {
-		b := make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-		}
-		return base64.StdEncoding.EncodeToString(b)
-	}
+	enc := func(v ...float32) string { return export.EncodeVector(v) }
 	lines := []string{
 		`{"kind":"header","embedder":"m","embedder_dim":2}`,
 		`{"kind":"artifact","vectors":["` + enc(1, 0) + `","` + enc(0, 1) + `"]}`,

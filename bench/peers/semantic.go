@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/export"
 	"github.com/loci-memory/loci/vecindex"
 	"github.com/loci-memory/loci/wal"
 )
@@ -373,9 +373,8 @@ func derive(real [][]float32, n int, seed uint64) [][]float32 {
 }
 
 // readExportVectors reads the first n span vectors of a `loci embed` output
-// (docs/format/export.md § Span vectors: per artifact line, one standard
-// base64 string of little-endian float32 values per span), each of dim
-// values, in file order.
+// (docs/format/export.md § Span vectors, decoded by export.DecodeVector),
+// each of dim values, in file order.
 func readExportVectors(path string, n, dim int) ([][]float32, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -384,34 +383,19 @@ func readExportVectors(path string, n, dim int) ([][]float32, error) {
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
 	out := make([][]float32, 0, n)
-	flat := make([]float32, n*dim)
-	buf := make([]byte, 4*dim)
 	for line := 1; len(out) < n; line++ {
 		b, err := r.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
 			return nil, fmt.Errorf("%d span vectors in the file, want %d", len(out), n)
 		}
-		var rec struct {
-			Kind    string
-			Vectors []string
-		}
+		var rec struct{ Vectors []string }
 		if err := json.Unmarshal(b, &rec); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		for _, s := range rec.Vectors {
-			if len(out) == n {
-				break
-			}
-			if need := base64.StdEncoding.DecodedLen(len(s)); need > len(buf) {
-				buf = make([]byte, need)
-			}
-			m, err := base64.StdEncoding.Decode(buf, []byte(s))
-			if err != nil || m != 4*dim {
-				return nil, fmt.Errorf("line %d: a vector of %d bytes, want %d (%v)", line, m, 4*dim, err)
-			}
-			v := flat[len(out)*dim : (len(out)+1)*dim : (len(out)+1)*dim]
-			for j := range v {
-				v[j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
+		for _, s := range rec.Vectors[:min(len(rec.Vectors), n-len(out))] {
+			v, err := export.DecodeVector(s)
+			if err != nil || len(v) != dim {
+				return nil, fmt.Errorf("line %d: a vector of %d values, want %d (%v)", line, len(v), dim, err)
 			}
 			out = append(out, v)
 		}
