@@ -2,6 +2,7 @@ package pack
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 
@@ -112,20 +113,89 @@ func attribution(visible []*cand, query []uint64) float64 {
 			pool = append(pool, c)
 		}
 	}
-	slices.SortFunc(pool, func(a, b *cand) int {
-		if c := cmp.Compare(finite(b.Lexical), finite(a.Lexical)); c != 0 {
+	lexical := nameLexical(pool, visible, names, content)
+	order := make([]int, len(pool))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		if c := cmp.Compare(lexical[j], lexical[i]); c != 0 {
 			return c
 		}
-		return compareTies(a, b)
+		return compareTies(pool[i], pool[j])
 	})
-	pool = pool[:min(AttributionPool, len(pool))]
-	return attributionBy(pool, names, func(c *cand) (float64, bool) {
+	order = order[:min(AttributionPool, len(order))]
+	top := make([]*cand, len(order))
+	lex := make(map[*cand]float64, len(order))
+	for k, i := range order {
+		top[k], lex[pool[i]] = pool[i], lexical[i]
+	}
+	return attributionBy(top, names, func(c *cand) (float64, bool) {
 		if strings.Contains(c.Text, "?") {
 			return 0, false
 		}
-		w := float64(finite(c.Lexical)*float64(heldTerms(c.Text, content))) / float64(len(content))
+		w := float64(lex[c]*float64(heldTerms(c.Text, content))) / float64(len(content))
 		return w, w > 0
 	})
+}
+
+// nameLexical returns the BM25 score attribution reads for each span of
+// pool. A turn whose speaker was found by address (addressSpeakers) does
+// not hold its speaker's name, as a turn sent with the name does
+// ("Melanie: ..."), while the other party's turns that address that speaker
+// do ("Thanks, Melanie!"): so the lexical channel, which counts the name,
+// favours the other party. For such a turn the score is raised by what the
+// name alone scores: the least BM25 score of a visible turn that holds one
+// of names and none of content (the longest such turn, where one
+// occurrence of the name counts least; on LoCoMo dev the least gave a
+// confidence AUC of 0.834 in the shape without names, their median 0.831,
+// the best 0.797).
+func nameLexical(pool, visible []*cand, names, content []uint64) []float64 {
+	lexical := make([]float64, len(pool))
+	for i, c := range pool {
+		lexical[i] = finite(c.Lexical)
+	}
+	if !slices.ContainsFunc(pool, func(c *cand) bool { return c.byAddr && namesSpeaker(names, c.spk) }) {
+		return lexical
+	}
+	alone := math.Inf(1)
+	for _, c := range visible {
+		if c.byAddr && c.InLexical && finite(c.Lexical) > 0 {
+			if n, k := heldOf(c.Text, names, content); n > 0 && k == 0 {
+				alone = min(alone, finite(c.Lexical))
+			}
+		}
+	}
+	if math.IsInf(alone, 1) {
+		return lexical
+	}
+	for i, c := range pool {
+		if c.byAddr && namesSpeaker(names, c.spk) && heldTerms(c.Text, names) == 0 {
+			lexical[i] += alone
+		}
+	}
+	return lexical
+}
+
+// heldOf returns how many of the sorted terms a and of the sorted terms b
+// s holds.
+func heldOf(s string, a, b []uint64) (na, nb int) {
+	seenA, seenB := make([]bool, len(a)), make([]bool, len(b))
+	eachWord(s, func(w []byte, _ int, _ bool) {
+		h, kind := termHash(w)
+		if kind == kindStop {
+			return
+		}
+		if i, found := slices.BinarySearch(a, h); found && !seenA[i] {
+			seenA[i] = true
+			na++
+		}
+		if i, found := slices.BinarySearch(b, h); found && !seenB[i] {
+			seenB[i] = true
+			nb++
+		}
+	})
+	return na, nb
 }
 
 // AttributionPool is how many of the best lexical matches among the

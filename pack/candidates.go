@@ -24,6 +24,7 @@ type cand struct {
 	feat     *features // see cand.features
 	spk      []uint64  // see speakerTerms
 	spkRead  bool      // spk is set
+	byAddr   bool      // spk was found by address (addressSpeakers), not in the text
 	hash     string    // artifact.SpanHash(Text), see contentHash
 
 	// The decision.

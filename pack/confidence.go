@@ -73,7 +73,7 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 		for _, c := range coverageSpans(included) {
 			n := 0
 			for _, w := range query {
-				if c.feat.terms.has(w) || c.feat.nums.has(w) {
+				if c.feat.terms.has(w) || c.feat.nums.has(w) || (c.byAddr && slices.Contains(c.spk, w)) {
 					n++
 				}
 			}

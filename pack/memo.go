@@ -85,8 +85,9 @@ func (m *spanMemo[V]) len() int {
 }
 
 // Analyses remembers, across packs, what the packer reads from a span's
-// text alone: its conflict features (featuresOf) and its index terms in
-// order (for the adjacency of query terms). Both are pure functions of the
+// text alone: its conflict features (featuresOf), its index terms in
+// order (for the adjacency of query terms) and the names a chat turn
+// addresses (addressedTerms). All are pure functions of the
 // text, so a pack is the same with or without the memo, whatever it holds;
 // the memo saves analysing the same spans again in every pack that
 // considers them, the largest part of packing after the line counts. A
@@ -95,6 +96,7 @@ func (m *spanMemo[V]) len() int {
 type Analyses struct {
 	feats *spanMemo[*features]
 	terms *spanMemo[[]uint64] // wordKey of each index term (invindex.EachTerm), in text order
+	names *spanMemo[[]uint64] // addressedTerms
 }
 
 // NewAnalyses returns a memo that holds the analyses of about capacity
@@ -102,12 +104,12 @@ type Analyses struct {
 // (the features of a clause are its term and value hashes, the sets keep
 // room to spare), so capacity is a tenth of the memory it may take.
 func NewAnalyses(capacity int) *Analyses {
-	return &Analyses{feats: newSpanMemo[*features](capacity), terms: newSpanMemo[[]uint64](capacity)}
+	return &Analyses{feats: newSpanMemo[*features](capacity), terms: newSpanMemo[[]uint64](capacity), names: newSpanMemo[[]uint64](capacity)}
 }
 
-// Len returns how many analyses the memo holds (features and term lists
-// count apart).
-func (a *Analyses) Len() int { return a.feats.len() + a.terms.len() }
+// Len returns how many analyses the memo holds (features, term lists and
+// addressed names count apart).
+func (a *Analyses) Len() int { return a.feats.len() + a.terms.len() + a.names.len() }
 
 // features returns c's conflict features, from memo when it is set (nil:
 // read for this pack alone), once per pack.
@@ -120,6 +122,16 @@ func (c *cand) features(memo *Analyses) *features {
 		}
 	}
 	return c.feat
+}
+
+// addressed returns the term hashes of the names c's content addresses
+// (addressedTerms), from memo when it is set; content is c's text after its
+// role.
+func (c *cand) addressed(memo *Analyses, content string) []uint64 {
+	if memo == nil {
+		return addressedTerms(content)
+	}
+	return memo.names.get(c.SpanID, c.Text, len(c.Text), func() []uint64 { return addressedTerms(content) })
 }
 
 // indexTerms returns the wordKeys of c's index terms in order, from memo

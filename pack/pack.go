@@ -49,8 +49,9 @@ func ProfileMinRelevance(profile string) float64 {
 //  1. gather: one candidate per span id (pinned and retrieved merged);
 //     retrieved spans of other sessions are dropped when req.SessionID is
 //     set (silently: they were out of scope, not considered);
-//  2. score: fused relevance per candidate (see score); candidates are
-//     ordered by relevance, then span id;
+//  2. score: fused relevance per candidate (see score), after the speakers
+//     of user/assistant turns are found by address (addressSpeakers);
+//     candidates are ordered by relevance, then span id;
 //  3. policy filter (POLICY, see policyDenial);
 //  4. feedback filter (PRIVATE, MARKED_WRONG, OUTDATED, see feedbackDenial);
 //  5. relevance floor (LOW_RELEVANCE, see MinRelevance), not for pinned spans;
@@ -75,6 +76,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	budget := max(req.MaxTokens, 0)
 
 	cs := gather(pinned, candidates, req.SessionID)
+	addressSpeakers(cs, req)
 	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
 

@@ -124,9 +124,16 @@ func (d ppDoc) input(ws, marker string) engine.IngestInput {
 		d = ppDoc{Seed: uint64(d.Key) + 1, Words: 20 + 90*d.Key, Actor: d.Key % 3, Vis: d.Key * 3 % 10, Type: d.Key % 3, Key: d.Key}
 		marker = ""
 	}
-	content, _ := json.Marshal(ppText(d.Seed, d.Words, marker))
+	text := ppText(d.Seed, d.Words, marker)
+	// Chat turns are user's and assistant's, who address each other by
+	// name (user is Bob, assistant Ann), as pack's addressSpeakers reads.
+	role := []string{"user", "assistant"}[d.Seed%2]
+	if d.Type == 2 {
+		text = []string{"Thanks, Ann! ", "Hey Bob! "}[d.Seed%2] + text
+	}
+	content, _ := json.Marshal(text)
 	in := engine.IngestInput{Workspace: ws, ActorID: ppActors[d.Actor], Type: ppTypes[d.Type],
-		Payload:     []byte(fmt.Sprintf(`{"role":"user","title":"t","content":%s}`, content)),
+		Payload:     []byte(fmt.Sprintf(`{"role":%q,"title":"t","content":%s}`, role, content)),
 		Timestamp:   time.Unix(1_750_000_000+int64(d.Seed%5_000_000), 0),
 		Permissions: d.perms()}
 	if d.Key >= 0 {
@@ -148,11 +155,15 @@ func genDoc() gopter.Gen {
 	}).Map(ppDoc.keyed)
 }
 
-// ppQuery returns a random query of 1-4 vocabulary words.
+// ppQuery returns a random query of 1-4 vocabulary words, a third of them
+// with a speaker's name.
 func ppQuery(r *rand.Rand) string {
 	var q []string
 	for range 1 + r.IntN(4) {
 		q = append(q, ppWords[r.IntN(len(ppWords))])
+	}
+	if r.IntN(3) == 0 {
+		q = append(q, []string{"Ann", "Bob"}[r.IntN(2)]) // a question about a speaker
 	}
 	return strings.Join(q, " ")
 }

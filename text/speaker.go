@@ -136,3 +136,91 @@ func chatLine(role, content, actorID string) string {
 		return sp + ": " + content
 	}
 }
+
+// TurnRole returns the generic role before the first ": " of a chat turn's
+// extracted text ("user: I went ..." gives "user"), or "" when the turn
+// names a speaker or no role. Extraction writes the role there when no name
+// was found (chatLine), as most agent transcripts send their turns.
+func TurnRole(s string) string {
+	i := strings.Index(s, ": ")
+	if i <= 0 || !isGeneric(s[:i]) {
+		return ""
+	}
+	return strings.ToLower(s[:i])
+}
+
+// addressWords may stand between the start of a clause and a name it
+// addresses: greetings, thanks and interjections ("Hey Mel!", "Thank you so
+// much, Caroline!", "Good morning, Jon").
+var addressWords = []string{
+	"ah", "aw", "aww", "awww", "bye", "cheers", "congrats", "congratulations", "dear", "evening", "good", "goodbye",
+	"great", "haha", "hello", "hey", "hi", "hiya", "howdy", "lol", "morning", "much", "night", "oh", "ok", "okay",
+	"omg", "so", "sorry", "thank", "thanks", "thx", "welcome", "whoa", "wow", "yeah", "yes", "yo", "you",
+}
+
+// AddressedNames returns the names content addresses, in order of first
+// appearance, each once: a capitalised word that is a name (SpeakerName; not
+// "I", a generic role or a label word) in the place people put the name of
+// whom they talk to:
+//
+//   - at the start of a clause, after greetings and interjections
+//     (addressWords) and nothing else, or followed by a comma when nothing
+//     precedes it: "Hey Mel!", "Thanks, Caroline!", "Caroline, I love it";
+//   - at the end of a clause, after a comma: "That's great, Caroline!".
+//
+// In a conversation of two people each addresses the other, so the names a
+// speaker uses this way are the other's: that is how a memory of turns sent
+// as user and assistant, with no names, still says who is who.
+func AddressedNames(content string) []string {
+	type token struct {
+		word  string // "" for punctuation
+		punct rune
+	}
+	var toks []token
+	for i := 0; i < len(content); {
+		r, size := utf8.DecodeRuneInString(content[i:])
+		switch {
+		case unicode.IsLetter(r):
+			j := i + size
+			for j < len(content) {
+				r2, s2 := utf8.DecodeRuneInString(content[j:])
+				if !unicode.IsLetter(r2) && r2 != '\'' && r2 != '’' {
+					break
+				}
+				j += s2
+			}
+			toks = append(toks, token{word: content[i:j]})
+			i = j
+		case strings.ContainsRune(",!?.;:\n", r):
+			toks = append(toks, token{punct: r})
+			i += size
+		default:
+			i += size
+		}
+	}
+	clauseEnd := func(k int) bool { return k >= len(toks) || strings.ContainsRune("!?.;:\n", toks[k].punct) }
+	var out []string
+	start := true // at the start of a clause, greetings aside
+	for k, t := range toks {
+		if t.word == "" {
+			if t.punct != ',' {
+				start = true
+			}
+			continue
+		}
+		lower := strings.ToLower(t.word)
+		name := capitalised(t.word) && len(t.word) > 1 && SpeakerName(t.word) && !strings.ContainsAny(t.word, "'’") &&
+			!slices.Contains(addressWords, lower)
+		if name {
+			greeted := k > 0 && (toks[k-1].word != "" || toks[k-1].punct == ',' && k > 1 && toks[k-2].word != "")
+			comma := len(toks) > k+1 && toks[k+1].punct == ','
+			opening := start && (greeted || comma)
+			closing := k > 0 && toks[k-1].punct == ',' && clauseEnd(k+1)
+			if (opening || closing) && !slices.Contains(out, t.word) {
+				out = append(out, t.word)
+			}
+		}
+		start = start && slices.Contains(addressWords, lower)
+	}
+	return out
+}

@@ -1,6 +1,9 @@
 package text
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestChatSpeaker(t *testing.T) {
 	tests := []struct {
@@ -76,5 +79,53 @@ func TestChatTurnShapes(t *testing.T) {
 	// The actor is read only for chat turns.
 	if got, _ := Extract("note", "Caroline", []byte(`{"content":"hi"}`)); got != "hi" {
 		t.Errorf("note with an actor: %q, want %q", got, "hi")
+	}
+}
+
+func TestAddressedNames(t *testing.T) {
+	tests := []struct {
+		content string
+		want    []string
+	}{
+		{"Thanks, Caroline! That's really sweet.", []string{"Caroline"}},
+		{"Hey Mel! Long time no talk!", []string{"Mel"}},
+		{"Thank you so much, Caroline!", []string{"Caroline"}},
+		{"Good morning, Jon. Ready?", []string{"Jon"}},
+		{"That charity race sounds great, Mel!", []string{"Mel"}},
+		{"Wow, Melanie, that's amazing!", []string{"Melanie"}},
+		{"Caroline, I love it.", []string{"Caroline"}},
+		{"Hi Tim! Great to see you, Tim.", []string{"Tim"}},
+		{"Hey Caroline! Thanks, Mel.", []string{"Caroline", "Mel"}},
+		// Not addressed: talked about, possessives, places, sentence starts.
+		{"I went hiking with Sarah last week.", nil},
+		{"Caroline's necklace is from Sweden.", nil},
+		{"Sarah and I went to Paris, then home.", nil},
+		{"Yesterday, I went to the park.", nil},
+		{"I told Melanie about it, and she laughed.", nil},
+		{"Thanks for the tip, it helped.", nil},
+		{"Hey there! How are you?", nil},
+		{"I met her in Paris, France, last year.", nil},
+		{"Well, I think so.", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		if got := AddressedNames(tt.content); !slices.Equal(got, tt.want) {
+			t.Errorf("AddressedNames(%q) = %q, want %q", tt.content, got, tt.want)
+		}
+	}
+}
+
+func TestTurnRole(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"user: I went to the support group.", "user"},
+		{"Assistant: Sure.", "assistant"},
+		{"Caroline: I went to the support group.", ""},
+		{"Note: a label", ""},
+		{"no role here", ""},
+	}
+	for _, tt := range tests {
+		if got := TurnRole(tt.text); got != tt.want {
+			t.Errorf("TurnRole(%q) = %q, want %q", tt.text, got, tt.want)
+		}
 	}
 }

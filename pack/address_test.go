@@ -1,0 +1,88 @@
+package pack
+
+import (
+	"strings"
+	"testing"
+)
+
+// addressConversation is a conversation of two people sent as user and
+// assistant with no names but those they address each other by: user is
+// Caroline, assistant is Melanie. The turns are in the order said; lex is
+// the lexical score a query about the charity race would give them.
+func addressConversation(vocatives bool) []Candidate {
+	turns := []struct {
+		role, text, plain string
+		lex               float64
+	}{
+		{"assistant", "Hey Caroline! I ran a charity race for mental health last Saturday.", "I ran a charity race for mental health last Saturday.", 9},
+		{"user", "Wow, Melanie, a charity race? I went to the support group yesterday.", "Wow, a charity race? I went to the support group yesterday.", 8},
+		{"assistant", "Thanks, Caroline! After the race I realize self-care is really important.", "After the race I realize self-care is really important.", 10},
+		{"user", "That sounds great, Mel! I painted a sunrise over the lake.", "That sounds great! I painted a sunrise over the lake.", 4},
+		{"assistant", "It was tough, Caroline, but I realize how much I love running.", "It was tough but I realize how much I love running.", 7},
+		{"user", "Thanks, Melanie. I am proud of you.", "I am proud of you.", 3},
+	}
+	var cs []Candidate
+	for i, t := range turns {
+		text := t.text
+		if !vocatives {
+			text = t.plain
+		}
+		c := cnd(i+1, i+1, t.role+": "+text, t.lex)
+		c.SourceType = "chat_turn"
+		c.Timestamp += int64(i) * 1_000_000
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// TestAddressSpeakers: without names, a question about one person whose
+// best evidence is the other's words abstains once the turns say who is
+// who by addressing each other, as it does when the names are sent; the
+// same question about the person who said them does not, and that
+// person's turns come first. Without vocatives (or with them hidden from
+// the request) nothing says who is who and nothing abstains.
+func TestAddressSpeakers(t *testing.T) {
+	named := func(cs []Candidate) []Candidate {
+		out := make([]Candidate, len(cs))
+		for i, c := range cs {
+			c.Text = strings.NewReplacer("user: ", "Caroline: ", "assistant: ", "Melanie: ").Replace(c.Text)
+			out[i] = c
+		}
+		return out
+	}
+	// The conversation without vocatives, and greetings that carry them:
+	// public, or private to someone else.
+	greeted := func(visibility string) []Candidate {
+		cs := addressConversation(false)
+		for i, text := range []string{"user: Hey Melanie!", "assistant: Hi Caroline!", "user: Bye, Melanie.", "assistant: Bye, Caroline."} {
+			c := cnd(10+i, 10+i, text, 2)
+			c.SourceType, c.CreatorID, c.Permissions.Visibility = "chat_turn", "bob", visibility
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	for _, tt := range []struct {
+		name    string
+		cs      []Candidate
+		query   string
+		abstain bool
+		first   string // the first citation's text starts so
+	}{
+		{"names sent", named(addressConversation(true)), "What did Caroline realize after her charity race?", true, ""},
+		{"by address", addressConversation(true), "What did Caroline realize after her charity race?", true, ""},
+		{"names sent, the speaker", named(addressConversation(true)), "What did Melanie realize after her charity race?", false, "Melanie: "},
+		{"by address, the speaker", addressConversation(true), "What did Melanie realize after her charity race?", false, "assistant: "},
+		{"by address, lower case", addressConversation(true), "what did melanie realize after her charity race?", false, "assistant: "},
+		{"no vocatives", addressConversation(false), "What did Caroline realize after her charity race?", false, ""},
+		{"greetings", greeted("public"), "What did Caroline realize after her charity race?", true, ""},
+		{"greetings hidden", greeted("private"), "What did Caroline realize after her charity race?", false, ""},
+	} {
+		r := Pack(req(tt.query, 4096), nil, tt.cs, est)
+		if r.Abstain != tt.abstain {
+			t.Errorf("%s: %q abstains %v (confidence %v), want %v", tt.name, tt.query, r.Abstain, r.Confidence, tt.abstain)
+		}
+		if tt.first != "" && (len(r.Citations) == 0 || !strings.HasPrefix(r.Citations[0].ContentPreview, tt.first)) {
+			t.Errorf("%s: %q first citation %+v, want %q...", tt.name, tt.query, r.Citations[:min(1, len(r.Citations))], tt.first)
+		}
+	}
+}
