@@ -92,3 +92,51 @@ func TestChatShapesAttributeAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestUnnamedTurnsAttributedByAddress: turns sent as user and assistant
+// with no names but those the two address each other by. A question about
+// one of them whose evidence is the other's words abstains, as it does in
+// the named shapes; the question about the one who said them does not, and
+// cites that person's turn first. Without the vocatives neither abstains.
+func TestUnnamedTurnsAttributedByAddress(t *testing.T) {
+	h := newHarness(t, Config{})
+	turns := []struct{ role, text, plain string }{
+		{"assistant", "Hey Caroline! I ran a charity race for mental health last Saturday.", "I ran a charity race for mental health last Saturday."},
+		{"user", "Wow, Melanie, a charity race? I went to the support group yesterday.", "Wow, a charity race? I went to the support group yesterday."},
+		{"assistant", "Thanks, Caroline! After the race I realize self-care is really important.", "After the race I realize self-care is really important."},
+		{"user", "That sounds great, Mel! I painted a sunrise over the lake.", "That sounds great! I painted a sunrise over the lake."},
+		{"assistant", "It was tough, Caroline, but I realize how much I love running.", "It was tough but I realize how much I love running."},
+		{"user", "Thanks, Melanie. I am proud of you.", "I am proud of you."},
+	}
+	for _, ws := range []string{"vocatives", "plain"} {
+		var items []map[string]any
+		for i, tn := range turns {
+			content := tn.text
+			if ws == "plain" {
+				content = tn.plain
+			}
+			items = append(items, map[string]any{"artifact_type": "chat_turn", "raw_payload": map[string]any{"role": tn.role, "content": content},
+				"session_id": "s1", "timestamp": fmt.Sprintf("2024-05-01T10:00:%02dZ", i), "idempotency_key": fmt.Sprint(i)})
+		}
+		h.do("POST", "/v2/ingest", "", map[string]any{"workspace_id": ws, "actor_id": "locomo", "artifacts": items}).must(t, 201)
+	}
+	for _, tt := range []struct {
+		ws, query string
+		abstain   bool
+		first     string
+	}{
+		{"vocatives", "What did Caroline realize after her charity race?", true, ""},
+		{"vocatives", "What did Melanie realize after her charity race?", false, "assistant: "},
+		{"plain", "What did Caroline realize after her charity race?", false, ""},
+	} {
+		p := h.do("POST", "/v1/context-pack", "", map[string]any{"workspace_id": tt.ws, "query": tt.query, "max_tokens": 400}).must(t, 200)
+		cites := p["citations"].([]any)
+		if p["abstain_flag"].(bool) != tt.abstain || len(cites) == 0 {
+			t.Errorf("%s: %q: abstain %v (confidence %v, %d citations), want %v", tt.ws, tt.query, p["abstain_flag"], p["confidence"], len(cites), tt.abstain)
+			continue
+		}
+		if first := str(cites[0].(map[string]any), "content_preview"); !strings.HasPrefix(first, tt.first) {
+			t.Errorf("%s: %q: first citation %q, want %q...", tt.ws, tt.query, first, tt.first)
+		}
+	}
+}
