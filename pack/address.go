@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/loci-memory/loci/text"
 )
@@ -52,6 +53,7 @@ func addressSpeakers(cs []*cand, req Request) {
 		role    string
 		content string
 		side    int
+		visible bool
 	}
 	var turns []turn
 	var roles []string
@@ -63,8 +65,9 @@ func addressSpeakers(cs []*cand, req Request) {
 		if role == "" {
 			continue
 		}
-		turns = append(turns, turn{c: c, role: role, content: c.Text[len(role)+len(": "):]})
-		if visibleTo(c, req) && !slices.Contains(roles, role) {
+		t := turn{c: c, role: role, content: c.Text[len(role)+len(": "):], visible: visibleTo(c, req)}
+		turns = append(turns, t)
+		if t.visible && !slices.Contains(roles, role) {
 			roles = append(roles, role)
 		}
 	}
@@ -80,7 +83,7 @@ func addressSpeakers(cs []*cand, req Request) {
 	for i := range turns {
 		t := &turns[i]
 		t.side = slices.Index(roles, t.role)
-		if t.side < 0 || !t.c.InLexical || !(finite(t.c.Lexical) > 0) || !visibleTo(t.c, req) {
+		if t.side < 0 || !t.c.InLexical || !(finite(t.c.Lexical) > 0) || !t.visible {
 			continue
 		}
 		read = append(read, *t)
@@ -104,15 +107,11 @@ func addressSpeakers(cs []*cand, req Request) {
 	slices.Sort(found)
 	says := make([][2]int, len(found))
 	for _, t := range read {
-		held := make([]bool, len(found))
-		eachWord(t.content, func(w []byte, _ int, _ bool) {
-			if h, kind := termHash(w); kind == kindTerm {
-				if i, ok := slices.BinarySearch(found, h); ok && !held[i] {
-					held[i] = true
-					says[i][t.side]++
-				}
+		for i, held := range heldMask(t.content, found) {
+			if held {
+				says[i][t.side]++
 			}
-		})
+		}
 	}
 	var named [2][]uint64
 	for j, h := range found {
@@ -171,7 +170,7 @@ func visibleTo(c *cand, req Request) bool {
 // nameTerm returns the term hash of w when w is written as a name: a
 // capitalised word of two letters or more that text.SpeakerName accepts.
 func nameTerm(w string) (uint64, bool) {
-	if len(w) < 2 || !unicode.IsUpper([]rune(w)[0]) || !text.SpeakerName(w) {
+	if r, _ := utf8.DecodeRuneInString(w); len(w) < 2 || !unicode.IsUpper(r) || !text.SpeakerName(w) {
 		return 0, false
 	}
 	h, kind := termHash([]byte(strings.ToLower(w)))

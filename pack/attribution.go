@@ -161,7 +161,7 @@ func nameLexical(pool, visible []*cand, names, content []uint64) []float64 {
 	alone := math.Inf(1)
 	for _, c := range visible {
 		if c.byAddr && c.InLexical && finite(c.Lexical) > 0 {
-			if n, k := heldOf(c.Text, names, content); n > 0 && k == 0 {
+			if heldTerms(c.Text, names) > 0 && heldTerms(c.Text, content) == 0 {
 				alone = min(alone, finite(c.Lexical))
 			}
 		}
@@ -175,27 +175,6 @@ func nameLexical(pool, visible []*cand, names, content []uint64) []float64 {
 		}
 	}
 	return lexical
-}
-
-// heldOf returns how many of the sorted terms a and of the sorted terms b
-// s holds.
-func heldOf(s string, a, b []uint64) (na, nb int) {
-	seenA, seenB := make([]bool, len(a)), make([]bool, len(b))
-	eachWord(s, func(w []byte, _ int, _ bool) {
-		h, kind := termHash(w)
-		if kind == kindStop {
-			return
-		}
-		if i, found := slices.BinarySearch(a, h); found && !seenA[i] {
-			seenA[i] = true
-			na++
-		}
-		if i, found := slices.BinarySearch(b, h); found && !seenB[i] {
-			seenB[i] = true
-			nb++
-		}
-	})
-	return na, nb
 }
 
 // AttributionPool is how many of the best lexical matches among the
@@ -223,17 +202,26 @@ func splitNames(visible []*cand, query []uint64) (names, content []uint64) {
 
 // heldTerms returns how many of the sorted terms s holds.
 func heldTerms(s string, terms []uint64) int {
-	seen := make([]bool, len(terms))
 	n := 0
+	for _, held := range heldMask(s, terms) {
+		if held {
+			n++
+		}
+	}
+	return n
+}
+
+// heldMask reports, for each of the sorted terms, whether s holds it.
+func heldMask(s string, terms []uint64) []bool {
+	held := make([]bool, len(terms))
 	eachWord(s, func(w []byte, _ int, _ bool) {
 		if h, kind := termHash(w); kind != kindStop {
-			if i, found := slices.BinarySearch(terms, h); found && !seen[i] {
-				seen[i] = true
-				n++
+			if i, found := slices.BinarySearch(terms, h); found {
+				held[i] = true
 			}
 		}
 	})
-	return n
+	return held
 }
 
 // rerankWeight is a reranked span's weight in the attribution of a
