@@ -185,25 +185,36 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await shot(page, "artifacts-desktop");
   const rows = () => page.locator("table.artifacts tbody tr td:last-child").allInnerTexts();
   const settle = (n) => page.waitForFunction((n) => document.querySelectorAll("table.artifacts tbody tr").length === n, n);
+  // showing waits for the table to list exactly want. A row count alone is not enough: after a click the old page's
+  // rows still count until the new page replaces them.
+  const showing = async (want) => {
+    await page
+      .waitForFunction(
+        (want) => {
+          const cells = [...document.querySelectorAll("table.artifacts tbody tr td:last-child")];
+          return cells.length === want.length && cells.every((c, i) => c.innerText.trim() === want[i]);
+        },
+        want,
+        { timeout: 10000 },
+      )
+      .catch(() => {});
+    assert.deepEqual(await rows(), want);
+  };
 
   // Cursor paging, two at a time, forward and back.
   await page.getByRole("button", { name: "Reset" }).click();
   await page.getByLabel("Page size").selectOption("10");
   await settle(6);
   await page.goto(base + "/ui/workspaces/" + ws + "?limit=2");
-  await settle(2);
-  assert.deepEqual(await rows(), [ids[5], ids[4]]);
+  await showing([ids[5], ids[4]]);
   await page.getByRole("button", { name: "Next page" }).click();
   await page.waitForURL(/cursor=/);
-  await settle(2);
-  assert.deepEqual(await rows(), [ids[3], ids[2]]);
+  await showing([ids[3], ids[2]]);
   await page.getByRole("button", { name: "Next page" }).click();
-  await page.waitForFunction((id) => document.querySelector("table.artifacts tbody")?.innerText.includes(id), ids[0]);
-  assert.deepEqual(await rows(), [ids[1], ids[0]]);
+  await showing([ids[1], ids[0]]);
   assert.ok(await page.getByRole("button", { name: "Next page" }).isDisabled(), "the last page has no next");
   await page.getByRole("button", { name: "Previous page" }).click();
-  await page.waitForFunction((id) => document.querySelector("table.artifacts tbody")?.innerText.includes(id), ids[3]);
-  assert.deepEqual(await rows(), [ids[3], ids[2]]);
+  await showing([ids[3], ids[2]]);
 
   // Time and session filters (since and until are UTC, inclusive).
   await page.goto(base + "/ui/workspaces/" + ws);
@@ -212,12 +223,10 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   await page.getByLabel("Session").fill("s-chat");
   await page.getByRole("button", { name: "Filter" }).click();
   await page.waitForURL(/since=2026-11-02T09%3A00%3A00Z/);
-  await settle(2);
-  assert.deepEqual(await rows(), [ids[3], ids[2]]);
+  await showing([ids[3], ids[2]]);
   await page.getByLabel("Actor").fill("agent-7");
   await page.getByRole("button", { name: "Filter" }).click();
-  await settle(1);
-  assert.deepEqual(await rows(), [ids[3]]);
+  await showing([ids[3]]);
 
   await page.goto(base + "/ui/workspaces/" + ws);
   await page.getByRole("link", { name: ids[0] }).click();
