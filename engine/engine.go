@@ -538,6 +538,16 @@ func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) erro
 				db.mu.Unlock() // published twice: the first copy stands
 				break
 			}
+			if db.keyTaken(ha) {
+				// A retry that the log stored besides the first copy (its
+				// de-duplication can miss one across a leader change): the
+				// first copy stands, on every replica alike, since they all
+				// apply the log in one order; the appender answers with it.
+				ha.keyTaken = true
+				db.head.note(seq)
+				db.mu.Unlock()
+				break
+			}
 		}
 		if db.fencedOut(wsKey{ha.a.Tenant, ha.a.Workspace}, ha.fence) {
 			db.refuseFenced(ha, seq)

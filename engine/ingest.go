@@ -216,6 +216,21 @@ func (db *DB) ingestBatch(tenant string, ins []IngestInput) ([]IngestResult, err
 		if anyFenced(prepared) {
 			return nil, ErrWorkspaceErased
 		}
+		for i, ha := range prepared {
+			if ha == nil || !ha.keyTaken {
+				continue
+			}
+			// The log held an earlier copy of this write, stored under its
+			// keys: answer with what that copy stored.
+			a, spans, ok, err := db.findIdempotent(idemKey{wsKey{tenant, ins[i].Workspace}, ins[i].IdempotencyKey})
+			if err != nil {
+				return nil, err
+			}
+			if !ok { // erased since: the client retries and stores it anew
+				return nil, fmt.Errorf("%w: an earlier copy of this write was erased while it was applied", ErrUnavailable)
+			}
+			results[i] = resultOf(a, spans, true)
+		}
 	}
 	return results, nil
 }

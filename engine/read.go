@@ -68,6 +68,33 @@ func (db *DB) findIdempotent(k idemKey) (*artifact.Artifact, []artifact.Span, bo
 	return nil, nil, false, nil
 }
 
+// keyTaken reports whether another visible artifact of ha's workspace holds
+// ha's idempotency key. It reads only the key indexes. Callers hold mu.
+func (db *DB) keyTaken(ha *headArtifact) bool {
+	if ha.a.IdempotencyKey == "" {
+		return false
+	}
+	k := wsKey{ha.a.Tenant, ha.a.Workspace}
+	for _, h := range db.headsNewestFirst() {
+		if w := h.workspaces[k]; w != nil {
+			if o := w.idem[ha.a.IdempotencyKey]; o != nil && !db.hidden(k, o.a.Seq) {
+				return true
+			}
+		}
+	}
+	for i := len(db.segments) - 1; i >= 0; i-- {
+		s := db.segments[i]
+		ws, ok := s.FindWorkspace(k.Tenant, k.Workspace)
+		if !ok {
+			continue
+		}
+		if ref, ok := s.FindIdempotencyKey(ws, ha.a.IdempotencyKey); ok && !db.hidden(k, ref.Seq) {
+			return true
+		}
+	}
+	return false
+}
+
 // locate finds an artifact by id for tenant: in a head (ha set) or a segment.
 // Callers hold mu.
 func (db *DB) locate(tenant string, id uuid.UUID) (ha *headArtifact, seg *liveSegment, ref segment.Ref, ok bool) {

@@ -24,6 +24,30 @@ type memLog struct {
 	// held is every message as the log stores it (decoded copies, without
 	// Apply functions), for a test to deliver one again.
 	held [][]wal.Entry
+	// before, when set, runs in Replicate before the write is stored, with
+	// the log's lock held: a test stores other messages ahead of it there.
+	before func(l *memLog)
+}
+
+// appendLocked stores entries as the next message and applies it on every
+// engine, self's own entries on self. Callers hold mu.
+func (l *memLog) appendLocked(self *DB, entries []wal.Entry) error {
+	l.seq++
+	copies := make([]wal.Entry, len(entries))
+	for i, e := range entries {
+		copies[i] = wal.Entry{Type: e.Type, Payload: append([]byte(nil), e.Payload...)}
+	}
+	l.held = append(l.held, copies)
+	for _, db := range l.engines {
+		es := copies
+		if db == self {
+			es = entries
+		}
+		if err := db.ApplyReplicated(l.seq<<16, es); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type memReplica struct {
@@ -60,25 +84,13 @@ func (r memReplica) Replicate(w Write) error {
 			return ErrDuplicate
 		}
 	}
-	l.seq++
+	if l.before != nil {
+		l.before(l)
+	}
 	if msgID != "" {
-		l.ids[msgID] = l.seq
+		l.ids[msgID] = l.seq + 1
 	}
-	copies := make([]wal.Entry, len(entries))
-	for i, e := range entries {
-		copies[i] = wal.Entry{Type: e.Type, Payload: append([]byte(nil), e.Payload...)}
-	}
-	l.held = append(l.held, copies)
-	for _, db := range l.engines {
-		es := copies
-		if db == r.self {
-			es = entries
-		}
-		if err := db.ApplyReplicated(l.seq<<16, es); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l.appendLocked(r.self, entries)
 }
 
 func openReplicated(t *testing.T, l *memLog, dir string) *DB {
@@ -198,17 +210,76 @@ func TestReplicatedEngines(t *testing.T) {
 	applied := a.AppliedSeq()
 	a.Close()
 	b.Close()
-	re, err := testOpen(dirs[0], Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer re.Close()
+	re := reopenReplicated(t, dirs[0])
 	if re.AppliedSeq() != applied {
 		t.Fatalf("reopened at %d, want %d", re.AppliedSeq(), applied)
 	}
 	if _, err := re.Ingest("t", replicaInput("w", 9)); !errors.Is(err, ErrNotReplicating) || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("a write before SetReplicator: %v, want ErrNotReplicating", err)
 	}
+}
+
+// TestReplicatedKeyStoredTwice: the log's de-duplication can miss a retry
+// (JetStream's, across a leader change, stored a write sent without quorum
+// and its retry both). Every replica keeps the first copy alone, also after
+// a restart replays the log, and the retry's writer answers with the first
+// copy's artifact as a replay.
+func TestReplicatedKeyStoredTwice(t *testing.T) {
+	l := &memLog{ids: map[string]uint64{}}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	a, b := openReplicated(t, l, dirs[0]), openReplicated(t, l, dirs[1])
+	earlier := replicaInput("w", 1)
+	earlier.IdempotencyKey = "k"
+	earlier.ArtifactID = replicaID("earlier")
+	retry := earlier
+	retry.ArtifactID = replicaID("retry")
+	// The earlier copy reaches the log while the retry is on its way, past
+	// the log's de-duplication.
+	l.before = func(l *memLog) {
+		l.before = nil
+		ha := mustPrepare(t, b, earlier)
+		payload := record.AppendArtifact(nil, 0, ha.a, ha.spans, nil)
+		if err := l.appendLocked(nil, []wal.Entry{{Type: uint8(record.TypeArtifact), Payload: payload}}); err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := a.Ingest("t", retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ArtifactID != earlier.ArtifactID || !got.Replayed {
+		t.Fatalf("the retry answered artifact %s (replayed %v), want the earlier copy %s replayed", got.ArtifactID, got.Replayed, earlier.ArtifactID)
+	}
+	if l.seq != 2 {
+		t.Fatalf("the log holds %d messages, want both copies", l.seq)
+	}
+	check := func(name string, db *DB) {
+		t.Helper()
+		page, err := db.ListArtifacts("t", "w", ListQuery{Limit: 10})
+		if err != nil || len(page.Artifacts) != 1 || page.Artifacts[0].ID != earlier.ArtifactID {
+			t.Fatalf("engine %s lists %v (err %v), want the earlier copy alone", name, page.Artifacts, err)
+		}
+		if _, err := db.Artifact("t", retry.ArtifactID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("engine %s: the retry's artifact: %v, want not found", name, err)
+		}
+	}
+	check("a", a)
+	check("b", b)
+	a.Close()
+	b.Close()
+	check("a reopened", reopenReplicated(t, dirs[0]))
+}
+
+// reopenReplicated opens a closed replicated engine again, without a
+// replicator, closed when the test ends.
+func reopenReplicated(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := testOpen(dir, Options{Replicated: true, NoEmbedder: true, DisableBackground: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 func mustPrepare(t *testing.T, db *DB, in IngestInput) *headArtifact {
