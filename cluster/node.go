@@ -191,6 +191,17 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// natsTooOld reports whether a nats-server version ("2.9.10") is older than
+// 2.10, whose releases fixed stream replicas that diverged after a loss of
+// quorum. An unparsable version is not judged.
+func natsTooOld(v string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major < 2 || major == 2 && minor < 10
+}
+
 func checkNodeID(id string) error {
 	if id == "" || len(id) > 64 {
 		return fmt.Errorf("cluster: node id %q: want 1 to 64 letters, digits, '-' or '_'", id)
@@ -222,6 +233,10 @@ func (n *Node) open(ctx context.Context) error {
 			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+	if v := n.nc.ConnectedServerVersion(); natsTooOld(v) {
+		n.log.Warn("cluster: nats-server is older than 2.10: after a loss of quorum its stream replicas can diverge, and a read at a data version can then miss an acknowledged write; run 2.10 or later (docs/cluster.md, NATS version)",
+			"server_version", v, "server", n.nc.ConnectedUrlRedacted())
 	}
 	ctlOpts := n.cfg.Engine
 	ctlOpts.Replicated, ctlOpts.Control = true, n.cfg.Control

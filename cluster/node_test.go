@@ -136,3 +136,17 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+func TestNATSTooOld(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{
+		{"2.9.10", true}, {"2.9.25", true}, {"1.4.1", true}, {"v2.9.10", true},
+		{"2.10.0", false}, {"2.15.2", false}, {"3.0.0", false}, {"", false}, {"nightly", false},
+	} {
+		if got := natsTooOld(c.v); got != c.want {
+			t.Errorf("natsTooOld(%q) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}

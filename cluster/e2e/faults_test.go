@@ -249,6 +249,7 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 					t.Fatalf("%s %s after resume: %v", w.method, w.path, err)
 				}
 				book.observe(v)
+				t.Logf("%s %s through node %d after the NATS servers resumed: %d at data version %v", w.method, w.path, w.node, r.status, v.vec)
 				break
 			}
 			if !retryable(r) || time.Now().After(deadline) {
@@ -270,7 +271,7 @@ func TestClusterPausedNodeNeverAcks(t *testing.T) {
 		}
 		for _, a := range append(slices.Clone(singles), batch.Artifacts...) {
 			if seen[a.IdempotencyKey] != 1 {
-				t.Fatalf("node %d lists %d artifacts with key %s, want 1", i, seen[a.IdempotencyKey], a.IdempotencyKey)
+				t.Fatalf("node %d lists %d artifacts with key %s, want 1 (read at %v)", i, seen[a.IdempotencyKey], a.IdempotencyKey, book.min())
 			}
 		}
 	}

@@ -111,6 +111,32 @@ var pickPorts = func(n int) ([]int, error) {
 	return ports, nil
 }
 
+// installHint says how to get a nats-server the tests accept.
+const installHint = "install one: go install github.com/nats-io/nats-server/v2@v2.15.2, then put $(go env GOPATH)/bin on PATH"
+
+// minMajor.minMinor is the oldest nats-server the tests run: 2.9.10
+// (Debian's package) lets stream replicas diverge after a quorum loss
+// (docs/cluster.md, "NATS version"), and the fault tests then fail at random.
+const minMajor, minMinor = 2, 10
+
+// checkVersion runs bin --version ("nats-server: v2.15.2") and refuses a
+// server older than minMajor.minMinor.
+func checkVersion(bin string) error {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return fmt.Errorf("%s --version: %v", bin, err)
+	}
+	v := strings.TrimSpace(string(out))
+	var major, minor int
+	if _, err := fmt.Sscanf(v[strings.LastIndex(v, " ")+1:], "v%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("%s --version printed %q, not a version", bin, v)
+	}
+	if major < minMajor || major == minMajor && minor < minMinor {
+		return fmt.Errorf("%s is %s, older than v%d.%d", bin, v, minMajor, minMinor)
+	}
+	return nil
+}
+
 // Start runs n nats-server processes (DefaultSize when n <= 0) clustered with
 // JetStream, and returns once every server is healthy, all agree on a meta
 // leader and a stream replicated min(n, 3) times could be created (it is
@@ -124,10 +150,15 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
+		err = fmt.Errorf("nats-server is not on PATH: %w", err)
+	} else {
+		err = checkVersion(bin)
+	}
+	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("natstest: nats-server is not on PATH and CI=true (install Debian's nats-server): %v", err)
+			t.Fatalf("natstest: %v, and CI=true (%s)", err, installHint)
 		}
-		t.Skipf("natstest: nats-server is not on PATH (install Debian's nats-server): %v", err)
+		t.Skipf("natstest: %v (%s)", err, installHint)
 	}
 	c := &Cluster{t: t, bin: bin, dir: t.TempDir()}
 	// Registered after TempDir, so it runs before the directory is removed.

@@ -37,7 +37,9 @@ func connect(t *testing.T, urls ...string) jetstream.JetStream {
 
 func createStream(t *testing.T, js jetstream.JetStream, name string, subjects ...string) jetstream.Stream {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Generous: on two loaded cores nats-server 2.15.2 once took over 10 s to
+	// create a replicated stream while other packages' tests ran.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: name, Subjects: subjects, Replicas: 3, Storage: jetstream.FileStorage, Duplicates: time.Minute,
@@ -488,5 +490,34 @@ func TestMissingServer(t *testing.T) {
 	out, err = runChild(t, childEnv+"=pass", "PATH="+empty, "CI=true")
 	if err == nil || !strings.Contains(out, "--- FAIL: TestCleanupChild") || !strings.Contains(out, "CI=true") {
 		t.Fatalf("without nats-server, CI=true: %v\n%s", err, out)
+	}
+}
+
+// TestCheckVersion: the tests refuse a nats-server older than 2.10 and one
+// whose --version they cannot read, naming it.
+func TestCheckVersion(t *testing.T) {
+	dir := t.TempDir()
+	for i, c := range []struct {
+		out  string
+		fail string // "" : accepted
+	}{
+		{"nats-server: v2.15.2", ""},
+		{"nats-server: v2.10.0", ""},
+		{"nats-server: v3.0.1", ""},
+		{"nats-server: v2.9.10", "older than v2.10"},
+		{"nats-server: v1.4.1", "older than v2.10"},
+		{"something else", "not a version"},
+	} {
+		bin := filepath.Join(dir, fmt.Sprint("nats-server-", i))
+		if err := os.WriteFile(bin, []byte("#!/bin/sh\necho '"+c.out+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		err := checkVersion(bin)
+		switch {
+		case c.fail == "" && err != nil:
+			t.Errorf("%q: %v, want accepted", c.out, err)
+		case c.fail != "" && (err == nil || !strings.Contains(err.Error(), c.fail)):
+			t.Errorf("%q: %v, want an error saying %q", c.out, err, c.fail)
+		}
 	}
 }
