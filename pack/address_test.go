@@ -35,6 +35,32 @@ func addressConversation(vocatives bool) []Candidate {
 	return cs
 }
 
+// giftConversation is a conversation where only the other party's turns
+// match what a question about Melanie asks: user (Caroline) tells of her
+// grandma's gift and addresses Melanie; assistant (Melanie) holds none of
+// the question's words, and only the semantic channel returns her turns.
+func giftConversation() []Candidate {
+	turns := []struct {
+		role, text string
+		lex        float64
+	}{
+		{"user", "Hey Melanie! Look at my necklace.", 2},
+		{"assistant", "Hi Caroline! Love it, any special meaning?", 0},
+		{"user", "Thanks, Melanie! This necklace is a gift from my grandma in Sweden.", 9},
+		{"assistant", "That is so sweet, Caroline.", 0},
+		{"user", "Bye, Melanie.", 1},
+	}
+	var cs []Candidate
+	for i, t := range turns {
+		c := cnd(i+1, i+1, t.role+": "+t.text, t.lex)
+		c.SourceType = "chat_turn"
+		c.Semantic, c.InSemantic = 0.6, true
+		c.Timestamp += int64(i) * 1_000_000
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 // TestAddressSpeakers: without names, a question about one person whose
 // best evidence is the other's words abstains once the turns say who is
 // who by addressing each other, as it does when the names are sent; the
@@ -76,6 +102,11 @@ func TestAddressSpeakers(t *testing.T) {
 		{"no vocatives", addressConversation(false), "What did Caroline realize after her charity race?", false, ""},
 		{"greetings", greeted("public"), "What did Caroline realize after her charity race?", true, ""},
 		{"greetings hidden", greeted("private"), "What did Caroline realize after her charity race?", false, ""},
+		// The named person's turns hold no word of the question: the
+		// turns that do are the other party's, and the pack abstains.
+		{"names sent, only the other's turns match", named(giftConversation()), "What was grandma's gift to Melanie?", true, ""},
+		{"by address, only the other's turns match", giftConversation(), "What was grandma's gift to Melanie?", true, ""},
+		{"by address, the other's own words", giftConversation(), "What was grandma's gift to Caroline?", false, "user: Thanks"},
 	} {
 		r := Pack(req(tt.query, 4096), nil, tt.cs, est)
 		if r.Abstain != tt.abstain {

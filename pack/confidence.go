@@ -87,7 +87,8 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 		// The model reads a paraphrase ("I ran a marathon" answers "What
 		// race did Caroline run?") that shares no word with the question:
 		// it may vouch for the speaker, never veto (rerank.go).
-		aModel = attributionBy(visible, query, rerankWeight)
+		names, _ := splitNames(visible, query)
+		aModel = attributionBy(visible, names, rerankWeight)
 		a = max(a, aModel)
 	}
 	strength := float64(q*a) * a
