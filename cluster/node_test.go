@@ -1,13 +1,16 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,7 +62,17 @@ func mustEngine(t *testing.T, n *Node, tenant, ws string) *engine.DB {
 // version, including the sequence numbers (stream positions).
 func TestNodesReplicate(t *testing.T) {
 	nc := natstest.Start(t, 3)
-	nodes := openNodes(t, nc, 3, 4)
+	var watch disagreeWatch
+	nodes := openNodes(t, nc, 3, 4, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(tWriter{t}, &watch), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	// Every writer applied its write at the sequence JetStream acknowledged
+	// (checkAppliedAt; the log above says which).
+	defer func() {
+		if watch.seen.Load() {
+			t.Error("a node applied its own write at another sequence than the acknowledged one")
+		}
+	}()
 	var ids []string
 	for i := 0; i < 30; i++ {
 		a := nodes[i%3]
@@ -147,6 +160,35 @@ func TestNATSTooOld(t *testing.T) {
 	} {
 		if got := natsTooOld(c.v); got != c.want {
 			t.Errorf("natsTooOld(%q) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
+
+// disagreeWatch is a log sink that remembers whether a line said that the
+// stream's replicas disagree (checkAppliedAt).
+type disagreeWatch struct{ seen atomic.Bool }
+
+func (w *disagreeWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("replicas disagree")) {
+		w.seen.Store(true)
+	}
+	return len(p), nil
+}
+
+// TestCheckAppliedAt: a write applied at the acknowledged sequence logs
+// nothing; one applied elsewhere logs an error naming both sequences.
+func TestCheckAppliedAt(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Shard{stream: "LOCI_SHARD_3", node: &Node{log: slog.New(slog.NewTextHandler(&logs, nil))}}
+	s.checkAppliedAt(9, &pending{at: 9})
+	if logs.String() != "" {
+		t.Fatalf("applied at the acknowledged sequence, logged %q", logs.String())
+	}
+	s.checkAppliedAt(9, &pending{at: 4})
+	got := logs.String()
+	for _, want := range []string{"level=ERROR", "replicas disagree", "stream=LOCI_SHARD_3", "acknowledged=9", "applied=4"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("applied elsewhere, logged %q, want it to hold %q", got, want)
 		}
 	}
 }

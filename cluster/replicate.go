@@ -159,10 +159,24 @@ func (s *Shard) publishOnce(msgID string, entries []wal.Entry) (staged bool, err
 	}
 	select {
 	case <-p.done:
+		s.checkAppliedAt(ack.Sequence, p)
 		return false, nil
 	case <-ctx.Done():
 		forget()
 		return false, fmt.Errorf("%w: %s: stored at sequence %d but not applied by this node within %s", engine.ErrUnavailable, s.stream, ack.Sequence, s.node.cfg.PublishTimeout)
+	}
+}
+
+// checkAppliedAt logs an error when this node applied its own write at
+// another stream sequence than the one JetStream acknowledged: the replicas
+// it reads from disagree with the leader on what that sequence holds, so
+// reads at a data version can differ between nodes. nats-server 2.9.10 did
+// so after a loss of quorum (docs/cluster.md, NATS version). The write is
+// stored on a quorum all the same and stays acknowledged.
+func (s *Shard) checkAppliedAt(acked uint64, p *pending) {
+	if p.at != acked {
+		s.node.log.Error("cluster: JetStream acknowledged a write at one sequence and this node applied it at another: the stream's replicas disagree (see docs/cluster.md, NATS version)",
+			"stream", s.stream, "acknowledged", acked, "applied", p.at)
 	}
 }
 

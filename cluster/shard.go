@@ -81,6 +81,7 @@ type Shard struct {
 type pending struct {
 	entries []wal.Entry
 	done    chan struct{} // closed once applied
+	at      uint64        // the stream sequence it was applied at, set before done closes
 }
 
 func newShard(n *Node, index int, stream, subject, dir string, opts engine.Options) *Shard {
@@ -394,6 +395,7 @@ func (s *Shard) apply(ctx context.Context, n uint64, header nats.Header, data []
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	if p != nil {
+		p.at = n
 		close(p.done)
 	}
 	return nil
