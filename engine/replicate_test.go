@@ -265,6 +265,35 @@ func TestReplicatedKeyStoredTwice(t *testing.T) {
 	}
 	check("a", a)
 	check("b", b)
+
+	// The same with the first copy flushed into a segment on every engine:
+	// the key is found there.
+	flushed := replicaInput("v", 2)
+	flushed.IdempotencyKey = "k"
+	flushed.ArtifactID = replicaID("flushed")
+	if _, err := b.Ingest("t", flushed); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []*DB{a, b} {
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := flushed
+	again.ArtifactID = replicaID("flushed-again")
+	l.mu.Lock()
+	ha := mustPrepare(t, a, again)
+	err = l.appendLocked(nil, []wal.Entry{{Type: uint8(record.TypeArtifact), Payload: record.AppendArtifact(nil, 0, ha.a, ha.spans, nil)}})
+	l.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, db := range map[string]*DB{"a": a, "b": b} {
+		page, err := db.ListArtifacts("t", "v", ListQuery{Limit: 10})
+		if err != nil || len(page.Artifacts) != 1 || page.Artifacts[0].ID != flushed.ArtifactID {
+			t.Fatalf("engine %s lists %v in v (err %v), want the flushed copy alone", name, page.Artifacts, err)
+		}
+	}
 	a.Close()
 	b.Close()
 	check("a reopened", reopenReplicated(t, dirs[0]))
