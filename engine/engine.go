@@ -538,7 +538,11 @@ func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) erro
 				db.mu.Unlock() // published twice: the first copy stands
 				break
 			}
-			if db.keyTaken(ha) {
+			taken := false
+			if ha.a.IdempotencyKey != "" {
+				_, _, _, taken = db.locateKey(idemKey{wsKey{ha.a.Tenant, ha.a.Workspace}, ha.a.IdempotencyKey})
+			}
+			if taken {
 				// A retry that the log stored besides the first copy (its
 				// de-duplication can miss one across a leader change): the
 				// first copy stands, on every replica alike, since they all

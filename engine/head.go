@@ -35,8 +35,8 @@ type headArtifact struct {
 	fence  uint64
 	fenced bool
 	// keyTaken is set when applying a replicated copy found another
-	// artifact already stored under its idempotency key (keyTaken in
-	// engine.go): it is not stored, and the appender answers with the other.
+	// artifact already stored under its idempotency key (DB.apply): it is
+	// not stored, and the appender answers with the other.
 	keyTaken bool
 	// firstDoc is the document number of span 0 in its head workspace's
 	// indexes; span i is firstDoc+i.

@@ -38,10 +38,31 @@ func (db *DB) headsNewestFirst() []*head {
 func (db *DB) findIdempotent(k idemKey) (*artifact.Artifact, []artifact.Span, bool, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
+	ha, s, ref, ok := db.locateKey(k)
+	switch {
+	case !ok:
+		return nil, nil, false, nil
+	case ha != nil:
+		return ha.a, ha.spans, true, nil
+	}
+	a, err := s.Artifact(ref)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("engine: idempotency key %q: %w", k.key, err)
+	}
+	spans, err := s.ArtifactSpans(ref)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("engine: idempotency key %q: %w", k.key, err)
+	}
+	return a, spans, true, nil
+}
+
+// locateKey finds the visible artifact that holds an idempotency key, reading
+// only the key indexes: in a head (ha set) or a segment. Callers hold mu.
+func (db *DB) locateKey(k idemKey) (ha *headArtifact, seg *liveSegment, ref segment.Ref, ok bool) {
 	for _, h := range db.headsNewestFirst() {
 		if w := h.workspaces[k.ws]; w != nil {
 			if ha := w.idem[k.key]; ha != nil && !db.hidden(k.ws, ha.a.Seq) {
-				return ha.a, ha.spans, true, nil
+				return ha, nil, segment.Ref{}, true
 			}
 		}
 	}
@@ -51,48 +72,11 @@ func (db *DB) findIdempotent(k idemKey) (*artifact.Artifact, []artifact.Span, bo
 		if !ok {
 			continue
 		}
-		ref, ok := s.FindIdempotencyKey(ws, k.key)
-		if !ok || db.hidden(k.ws, ref.Seq) {
-			continue
-		}
-		a, err := s.Artifact(ref)
-		if err != nil {
-			return nil, nil, false, fmt.Errorf("engine: idempotency key %q: %w", k.key, err)
-		}
-		spans, err := s.ArtifactSpans(ref)
-		if err != nil {
-			return nil, nil, false, fmt.Errorf("engine: idempotency key %q: %w", k.key, err)
-		}
-		return a, spans, true, nil
-	}
-	return nil, nil, false, nil
-}
-
-// keyTaken reports whether another visible artifact of ha's workspace holds
-// ha's idempotency key. It reads only the key indexes. Callers hold mu.
-func (db *DB) keyTaken(ha *headArtifact) bool {
-	if ha.a.IdempotencyKey == "" {
-		return false
-	}
-	k := wsKey{ha.a.Tenant, ha.a.Workspace}
-	for _, h := range db.headsNewestFirst() {
-		if w := h.workspaces[k]; w != nil {
-			if o := w.idem[ha.a.IdempotencyKey]; o != nil && !db.hidden(k, o.a.Seq) {
-				return true
-			}
+		if ref, ok := s.FindIdempotencyKey(ws, k.key); ok && !db.hidden(k.ws, ref.Seq) {
+			return nil, s, ref, true
 		}
 	}
-	for i := len(db.segments) - 1; i >= 0; i-- {
-		s := db.segments[i]
-		ws, ok := s.FindWorkspace(k.Tenant, k.Workspace)
-		if !ok {
-			continue
-		}
-		if ref, ok := s.FindIdempotencyKey(ws, ha.a.IdempotencyKey); ok && !db.hidden(k, ref.Seq) {
-			return true
-		}
-	}
-	return false
+	return nil, nil, segment.Ref{}, false
 }
 
 // locate finds an artifact by id for tenant: in a head (ha set) or a segment.
