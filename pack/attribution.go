@@ -225,13 +225,6 @@ func heldMask(s string, terms []uint64) []bool {
 	return held
 }
 
-// rerankWeight is a reranked span's weight in the attribution of a
-// reranked pack: the relevance model's probability that it answers the
-// query.
-func rerankWeight(c *cand) (float64, bool) {
-	return sigmoid(finite(c.Rerank)), c.Reranked
-}
-
 // attributionBy is attribution with the spans of pool weighted (and those
 // that count chosen) by weight; names are the query's terms that name the
 // speaker of a visible span. None of the pool need be said by one of them:

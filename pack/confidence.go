@@ -2,7 +2,6 @@ package pack
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/google/uuid"
@@ -53,7 +52,6 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	if len(included) == 0 {
 		return 0
 	}
-	best, reranked := bestRerank(included)
 	rels := make([]float64, len(included))
 	for i, c := range included {
 		rels[i] = c.rel
@@ -82,15 +80,6 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 		q = float64(best) / float64(len(query))
 	}
 	a := attribution(visible, query)
-	var aModel float64
-	if reranked {
-		// The model reads a paraphrase ("I ran a marathon" answers "What
-		// race did Caroline run?") that shares no word with the question:
-		// it may vouch for the speaker, never veto (rerank.go).
-		names, _ := splitNames(visible, query)
-		aModel = attributionBy(visible, names, rerankWeight)
-		a = max(a, aModel)
-	}
 	strength := float64(q*a) * a
 
 	d := min(1, float64(evidence)/DepthTokens)
@@ -112,13 +101,7 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	slices.SortFunc(arts, compareID)
 	v := float64(min(3, len(slices.Compact(arts)))) / 3
 	support := float64(0.5*d) + float64(0.3*cov) + float64(0.2*v)
-	lexical := clamp01(float64(strength * (0.6 + float64(0.4*support))))
-	if reranked {
-		// A reranked pack: the geometric mean with the model's judgement
-		// (rerank.go).
-		return round6(math.Sqrt(lexical * neuralConfidence(best, aModel)))
-	}
-	return round6(lexical)
+	return round6(clamp01(float64(strength * (0.6 + float64(0.4*support)))))
 }
 
 // CoverageTop is how many of the included spans, the most relevant first,

@@ -19,6 +19,15 @@ import (
 // finds irrelevant cost evidence recall at 512 tokens (0.68 -> 0.62 over
 // 646 questions): a turn that answers a question indirectly, or one hop of
 // a multi-hop answer, does not read as an answer to an MS MARCO model.
+//
+// A reranked pack's confidence is the unreranked formula's (confidence):
+// the model orders candidates, it does not vouch for them. Its judgement
+// lowered the separation of unanswerable questions wherever it was
+// measured: as the geometric mean of the two confidences, with the
+// attribution weighted by its probabilities, LoCoMo dev's ROC AUC of
+// category 5 against 1-4 fell from 0.854 to 0.695 (prefix shape, depth 3,
+// 512 tokens) and LongMemEval's answerable questions abstained 21% of the
+// time against 0% (docs/pack.md § Reranking).
 
 // Assumptions of a reranked pack (retrieval adds them).
 const (
@@ -62,34 +71,4 @@ func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
 		ids = append(ids, c.SpanID)
 	}
 	return ids
-}
-
-// Confidence of a reranked pack is the geometric mean of the lexical
-// confidence (confidence's formula) and the model's: sigmoid(best logit
-// among the included spans) times the square of the attribution factor with
-// the reranked spans weighted by the model's probabilities (attributionBy,
-// rerankWeight). The model reads meaning (a paraphrase answers), which
-// term coverage cannot; but on LoCoMo it does not see that a long turn
-// about a charity race was said by Melanie when the question asks what
-// Caroline did (its best logit alone separates category 5 from 1-4 no
-// better than chance), which the speakers of the turns it finds best do.
-// On LoCoMo dev (prefix shape, 512 tokens, depth 10) it separates the
-// unanswerable questions as the lexical confidence does (ROC AUC 0.772
-// both); on LongMemEval it abstains on a sixth of the answerable questions
-// at the default min_confidence (docs/pack.md § Reranking).
-
-// bestRerank is the highest logit among the reranked spans of included.
-func bestRerank(included []*cand) (float64, bool) {
-	best, ok := math.Inf(-1), false
-	for _, c := range included {
-		if c.Reranked {
-			best, ok = max(best, finite(c.Rerank)), true
-		}
-	}
-	return best, ok
-}
-
-// neuralConfidence is the model's factor of a reranked pack's confidence.
-func neuralConfidence(best float64, attribution float64) float64 {
-	return clamp01(float64(sigmoid(best)*attribution) * attribution)
 }

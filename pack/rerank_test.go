@@ -7,7 +7,10 @@ import (
 	"github.com/google/uuid"
 )
 
-func TestRerankOrdersAndGivesConfidence(t *testing.T) {
+// TestRerankOrdersNotConfidence: the model lifts the relevance of what it
+// finds relevant and lowers nothing; confidence stays the unreranked
+// formula's, whatever the logits.
+func TestRerankOrdersNotConfidence(t *testing.T) {
 	mk := func(n byte, text string, lexical float64) Candidate {
 		c := Candidate{SpanID: uuid.UUID{n}, ArtifactID: uuid.UUID{n}, SourceType: "note", Text: text, Tokens: 10,
 			Lexical: lexical, InLexical: true, Timestamp: 1}
@@ -44,20 +47,28 @@ func TestRerankOrdersAndGivesConfidence(t *testing.T) {
 	if rel[uuid.UUID{1}] != 1 {
 		t.Errorf("relevance of the span the model finds irrelevant %v, want its fused 1", rel[uuid.UUID{1}])
 	}
-	if !(res.Confidence > lexical.Confidence) {
-		t.Errorf("confidence %v with a span the model finds relevant, lexical %v", res.Confidence, lexical.Confidence)
+	if res.Confidence != lexical.Confidence || res.Abstain != lexical.Abstain {
+		t.Errorf("confidence %v abstain %v with a span the model finds relevant, unreranked %v %v", res.Confidence, res.Abstain, lexical.Confidence, lexical.Abstain)
 	}
-	// Only irrelevant spans: the model pulls confidence below the default threshold.
+	// Only irrelevant spans: no veto, of relevance or of confidence.
 	cands[1].Rerank = -9
-	if res := Pack(req, nil, cands, est); !(res.Confidence < lexical.Confidence) || !(res.Confidence < 0.08) || !res.Abstain {
-		t.Errorf("confidence %v abstain %v with no span the model finds relevant (lexical %v)", res.Confidence, res.Abstain, lexical.Confidence)
+	res = Pack(req, nil, cands, est)
+	if res.Confidence != lexical.Confidence || res.Abstain {
+		t.Errorf("confidence %v abstain %v with no span the model finds relevant, unreranked %v", res.Confidence, res.Abstain, lexical.Confidence)
+	}
+	for i, c := range res.Citations {
+		if want := lexical.Citations[i]; c.SpanID != want.SpanID || c.RelevanceScore != want.RelevanceScore {
+			t.Errorf("citation %d: %v at %v, unreranked %v at %v", i, c.SpanID, c.RelevanceScore, want.SpanID, want.RelevanceScore)
+		}
 	}
 	// A pinned copy of a reranked span keeps its logit (merge).
 	pinned := cands[1]
 	pinned.Reranked, pinned.Rerank = false, 0
 	cands[1].Rerank = 6
 	res = Pack(req, []Candidate{pinned}, cands, est)
-	if !(res.Confidence > lexical.Confidence) {
-		t.Errorf("confidence %v after merging a pinned copy, lexical %v", res.Confidence, lexical.Confidence)
+	for _, c := range res.Citations {
+		if c.SpanID == (uuid.UUID{2}) && c.RelevanceScore != round6(sigmoid(6)) {
+			t.Errorf("relevance of the pinned copy %v, want the model's %v", c.RelevanceScore, round6(sigmoid(6)))
+		}
 	}
 }

@@ -22,8 +22,11 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/loci-memory/loci/embed/minilm"
 )
@@ -39,22 +42,32 @@ const (
 	// longer query is cut. Questions are short; this keeps a long pasted
 	// prompt from crowding out the passage.
 	MaxQueryTokens = 64
-	// DefaultMaxPairTokens bounds the ids of a pair: the passage is cut
-	// to what the query leaves. The forward pass costs about linearly in
-	// tokens at these lengths, so the bound is the reranker's latency
-	// knob; chat turns (about 30 tokens) are never cut, chunks of
-	// documents are cut after about 180 words.
-	DefaultMaxPairTokens = 256
+	// DefaultMaxPairTokens bounds the ids of a pair: a longer passage is
+	// read in the window of what the query leaves that holds most of the
+	// query (PairIDs). A pass costs about linearly in tokens at these
+	// lengths, so the bound is the reranker's latency knob: at 96, three
+	// pairs fit a 50 ms pack on two cores, most chat turns (about 35
+	// tokens) are read whole, and longer passages in windows of about 60
+	// words (256 read the first 180 words of a passage and cost 2.7 times
+	// as much; windows of 96 gave the same recall on the dev sets,
+	// docs/benchmarks.md § Reranked packs in 50 ms).
+	DefaultMaxPairTokens = 96
 )
 
 // Reranker scores query-passage pairs. It is safe for concurrent use.
 type Reranker struct {
 	enc     *minilm.Encoder
 	qtok    *minilm.Tokenizer // at most MaxQueryTokens ids
-	ptok    *minilm.Tokenizer // at most maxPair ids
+	ptok    *minilm.Tokenizer // a passage read whole, up to the model's sequence length
 	name    string
 	maxPair int
 	idsPool sync.Pool // *[]int32
+	// skip marks the ids a window's choice ignores: continuations of a
+	// word ("##s"), which never start a window, are marked 1; [CLS],
+	// [SEP] and punctuation, which say nothing of what a passage is
+	// about, 2.
+	skip  []uint8
+	vocab []string // for tests
 }
 
 var (
@@ -90,11 +103,34 @@ func New(file []byte, maxPair int) (*Reranker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crossenc: load model %s: %w", m.Name, err)
 	}
-	ptok, err := minilm.NewTokenizer(m.Vocab, maxPair)
+	ptok, err := minilm.NewTokenizer(m.Vocab, m.MaxSeqLen)
 	if err != nil {
 		return nil, fmt.Errorf("crossenc: load model %s: %w", m.Name, err)
 	}
-	return &Reranker{enc: enc, qtok: qtok, ptok: ptok, name: m.Name, maxPair: maxPair}, nil
+	skip := make([]uint8, len(m.Vocab))
+	for id, piece := range m.Vocab {
+		switch {
+		case strings.HasPrefix(piece, "##"):
+			skip[id] = skipContinuation
+		case piece == "[CLS]" || piece == "[SEP]" || !hasLetterOrDigit(piece):
+			skip[id] = skipMark
+		}
+	}
+	return &Reranker{enc: enc, qtok: qtok, ptok: ptok, name: m.Name, maxPair: maxPair, skip: skip, vocab: m.Vocab}, nil
+}
+
+const (
+	skipContinuation = 1
+	skipMark         = 2
+)
+
+func hasLetterOrDigit(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // Model names the model and its quantization ("ms-marco-minilm-l12-v2-w8a8").
@@ -103,8 +139,9 @@ func (r *Reranker) Model() string { return r.name }
 // PairIDs returns the ids of a pair as the model reads it, [CLS] query
 // [SEP] passage [SEP], appended to dst, and the length of its first
 // segment ([CLS] query [SEP], token type 0). The query is cut to
-// MaxQueryTokens ids, the passage to what leaves the pair at the reranker's
-// bound.
+// MaxQueryTokens ids. A passage longer than what the query leaves of the
+// reranker's bound is read in one window of that many ids: the one that
+// holds the most of the query's distinct word pieces (see window).
 func (r *Reranker) PairIDs(dst []int32, query, passage string) ([]int32, int) {
 	dst = r.qtok.AppendEncode(dst[:0], query)
 	split := len(dst)
@@ -113,16 +150,83 @@ func (r *Reranker) PairIDs(dst []int32, query, passage string) ([]int32, int) {
 	copy(dst[split:], dst[split+1:])
 	dst = dst[:len(dst)-1]
 	if len(dst) > r.maxPair {
-		dst[r.maxPair-1] = dst[len(dst)-1] // [SEP]
+		body := dst[split : len(dst)-1] // the passage without its [SEP]
+		width := r.maxPair - split - 1
+		sep := dst[len(dst)-1]
+		start := r.window(dst[1:split-1], body, width)
+		copy(dst[split:], body[start:start+width])
+		dst[r.maxPair-1] = sep
 		dst = dst[:r.maxPair]
 	}
 	return dst, split
+}
+
+// window returns where, in passage, the window of width ids starts that
+// holds the most distinct pieces of query (ignoring [CLS], [SEP] and
+// punctuation), among the windows that start a word; ties go to the
+// earliest, so a passage whose head holds as much as any window is read
+// from its start, as a cut would read it. This is the best passage of
+// passage-level reranking (BERT over windows of a long document, scored
+// by the best), chosen by words instead of by model passes: one pass per
+// pair whatever the passage's length.
+func (r *Reranker) window(query, passage []int32, width int) int {
+	if len(passage) <= width {
+		return 0
+	}
+	var qs []int32
+	for _, id := range query {
+		if r.skip[id] != skipMark && !slices.Contains(qs, id) {
+			qs = append(qs, id)
+		}
+	}
+	if len(qs) == 0 {
+		return 0
+	}
+	at := func(id int32) int {
+		for i, q := range qs {
+			if q == id {
+				return i
+			}
+		}
+		return -1
+	}
+	count := make([]int, len(qs))
+	held := 0
+	add := func(id int32, d int) {
+		if i := at(id); i >= 0 {
+			if count[i] == 0 && d > 0 {
+				held++
+			}
+			count[i] += d
+			if count[i] == 0 {
+				held--
+			}
+		}
+	}
+	for _, id := range passage[:width] {
+		add(id, 1)
+	}
+	best, bestHeld := 0, held
+	for s := 1; s+width <= len(passage); s++ {
+		add(passage[s-1], -1)
+		add(passage[s+width-1], 1)
+		if held > bestHeld && r.skip[passage[s]] != skipContinuation {
+			best, bestHeld = s, held
+		}
+	}
+	return best
 }
 
 // Score returns the relevance logit of passage for query: higher is more
 // relevant; the model was trained so that 0 is about even odds
 // (Probability). It depends on the two texts alone.
 func (r *Reranker) Score(query, passage string) (float32, error) {
+	return r.scoreOn(query, passage, 1)
+}
+
+// scoreOn is Score with the pass split among par goroutines: the same
+// bits, sooner when cores are idle.
+func (r *Reranker) scoreOn(query, passage string, par int) (float32, error) {
 	p, _ := r.idsPool.Get().(*[]int32)
 	if p == nil {
 		p = new([]int32)
@@ -130,13 +234,16 @@ func (r *Reranker) Score(query, passage string) (float32, error) {
 	defer r.idsPool.Put(p)
 	ids, split := r.PairIDs(*p, query, passage)
 	*p = ids
-	return r.enc.ScorePair(ids, split)
+	return r.enc.ScorePairOn(ids, split, par)
 }
 
 // ScoreAll writes the logit of each passage for query to dst (len(passages)
-// values), scoring pairs on up to workers goroutines (0: GOMAXPROCS). Each
-// score is what Score returns, whatever the worker count. It stops early,
-// with ctx's error, when ctx is done.
+// values), on workers goroutines (0: GOMAXPROCS). Each score is what Score
+// returns, whatever the worker count. Pairs are scored one per goroutine
+// while they fill every goroutine; the rest (fewer pairs than goroutines,
+// as with a rerank depth of 3 on two cores) have each pass split among the
+// goroutines (ScorePairOn), so the last pair does not leave cores idle. It
+// stops early, with ctx's error, when ctx is done.
 func (r *Reranker) ScoreAll(ctx context.Context, query string, passages []string, dst []float32, workers int) error {
 	if len(dst) != len(passages) {
 		return fmt.Errorf("crossenc: %d passages, %d scores", len(passages), len(dst))
@@ -144,41 +251,46 @@ func (r *Reranker) ScoreAll(ctx context.Context, query string, passages []string
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, len(passages))
-	if workers <= 1 {
-		for i, p := range passages {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			s, err := r.Score(query, p)
-			if err != nil {
-				return err
-			}
-			dst[i] = s
-		}
-		return nil
-	}
+	n := len(passages)
+	whole := n - n%workers // pairs scored one per goroutine
+	errs := make([]error, n)
 	// Workers take pairs in index order from a shared counter; the first
 	// error (by pair index) wins, so the error returned does not depend on
 	// scheduling either.
 	var next atomic.Int64
-	errs := make([]error, len(passages))
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < len(passages); i = int(next.Add(1) - 1) {
-				if errs[i] = ctx.Err(); errs[i] == nil {
-					dst[i], errs[i] = r.Score(query, passages[i])
-				}
-				if errs[i] != nil {
-					next.Store(int64(len(passages)))
-				}
-			}
-		}()
+	var failed atomic.Bool
+	score := func(i, par int) {
+		if errs[i] = ctx.Err(); errs[i] == nil {
+			dst[i], errs[i] = r.scoreOn(query, passages[i], par)
+		}
+		if errs[i] != nil {
+			failed.Store(true)
+			next.Store(int64(n))
+		}
 	}
-	wg.Wait()
+	var wg sync.WaitGroup
+	if whole > 0 {
+		for range min(workers, whole) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < whole; i = int(next.Add(1) - 1) {
+					score(i, 1)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if rest := n - whole; rest > 0 && !failed.Load() {
+		for i := whole; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				score(i, workers/rest)
+			}()
+		}
+		wg.Wait()
+	}
 	for _, err := range errs {
 		if err != nil {
 			return err

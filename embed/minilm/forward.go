@@ -24,9 +24,10 @@ type buffers struct {
 	x, ctx, tmp []float32 // tokens × hidden
 	qkv         []float32 // tokens × 3·hidden: query, key, value of each token
 	ff          []float32 // tokens × intermediate
-	scores      []float32 // tokens, rounded up to 16
-	kt          []float32 // one head's keys, transposed: head size × tokens rounded up to 16
+	scores      []float32 // par rows of tokens, rounded up to 16
+	kt          []float32 // each head's keys, transposed: head size × tokens rounded up to 16
 	q           qscratch
+	crew        *crew // the pass's helpers (nil: none)
 }
 
 // NewEncoder returns an encoder running m.
@@ -37,7 +38,7 @@ func NewEncoder(m *Model) *Encoder {
 // Dim is the length of the embeddings (the model's hidden size).
 func (e *Encoder) Dim() int { return e.m.Hidden }
 
-func (b *buffers) size(tokens, hidden, inter int) {
+func (b *buffers) size(tokens, hidden, inter, par int) {
 	n := tokens * hidden
 	if cap(b.x) < n {
 		b.x, b.ctx, b.tmp = make([]float32, n), make([]float32, n), make([]float32, n)
@@ -49,11 +50,13 @@ func (b *buffers) size(tokens, hidden, inter int) {
 	}
 	b.ff = b.ff[:tokens*inter]
 	tp := (tokens + 15) &^ 15
-	if cap(b.scores) < tp {
-		b.scores = make([]float32, tp)
+	if cap(b.kt) < tp*hidden {
 		b.kt = make([]float32, tp*hidden)
 	}
-	b.scores = b.scores[:tp]
+	if cap(b.scores) < par*tp {
+		b.scores = make([]float32, par*tp)
+	}
+	b.scores = b.scores[:par*tp]
 }
 
 // EncodeIDs writes the unit-length embedding of the token ids to dst, which
@@ -73,7 +76,7 @@ func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 	if err := m.checkIDs(ids); err != nil {
 		return fmt.Errorf("minilm: encode: %w", err)
 	}
-	b := e.run(ids, 0)
+	b := e.run(ids, 0, 1)
 	defer e.scratch.Put(b)
 	// Mean pooling over every token (no padding), then L2 normalisation.
 	clear(dst)
@@ -97,16 +100,20 @@ func (e *Encoder) EncodeIDs(ids []int32, dst []float32) error {
 }
 
 // run embeds ids (token type 0 for the first typeSplit ids and 1 for the
-// rest; typeSplit 0 means all 0) and runs every layer: the final states are
-// in the returned buffers' x, which the caller puts back in e.scratch.
-func (e *Encoder) run(ids []int32, typeSplit int) *buffers {
+// rest; typeSplit 0 means all 0) and runs every layer, its matrix products
+// and attention heads split among par goroutines: the final states are in
+// the returned buffers' x, which the caller puts back in e.scratch.
+func (e *Encoder) run(ids []int32, typeSplit, par int) *buffers {
 	m := e.m
 	T, H := len(ids), m.Hidden
 	b, _ := e.scratch.Get().(*buffers)
 	if b == nil {
 		b = new(buffers)
 	}
-	b.size(T, H, m.Intermediate)
+	par = max(1, par)
+	b.size(T, H, m.Intermediate, par)
+	b.crew = newCrew(par)
+	defer func() { b.crew.close(); b.crew = nil }()
 
 	// Embeddings: word + position + token type, then layer norm.
 	for t, id := range ids {
@@ -139,6 +146,14 @@ func (e *Encoder) Classifier() bool { return e.m.head != nil }
 // logit is the classifier applied to the pooled state of [CLS]. As with
 // EncodeIDs, the result depends on the ids and split alone.
 func (e *Encoder) ScorePair(ids []int32, split int) (float32, error) {
+	return e.ScorePairOn(ids, split, 1)
+}
+
+// ScorePairOn is ScorePair with one pass split among par goroutines: each
+// matrix product by its outputs, attention by its heads. Every value is
+// computed as on one goroutine, so the logit is the same bits whatever par
+// is; a pair that is scored alone takes about 1/par of the time.
+func (e *Encoder) ScorePairOn(ids []int32, split, par int) (float32, error) {
 	m := e.m
 	T, H := len(ids), m.Hidden
 	if m.head == nil {
@@ -150,7 +165,7 @@ func (e *Encoder) ScorePair(ids []int32, split int) (float32, error) {
 	if err := m.checkIDs(ids); err != nil {
 		return 0, fmt.Errorf("minilm: score pair: %w", err)
 	}
-	b := e.run(ids, split)
+	b := e.run(ids, split, par)
 	defer e.scratch.Put(b)
 	hd := m.head
 	// Pooler: tanh(P · x[CLS] + p), in float32 with float64 sums for the
@@ -169,15 +184,15 @@ func (e *Encoder) layer(l *layer, b *buffers, T int) {
 	m := e.m
 	H := m.Hidden
 	ks := &active
-	linear(b.qkv, b.x, T, &l.qkv, &b.q)
+	linear(b.qkv, b.x, T, &l.qkv, &b.q, b.crew)
 	e.attention(b, T)
-	linear(b.tmp, b.ctx, T, &l.attnOut, &b.q)
+	linear(b.tmp, b.ctx, T, &l.attnOut, &b.q, b.crew)
 	for t := 0; t < T; t++ {
 		ks.addLayerNorm(b.x[t*H:(t+1)*H], b.tmp[t*H:(t+1)*H], l.attnNormW, l.attnNormB, m.LayerNormEps)
 	}
-	linear(b.ff, b.x, T, &l.inter, &b.q)
+	linear(b.ff, b.x, T, &l.inter, &b.q, b.crew)
 	ks.gelu(b.ff)
-	linear(b.tmp, b.ff, T, &l.out, &b.q)
+	linear(b.tmp, b.ff, T, &l.out, &b.q, b.crew)
 	for t := 0; t < T; t++ {
 		ks.addLayerNorm(b.x[t*H:(t+1)*H], b.tmp[t*H:(t+1)*H], l.outNormW, l.outNormB, m.LayerNormEps)
 	}
@@ -196,27 +211,33 @@ func (e *Encoder) attention(b *buffers, T int) {
 	tp := (T + 15) &^ 15
 	ks := &active
 	scale := float32(1 / math.Sqrt(float64(dh)))
-	kt := b.kt[:dh*tp]
-	scores := b.scores[:tp]
-	clear(kt)
 	for t := 0; t < T; t++ {
 		for i := range b.qkv[t*3*H : t*3*H+H] {
 			b.qkv[t*3*H+i] *= scale
 		}
 	}
-	for h := 0; h < heads; h++ {
-		off := h * dh
-		for s := 0; s < T; s++ {
-			for i, v := range b.qkv[s*3*H+H+off : s*3*H+H+off+dh] {
-				kt[i*tp+s] = v
+	// Heads are independent: each has its own transposed keys, and each
+	// goroutine its own row of scores.
+	b.crew.run(heads, func(part, lo, hi int) {
+		scores := b.scores[part*tp : (part+1)*tp]
+		for h := lo; h < hi; h++ {
+			off := h * dh
+			kt := b.kt[h*dh*tp : (h+1)*dh*tp]
+			for i := 0; i < dh; i++ {
+				clear(kt[i*tp+T : (i+1)*tp]) // the padding
+			}
+			for s := 0; s < T; s++ {
+				for i, v := range b.qkv[s*3*H+H+off : s*3*H+H+off+dh] {
+					kt[i*tp+s] = v
+				}
+			}
+			for t := 0; t < T; t++ {
+				ks.scores(b.qkv[t*3*H+off:t*3*H+off+dh], kt, tp, scores)
+				ks.softmax(scores, T)
+				ks.context(scores[:T], b.qkv[2*H+off:], 3*H, b.ctx[t*H+off:t*H+off+dh])
 			}
 		}
-		for t := 0; t < T; t++ {
-			ks.scores(b.qkv[t*3*H+off:t*3*H+off+dh], kt, tp, scores)
-			ks.softmax(scores, T)
-			ks.context(scores[:T], b.qkv[2*H+off:], 3*H, b.ctx[t*H+off:t*H+off+dh])
-		}
-	}
+	})
 }
 
 // scores sets out[j] = q·(column j of kt) for j < len(out): kt holds len(q)

@@ -50,8 +50,8 @@ func KernelName() string { return active.name }
 
 // linear computes dst = op(x) for T tokens: x is T × in, dst T × out, both
 // row-major. s is room for the quantized activations.
-func linear(dst, x []float32, T int, op *linearOp, s *qscratch) {
-	linearWith(&active, dst, x, T, op, s)
+func linear(dst, x []float32, T int, op *linearOp, s *qscratch, c *crew) {
+	linearOn(&active, dst, x, T, op, s, c)
 }
 
 // qscratch is the reusable room of one linear layer's quantized input.
@@ -72,6 +72,13 @@ func (s *qscratch) size(T, K int) {
 // linearWith is linear with the kernel set ks: an int8 matrix on the best
 // int8 kernels ks has (VNNI, else AVX2, else Go), a float32 one on ks.f32.
 func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch) {
+	linearOn(ks, dst, x, T, op, s, nil)
+}
+
+// linearOn is linearWith with the outputs split among the goroutines of
+// c (nil: this one alone): every output is computed as linearWith
+// computes it, so the bits do not depend on the crew.
+func linearOn(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch, c *crew) {
 	in, out := op.w.cols, op.w.rows
 	x = x[:T*in]
 	dst = dst[:T*out]
@@ -81,7 +88,9 @@ func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch)
 		ks.quant(x, T, in, op.inScale, a, tp)
 		if ks.q != nil {
 			if pk := op.vnniPanels(); pk != nil {
-				qlinearVNNI(ks.q, dst, a, tp, T, op, pk)
+				c.run((out+panelRows-1)/panelRows, func(_, lo, hi int) {
+					qlinearVNNI(ks.q, dst, a, tp, T, op, pk, lo, hi)
+				})
 				return
 			}
 		}
@@ -90,11 +99,14 @@ func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch)
 				if cap(s.a16) < T*in {
 					s.a16 = make([]int16, T*in)
 				}
-				qlinearAVX2(ks.qAVX2, dst, a, s.a16, tp, T, op, pk)
+				widenCodes(a, s.a16[:T*in])
+				c.run(out/8, func(_, lo, hi int) {
+					qlinearAVX2(ks.qAVX2, dst, s.a16, tp, T, op, pk, lo, hi)
+				})
 				return
 			}
 		}
-		qlinearGo(dst, a, tp, T, op)
+		c.run(out, func(_, lo, hi int) { qlinearGo(dst, a, tp, T, op, lo, hi) })
 		return
 	}
 	if !op.unitScale {
@@ -107,13 +119,13 @@ func linearWith(ks *kernels, dst, x []float32, T int, op *linearOp, s *qscratch)
 		}
 		x = xs
 	}
-	linearF32(ks, dst, x, T, &op.w, op.bias)
+	c.run(out, func(_, lo, hi int) { linearF32(ks, dst, x, T, &op.w, op.bias, lo, hi) })
 }
 
 // linearF32 is linear for a float32 matrix: tokens in blocks of up to
 // maxBlock, split evenly (20 tokens run as 10 + 10), each weight row applied
 // to a whole block at once so that it is read once per block.
-func linearF32(ks *kernels, dst, x []float32, T int, w *matrix, bias []float32) {
+func linearF32(ks *kernels, dst, x []float32, T int, w *matrix, bias []float32, lo, hi int) {
 	in, out := w.cols, w.rows
 	if in%16 != 0 {
 		ks = &genericKernels
@@ -124,7 +136,7 @@ func linearF32(ks *kernels, dst, x []float32, T int, w *matrix, bias []float32) 
 		k := (T - t + blocks - 1) / blocks
 		blocks--
 		xb := x[t*in : (t+k)*in]
-		for o := 0; o < out; o++ {
+		for o := lo; o < hi; o++ {
 			ks.f32[k-1](w.f[o*in:(o+1)*in], xb, in, acc[:k])
 			b := bias[o]
 			for j := 0; j < k; j++ {

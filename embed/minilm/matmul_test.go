@@ -227,6 +227,38 @@ func TestLinearKernelsAgree(t *testing.T) {
 	}
 }
 
+// TestLinearSplitSameBits: a product split among goroutines by its
+// outputs gives every kernel set's bits of the product on one goroutine,
+// for output counts that do and do not divide evenly into panels.
+func TestLinearSplitSameBits(t *testing.T) {
+	e := defaultEmbedder(t)
+	l := &e.enc.m.layers[0]
+	for _, op := range []*linearOp{&l.qkv, &l.attnOut, &l.inter, &l.out} {
+		for _, T := range []int{1, 5, 17, 96} {
+			x := make([]float32, T*op.w.cols)
+			for i := range x {
+				x[i] = float32(math.Sin(float64(i) * 0.37))
+			}
+			for _, ks := range supportedKernels() {
+				var s qscratch
+				want := make([]float32, T*op.w.rows)
+				linearWith(ks, want, x, T, op, &s)
+				for _, par := range []int{2, 3, 7, 40} {
+					got := make([]float32, T*op.w.rows)
+					c := newCrew(par)
+					linearOn(ks, got, x, T, op, &s, c)
+					c.close()
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s T=%d %dx%d par %d: dst[%d] = %v, on one goroutine %v", ks.name, T, op.w.rows, op.w.cols, par, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestEncoderKernelsAgree runs the whole encoder (linear layers, attention,
 // GELU, layer norms) with each kernel set against the pure-Go one. The
 // float32 steps round differently (fused multiply-adds, summation order),

@@ -230,14 +230,15 @@ type qkernel func(a *int8, lda int, w *byte, groups int, tp *int32, tps int, bia
 // qlinearVNNI computes dst (T × rows) from the quantized activations with
 // the VNNI kernels: per panel, tiles of up to 4 tokens, so that the panel
 // stays in cache while every token passes over it.
-func qlinearVNNI(ks *[4][3]qkernel, dst []float32, a []int8, tp []qtok, T int, op *linearOp, pk []byte) {
+func qlinearVNNI(ks *[4][3]qkernel, dst []float32, a []int8, tp []qtok, T int, op *linearOp, pk []byte, lo, hi int) {
 	K, N := op.w.cols, op.w.rows
 	groups := K / groupSize
 	_ = dst[T*N-1]
 	_ = a[T*K-1]
 	_ = tp[groups*T-1]
-	off := 0
-	for r0 := 0; r0 < N; r0 += panelRows {
+	// Every panel but the last is panelRows wide.
+	off := lo * groups * (panelRows / 16) * (16*64 + 2*64)
+	for r0 := lo * panelRows; r0 < min(N, hi*panelRows); r0 += panelRows {
 		gb := min(panelRows, N-r0) / 16
 		size := groups * gb * (16*64 + 2*64)
 		panel := pk[off : off+size]
@@ -255,14 +256,14 @@ type qkernelAVX2 func(a *int16, lda int, w *byte, groups int, tp *int32, tps int
 
 // qlinearAVX2 is qlinearVNNI for the AVX2 kernels: the codes are widened
 // to int16 first (a16, T × K), panels are 8 rows.
-func qlinearAVX2(ks *[4]qkernelAVX2, dst []float32, a []int8, a16 []int16, tp []qtok, T int, op *linearOp, pk []byte) {
+func qlinearAVX2(ks *[4]qkernelAVX2, dst []float32, a16 []int16, tp []qtok, T int, op *linearOp, pk []byte, lo, hi int) {
 	K, N := op.w.cols, op.w.rows
 	groups := K / groupSize
 	_ = dst[T*N-1]
 	_ = tp[groups*T-1]
-	widenCodes(a[:T*K], a16[:T*K])
+	_ = a16[T*K-1]
 	size := groups * (32*16 + 2*32)
-	for r0 := 0; r0 < N; r0 += 8 {
+	for r0 := lo * 8; r0 < hi*8; r0 += 8 {
 		panel := pk[r0/8*size : (r0/8+1)*size]
 		for t0 := 0; t0 < T; t0 += 4 {
 			tb := min(4, T-t0)
@@ -276,11 +277,11 @@ func qlinearAVX2(ks *[4]qkernelAVX2, dst []float32, a []int8, a16 []int16, tp []
 // float32 in the same order as the VNNI kernel (so the two agree to float32
 // rounding of the fused multiply-adds). Four tokens share each pass over a
 // weight row's group (the last ones repeat a token to fill the four).
-func qlinearGo(dst []float32, a []int8, tp []qtok, T int, op *linearOp) {
+func qlinearGo(dst []float32, a []int8, tp []qtok, T int, op *linearOp, lo, hi int) {
 	K, N := op.w.cols, op.w.rows
 	groups := K / groupSize
 	w := op.w
-	for o := 0; o < N; o++ {
+	for o := lo; o < hi; o++ {
 		wr := w.q[o*K : (o+1)*K]
 		sw, zs := w.scale[o*groups:(o+1)*groups], op.zs[o*groups:(o+1)*groups]
 		for t0 := 0; t0 < T; t0 += 4 {
