@@ -261,8 +261,13 @@ type PackHTTPConfig struct {
 	// long phase runs (loci bench and loci eval print it to stderr).
 	Progress func(string)
 	// RerankDepth, when positive, is each request's rerank_depth: the
-	// relevance model rereads that many candidates.
+	// relevance model rereads that many candidates. NoRerank sends
+	// rerank_depth 0 (a v2 high_recall pack rereads 3 unless told not to).
 	RerankDepth int
+	NoRerank    bool
+	// Profile, when set, sends the requests to POST /v2/context-pack with
+	// that serving profile; empty is v1.
+	Profile string
 	// Workspaces, with Dir, are workspaces of the default tenant that an
 	// earlier run or loci import left there, each of at least Spans spans:
 	// each timed request goes to one of them, drawn with Seed (a node that
@@ -308,8 +313,10 @@ type PackHTTPResult struct {
 	// AccessLog is true when the server wrote an access log line per
 	// request (PackHTTPConfig.AccessLog).
 	AccessLog bool `json:"access_log"`
-	// RerankDepth is each request's rerank_depth (0: not reranked).
+	// RerankDepth is each request's rerank_depth (0: not sent, or 0).
 	RerankDepth int `json:"rerank_depth"`
+	// Profile is the v2 serving profile asked for ("": v1 requests).
+	Profile string `json:"profile,omitempty"`
 	// Workspaces is how many workspaces the requests were spread over
 	// (Spans and Artifacts are their sums).
 	Workspaces int `json:"workspaces"`
@@ -366,7 +373,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		return nil, err
 	}
 	res := &PackHTTPResult{MaxTokens: cfg.MaxTokens, Fsync: cfg.Sync.String(), DistinctRequests: !cfg.Repeats, AccessLog: cfg.AccessLog != "",
-		RerankDepth: cfg.RerankDepth}
+		RerankDepth: cfg.RerankDepth, Profile: cfg.Profile}
 	wss := cfg.Workspaces
 	if len(wss) == 0 {
 		wss = []string{"bench"}
@@ -452,8 +459,14 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 				ws = wss[pick.IntN(len(wss))]
 			}
 			req := map[string]any{"workspace_id": ws, "query": queries[0], "max_tokens": cfg.MaxTokens}
-			if cfg.RerankDepth > 0 {
+			switch {
+			case cfg.RerankDepth > 0:
 				req["rerank_depth"] = cfg.RerankDepth
+			case cfg.NoRerank:
+				req["rerank_depth"] = 0
+			}
+			if cfg.Profile != "" {
+				req["profile"] = cfg.Profile
 			}
 			if !cfg.Repeats {
 				req["actor_id"] = fmt.Sprintf("bench-%d", before+sent)
@@ -466,7 +479,11 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		return out
 	}
 	// Warm up: page in the segments and the first receipts.
-	if _, err := load(s.addr, "/v1/context-pack", bodies(warmup), 1, 200, nil); err != nil {
+	path := "/v1/context-pack"
+	if cfg.Profile != "" {
+		path = "/v2/context-pack"
+	}
+	if _, err := load(s.addr, path, bodies(warmup), 1, 200, nil); err != nil {
 		return nil, err
 	}
 	if cfg.Backlog > 0 {
@@ -476,7 +493,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		res.Backlog = cfg.Backlog
 	}
 	for _, c := range cfg.Concurrency {
-		lv, err := load(s.addr, "/v1/context-pack", bodies(cfg.Requests), c, 200,
+		lv, err := load(s.addr, path, bodies(cfg.Requests), c, 200,
 			p.counter(fmt.Sprintf("timing requests at concurrency %d", c), cfg.Requests))
 		if err != nil {
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/bench"
+	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/wal"
 )
 
@@ -106,7 +107,8 @@ func runBench(args []string) error {
 		fsync := fs.String("fsync", "always", "WAL fsync policy (receipts are written durably): always | batch | off")
 		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
 		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
-		rerank := fs.Int("rerank", 0, "rerank_depth of each pack: how many candidates the relevance model rereads (0: none, the v1 default)")
+		rerank := fs.Int("rerank", -1, "rerank_depth of each pack: how many candidates the relevance model rereads (-1: not sent, the profile's default; v1 rereads none)")
+		profile := fs.String("profile", "", "send v2 packs of this serving profile (low_latency | balanced | high_recall); empty: v1 packs")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
 		wsFlag := fs.String("workspaces", "", workspacesUsage)
 		backlog := fs.Int("backlog", 0, "ingest this many artifacts into the workspace \"backlog\" right before the timed requests, so that the background embedder works while they are served")
@@ -117,6 +119,14 @@ func runBench(args []string) error {
 			}
 			if *backlog < 0 {
 				return nil, fmt.Errorf("--backlog %d: must be 0 or more", *backlog)
+			}
+			switch *profile {
+			case "", pack.ProfileLowLatency, pack.ProfileBalanced, pack.ProfileHighRecall:
+			default:
+				return nil, fmt.Errorf("--profile %q: want low_latency, balanced or high_recall (or none for v1)", *profile)
+			}
+			if *rerank < -1 {
+				return nil, fmt.Errorf("--rerank %d: must be -1 (not sent) or more", *rerank)
 			}
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
@@ -135,7 +145,7 @@ func runBench(args []string) error {
 			}
 			return bench.PackHTTP(bench.PackHTTPConfig{Spans: *n, Requests: *reqs, Concurrency: conc, MaxTokens: *budget,
 				Seed: *seed, Data: *data, Sync: p, Repeats: *repeats, Embedding: emb, Dir: *dir, AccessLog: *accessLog, Progress: progress,
-				RerankDepth: *rerank, Workspaces: wss, Backlog: *backlog})
+				RerankDepth: max(*rerank, 0), NoRerank: *rerank == 0, Profile: *profile, Workspaces: wss, Backlog: *backlog})
 		}
 	case "search":
 		n := fs.Int("spans", 100000, "spans in the workspace")
