@@ -262,7 +262,7 @@ type PackHTTPConfig struct {
 	Progress func(string)
 	// RerankDepth, when positive, is each request's rerank_depth: the
 	// relevance model rereads that many candidates. NoRerank sends
-	// rerank_depth 0 (a v2 high_recall pack rereads 3 unless told not to).
+	// rerank_depth 0 rather than leaving it out.
 	RerankDepth int
 	NoRerank    bool
 	// Profile, when set, sends the requests to POST /v2/context-pack with

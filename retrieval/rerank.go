@@ -22,26 +22,6 @@ type Reranker interface {
 // costs one forward pass of the model.
 const MaxRerankDepth = 100
 
-// ProfileRerankDepth is the rerank depth of a v2 pack of profile that does
-// not set one: HighRecallRerankDepth for high_recall, which is asked for
-// evidence rather than speed, and 0 for the others. balanced is the v2
-// default, held to the pack latency target that v1 is (p99 <= 10 ms at
-// 100k spans), which no reread fits; its escalation to high_recall does
-// not reread either, so that a request's cost does not jump with what it
-// finds.
-func ProfileRerankDepth(profile string) int {
-	if profile == pack.ProfileHighRecall {
-		return HighRecallRerankDepth
-	}
-	return 0
-}
-
-// HighRecallRerankDepth rereads the three best candidates: three pairs of
-// at most crossenc.DefaultMaxPairTokens ids take about 1.6 passes on two
-// cores, and such packs kept p99 <= 50 ms at 100k spans in four of five
-// runs (docs/benchmarks.md § Reranked packs in 50 ms).
-const HighRecallRerankDepth = 3
-
 // SetReranker gives the Packer a relevance model; requests with a rerank
 // depth use it. Call it before the first pack.
 func (p *Packer) SetReranker(r Reranker) { p.rr = r }

@@ -39,8 +39,9 @@ type PackRequest struct {
 	// every given pair exactly.
 	Metadata json.RawMessage `json:"metadata"`
 	// RerankDepth is how many of the best candidates the relevance model
-	// rereads (0 to retrieval.MaxRerankDepth); nil is the profile's
-	// (retrieval.ProfileRerankDepth: 3 for v2 high_recall, else 0).
+	// rereads (0 to retrieval.MaxRerankDepth); nil is 0 in every profile:
+	// measured on the dev sets, rereading gives too little for its cost to
+	// be a default (docs/pack.md § Reranking).
 	RerankDepth *int `json:"rerank_depth"`
 	// Since and Until (ISO 8601, as the artifact listing reads them; both
 	// inclusive) restrict the retrieved spans to artifacts of that time.
@@ -160,9 +161,6 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 		t.MinRelevance = *v
 	}
 	req.Tuning = t
-	if v2 {
-		req.RerankDepth = retrieval.ProfileRerankDepth(req.Profile)
-	}
 	if v := r.RerankDepth; v != nil {
 		if *v < 0 || *v > retrieval.MaxRerankDepth {
 			return req, fmt.Errorf("rerank_depth: must be between 0 and %d, got %d", retrieval.MaxRerankDepth, *v)
@@ -269,12 +267,6 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	req, err := r.retrievalRequest(v2, r.Profile)
 	if err != nil {
 		return PackResult{}, invalid(err)
-	}
-	if r.RerankDepth == nil && s.cfg.Reranker == nil {
-		// The profile's reread needs a model; without one (loci serve
-		// --reranker none) the pack does not say it was not done, as it
-		// does for a request that asked.
-		req.RerankDepth = 0
 	}
 	if r.AsOf != nil && *r.AsOf == AsOfNow {
 		req.AsOf = s.cfg.Now().UnixMicro()

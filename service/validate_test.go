@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loci-memory/loci/artifact"
-	"github.com/loci-memory/loci/embed/crossenc"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/retrieval"
@@ -316,36 +314,6 @@ func TestMinRelevanceDefaults(t *testing.T) {
 	}
 }
 
-// TestRerankDepthDefaults: a pack rereads the request's rerank_depth of
-// candidates, or its profile's: v2 high_recall retrieval.HighRecallRerankDepth,
-// every other pack none.
-func TestRerankDepthDefaults(t *testing.T) {
-	n := func(v int) *int { return &v }
-	for _, c := range []struct {
-		v2      bool
-		profile *string
-		set     *int
-		want    int
-	}{
-		{false, nil, nil, 0},
-		{false, nil, n(5), 5},
-		{true, nil, nil, 0},
-		{true, strp("low_latency"), nil, 0},
-		{true, strp("balanced"), nil, 0},
-		{true, strp("balanced"), n(3), 3},
-		{true, strp("high_recall"), nil, retrieval.HighRecallRerankDepth},
-		{true, strp("high_recall"), n(0), 0},
-		{true, strp("high_recall"), n(10), 10},
-	} {
-		maxTokens := 100
-		r := PackRequest{WorkspaceID: "ws", Query: strp("q"), MaxTokens: &maxTokens, RerankDepth: c.set}
-		got, err := r.retrievalRequest(c.v2, c.profile)
-		if err != nil || got.RerankDepth != c.want {
-			t.Errorf("v2 %v profile %v rerank_depth %v: got %v (%v), want %v", c.v2, c.profile, c.set, got.RerankDepth, err, c.want)
-		}
-	}
-}
-
 // TestPackValidation: bad pack requests are refused naming the field, v2
 // requires max_tokens and takes profile, and another tenant's workspace is
 // not found; a good request packs and is metered.
@@ -634,48 +602,4 @@ func BenchmarkDecodeJSONBatch(b *testing.B) {
 			}
 		}
 	})
-}
-
-// TestHighRecallRereads: a v2 high_recall pack that sets no rerank_depth
-// has the configured model reread its best candidates and says so; without
-// a model it says nothing of rereading, while a request that asks is told
-// that no model is configured.
-func TestHighRecallRereads(t *testing.T) {
-	rr, err := crossenc.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name     string
-		model    retrieval.Reranker
-		profile  string
-		depth    *int
-		want     string // a substring of an assumption, "" for none about rereading
-		notAbout bool
-	}{
-		{"high_recall with a model", rr, "high_recall", nil, "Reranked the", false},
-		{"balanced with a model", rr, "balanced", nil, "", true},
-		{"high_recall, rerank_depth 0", rr, "high_recall", new(int), "", true},
-		{"high_recall without a model", nil, "high_recall", nil, "", true},
-		{"asked without a model", nil, "balanced", func() *int { n := 2; return &n }(), pack.AssumeNoReranker, false},
-	} {
-		h := newData(t, Config{Reranker: c.model})
-		if _, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note",
-			RawPayload: json.RawMessage(`"The deploy window is Tuesday at 10:00."`)}); err != nil {
-			t.Fatal(err)
-		}
-		maxTokens := 200
-		res, err := h.svc.Pack(context.Background(), open, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws",
-			Query: strp("When is the deploy window?"), MaxTokens: &maxTokens, RerankDepth: c.depth}, Profile: strp(c.profile)}, true)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		about := func(a string) bool { return strings.Contains(a, "Reranked the") || a == pack.AssumeNoReranker }
-		if c.notAbout && slices.ContainsFunc(res.Result.Assumptions, about) {
-			t.Errorf("%s: assumptions %q speak of rereading", c.name, res.Result.Assumptions)
-		}
-		if c.want != "" && !slices.ContainsFunc(res.Result.Assumptions, func(a string) bool { return strings.Contains(a, c.want) }) {
-			t.Errorf("%s: assumptions %q, want one with %q", c.name, res.Result.Assumptions, c.want)
-		}
-	}
 }

@@ -107,7 +107,7 @@ func runBench(args []string) error {
 		fsync := fs.String("fsync", "always", "WAL fsync policy (receipts are written durably): always | batch | off")
 		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
 		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
-		rerank := fs.Int("rerank", -1, "rerank_depth of each pack: how many candidates the relevance model rereads (-1: not sent, the profile's default; v1 rereads none)")
+		rerank := fs.Int("rerank", -1, "rerank_depth of each pack: how many candidates the relevance model rereads (-1: not sent, so none)")
 		profile := fs.String("profile", "", "send v2 packs of this serving profile (low_latency | balanced | high_recall); empty: v1 packs")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
 		wsFlag := fs.String("workspaces", "", workspacesUsage)

@@ -892,7 +892,7 @@ export interface components {
              */
             min_relevance?: number;
             /**
-             * @description How many of the best candidates the relevance model (the built-in cross-encoder, which reads the query and a span together) rereads before the pack is decided: it can lift a candidate it finds to answer the query; confidence stays the unreranked formula's. Each costs one model pass (about 18 ms of one core on an AVX-512 CPU for a 96-token pair), so v1 packs rerank nothing unless asked; three rereads added about 17 ms at p50 and 35 ms at p99 to packs at 100k spans on two cores. docs/pack.md has what it gives on the dev sets.
+             * @description How many of the best candidates the relevance model (the built-in cross-encoder, which reads the query and a span together) rereads before the pack is decided: it can lift a candidate it finds to answer the query; confidence stays the unreranked formula's. Each costs one model pass (about 18 ms of one core on an AVX-512 CPU for a 96-token pair), so packs rerank nothing unless asked; three rereads added about 17 ms at p50 and 35 ms at p99 to packs at 100k spans on two cores. docs/pack.md has what it gives on the dev sets.
              * @default 0
              */
             rerank_depth?: number;
@@ -1331,7 +1331,7 @@ export interface components {
             temporal_half_life_hours?: number;
             /** @description The relevance floor, as a share of the best candidate's relevance: evidence below it is excluded (LOW_RELEVANCE) instead of filling the budget. Default by profile: 0.4 for low_latency and balanced (adaptive: they stop at the evidence clearly weaker than the best), 0.2 for high_recall (fills its budget). */
             min_relevance?: number;
-            /** @description How many of the best candidates the relevance model rereads (see the v1 request). Default by profile: 3 for high_recall (when the server has a relevance model), 0 for balanced (its escalation to high_recall included) and low_latency; low_latency refuses a positive value. */
+            /** @description How many of the best candidates the relevance model rereads (see the v1 request); 0 unless set, in every profile; low_latency refuses a positive value. */
             rerank_depth?: number;
             /**
              * Format: date-time
