@@ -35,7 +35,7 @@ func TestChannelNormalisation(t *testing.T) {
 				in = append(in, c)
 			}
 			cs := gather(nil, in, "")
-			score(cs, DefaultWeights().effective(true), in[0].Timestamp, 720, nil, nil, nil, nil)
+			score(cs, DefaultWeights().effective(true), in[0].Timestamp, 720, nil, nil, false, nil, nil)
 			for i, c := range cs {
 				if c.lex != tt.wantLex[i] || c.sem != tt.wantSem[i] {
 					t.Errorf("span %d: lexical %v semantic %v, want %v %v", i+1, c.lex, c.sem, tt.wantLex[i], tt.wantSem[i])
@@ -78,10 +78,61 @@ func TestSpeakerPrior(t *testing.T) {
 	} {
 		t.Run(tt.query, func(t *testing.T) {
 			cs := gather(nil, in, "")
-			score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(tt.query), newTermPairs(tt.query), nil)
+			score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(tt.query), false, newTermPairs(tt.query), nil)
 			for i, c := range cs {
 				if c.rel != tt.want[i] {
 					t.Errorf("span %d: relevance %v, want %v", i+1, c.rel, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestOwnerPrior: a query in the first person that does not address the
+// agent asks about the memory's owner: the turns of agent roles weigh
+// SpeakerPrior, when some turn is of an owner role; a named speaker, a
+// query that says "you" or none of "I", "me", "my", and a memory of agent
+// turns alone leave relevance as it is.
+func TestOwnerPrior(t *testing.T) {
+	turn := func(n int, session string, seq uint64, text string, lex float64) Candidate {
+		c := cnd(n, n, text, lex)
+		c.SourceType, c.SessionID, c.Seq = "chat_turn", session, seq
+		return c
+	}
+	note := cnd(4, 4, "assistant: a note, not a turn", 5)
+	in := []Candidate{
+		turn(1, "s1", 1, "user: I adopted a dog and named him Biscuit.", 10),
+		turn(2, "s2", 1, "assistant: Biscuit is a lovely name for a dog! Here are ten tips for a new dog.", 10),
+		turn(3, "s3", 1, "Caroline: My dog is called Biscuit.", 5),
+		note,
+	}
+	for _, tt := range []struct {
+		query   string
+		turns   []Candidate
+		lowered []bool // which spans of turns weigh SpeakerPrior
+	}{
+		{"What is my dog's name?", in, []bool{false, true, false, false}},
+		{"What did I name the dog I adopted?", in, []bool{false, true, false, false}},
+		{"I’m trying to remember my dog’s name", in, []bool{false, true, false, false}},
+		{"What name did you suggest for my dog?", in, []bool{false, false, false, false}},
+		{"What is the dog's name?", in, []bool{false, false, false, false}},
+		// A named speaker: her prior (the user's and the agent's turns
+		// have no named speaker, so are left alone), not the owner's.
+		{"What did Caroline call my dog?", in, []bool{false, false, false, false}},
+		{"What is my dog's name?", in[1:], []bool{false, false, false}},
+	} {
+		t.Run(tt.query, func(t *testing.T) {
+			base := gather(nil, tt.turns, "")
+			score(base, Weights{Lexical: 1}.effective(true), tt.turns[0].Timestamp, 720, nil, nil, false, newTermPairs(tt.query), nil)
+			cs := gather(nil, tt.turns, "")
+			score(cs, Weights{Lexical: 1}.effective(true), tt.turns[0].Timestamp, 720, nil, queryTerms(tt.query), asksOwner(tt.query), newTermPairs(tt.query), nil)
+			for i, c := range cs {
+				want := base[i].rel
+				if tt.lowered[i] {
+					want = round6(SpeakerPrior * want)
+				}
+				if c.rel != want {
+					t.Errorf("span %q: relevance %v, want %v", c.Text, c.rel, want)
 				}
 			}
 		})
@@ -147,7 +198,7 @@ func TestAdjacencyBonus(t *testing.T) {
 	in[3].Semantic, in[3].InSemantic = 0.5, true
 	cs := gather(nil, in, "")
 	const q = "rotate the database credentials" // pairs (rotat, databas), (databas, credenti)
-	score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(q), newTermPairs(q), nil)
+	score(cs, Weights{Lexical: 1}.effective(true), in[0].Timestamp, 720, nil, queryTerms(q), false, newTermPairs(q), nil)
 	want := []float64{1, round6(0.44 * 1.5 / (0.425 * 2)), round6(0.43 / (0.425 * 2)), 0}
 	for i, c := range cs {
 		if round6(c.lex) != want[i] {

@@ -94,7 +94,7 @@ func TestNeighboursFollowConversationOrder(t *testing.T) {
 					in = append(in, c)
 				}
 				cs := gather(nil, in, "")
-				score(cs, DefaultWeights().effective(true), t0+3*hour, 720, nil, nil, nil, nil)
+				score(cs, DefaultWeights().effective(true), t0+3*hour, 720, nil, nil, false, nil, nil)
 				var hitRel float64
 				for _, c := range cs {
 					if c.InLexical {

@@ -77,7 +77,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 
 	cs := gather(pinned, candidates, req.SessionID)
 	addressSpeakers(cs, req)
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query), req.Analyses)
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), asksOwner(req.Query), newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
 
 	tokens := 0

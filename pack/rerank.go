@@ -58,7 +58,7 @@ func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
 	for _, c := range cs {
 		c.Reranked = false // the order before reranking
 	}
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), newTermPairs(req.Query), req.Analyses)
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), asksOwner(req.Query), newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
 	ids := make([]uuid.UUID, 0, len(cs))
 	for _, c := range cs {

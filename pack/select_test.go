@@ -265,7 +265,7 @@ func TestScore(t *testing.T) {
 	c.Timestamp = rq.AsOf + 100*hour // future: as of AsOf
 	cs := gather(nil, []Candidate{a, b, c}, "")
 	w := DefaultWeights().effective(true)
-	score(cs, w, rq.AsOf, 720, nil, nil, nil, nil)
+	score(cs, w, rq.AsOf, 720, nil, nil, false, nil, nil)
 	// Channels contribute their score divided by the channel's best: lexical
 	// a 10/10, b 5/10, c 0 (non-finite); semantic only a, which the channel
 	// returned (b's 1.7 is not a returned score), 0.8/0.8.
@@ -286,7 +286,7 @@ func TestScore(t *testing.T) {
 	d2 := cnd(2, 2, "d2", 0)
 	d2.Semantic, d2.InSemantic = -0.2, true
 	cs = gather(nil, []Candidate{d1, d2}, "")
-	score(cs, w, rq.AsOf, 720, nil, nil, nil, nil)
+	score(cs, w, rq.AsOf, 720, nil, nil, false, nil, nil)
 	if cs[0].lex != 0 || cs[0].sem != 1 || cs[1].sem != 0 {
 		t.Errorf("lexical %v, semantic %v and %v", cs[0].lex, cs[0].sem, cs[1].sem)
 	}
@@ -336,7 +336,7 @@ func TestContext(t *testing.T) {
 	}
 	cs := gather(nil, []Candidate{strong, after, further, before, other, late, chunk1, chunk2, lone, third, fourth, fifth}, "")
 	w := DefaultWeights().effective(true)
-	score(cs, w, rq.AsOf, 720, nil, nil, nil, nil)
+	score(cs, w, rq.AsOf, 720, nil, nil, false, nil, nil)
 	rel := map[int]float64{}
 	for _, c := range cs {
 		rel[int(c.SpanID[1])] = c.rel
