@@ -236,6 +236,24 @@ func TestPackHTTPDistinctRequests(t *testing.T) {
 	}
 }
 
+// TestPackHTTPProfile checks that a profile sends v2 packs: the v1
+// endpoint refuses a profile field, and v2 refuses an unknown profile.
+func TestPackHTTPProfile(t *testing.T) {
+	cfg := PackHTTPConfig{Spans: 300, Requests: 20, Concurrency: []int{1}, MaxTokens: 256, Seed: 3, Sync: wal.SyncOff,
+		Profile: "high_recall", NoRerank: true}
+	res, err := PackHTTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Profile != "high_recall" {
+		t.Errorf("profile %q in the result", res.Profile)
+	}
+	cfg.Profile = "fastest"
+	if _, err := PackHTTP(cfg); err == nil {
+		t.Error("an unknown profile was packed")
+	}
+}
+
 // TestPackHTTPReusesDir checks that a second `loci bench pack --dir` run
 // reuses the workspace the first built, and that its requests are still
 // distinct from the first run's (every pack stores a new receipt).
