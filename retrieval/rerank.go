@@ -9,8 +9,8 @@ import (
 )
 
 // Reranker is a relevance model that reads the query and a passage
-// together (embed/crossenc): its logits order the best candidates of a
-// pack and give its confidence (pack/rerank.go). ScoreAll writes one
+// together (embed/crossenc): its logits lift the best candidates of a
+// pack it finds relevant, not its confidence (pack/rerank.go). ScoreAll writes one
 // logit per passage to dst; each must depend on its query and passage
 // alone, so that packs stay deterministic.
 type Reranker interface {
