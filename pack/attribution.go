@@ -239,25 +239,32 @@ func attributionBy(pool []*cand, names []uint64, weight func(*cand) (float64, bo
 	if len(names) == 0 {
 		return 1
 	}
-	type said struct {
-		c       *cand
-		w       float64
-		queried bool
-	}
-	var spans []said
+	var spans []weighed
 	for _, c := range pool {
 		sp := speakerTerms(c)
 		if sp == nil {
 			continue
 		}
 		if w, ok := weight(c); ok {
-			spans = append(spans, said{c, w, namesSpeaker(names, sp)})
+			spans = append(spans, weighed{c, w, namesSpeaker(names, sp)})
 		}
 	}
-	if len(spans) == 0 {
-		return 1
-	}
-	slices.SortFunc(spans, func(a, b said) int {
+	return attributionOf(spans)
+}
+
+// weighed is a span of an attribution pool with its weight, and whether
+// the speaker the query asks about said it.
+type weighed struct {
+	c     *cand
+	w     float64
+	asked bool
+}
+
+// attributionOf is AttributionFloor + (1 - AttributionFloor) × the asked
+// speaker's share of the weight of the AttributionTop heaviest spans (ties
+// by compareTies), or 1 when none weighs anything.
+func attributionOf(spans []weighed) float64 {
+	slices.SortFunc(spans, func(a, b weighed) int {
 		if c := cmp.Compare(b.w, a.w); c != 0 {
 			return c
 		}
@@ -267,7 +274,7 @@ func attributionBy(pool []*cand, names []uint64, weight func(*cand) (float64, bo
 	all, by := 0.0, 0.0
 	for _, s := range spans {
 		all += s.w
-		if s.queried {
+		if s.asked {
 			by += s.w
 		}
 	}
@@ -275,4 +282,47 @@ func attributionBy(pool []*cand, names []uint64, weight func(*cand) (float64, bo
 		return 1
 	}
 	return AttributionFloor + float64((1-AttributionFloor)*(by/all))
+}
+
+// ownerAttribution is attribution for a query about the memory's owner
+// (asksOwner) that names no speaker: the owner-role turns (user, human)
+// take the named speaker's place and the agent-role turns (assistant, ai,
+// bot, model) the other party's. Of the AttributionPool chat turns of those
+// roles with the highest BM25 score, the AttributionTop with the largest
+// weight BM25 × the share of the query's terms they hold give
+//
+//	A_owner = AttributionFloor + (1 - AttributionFloor) × the owner's share of that weight
+//
+// Unlike attribution, turns that ask are read: an owner's remarks come
+// inside requests ("I've been training for a marathon, can you suggest a
+// plan?"). And it counts once in the strength (Q × A_owner, not Q × A^2):
+// an agent restates what the owner said, so its turns holding the words
+// asked about is weaker evidence that the owner never said them than the
+// other speaker's are in a conversation of two. Nothing changes when no
+// turn of either role is among the lexical matches.
+func ownerAttribution(visible []*cand, query []uint64) float64 {
+	var pool []*cand
+	for _, c := range visible {
+		if c.SourceType != "chat_turn" || !c.InLexical || !(finite(c.Lexical) > 0) {
+			continue
+		}
+		if r := text.TurnRole(c.Text); ownerRole(r) || agentRole(r) {
+			pool = append(pool, c)
+		}
+	}
+	slices.SortFunc(pool, func(a, b *cand) int {
+		if c := cmp.Compare(finite(b.Lexical), finite(a.Lexical)); c != 0 {
+			return c
+		}
+		return compareTies(a, b)
+	})
+	pool = pool[:min(AttributionPool, len(pool))]
+	var spans []weighed
+	for _, c := range pool {
+		w := float64(finite(c.Lexical)*float64(heldTerms(c.Text, query))) / float64(len(query))
+		if w > 0 {
+			spans = append(spans, weighed{c, w, ownerRole(text.TurnRole(c.Text))})
+		}
+	}
+	return attributionOf(spans)
 }

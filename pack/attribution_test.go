@@ -38,17 +38,20 @@ func TestSpeakerTerms(t *testing.T) {
 	}
 }
 
+// chatTurn is a chat turn candidate n of lexical score lex.
+func chatTurn(n int, text string, lex float64) Candidate {
+	c := cnd(n, n, text, lex)
+	c.SourceType = "chat_turn"
+	return c
+}
+
 // TestAttribution: a question about what one speaker did, whose best
 // evidence is another speaker's turn, abstains; the same evidence answers
 // the question about the speaker who said it, and a question that names no
 // speaker is not affected. Before attribution, the first pack did not
 // abstain (query coverage 3/4 from the other speaker's words).
 func TestAttribution(t *testing.T) {
-	turn := func(n int, text string, lex float64) Candidate {
-		c := cnd(n, n, text, lex)
-		c.SourceType = "chat_turn"
-		return c
-	}
+	turn := chatTurn
 	conversation := []Candidate{
 		turn(1, "Melanie: Thanks, Caroline! The charity race was great, I realize self-care is really important.", 10),
 		turn(2, "Melanie: I ran a charity race for mental health last Saturday, Caroline.", 9),
@@ -104,6 +107,47 @@ func TestAttribution(t *testing.T) {
 		if got := attribution(cs, queryTerms(tt.query)); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tt.want) {
 			t.Errorf("attribution(%q) = %v, want %v", tt.query, got, tt.want)
 		}
+	}
+}
+
+// TestOwnerAttribution: for a question about the memory's owner, the
+// owner's turns (user) take the named speaker's place and the agent's
+// (assistant) the other party's; turns that ask are read; the factor
+// counts once in the strength. A pack whose best matches are the agent's
+// is less confident than the same memory with the owner's own remark, and
+// than the same question not about the owner.
+func TestOwnerAttribution(t *testing.T) {
+	turn := chatTurn
+	agentOnly := []Candidate{
+		turn(1, "assistant: Dr. Johnson's clinic in Springfield takes appointments on weekdays.", 10),
+		turn(2, "assistant: Seeing a doctor like Dr. Johnson every six months is common advice.", 9),
+		turn(3, "user: I see Dr. Smith for my back.", 2),
+	}
+	withOwner := append([]Candidate{turn(4, "user: I see Dr. Johnson every six months, can you remind me to book?", 10)}, agentOnly...)
+	agent := Pack(req("How often do I see Dr. Johnson?", 4096), nil, agentOnly, est)
+	owner := Pack(req("How often do I see Dr. Johnson?", 4096), nil, withOwner, est)
+	third := Pack(req("How often does one see Dr. Johnson?", 4096), nil, agentOnly, est)
+	if !(agent.Confidence < owner.Confidence/2 && agent.Confidence < third.Confidence/2) {
+		t.Errorf("confidence %v when only the agent says it, %v when the owner does, %v for a question not about the owner",
+			agent.Confidence, owner.Confidence, third.Confidence)
+	}
+	// The factor itself, over turns with BM25 6, 5, 4, 3, 2, 1.
+	cs := []*cand{}
+	for i, text := range []string{
+		"assistant: Tulips need sun; plant them in the autumn.", // 6 x 3/3
+		"user: I planted tulips, do they need sun?",             // 5 x 3/3, asks: read
+		"assistant: Tulips are lovely.",                         // 4 x 1/3
+		"user: I planted roses.",                                // 3 x 1/3
+		"tool: tulips planted: 40",                              // neither role
+		"assistant: Sun.",                                       // 1 x 1/3
+	} {
+		c := &cand{Candidate: Candidate{SourceType: "chat_turn", Text: text, Lexical: float64(6 - i), InLexical: true}, rel: 0.1}
+		cs = append(cs, c)
+	}
+	q := queryTerms("Where did I plant tulips in the sun?") // plant, tulip, sun
+	want := AttributionFloor + (1-AttributionFloor)*(5.0+3.0/3)/(6.0+5.0+4.0/3+3.0/3+1.0/3)
+	if got := ownerAttribution(cs, q); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		t.Errorf("ownerAttribution = %v, want %v", got, want)
 	}
 }
 

@@ -23,6 +23,8 @@ const DepthTokens = 200
 //	    0.3*mean(r1, r2, r3), the best relevance)
 //	A = attribution(V, query)                        who said the words asked about (attribution.go)
 //	strength = Q * A^2                               relevance strength
+//	           (Q * A_owner for a query about the memory's owner that
+//	           names no speaker: ownerAttribution)
 //	D = min(1, evidence tokens / DepthTokens)        evidence depth
 //	C = sum of relevance over I / sum over I and     budget coverage
 //	    the spans excluded for BUDGET
@@ -48,7 +50,7 @@ const DepthTokens = 200
 // when a fifth of their weight is), or when no included span holds
 // more than about a twelfth of the query's terms. docs/pack.md has the
 // calibration.
-func confidence(included, budgetCut, visible []*cand, query []uint64, evidence int) float64 {
+func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool, evidence int) float64 {
 	if len(included) == 0 {
 		return 0
 	}
@@ -81,6 +83,13 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, evidence i
 	}
 	a := attribution(visible, query)
 	strength := float64(q*a) * a
+	if owner {
+		if names, _ := splitNames(visible, query); len(names) == 0 {
+			// A question about the memory's owner: the owner's
+			// attribution, counted once (ownerAttribution).
+			strength = float64(q * ownerAttribution(visible, query))
+		}
+	}
 
 	d := min(1, float64(evidence)/DepthTokens)
 	kept, cut := 0.0, 0.0
