@@ -102,8 +102,17 @@ func readSpeakerTerms(c *cand) []uint64 {
 // dev (prefix shape, 512 tokens) the confidence AUC went from 0.772 (BM25
 // weights over every turn) to 0.852; docs/pack.md § Attribution. The spans
 // read do not depend on the budget.
-func attribution(visible []*cand, query []uint64) float64 {
-	names, content := splitNames(visible, query)
+//
+// T may hold none of the named speaker's turns: when the turns that best
+// match what is asked about are all the other party's, that is the case
+// attribution exists for. (It once returned 1 then, and "What was
+// grandma's gift to Melanie?", asked of Caroline's "Thanks, Melanie! This
+// necklace is ... a gift from my grandma", kept a confidence of 0.89
+// whenever Melanie's turns held no word of the question: always without
+// names, since a name sent in the text is a word her turns hold.)
+//
+// names and content are splitNames's split of the query's terms.
+func attribution(visible []*cand, names, content []uint64) float64 {
 	if len(names) == 0 || len(content) == 0 {
 		return 1
 	}
@@ -124,19 +133,17 @@ func attribution(visible []*cand, query []uint64) float64 {
 		}
 		return compareTies(pool[i], pool[j])
 	})
-	order = order[:min(AttributionPool, len(order))]
-	top := make([]*cand, len(order))
-	lex := make(map[*cand]float64, len(order))
-	for k, i := range order {
-		top[k], lex[pool[i]] = pool[i], lexical[i]
-	}
-	return attributionBy(top, names, func(c *cand) (float64, bool) {
+	var spans []weighed
+	for _, i := range order[:min(AttributionPool, len(order))] {
+		c := pool[i]
 		if strings.Contains(c.Text, "?") {
-			return 0, false
+			continue
 		}
-		w := float64(lex[c]*float64(heldTerms(c.Text, content))) / float64(len(content))
-		return w, w > 0
-	})
+		if w := float64(lexical[i]*float64(heldTerms(c.Text, content))) / float64(len(content)); w > 0 {
+			spans = append(spans, weighed{c, w, namesSpeaker(names, speakerTerms(c))})
+		}
+	}
+	return attributionOf(spans)
 }
 
 // nameLexical returns the BM25 score attribution reads for each span of
@@ -150,7 +157,8 @@ func attribution(visible []*cand, query []uint64) float64 {
 // occurrence of the name counts least; on LoCoMo dev, in the shape without
 // names, the least gave a confidence AUC of 0.842 and 5.1% false abstention
 // at 512 tokens, no raise 0.832 and 12.0%; the median and the largest, before
-// attributionBy's fix, 0.831 and 0.797 against the least's 0.834).
+// T could hold none of the named speaker's turns, 0.831 and 0.797 against
+// the least's 0.834).
 func nameLexical(pool, visible []*cand, names, content []uint64) []float64 {
 	lexical := make([]float64, len(pool))
 	for i, c := range pool {
@@ -223,33 +231,6 @@ func heldMask(s string, terms []uint64) []bool {
 		}
 	})
 	return held
-}
-
-// attributionBy is attribution with the spans of pool weighted (and those
-// that count chosen) by weight; names are the query's terms that name the
-// speaker of a visible span. None of the pool need be said by one of them:
-// when the turns that best match what is asked about are all the other
-// party's, that is the case attribution exists for. (It once returned 1
-// then, and "What was grandma's gift to Melanie?", asked of Caroline's
-// "Thanks, Melanie! This necklace is ... a gift from my grandma", kept a
-// confidence of 0.89 whenever Melanie's turns held no word of the question:
-// always without names, since a name sent in the text is a word her turns
-// hold.)
-func attributionBy(pool []*cand, names []uint64, weight func(*cand) (float64, bool)) float64 {
-	if len(names) == 0 {
-		return 1
-	}
-	var spans []weighed
-	for _, c := range pool {
-		sp := speakerTerms(c)
-		if sp == nil {
-			continue
-		}
-		if w, ok := weight(c); ok {
-			spans = append(spans, weighed{c, w, namesSpeaker(names, sp)})
-		}
-	}
-	return attributionOf(spans)
 }
 
 // weighed is a span of an attribution pool with its weight, and whether

@@ -104,7 +104,8 @@ func TestAttribution(t *testing.T) {
 		{"Where did Carl plant tulips?", 1},
 		{"What did Ann say?", 1}, // nothing asked about that a span states
 	} {
-		if got := attribution(cs, queryTerms(tt.query)); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tt.want) {
+		names, content := splitNames(cs, queryTerms(tt.query))
+		if got := attribution(cs, names, content); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tt.want) {
 			t.Errorf("attribution(%q) = %v, want %v", tt.query, got, tt.want)
 		}
 	}

@@ -21,7 +21,7 @@ const DepthTokens = 200
 //	    CoverageTop most relevant spans of I
 //	    (when the query has none: R = 0.7*r1 +
 //	    0.3*mean(r1, r2, r3), the best relevance)
-//	A = attribution(V, query)                        who said the words asked about (attribution.go)
+//	A = attribution(V, names, content)               who said the words asked about (attribution.go)
 //	strength = Q * A^2                               relevance strength
 //	           (Q * A_owner for a query about the memory's owner that
 //	           names no speaker: ownerAttribution)
@@ -81,14 +81,13 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool
 		}
 		q = float64(best) / float64(len(query))
 	}
-	a := attribution(visible, query)
+	names, content := splitNames(visible, query)
+	a := attribution(visible, names, content)
 	strength := float64(q*a) * a
-	if owner {
-		if names, _ := splitNames(visible, query); len(names) == 0 {
-			// A question about the memory's owner: the owner's
-			// attribution, counted once (ownerAttribution).
-			strength = float64(q * ownerAttribution(visible, query))
-		}
+	if owner && len(names) == 0 {
+		// A question about the memory's owner: the owner's attribution,
+		// counted once (ownerAttribution).
+		strength = float64(q * ownerAttribution(visible, query))
 	}
 
 	d := min(1, float64(evidence)/DepthTokens)

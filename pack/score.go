@@ -242,29 +242,15 @@ const SpeakerPrior = 0.65
 // (sorted, see queryTerms); owner is whether the query asks about the
 // memory's owner (asksOwner).
 func speakerPrior(cs []*cand, query []uint64, owner bool) {
-	named := make([]int8, len(cs)) // 0 speaker unknown, 1 named by the query, -1 not named
-	any := false
-	for i, c := range cs {
-		if len(query) == 0 {
-			break
-		}
-		sp := speakerTerms(c)
-		if sp == nil {
-			continue
-		}
-		named[i] = -1
-		if namesSpeaker(query, sp) {
-			named[i], any = 1, true
-		}
-	}
-	if !any {
+	named := len(query) > 0 && slices.ContainsFunc(cs, func(c *cand) bool { return namesSpeaker(query, speakerTerms(c)) })
+	if !named {
 		if owner {
 			ownerPrior(cs)
 		}
 		return
 	}
-	for i, c := range cs {
-		if named[i] < 0 {
+	for _, c := range cs {
+		if sp := speakerTerms(c); sp != nil && !namesSpeaker(query, sp) {
 			c.rel = round6(float64(SpeakerPrior * c.rel))
 		}
 	}

@@ -269,18 +269,16 @@ func (r *Reranker) ScoreAll(ctx context.Context, query string, passages []string
 		}
 	}
 	var wg sync.WaitGroup
-	if whole > 0 {
-		for range min(workers, whole) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := int(next.Add(1) - 1); i < whole; i = int(next.Add(1) - 1) {
-					score(i, 1)
-				}
-			}()
-		}
-		wg.Wait()
+	for range min(workers, whole) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < whole; i = int(next.Add(1) - 1) {
+				score(i, 1)
+			}
+		}()
 	}
+	wg.Wait()
 	if rest := n - whole; rest > 0 && !failed.Load() {
 		for i := whole; i < n; i++ {
 			wg.Add(1)
