@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +37,13 @@ func startService(srv *httpd.Server, n *Node, ctl *control.Store, scfg service.C
 // returns its base URL.
 func serveHTTP(t *testing.T, n *Node) string {
 	t.Helper()
+	return serveHTTPKey(t, n, "")
+}
+
+// serveHTTPKey is serveHTTP with authentication on: adminKey is the
+// operator's key.
+func serveHTTPKey(t *testing.T, n *Node, adminKey string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +51,7 @@ func serveHTTP(t *testing.T, n *Node) string {
 	log := testLogger(t)
 	srv := httpd.NewStarting(httpd.Config{Cluster: n, Logger: log})
 	go srv.Serve(ln)
-	startService(srv, n, n.cfg.Control, service.Config{Logger: log}, nil)
+	startService(srv, n, n.cfg.Control, service.Config{AdminKey: adminKey, Logger: log}, nil)
 	t.Cleanup(func() { srv.Shutdown() })
 	return "http://" + ln.Addr().String()
 }
@@ -117,6 +126,54 @@ func TestHTTPDataVersions(t *testing.T) {
 	}
 	if l := strings.Split(strings.TrimSpace(all.String()), "\n"); l[0] != l[1] {
 		t.Fatalf("workspace listings differ: %s", all.String())
+	}
+}
+
+// TestKeyFromAnotherNode: a key registered on one node is accepted by
+// another whose control applier is behind, when the request carries the
+// data version the registration answered with: the node waits for that
+// version before it checks the key (it checked first, and answered 401,
+// before the fix: CI saw it once in the Python client's killed-node test).
+// A key that does not exist is still a 401 once the version is reached.
+func TestKeyFromAnotherNode(t *testing.T) {
+	nc := natstest.Start(t, 3)
+	nodes := openNodes(t, nc, 2, 2)
+	const admin = "admin-key-for-the-test"
+	a, b := serveHTTPKey(t, nodes[0], admin), serveHTTPKey(t, nodes[1], admin)
+
+	// Hold b's control applier at its next apply.
+	ctl := nodes[1].ctl
+	ctl.mu.Lock()
+	var once sync.Once
+	release := func() { once.Do(ctl.mu.Unlock) }
+	t.Cleanup(release)
+
+	resp, body := plainCall(t, "POST", a+"/v1/register", `{"email":"ops@example.test","plan":"pro"}`, "X-API-Key", admin)
+	if resp.StatusCode != 201 {
+		t.Fatalf("register: %d %s", resp.StatusCode, body)
+	}
+	var reg struct {
+		APIKey string `json:"api_key"`
+	}
+	if err := json.Unmarshal([]byte(body), &reg); err != nil || reg.APIKey == "" {
+		t.Fatalf("register: %s: %v", body, err)
+	}
+	version := resp.Header.Get("X-Loci-Data-Version")
+	if r, out := plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", reg.APIKey); r.StatusCode != 401 {
+		// Without the version the node answers from what it has applied.
+		t.Fatalf("held node, no version: %d %s; want 401", r.StatusCode, out)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		release()
+	}()
+	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", reg.APIKey, "X-Loci-Min-Data-Version", version)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the new key on the other node with the registration's version: %d %s; want 200", resp.StatusCode, body)
+	}
+	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", reg.APIKey+"x", "X-Loci-Min-Data-Version", version)
+	if resp.StatusCode != 401 {
+		t.Fatalf("an unknown key with a reached version: %d %s; want 401", resp.StatusCode, body)
 	}
 }
 

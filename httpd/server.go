@@ -478,6 +478,23 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		writeError(ctx, fasthttp.StatusForbidden, shardsHeader+" is for the cluster's nodes: send the request without it")
 		return
 	}
+	cl := s.cfg.Cluster
+	if cl != nil {
+		// The wait comes before the key is checked: keys live in the control
+		// stream, and a key registered (or revoked) on another node is known
+		// here only once this node has applied the version the client saw.
+		if v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version"); len(v) > 0 {
+			if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
+				if service.Classify(err).Kind == service.KindUnavailable {
+					ctx.Response.Header.Set("Retry-After", "1")
+					writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+				} else {
+					badRequest(ctx, err)
+				}
+				return
+			}
+		}
+	}
 	p, err := s.svc.Authenticate(service.Credentials{APIKey: requestKey(&ctx.Request.Header), Registering: rt.register})
 	if err != nil {
 		s.serviceFail(ctx, err)
@@ -503,18 +520,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		s.bodyFail(ctx, err)
 		return
 	}
-	if cl := s.cfg.Cluster; cl != nil {
-		if v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version"); len(v) > 0 {
-			if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
-				if service.Classify(err).Kind == service.KindUnavailable {
-					ctx.Response.Header.Set("Retry-After", "1")
-					writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-				} else {
-					badRequest(ctx, err)
-				}
-				return
-			}
-		}
+	if cl != nil {
 		rt.h(ctx, c)
 		if ctx.UserValue(ctxForwarded) != nil {
 			// Served, and metered, by the node it was forwarded to; its
