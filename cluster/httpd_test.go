@@ -129,51 +129,71 @@ func TestHTTPDataVersions(t *testing.T) {
 	}
 }
 
-// TestKeyFromAnotherNode: a key registered on one node is accepted by
-// another whose control applier is behind, when the request carries the
-// data version the registration answered with: the node waits for that
-// version before it checks the key (it checked first, and answered 401,
-// before the fix: CI saw it once in the Python client's killed-node test).
-// A key that does not exist is still a 401 once the version is reached.
+// TestKeyFromAnotherNode: a key registered through one node is accepted by
+// another whose control applier is behind: with the data version the
+// registration answered with, the node waits for it before it checks the
+// key (it checked first, and answered 401, until CI saw it once in the
+// Python client's killed-node test); without one, as behind a load
+// balancer, the node catches up with the control stream before it refuses
+// a key it does not know (CatchUpControl), over the API and over /mcp. A
+// key that exists nowhere is still a 401.
 func TestKeyFromAnotherNode(t *testing.T) {
 	nc := natstest.Start(t, 3)
 	nodes := openNodes(t, nc, 2, 2)
 	const admin = "admin-key-for-the-test"
 	a, b := serveHTTPKey(t, nodes[0], admin), serveHTTPKey(t, nodes[1], admin)
 
-	// Hold b's control applier at its next apply.
-	ctl := nodes[1].ctl
-	ctl.mu.Lock()
-	var once sync.Once
-	release := func() { once.Do(ctl.mu.Unlock) }
-	t.Cleanup(release)
+	// registerHeld registers a tenant through a while b's control applier
+	// is held at its next apply, and lets it go on 300 ms later.
+	registerHeld := func(email string) (key, version string) {
+		t.Helper()
+		ctl := nodes[1].ctl
+		ctl.mu.Lock()
+		var once sync.Once
+		release := func() { once.Do(ctl.mu.Unlock) }
+		t.Cleanup(release)
+		resp, body := plainCall(t, "POST", a+"/v1/register", `{"email":"`+email+`","plan":"pro"}`, "X-API-Key", admin)
+		if resp.StatusCode != 201 {
+			t.Fatalf("register: %d %s", resp.StatusCode, body)
+		}
+		var reg struct {
+			APIKey string `json:"api_key"`
+		}
+		if err := json.Unmarshal([]byte(body), &reg); err != nil || reg.APIKey == "" {
+			t.Fatalf("register: %s: %v", body, err)
+		}
+		if nodes[1].ctl.Applied() >= nodes[0].ctl.Applied() {
+			t.Fatalf("b applied the registration while held")
+		}
+		time.AfterFunc(300*time.Millisecond, release)
+		return reg.APIKey, resp.Header.Get("X-Loci-Data-Version")
+	}
 
-	resp, body := plainCall(t, "POST", a+"/v1/register", `{"email":"ops@example.test","plan":"pro"}`, "X-API-Key", admin)
-	if resp.StatusCode != 201 {
-		t.Fatalf("register: %d %s", resp.StatusCode, body)
-	}
-	var reg struct {
-		APIKey string `json:"api_key"`
-	}
-	if err := json.Unmarshal([]byte(body), &reg); err != nil || reg.APIKey == "" {
-		t.Fatalf("register: %s: %v", body, err)
-	}
-	version := resp.Header.Get("X-Loci-Data-Version")
-	if r, out := plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", reg.APIKey); r.StatusCode != 401 {
-		// Without the version the node answers from what it has applied.
-		t.Fatalf("held node, no version: %d %s; want 401", r.StatusCode, out)
-	}
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		release()
-	}()
-	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", reg.APIKey, "X-Loci-Min-Data-Version", version)
+	key, version := registerHeld("one@example.test")
+	resp, body := plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", key, "X-Loci-Min-Data-Version", version)
 	if resp.StatusCode != 200 {
 		t.Fatalf("the new key on the other node with the registration's version: %d %s; want 200", resp.StatusCode, body)
 	}
-	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", reg.APIKey+"x", "X-Loci-Min-Data-Version", version)
-	if resp.StatusCode != 401 {
-		t.Fatalf("an unknown key with a reached version: %d %s; want 401", resp.StatusCode, body)
+	key, _ = registerHeld("two@example.test")
+	resp, body = plainCall(t, "GET", b+"/v1/workspaces", "", "X-API-Key", key)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the new key on the other node without a version: %d %s; want 200", resp.StatusCode, body)
+	}
+	key, _ = registerHeld("three@example.test")
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	resp, body = plainCall(t, "POST", b+"/mcp", initialize, "X-API-Key", key, "Accept", "application/json, text/event-stream")
+	if resp.StatusCode != 200 {
+		t.Fatalf("the new key on the other node's /mcp: %d %s; want 200", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/v1/workspaces", "/mcp"} {
+		method, in := "GET", ""
+		if path == "/mcp" {
+			method, in = "POST", initialize
+		}
+		resp, body = plainCall(t, method, b+path, in, "X-API-Key", key+"x", "X-Loci-Min-Data-Version", version, "Accept", "application/json, text/event-stream")
+		if resp.StatusCode != 401 {
+			t.Fatalf("an unknown key on %s: %d %s; want 401", path, resp.StatusCode, body)
+		}
 	}
 }
 

@@ -109,6 +109,12 @@ type Node struct {
 	// secret marks requests one node forwards to another (ForwardSecret).
 	secret string
 
+	// CatchUpControl's reading of the control stream's last sequence: one
+	// request at a time, shared by the callers that arrived before it began.
+	ctlLastMu    sync.Mutex
+	ctlLast      uint64
+	ctlLastStart time.Time // when the reading of ctlLast began
+
 	// Partial replication (assign.go).
 	view atomic.Pointer[memberView] // the live members, as last polled
 	// leaseTrouble is when (Unix ns) this node last failed to renew its
@@ -522,6 +528,38 @@ func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
 		if err := s.waitApplied(ctx, want[i]); err != nil {
 			return &VersionError{Version: version}
 		}
+	}
+	return nil
+}
+
+// CatchUpControl waits until this node has applied every message the
+// control stream held when the call began, at most MaxVersionWait or until
+// ctx ends. The transports call it before they refuse an API key this node
+// does not know: keys live in the control stream, and a key just registered
+// or created through another node (a client behind a load balancer that
+// sends no X-Loci-Min-Data-Version) reaches this one a moment later. The
+// stream's last sequence is read from JetStream by one caller at a time; a
+// reading that began after a caller arrived serves it too, so a flood of
+// unknown keys costs the NATS servers one request at a time, not one each.
+func (n *Node) CatchUpControl(ctx context.Context) error {
+	arrived := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, MaxVersionWait)
+	defer cancel()
+	n.ctlLastMu.Lock()
+	if n.ctlLastStart.Before(arrived) {
+		start := time.Now()
+		st, err := n.js.Stream(ctx, n.ctl.stream)
+		if err != nil {
+			n.ctlLastMu.Unlock()
+			return fmt.Errorf("cluster: reading the control stream's position: %w", err)
+		}
+		n.ctlLast, n.ctlLastStart = st.CachedInfo().State.LastSeq, start
+	}
+	last := n.ctlLast
+	n.ctlLastMu.Unlock()
+	n.ctl.sawLast(last)
+	if err := n.ctl.waitApplied(ctx, last); err != nil {
+		return &VersionError{Version: fmt.Sprintf("control stream %d", last)}
 	}
 	return nil
 }

@@ -112,8 +112,15 @@ func (s *Server) HTTPHandler() http.Handler {
 		if s.fixed != nil {
 			p = *s.fixed
 		} else {
+			creds := service.Credentials{APIKey: apiKey(r.Header)}
 			var err error
-			if p, err = s.svc.Authenticate(service.Credentials{APIKey: apiKey(r.Header)}); err != nil {
+			p, err = s.svc.Authenticate(creds)
+			if rt := routingOf(r.Context()); err != nil && rt.CatchUp != nil && creds.APIKey != "" && errors.Is(err, service.ErrUnauthorized) {
+				if rt.CatchUp(r.Context()) == nil {
+					p, err = s.svc.Authenticate(creds)
+				}
+			}
+			if err != nil {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="loci"`)
 				w.WriteHeader(http.StatusUnauthorized)
@@ -398,6 +405,10 @@ type Routing struct {
 	// Gather completes a tenant-wide workspace listing with the shards
 	// served elsewhere (WorkspacesResult.Elsewhere).
 	Gather func(*service.WorkspacesResult) error
+	// CatchUp waits until this node knows the API keys registered or
+	// created through other nodes until now (cluster.Node.CatchUpControl):
+	// a key it does not know is looked up again after it.
+	CatchUp func(context.Context) error
 }
 
 // RoutingKey keys a request's *Routing in its context.
