@@ -116,7 +116,7 @@ func (s *Server) HTTPHandler() http.Handler {
 			var err error
 			p, err = s.svc.Authenticate(creds)
 			if rt := routingOf(r.Context()); err != nil && rt.CatchUp != nil && creds.APIKey != "" && errors.Is(err, service.ErrUnauthorized) {
-				if rt.CatchUp(r.Context()) == nil {
+				if rt.CatchUp() == nil {
 					p, err = s.svc.Authenticate(creds)
 				}
 			}
@@ -407,8 +407,10 @@ type Routing struct {
 	Gather func(*service.WorkspacesResult) error
 	// CatchUp waits until this node knows the API keys registered or
 	// created through other nodes until now (cluster.Node.CatchUpControl):
-	// a key it does not know is looked up again after it.
-	CatchUp func(context.Context) error
+	// a key it does not know is looked up again after it. It waits under
+	// the server's context, not the request's (fasthttp's request context
+	// races with the server's shutdown when a context is derived from it).
+	CatchUp func() error
 }
 
 // RoutingKey keys a request's *Routing in its context.
