@@ -128,8 +128,8 @@ func TestQueryCoveragePerSpan(t *testing.T) {
 	if scattered.Abstain {
 		t.Errorf("two of three terms in one span: abstained %q (confidence %v)", scattered.AbstainReason, scattered.Confidence)
 	}
-	// Each span holds one of the thirteen terms: Q = 1/13 = 0.077 < 0.08.
-	third := conf("harbour crane inspection report schedule overtime budget forklift pallet customs tariff berth pilot",
+	// Each span holds one of the fifteen terms: Q = 1/15 = 0.067 < 0.07.
+	third := conf("harbour crane inspection report schedule overtime budget forklift pallet customs tariff berth pilot gantry hawser",
 		mk(1, 1, "The harbour is busy. "+wordsText(0, 100), 10),
 		mk(2, 2, "A crane arrived. "+wordsText(300, 100), 5),
 		mk(3, 3, "The inspection passed. "+wordsText(600, 100), 4))

@@ -867,7 +867,7 @@ export interface components {
             as_of?: string;
             /**
              * @description Abstain below this confidence.
-             * @default 0.08
+             * @default 0.07
              */
             min_confidence?: number;
             /**
@@ -1310,7 +1310,7 @@ export interface components {
             as_of?: string;
             /**
              * @description Abstain below this confidence.
-             * @default 0.08
+             * @default 0.07
              */
             min_confidence?: number;
             /**
