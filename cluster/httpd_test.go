@@ -280,3 +280,33 @@ func shardPart(t *testing.T, v string) uint64 {
 	}
 	return n
 }
+
+// TestCatchUpControlShared: many requests with keys a node does not know,
+// at once, share their readings of the control stream's position: a few
+// JetStream requests, not one each, and every caller is answered.
+func TestCatchUpControlShared(t *testing.T) {
+	nc := natstest.Start(t, 3)
+	n := openNodes(t, nc, 1, 1)[0]
+	const callers = 64
+	start := make(chan struct{})
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			<-start
+			errs <- n.CatchUpControl(t.Context())
+		}()
+	}
+	close(start)
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := n.ctlReadings.Load(); r == 0 || r >= 8 {
+		t.Fatalf("%d callers made %d readings of the control stream; want a few", callers, r)
+	}
+	before := n.ctlReadings.Load()
+	if err := n.CatchUpControl(t.Context()); err != nil || n.ctlReadings.Load() != before+1 {
+		t.Fatalf("a caller after the others: %v, readings %d -> %d; want a reading of its own", err, before, n.ctlReadings.Load())
+	}
+}

@@ -109,11 +109,11 @@ type Node struct {
 	// secret marks requests one node forwards to another (ForwardSecret).
 	secret string
 
-	// CatchUpControl's reading of the control stream's last sequence: one
-	// request at a time, shared by the callers that arrived before it began.
-	ctlLastMu    sync.Mutex
-	ctlLast      uint64
-	ctlLastStart time.Time // when the reading of ctlLast began
+	// CatchUpControl's readings of the control stream's last sequence: the
+	// latest one begun (done or in flight), and how many were made.
+	ctlMu       sync.Mutex
+	ctlReading  *ctlReading
+	ctlReadings atomic.Uint64
 
 	// Partial replication (assign.go).
 	view atomic.Pointer[memberView] // the live members, as last polled
@@ -537,31 +537,80 @@ func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
 // ctx ends. The transports call it before they refuse an API key this node
 // does not know: keys live in the control stream, and a key just registered
 // or created through another node (a client behind a load balancer that
-// sends no X-Loci-Min-Data-Version) reaches this one a moment later. The
-// stream's last sequence is read from JetStream by one caller at a time; a
-// reading that began after a caller arrived serves it too, so a flood of
-// unknown keys costs the NATS servers one request at a time, not one each.
+// sends no X-Loci-Min-Data-Version) reaches this one a moment later.
 func (n *Node) CatchUpControl(ctx context.Context) error {
 	arrived := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, MaxVersionWait)
 	defer cancel()
-	n.ctlLastMu.Lock()
-	if n.ctlLastStart.Before(arrived) {
-		start := time.Now()
-		st, err := n.js.Stream(ctx, n.ctl.stream)
-		if err != nil {
-			n.ctlLastMu.Unlock()
-			return fmt.Errorf("cluster: reading the control stream's position: %w", err)
-		}
-		n.ctlLast, n.ctlLastStart = st.CachedInfo().State.LastSeq, start
+	last, err := n.controlLast(ctx, arrived)
+	if err != nil {
+		return err
 	}
-	last := n.ctlLast
-	n.ctlLastMu.Unlock()
 	n.ctl.sawLast(last)
 	if err := n.ctl.waitApplied(ctx, last); err != nil {
 		return &VersionError{Version: fmt.Sprintf("control stream %d", last)}
 	}
 	return nil
+}
+
+// ctlReading is one reading of the control stream's last sequence.
+type ctlReading struct {
+	start time.Time
+	done  chan struct{} // closed once last and err are set
+	last  uint64
+	err   error
+}
+
+// controlLast returns the control stream's last sequence as read by a
+// reading that began at or after arrived. Readings are made one at a time
+// and shared: a caller joins the latest one if it began in time, waits for
+// one in flight that began too early and then joins or makes the next, so
+// a flood of unknown keys costs the NATS servers one request at a time,
+// and every caller still waits no longer than its ctx.
+func (n *Node) controlLast(ctx context.Context, arrived time.Time) (uint64, error) {
+	for {
+		n.ctlMu.Lock()
+		r := n.ctlReading
+		inFlight := r != nil && !closed(r.done)
+		if r != nil && (inFlight || !r.start.Before(arrived)) {
+			n.ctlMu.Unlock()
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return 0, &VersionError{Version: "the control stream's last"}
+			}
+			if !r.start.Before(arrived) {
+				return r.last, r.err
+			}
+			continue // it began before this call: the next one
+		}
+		r = &ctlReading{start: time.Now(), done: make(chan struct{})}
+		n.ctlReading = r
+		n.ctlMu.Unlock()
+		n.ctlReadings.Add(1)
+		// Under the node's context, not the caller's: the reading serves
+		// the callers that join it, whoever made it.
+		rctx, cancel := context.WithTimeout(n.ctx, MaxVersionWait)
+		st, err := n.js.Stream(rctx, n.ctl.stream)
+		cancel()
+		if err != nil {
+			r.err = fmt.Errorf("cluster: reading the control stream's position: %w", err)
+		} else {
+			r.last = st.CachedInfo().State.LastSeq
+		}
+		close(r.done)
+		return r.last, r.err
+	}
+}
+
+// closed reports whether ch is closed.
+func closed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // VersionError refuses a request whose X-Loci-Min-Data-Version this node has
