@@ -466,10 +466,23 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	}
 	c := &call{params: params}
 	sv.call = c
-	if rt.public {
-		if rt.pattern == "/mcp" && !s.mcpBody(ctx, sv) {
+	cl := s.cfg.Cluster
+	if rt.pattern == "/mcp" {
+		// MCP authenticates inside; in a cluster it reads and reports data
+		// versions as the API does.
+		if cl != nil && !s.awaitDataVersion(ctx, cl) {
 			return
 		}
+		if !s.mcpBody(ctx, sv) {
+			return
+		}
+		rt.h(ctx, c)
+		if cl != nil && ctx.UserValue(ctxForwarded) == nil && ctx.Response.StatusCode() == fasthttp.StatusOK {
+			ctx.Response.Header.Set("X-Loci-Data-Version", cl.DataVersion())
+		}
+		return
+	}
+	if rt.public {
 		rt.h(ctx, c)
 		return
 	}
@@ -482,22 +495,11 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		writeError(ctx, fasthttp.StatusForbidden, shardsHeader+" is for the cluster's nodes: send the request without it")
 		return
 	}
-	cl := s.cfg.Cluster
-	if cl != nil {
-		// The wait comes before the key is checked: keys live in the control
-		// stream, and a key registered (or revoked) on another node is known
-		// here only once this node has applied the version the client saw.
-		if v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version"); len(v) > 0 {
-			if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
-				if service.Classify(err).Kind == service.KindUnavailable {
-					ctx.Response.Header.Set("Retry-After", "1")
-					writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-				} else {
-					badRequest(ctx, err)
-				}
-				return
-			}
-		}
+	// The wait comes before the key is checked: keys live in the control
+	// stream, and a key registered (or revoked) on another node is known
+	// here only once this node has applied the version the client saw.
+	if cl != nil && !s.awaitDataVersion(ctx, cl) {
+		return
 	}
 	creds := service.Credentials{APIKey: requestKey(&ctx.Request.Header), Registering: rt.register}
 	p, err := s.svc.Authenticate(creds)
@@ -547,6 +549,26 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 		rt.h(ctx, c)
 	}
 	s.svc.Meter(p, rt.name, c.usage)
+}
+
+// awaitDataVersion waits until the node has applied the request's
+// X-Loci-Min-Data-Version, if it has one; when it cannot, it answers 503
+// with Retry-After (or 400 for a malformed version) and returns false.
+func (s *Server) awaitDataVersion(ctx *fasthttp.RequestCtx, cl Cluster) bool {
+	v := ctx.Request.Header.Peek("X-Loci-Min-Data-Version")
+	if len(v) == 0 {
+		return true
+	}
+	if err := cl.WaitDataVersion(s.base, string(v)); err != nil {
+		if service.Classify(err).Kind == service.KindUnavailable {
+			ctx.Response.Header.Set("Retry-After", "1")
+			writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+		} else {
+			badRequest(ctx, err)
+		}
+		return false
+	}
+	return true
 }
 
 // transportError answers requests fasthttp could not read: an oversized
