@@ -18,7 +18,6 @@ import (
 	"github.com/loci-memory/loci/httpd"
 	"github.com/loci-memory/loci/service"
 	"github.com/loci-memory/loci/telemetry"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // startService makes srv serve node n with control state ctl, wired as
@@ -341,42 +340,19 @@ func TestMCPDataVersions(t *testing.T) {
 	nc := natstest.Start(t, 3)
 	nodes := openNodes(t, nc, 2, 2)
 	a, b := serveHTTP(t, nodes[0]), serveHTTP(t, nodes[1])
-	call := func(base string, vt *versionTransport, name string, args map[string]any) string {
-		t.Helper()
-		tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: vt}, DisableStandaloneSSE: true}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), tr, nil)
-		if err != nil {
-			t.Fatalf("connect to %s/mcp: %v", base, err)
-		}
-		defer cs.Close()
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var out strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				out.WriteString(tc.Text)
-			}
-		}
-		if res.IsError {
-			t.Fatalf("%s: tool error %s", name, out.String())
-		}
-		return out.String()
-	}
 	s := nodes[1].shards[ShardOf(service.DefaultTenant, "w", 2)]
 	s.mu.Lock()
 	var once sync.Once
 	release := func() { once.Do(s.mu.Unlock) }
 	t.Cleanup(release)
 	wrote := &versionTransport{}
-	call(a, wrote, "remember", map[string]any{"workspace_id": "w", "memories": []map[string]any{{"content": "the harbour crane was inspected on Tuesday"}}})
+	mcpTool(t, a, wrote, "remember", map[string]any{"workspace_id": "w", "memories": []map[string]any{{"content": "the harbour crane was inspected on Tuesday"}}})
 	if parts := strings.Split(wrote.seen, "."); len(parts) != 3 {
 		t.Fatalf("X-Loci-Data-Version of an MCP answer: %q, want 3 parts", wrote.seen)
 	}
 	time.AfterFunc(300*time.Millisecond, release)
 	read := &versionTransport{min: wrote.seen}
-	if got := call(b, read, "recall", map[string]any{"workspace_id": "w", "query": "harbour crane inspected", "max_tokens": 300}); !strings.Contains(got, "harbour crane was inspected") {
+	if got := mcpTool(t, b, read, "recall", map[string]any{"workspace_id": "w", "query": "harbour crane inspected", "max_tokens": 300}); !strings.Contains(got, "harbour crane was inspected") {
 		t.Fatalf("recall through the other node at the write's data version misses the memory: %s", got)
 	}
 }

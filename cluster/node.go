@@ -534,14 +534,16 @@ func (n *Node) WaitDataVersion(ctx context.Context, version string) error {
 
 // CatchUpControl waits until this node has applied every message the
 // control stream held when the call began, at most MaxVersionWait or until
-// ctx ends. The transports call it before they refuse an API key this node
-// does not know: keys live in the control stream, and a key just registered
-// or created through another node (a client behind a load balancer that
-// sends no X-Loci-Min-Data-Version) reaches this one a moment later.
+// ctx ends or the node closes. The service calls it before it refuses an
+// API key this node does not know (service.ControlCatchUp): keys live in
+// the control stream, and a key just registered or created through another
+// node (a client behind a load balancer that sends no
+// X-Loci-Min-Data-Version) reaches this one a moment later.
 func (n *Node) CatchUpControl(ctx context.Context) error {
 	arrived := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, MaxVersionWait)
 	defer cancel()
+	defer context.AfterFunc(n.ctx, cancel)() // nor past the node's close
 	last, err := n.controlLast(ctx, arrived)
 	if err != nil {
 		return err

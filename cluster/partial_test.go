@@ -346,26 +346,7 @@ func TestPartialReplication(t *testing.T) {
 	// forwarded whole and answers as the serving node does.
 	k0 := 0
 	mcpText := func(i int, name string, args map[string]any) string {
-		tr := &mcp.StreamableClientTransport{Endpoint: nodes[i].base + "/mcp", HTTPClient: &http.Client{Transport: keyTransport{partialKey}}, DisableStandaloneSSE: true}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), tr, nil)
-		if err != nil {
-			t.Fatalf("connect to node %d's /mcp: %v", i+1, err)
-		}
-		defer cs.Close()
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s through node %d: %v", name, i+1, err)
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		if res.IsError {
-			t.Fatalf("%s through node %d: tool error %s", name, i+1, b.String())
-		}
-		return b.String()
+		return mcpTool(t, nodes[i].base, keyTransport{partialKey}, name, args)
 	}
 	out := outsider(k0)
 	mcpText(out, "remember", map[string]any{"workspace_id": wsOf[k0], "memories": []map[string]any{{"content": "remembered over MCP through a node that does not serve the workspace", "idempotency_key": "mcp-1"}}})
@@ -571,6 +552,32 @@ func TestRendezvous(t *testing.T) {
 }
 
 // keyTransport adds the API key to every request of the MCP client.
+// mcpTool calls tool name with args over base's /mcp, each HTTP request
+// through rt, and returns the text of its answer; an error fails t.
+func mcpTool(t *testing.T, base string, rt http.RoundTripper, name string, args map[string]any) string {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+	if err != nil {
+		t.Fatalf("connect to %s/mcp: %v", base, err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s through %s: %v", name, base, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		t.Fatalf("%s through %s: tool error %s", name, base, b.String())
+	}
+	return b.String()
+}
+
 type keyTransport struct{ key string }
 
 func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {

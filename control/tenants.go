@@ -153,12 +153,19 @@ func (s *Store) SetPlan(tenantID, plan string) (Tenant, error) {
 	return t, nil
 }
 
+// WellFormedKey reports whether secret has the form of a key secret
+// (secretPrefix and secretChars characters), whether or not a tenant holds
+// it.
+func WellFormedKey(secret string) bool {
+	return len(secret) == secretLength && strings.HasPrefix(secret, secretPrefix)
+}
+
 // Authenticate returns the tenant and key of a secret. It looks the key up
 // by the SHA-256 of the secret and compares hashes in constant time; a
 // revoked key fails. The key's last-used time is kept in memory and written
 // with the next usage record.
 func (s *Store) Authenticate(secret string) (Tenant, KeyInfo, bool) {
-	if len(secret) != secretLength || !strings.HasPrefix(secret, secretPrefix) {
+	if !WellFormedKey(secret) {
 		return Tenant{}, KeyInfo{}, false
 	}
 	h := sha256.Sum256([]byte(secret))

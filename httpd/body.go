@@ -178,7 +178,7 @@ func closeUnread(ctx *fasthttp.RequestCtx) {
 // invalid key is handed to mcpd without its body, which mcpd answers 401
 // from the headers alone.
 func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
-	if bodyPending(ctx) && !s.keyKnown(requestKey(&ctx.Request.Header)) {
+	if bodyPending(ctx) && !s.svc.KeyValid(requestKey(&ctx.Request.Header)) {
 		closeUnread(ctx)
 		ctx.Request.SetBodyRaw([]byte{})
 		return true
@@ -188,18 +188,6 @@ func (s *Server) mcpBody(ctx *fasthttp.RequestCtx, sv *served) bool {
 		return false
 	}
 	return true
-}
-
-// keyKnown is service.KeyValid, except that a cluster node looks a key it
-// does not know up again once it has caught up with the control stream (a
-// key registered through another node a moment ago, see
-// Cluster.CatchUpControl).
-func (s *Server) keyKnown(key string) bool {
-	if s.svc.KeyValid(key) {
-		return true
-	}
-	cl := s.cfg.Cluster
-	return cl != nil && key != "" && cl.CatchUpControl(s.base) == nil && s.svc.KeyValid(key)
 }
 
 // requestKey is the API key of a request, the one place httpd reads it

@@ -248,8 +248,7 @@ func (s *Server) listingPart(ctx *fasthttp.RequestCtx, node, addr string, shards
 // answered), and a tenant-wide listing gathers the other shards.
 func (s *Server) mcpRouted(ctx *fasthttp.RequestCtx) {
 	_, valid := s.forwarded(ctx)
-	r := &mcpd.Routing{Forwarded: valid, Gather: func(res *service.WorkspacesResult) error { return s.gather(ctx, res) },
-		CatchUp: func() error { return s.cfg.Cluster.CatchUpControl(s.base) }}
+	r := &mcpd.Routing{Forwarded: valid, Gather: func(res *service.WorkspacesResult) error { return s.gather(ctx, res) }}
 	ctx.SetUserValue(mcpd.RoutingKey{}, r)
 	s.mcpHandler(ctx)
 	ctx.RemoveUserValue(mcpd.RoutingKey{})

@@ -89,10 +89,6 @@ type Cluster interface {
 	// sent as X-Loci-Min-Data-Version: engine.ErrUnavailable when it does
 	// not in time, another error when the version is malformed.
 	WaitDataVersion(ctx context.Context, version string) error
-	// CatchUpControl waits until the node has applied the control stream
-	// as far as it reached when the call began: an API key the node does
-	// not know is looked up again after it (cluster.Node.CatchUpControl).
-	CatchUpControl(ctx context.Context) error
 	// Status describes the cluster for /health.
 	Status(ctx context.Context) any
 	// Stalled is why the node cannot serve reads at the data versions
@@ -501,15 +497,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, sv *served) {
 	if cl != nil && !s.awaitDataVersion(ctx, cl) {
 		return
 	}
-	creds := service.Credentials{APIKey: requestKey(&ctx.Request.Header), Registering: rt.register}
-	p, err := s.svc.Authenticate(creds)
-	if cl != nil && creds.APIKey != "" && errors.Is(err, service.ErrUnauthorized) {
-		// A key registered or created through another node a moment ago:
-		// known here once the control stream is applied as far as it goes.
-		if cl.CatchUpControl(s.base) == nil {
-			p, err = s.svc.Authenticate(creds)
-		}
-	}
+	p, err := s.svc.Authenticate(service.Credentials{APIKey: requestKey(&ctx.Request.Header), Registering: rt.register})
 	if err != nil {
 		s.serviceFail(ctx, err)
 		return

@@ -112,15 +112,8 @@ func (s *Server) HTTPHandler() http.Handler {
 		if s.fixed != nil {
 			p = *s.fixed
 		} else {
-			creds := service.Credentials{APIKey: apiKey(r.Header)}
 			var err error
-			p, err = s.svc.Authenticate(creds)
-			if rt := routingOf(r.Context()); err != nil && rt.CatchUp != nil && creds.APIKey != "" && errors.Is(err, service.ErrUnauthorized) {
-				if rt.CatchUp() == nil {
-					p, err = s.svc.Authenticate(creds)
-				}
-			}
-			if err != nil {
+			if p, err = s.svc.Authenticate(service.Credentials{APIKey: apiKey(r.Header)}); err != nil {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="loci"`)
 				w.WriteHeader(http.StatusUnauthorized)
@@ -405,12 +398,6 @@ type Routing struct {
 	// Gather completes a tenant-wide workspace listing with the shards
 	// served elsewhere (WorkspacesResult.Elsewhere).
 	Gather func(*service.WorkspacesResult) error
-	// CatchUp waits until this node knows the API keys registered or
-	// created through other nodes until now (cluster.Node.CatchUpControl):
-	// a key it does not know is looked up again after it. It waits under
-	// the server's context, not the request's (fasthttp's request context
-	// races with the server's shutdown when a context is derived from it).
-	CatchUp func() error
 }
 
 // RoutingKey keys a request's *Routing in its context.

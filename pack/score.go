@@ -1,15 +1,14 @@
 package pack
 
 import (
+	"cmp"
+	"math"
+	"slices"
 	"strings"
 	"unicode"
 
-	"cmp"
-	"github.com/loci-memory/loci/text"
-	"math"
-	"slices"
-
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/text"
 )
 
 // microsPerHour converts Unix microsecond differences to hours.
@@ -259,13 +258,24 @@ func speakerPrior(cs []*cand, query []uint64, owner bool) {
 // ownerPrior applies SpeakerPrior to the chat turns of agent roles, when
 // some turn of cs is of an owner role.
 func ownerPrior(cs []*cand) {
-	if !slices.ContainsFunc(cs, func(c *cand) bool { return c.SourceType == "chat_turn" && ownerRole(text.TurnRole(c.Text)) }) {
+	var agents []*cand
+	owned := false
+	for _, c := range cs {
+		if c.SourceType != "chat_turn" {
+			continue
+		}
+		switch r := text.TurnRole(c.Text); {
+		case ownerRole(r):
+			owned = true
+		case agentRole(r):
+			agents = append(agents, c)
+		}
+	}
+	if !owned {
 		return
 	}
-	for _, c := range cs {
-		if c.SourceType == "chat_turn" && agentRole(text.TurnRole(c.Text)) {
-			c.rel = round6(float64(SpeakerPrior * c.rel))
-		}
+	for _, c := range agents {
+		c.rel = round6(float64(SpeakerPrior * c.rel))
 	}
 }
 

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"strings"
@@ -65,7 +66,7 @@ func (s *Service) Authenticate(c Credentials) (Principal, error) {
 		p, _ := control.PlanByName("enterprise")
 		return Principal{TenantID: DefaultTenant, Plan: p, Admin: true}, nil
 	}
-	t, _, ok := s.ctl.Authenticate(c.APIKey)
+	t, ok := s.tenantOfKey(c.APIKey)
 	if !ok {
 		return Principal{}, refuse(ErrUnauthorized, "invalid API key")
 	}
@@ -90,8 +91,30 @@ func (s *Service) KeyValid(key string) bool {
 	if s.isAdminKey(key) {
 		return true
 	}
-	_, _, ok := s.ctl.Authenticate(key)
+	_, ok := s.tenantOfKey(key)
 	return ok
+}
+
+// ControlCatchUp is what a cluster node's Shards may also be: the node
+// waits until it has applied its control stream as far as the stream
+// reached when the call began (cluster.Node.CatchUpControl).
+type ControlCatchUp interface {
+	CatchUpControl(ctx context.Context) error
+}
+
+// tenantOfKey looks key up among the tenants' live keys. On a cluster
+// node (Shards that are a ControlCatchUp) a key it does not know is looked
+// up again once the node has caught up with the control stream, where keys
+// live: a key registered or created through another node a moment ago
+// (by a client behind a load balancer, which sends no data version) is
+// known then, on every transport alike. Only a well-formed key is looked
+// up again: garbage costs no reading of the stream.
+func (s *Service) tenantOfKey(key string) (control.Tenant, bool) {
+	t, _, ok := s.ctl.Authenticate(key)
+	if cu, cluster := s.shards.(ControlCatchUp); !ok && cluster && control.WellFormedKey(key) && cu.CatchUpControl(context.Background()) == nil {
+		t, _, ok = s.ctl.Authenticate(key)
+	}
+	return t, ok
 }
 
 func (s *Service) isAdminKey(key string) bool {

@@ -119,7 +119,6 @@ func (c clusterRef) DataVersion() string { return (*c.n).DataVersion() }
 func (c clusterRef) WaitDataVersion(ctx context.Context, v string) error {
 	return (*c.n).WaitDataVersion(ctx, v)
 }
-func (c clusterRef) CatchUpControl(ctx context.Context) error { return (*c.n).CatchUpControl(ctx) }
-func (c clusterRef) Status(ctx context.Context) any           { return (*c.n).Status(ctx) }
-func (c clusterRef) Stalled() error                           { return (*c.n).Stalled() }
-func (c clusterRef) ForwardSecret() string                    { return (*c.n).ForwardSecret() }
+func (c clusterRef) Status(ctx context.Context) any { return (*c.n).Status(ctx) }
+func (c clusterRef) Stalled() error                 { return (*c.n).Stalled() }
+func (c clusterRef) ForwardSecret() string          { return (*c.n).ForwardSecret() }
