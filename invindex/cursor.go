@@ -181,14 +181,21 @@ func (c *cursor) decode(j, lo, hi int) bool {
 		take := min(hi, c.cEnd) - r
 		if card <= arrayMaxCard {
 			at := 2 * (r - c.cStart)
-			for i := range take {
-				d := key | uint32(le.Uint16(data[at+2*i:]))
+			if at+2*take > len(data) {
+				return false
+			}
+			src := data[at : at+2*take]
+			n := len(out)
+			dst := out[n : n+take] // within docBuf: a block holds at most blockSize
+			for i := range dst {
+				d := key | uint32(src[2*i]) | uint32(src[2*i+1])<<8
 				if int64(d) <= prev {
 					return false
 				}
-				out = append(out, d)
+				dst[i] = d
 				prev = int64(d)
 			}
+			out = out[:n+take]
 		} else {
 			// Resume after the previous doc when it lies in this container.
 			bit := 0
@@ -230,8 +237,9 @@ func (c *cursor) decode(j, lo, hi int) bool {
 	switch pl.width {
 	case 1:
 		b := pl.tfb[lo:hi]
-		for i := range tfs {
-			tfs[i] = uint32(b[i])
+		b = b[:len(tfs)] // one length check, none in the loop
+		for i, x := range b {
+			tfs[i] = uint32(x)
 		}
 	case 2:
 		b := pl.tfb[2*lo : 2*hi]

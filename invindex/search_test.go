@@ -19,11 +19,15 @@ import (
 // the same ranking as a search over one MemIndex holding every doc.
 func TestSearchProperty(t *testing.T) {
 	// With lookupCost 0 every window that can have non-essential terms looks
-	// candidates up in them; with +Inf none does.
-	for _, lc := range []float64{lookupCost, 0, math.Inf(1)} {
-		t.Run(fmt.Sprint("lookupCost=", lc), func(t *testing.T) {
-			defer func(old float64) { lookupCost = old }(lookupCost)
-			lookupCost = lc
+	// candidates up in them; with +Inf none does. With denseShare 0 every
+	// window without non-essential terms is scored dense once the top k is
+	// full; with +Inf none is.
+	for _, tc := range []struct{ lookup, dense float64 }{
+		{lookupCost, denseShare}, {0, denseShare}, {math.Inf(1), denseShare}, {lookupCost, 0}, {math.Inf(1), 0}, {lookupCost, math.Inf(1)},
+	} {
+		t.Run(fmt.Sprintf("lookupCost=%v,denseShare=%v", tc.lookup, tc.dense), func(t *testing.T) {
+			defer func(lc, ds float64) { lookupCost, denseShare = lc, ds }(lookupCost, denseShare)
+			lookupCost, denseShare = tc.lookup, tc.dense
 			testSearchProperty(t)
 		})
 	}
@@ -95,7 +99,7 @@ func testSearchProperty(t *testing.T) {
 // several containers (more than 65536 docs), wide tfs and long skips, with
 // thresholds that prune most windows.
 func TestSearchLarge(t *testing.T) {
-	defer func(old float64) { lookupCost = old }(lookupCost)
+	defer func(lc, ds float64) { lookupCost, denseShare = lc, ds }(lookupCost, denseShare)
 	r := rand.New(rand.NewPCG(7, 7))
 	c := genCorpus(r, 70000, 400, 12)
 	c.docs[3] = slices.Repeat([]string{"t1"}, 300)       // tf width 2
@@ -110,6 +114,7 @@ func TestSearchLarge(t *testing.T) {
 		query := QueryTerms(raw)
 		for _, k := range []int{1, 10, 100} {
 			lookupCost = float64(q % 3)
+			denseShare = []float64{0, 0.25, math.Inf(1)}[q/3%3]
 			p := BM25{K1: 0.9, B: 0.4, LossyNorms: q%2 == 0}
 			want := SearchExhaustive(parts, query, k, p)
 			if got := Search(parts, query, k, p); !sameHits(got, want) {
