@@ -375,10 +375,12 @@ func (s *searcher) dense(n uint32) bool {
 // cut, after a dense scoring, and clears the sums.
 func (s *searcher) offerDense(pi int, f *roaring.Bitmap, lo, hi uint32) {
 	acc := s.acc[:hi-lo]
+	cut := s.cut // in a register: offers are rare
 	for off, score := range acc {
-		if score >= s.cut {
+		if score >= cut {
 			if d := lo + uint32(off); f == nil || f.Contains(d) {
 				s.offer(score, pi, d)
+				cut = s.cut
 			}
 		}
 	}
