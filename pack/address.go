@@ -31,11 +31,12 @@ const (
 // of two generic roles (text.TurnRole), from the query's terms that the
 // visible turns (those passing the policy and feedback filters of req: a
 // hidden turn never says who is who) address by name
-// (text.AddressedNames). A query term is a role's name when at least
-// AddressVotes turns of the other role address it, AddressMajority times as
-// many as turns of its own role do, and its own turns say it at most half
-// as often as it is addressed (a third party is talked about by both sides;
-// one's own name is rarely said). Only the lexical channel's turns are read:
+// (text.AddressedNames); query is queryTerms(req.Query). A query term is a
+// role's name when at least AddressVotes turns of the other role address
+// it, AddressMajority times as many as turns of its own role do, and its
+// own turns say it at most half as often as it is addressed (a third party
+// is talked about by both sides; one's own name is rarely said). Only the
+// lexical channel's turns are read:
 // a turn that addresses or says a query term holds it. The turns of a role
 // get its names as speakerTerms, or a term no query holds when it has none
 // (said by someone the query does not name), and are marked byAddr. Nothing
@@ -43,8 +44,7 @@ const (
 // are under fewer or more than two generic roles. It reads the candidates
 // and the query, never their order, so the pack stays a pure function of
 // its inputs.
-func addressSpeakers(cs []*cand, req Request) {
-	query := queryTerms(req.Query)
+func addressSpeakers(cs []*cand, req Request, query []uint64) {
 	if len(query) == 0 {
 		return
 	}

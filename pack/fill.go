@@ -34,6 +34,11 @@ type filler struct {
 	// analyses, when set, memoizes spans' features across packs.
 	analyses *Analyses
 	tagCost  []int
+
+	// query holds the query's terms and owner whether it asks about the
+	// memory's owner (queryTerms, asksOwner), for confidence.
+	query []uint64
+	owner bool
 }
 
 // newFiller returns a filler for a budget; tokens is the sum of the

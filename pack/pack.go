@@ -76,8 +76,11 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	budget := max(req.MaxTokens, 0)
 
 	cs := gather(pinned, candidates, req.SessionID)
-	addressSpeakers(cs, req)
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), asksOwner(req.Query), newTermPairs(req.Query), req.Analyses)
+	// The query's terms and whether it asks about the memory's owner, read
+	// once for speakers, scores and confidence.
+	query, owner := queryTerms(req.Query), asksOwner(req.Query)
+	addressSpeakers(cs, req, query)
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, query, owner, newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
 
 	tokens := 0
@@ -85,6 +88,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 		tokens += max(c.Tokens, 0)
 	}
 	f := newFiller(tok, budget, tun, tokens)
+	f.query, f.owner = query, owner
 	if req.Lines != nil && splitsAfterTag(tok) {
 		f.lines = req.Lines
 	}
