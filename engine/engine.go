@@ -42,6 +42,14 @@ type Options struct {
 	// Sync is the WAL fsync policy. SyncAlways (the default) makes every
 	// acknowledged write durable; the others are for benchmarks only.
 	Sync wal.SyncPolicy
+	// SyncReceipts makes StoreReceipt return only once its receipt is
+	// fsynced. By default (false) a receipt is written to the WAL file and
+	// applied before StoreReceipt returns, and fsynced right after
+	// (wal.Log.AppendDeferred): the fsync is off a pack's path. A process
+	// crash cannot lose it (the bytes are in the file); a power failure
+	// before that fsync loses that receipt only, and the same request on
+	// the same data version stores it again under the same id.
+	SyncReceipts bool
 	// WALFileSize rotates WAL files at this size (default 64 MiB).
 	WALFileSize int64
 	// FlushThreshold flushes the head to a segment once its in-memory size

@@ -334,7 +334,7 @@ func (db *DB) storeReceipt(r Receipt) error {
 	rec.pack() // compressed here, on the caller's goroutine, not on the WAL writer
 	entry := wal.Entry{Type: uint8(record.TypeReceipt), Payload: encodeReceiptRecord(&rec),
 		Apply: func(seq uint64) { db.apply(record.TypeReceipt, seq, nil, &rec) }}
-	if err := db.appendWrite(Write{Entries: []wal.Entry{entry}, Receipt: rec.ID}); err != nil {
+	if err := db.appendWrite(Write{Entries: []wal.Entry{entry}, Receipt: rec.ID, Deferred: !db.opts.SyncReceipts}); err != nil {
 		return fmt.Errorf("engine: store receipt: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
+	"github.com/loci-memory/loci/vfs"
 )
 
 func TestReceipts(t *testing.T) {
@@ -281,4 +282,38 @@ func TestReceiptStoredAgainAfterExpiry(t *testing.T) {
 	db = openTest(t, dir, opts)
 	check("restart")
 	db.Close()
+}
+
+// TestReceiptSync: by default a receipt is acknowledged once written, before
+// its fsync (wal.Log.AppendDeferred), so a failing fsync does not fail the
+// pack that stores it, and the receipt is readable; with SyncReceipts the
+// same failure fails StoreReceipt and nothing is stored. An ingest always
+// waits for its fsync.
+func TestReceiptSync(t *testing.T) {
+	eio := errors.New("injected EIO")
+	for _, syncReceipts := range []bool{false, true} {
+		t.Run(fmt.Sprint("SyncReceipts=", syncReceipts), func(t *testing.T) {
+			fsys := vfs.NewInject(vfs.Default)
+			db := openTest(t, t.TempDir(), Options{DisableBackground: true, FS: fsys, SyncReceipts: syncReceipts})
+			defer db.Close()
+			if _, err := db.Ingest("t", chat("ws", "user: hello")); err != nil {
+				t.Fatal(err)
+			}
+			fsys.FailAlways(vfs.OpSync, eio)
+			r := Receipt{ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte("sync")), Tenant: "t", Workspace: "ws", Query: "q",
+				PackHash: "sha256:aa", Timestamp: 1, Body: []byte(`{"receipt":1}`)}
+			err := db.StoreReceipt(r)
+			_, getErr := db.GetReceipt("t", r.ID)
+			switch {
+			case !syncReceipts && (err != nil || getErr != nil):
+				t.Fatalf("deferred receipt: store %v, get %v; want both to succeed before the fsync", err, getErr)
+			case syncReceipts && (!errors.Is(err, eio) || !errors.Is(getErr, ErrNotFound)):
+				t.Fatalf("synced receipt: store %v, get %v; want %v and not found", err, getErr, eio)
+			}
+			if _, err := db.Ingest("t", chat("ws", "user: again")); err == nil {
+				t.Fatal("an ingest was acknowledged while every fsync fails")
+			}
+			fsys.Reset()
+		})
+	}
 }

@@ -42,6 +42,10 @@ type Write struct {
 	// Receipt is the id of the receipt a write stores (uuid.Nil for other
 	// writes).
 	Receipt uuid.UUID
+	// Deferred: the write may be acknowledged before it is fsynced
+	// (wal.Log.AppendDeferred; a receipt unless Options.SyncReceipts). A
+	// replicated engine ignores it: the replicator's acknowledgement rules.
+	Deferred bool
 }
 
 // Ingested names an artifact an ingest stores.
@@ -81,7 +85,12 @@ func (db *DB) append(entries ...wal.Entry) error {
 // entries (an ingest, a receipt).
 func (db *DB) appendWrite(w Write) error {
 	if !db.opts.Replicated {
-		_, err := db.wal.Append(w.Entries...)
+		var err error
+		if w.Deferred {
+			_, err = db.wal.AppendDeferred(w.Entries...)
+		} else {
+			_, err = db.wal.Append(w.Entries...)
+		}
 		return err
 	}
 	r := db.repl.Load()

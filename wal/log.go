@@ -83,6 +83,7 @@ type batch struct {
 	applies []apply // Apply callbacks, in seq order
 	appends []call  // the Append calls of the batch, in seq order
 	records int
+	urgent  bool // an Append (not AppendDeferred) is in the batch
 	sync    bool
 	rotate  bool
 	swap    func(newIndex int)
@@ -340,7 +341,19 @@ func (l *Log) replayFile(index int, isLast bool, last *uint64, replayed *bool, r
 // later batch succeeds as soon as the disk allows. Append with no entries
 // returns 0 and nil at once. Append after Close returns ErrClosed.
 func (l *Log) Append(entries ...Entry) (uint64, error) {
-	return l.append(0, entries)
+	return l.append(0, entries, true)
+}
+
+// AppendDeferred is Append for records whose durability may trail their
+// acknowledgement by one fsync (receipts). Under SyncAlways, a batch holding
+// only deferred records is written and applied, and the call returns, before
+// it is fsynced; the writer fsyncs it at once when idle, and always before it
+// writes another batch, so at most one written batch is ever unsynced and a
+// crash can still tear only the last one. A crash or a failed fsync before
+// that loses the batch, nothing else. Under SyncBatch and SyncOff it is
+// Append.
+func (l *Log) AppendDeferred(entries ...Entry) (uint64, error) {
+	return l.append(0, entries, false)
 }
 
 // AppendAt is Append with sequence numbers chosen by the caller: the entries
@@ -354,11 +367,12 @@ func (l *Log) AppendAt(first uint64, entries ...Entry) (uint64, error) {
 	if first == 0 {
 		return 0, errors.New("wal: append at: sequence number 0 is invalid")
 	}
-	return l.append(first, entries)
+	return l.append(first, entries, true)
 }
 
-// append appends entries from first, or from NextSeq when first is 0.
-func (l *Log) append(at uint64, entries []Entry) (uint64, error) {
+// append appends entries from first, or from NextSeq when first is 0;
+// urgent: not deferred (AppendDeferred).
+func (l *Log) append(at uint64, entries []Entry, urgent bool) (uint64, error) {
 	for i := range entries {
 		if entries[i].Type == 0 {
 			return 0, errors.New("wal: append: record type 0 is invalid")
@@ -390,6 +404,7 @@ func (l *Log) append(at uint64, entries []Entry) (uint64, error) {
 		}
 	}
 	b.records += len(entries)
+	b.urgent = b.urgent || urgent
 	l.nextSeq = first + uint64(len(entries))
 	c := &completion{done: make(chan struct{})}
 	b.appends = append(b.appends, call{end: len(b.applies), c: c})
@@ -607,6 +622,8 @@ func (l *Log) next(timer *time.Timer) *batch {
 			wait, action = l.opts.RetryInterval, l.probe
 		case l.opts.Sync == SyncBatch && l.dirty:
 			wait, action = max(l.opts.SyncInterval-time.Since(l.lastSync), 0), l.backgroundSync
+		case l.opts.Sync == SyncAlways && l.dirty && !l.broken:
+			wait, action = 0, l.backgroundSync // a deferred batch (AppendDeferred)
 		}
 		switch {
 		case wait < 0:
@@ -647,6 +664,13 @@ func (l *Log) process(b *batch) writtenBatch {
 	if l.broken {
 		err = l.repair()
 	}
+	if err == nil && l.dirty && l.opts.Sync == SyncAlways {
+		// A deferred batch is still unsynced: fsync it before writing
+		// this one, so that a crash can tear only the last batch.
+		if err = l.sync(l.f); err == nil {
+			l.good = l.size
+		}
+	}
 	if err == nil && len(b.buf) > 0 {
 		err = l.write(b.buf)
 		l.obs.written(b.records, err)
@@ -657,7 +681,7 @@ func (l *Log) process(b *batch) writtenBatch {
 	if err == nil && l.dirty && l.needSync(b) {
 		err = l.sync(l.f)
 	}
-	if err == nil {
+	if err == nil && !(l.dirty && l.opts.Sync == SyncAlways) {
 		l.good = l.size // acknowledged from here on
 	}
 	// The batch's records are acknowledged whatever becomes of a rotation
@@ -738,7 +762,7 @@ func (l *Log) needSync(b *batch) bool {
 	}
 	switch l.opts.Sync {
 	case SyncAlways:
-		return true
+		return b.urgent
 	case SyncBatch:
 		return time.Since(l.lastSync) >= l.opts.SyncInterval
 	}
@@ -847,7 +871,9 @@ func (l *Log) backgroundSync() {
 	}
 	if err := l.sync(l.f); err != nil {
 		l.fail(err)
+		return
 	}
+	l.good = l.size
 }
 
 // rotate fsyncs and closes the current file and starts the next one. If the

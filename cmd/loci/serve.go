@@ -50,6 +50,7 @@ func runServe(args []string) error {
 	apiKey := fs.String("api-key", "", "operator admin key; empty turns authentication off (env API_KEY)")
 	openReg := fs.String("open-registration", envOr("OPEN_REGISTRATION", "false"), "let anyone register a free tenant: true | false (env OPEN_REGISTRATION)")
 	async := fs.String("async-indexing", envOr("ASYNC_INDEXING", "false"), "index v1 ingests in the background: true | false (env ASYNC_INDEXING)")
+	syncReceipts := fs.String("sync-receipts", envOr("LOCI_SYNC_RECEIPTS", "false"), "answer a context pack only once its receipt is fsynced: true | false; by default the receipt is written before the answer and fsynced right after it, so that a power failure in that moment can lose it (the same request on the same data stores it again) (env LOCI_SYNC_RECEIPTS)")
 	workers := fs.Int("index-workers", 2, "background indexing workers")
 	maxConns := fs.String("max-conns", envOr("LOCI_MAX_CONNS", strconv.Itoa(httpd.DefaultMaxConns)), "connections served at once; more get 503 (env LOCI_MAX_CONNS)")
 	maxConnsPerIP := fs.String("max-conns-per-ip", envOr("LOCI_MAX_CONNS_PER_IP", strconv.Itoa(httpd.DefaultMaxConnsPerIP)), "connections open from one client address; more get 429; 0: no cap (env LOCI_MAX_CONNS_PER_IP)")
@@ -171,6 +172,10 @@ Environment only:
 	if err != nil {
 		return fmt.Errorf("ASYNC_INDEXING: %q is not true or false", *async)
 	}
+	syncReceiptsOn, err := strconv.ParseBool(*syncReceipts)
+	if err != nil {
+		return fmt.Errorf("LOCI_SYNC_RECEIPTS: %q is not true or false", *syncReceipts)
+	}
 	if *workers < 1 {
 		return fmt.Errorf("--index-workers: must be at least 1, got %d", *workers)
 	}
@@ -184,7 +189,7 @@ Environment only:
 		}
 	}
 	engineOpts := engine.Options{Sync: policy, FlushThreshold: int64(*flushMB) << 20, TokenCounter: counter,
-		ReceiptsPerWorkspace: positive[0]}
+		ReceiptsPerWorkspace: positive[0], SyncReceipts: syncReceiptsOn}
 	if err := embedderOptions(*embedderName, &engineOpts); err != nil {
 		return err
 	}
