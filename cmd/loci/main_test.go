@@ -370,6 +370,7 @@ func TestServeRetentionSettings(t *testing.T) {
 		{"LOCI_MAX_FINISHED_JOBS", "many"},
 		{"LOCI_MAX_UNFINISHED_JOBS", "0"},
 		{"LOCI_MAX_UNFINISHED_JOB_BYTES", "1.5"},
+		{"LOCI_SYNC_RECEIPTS", "maybe"},
 	} {
 		cmd := exec.Command(bin, "serve", "--addr", proctest.FreeAddr(t), "--data", t.TempDir())
 		cmd.Env = append(os.Environ(), tc.env+"="+tc.value)
