@@ -2,6 +2,7 @@ package invindex
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 )
 
@@ -14,63 +15,50 @@ type Hit struct {
 	Key   [16]byte
 }
 
-// topK keeps the k best hits offered, in a min-heap whose root is the worst
-// kept hit. Keys are read only to break a tie between equal scores (and for
-// the hits returned), and then kept in the entry: a corpus that repeats its
-// texts offers many hits tied with each other, and a key costs a read of the
-// span's row.
+// topK keeps the k best hits offered: higher score first, then smaller key,
+// then smaller part and doc (the engine's keys are equal for equal texts of
+// equal time; parts and docs are then in ingest order).
+//
+// Keys cost a read of the span's row, and a corpus that repeats its texts
+// offers many hits tied at the k-th score, so ties are not resolved as they
+// come. The heap holds k hits ordered by score alone; ties holds every other
+// hit offered whose score equals the heap's least (those the heap could not
+// take, and those it gave up for a better one while its least stayed the
+// same). When the least rises, ties empties: k hits score above them. Only
+// at the end (hits) are keys read, for the hits tied at the final least
+// score, and the best of them by key fill the places the heap holds at that
+// score.
 type topK struct {
 	k     int
 	parts []Part
 	h     []entry
+	ties  []tied
 }
 
 type entry struct {
 	score float64
 	doc   uint32
 	part  int32
-	keyed bool // key holds the doc's key
-	key   [16]byte
+	key   [16]byte // read by hits only
 }
 
-func (t *topK) reset(k int, parts []Part) { t.k, t.parts, t.h = k, parts, t.h[:0] }
+// tied is a hit whose score is the heap's least.
+type tied struct {
+	doc  uint32
+	part int32
+}
+
+func (t *topK) reset(k int, parts []Part) {
+	t.k, t.parts, t.h, t.ties = k, parts, t.h[:0], t.ties[:0]
+}
 
 func (t *topK) full() bool { return len(t.h) == t.k }
 
-// min is the worst kept score; only meaningful when full.
+// min is the least kept score; only meaningful when full.
 func (t *topK) min() float64 { return t.h[0].score }
 
-// keyOf returns e's key, reading it once.
-func (t *topK) keyOf(e *entry) *[16]byte {
-	if !e.keyed {
-		e.key, e.keyed = t.parts[e.part].Key(e.doc), true
-	}
-	return &e.key
-}
-
-// better reports whether a ranks before b: higher score, then smaller key,
-// then smaller part and doc (the engine's keys are equal for equal texts
-// of equal time; parts and docs are then in ingest order).
-func (t *topK) better(a, b *entry) bool {
-	if a.score != b.score {
-		return a.score > b.score
-	}
-	return t.tieBetter(a, b)
-}
-
-func (t *topK) tieBetter(a, b *entry) bool {
-	ka, kb := t.keyOf(a), t.keyOf(b)
-	if c := bytes.Compare(ka[:], kb[:]); c != 0 {
-		return c < 0
-	}
-	if a.part != b.part {
-		return a.part < b.part
-	}
-	return a.doc < b.doc
-}
-
-// offer adds the hit if it ranks among the k best so far and reports whether
-// it did.
+// offer offers a hit and reports whether the heap took it (the least kept
+// score can then have risen).
 func (t *topK) offer(score float64, part int, doc uint32) bool {
 	e := entry{score: score, doc: doc, part: int32(part)}
 	if len(t.h) < t.k {
@@ -78,11 +66,21 @@ func (t *topK) offer(score float64, part int, doc uint32) bool {
 		t.up(len(t.h) - 1)
 		return true
 	}
-	if score < t.h[0].score || score == t.h[0].score && !t.tieBetter(&e, &t.h[0]) {
+	switch least := t.h[0].score; {
+	case score < least:
+		return false
+	case score == least:
+		t.ties = append(t.ties, tied{doc, int32(part)})
 		return false
 	}
+	out := t.h[0]
 	t.h[0] = e
 	t.down(0)
+	if t.h[0].score == out.score {
+		t.ties = append(t.ties, tied{out.doc, out.part})
+	} else {
+		t.ties = t.ties[:0]
+	}
 	return true
 }
 
@@ -91,7 +89,7 @@ func (t *topK) up(i int) {
 	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !t.better(&h[p], &e) {
+		if h[p].score <= e.score {
 			break
 		}
 		h[i] = h[p]
@@ -109,10 +107,10 @@ func (t *topK) down(i int) {
 			break
 		}
 		w := l
-		if r := l + 1; r < len(h) && t.better(&h[l], &h[r]) {
+		if r := l + 1; r < len(h) && h[r].score < h[l].score {
 			w = r
 		}
-		if !t.better(&e, &h[w]) {
+		if e.score <= h[w].score {
 			break
 		}
 		h[i] = h[w]
@@ -121,27 +119,60 @@ func (t *topK) down(i int) {
 	h[i] = e
 }
 
-// hits returns the kept hits, best first, in a new slice.
+// hits returns the kept hits, best first, in a new slice: the heap's hits
+// above its least score, and of those at it and the ties, the best by key.
 func (t *topK) hits() []Hit {
-	for i := range t.h {
-		t.keyOf(&t.h[i])
+	if len(t.h) == 0 {
+		return nil
 	}
-	slices.SortFunc(t.h, func(a, b entry) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		case t.tieBetter(&a, &b):
-			return -1
-		case t.tieBetter(&b, &a):
-			return 1
+	least := t.h[0].score
+	if len(t.ties) > 0 {
+		kept := t.h[:0]
+		var at []entry
+		for _, e := range t.h {
+			if e.score == least {
+				at = append(at, e)
+			} else {
+				kept = append(kept, e)
+			}
 		}
-		return 0
-	})
+		places := len(at)
+		for _, x := range t.ties {
+			at = append(at, entry{score: least, doc: x.doc, part: x.part})
+		}
+		t.readKeys(at)
+		slices.SortFunc(at, compareEntries)
+		t.h = append(kept, at[:places]...)
+		t.readKeys(kept)
+	} else {
+		t.readKeys(t.h)
+	}
+	slices.SortFunc(t.h, compareEntries)
 	out := make([]Hit, len(t.h))
 	for i, e := range t.h {
 		out[i] = Hit{Part: int(e.part), Doc: e.doc, Score: e.score, Key: e.key}
 	}
 	return out
+}
+
+// readKeys reads the key of each entry.
+func (t *topK) readKeys(es []entry) {
+	for i := range es {
+		es[i].key = t.parts[es[i].part].Key(es[i].doc)
+	}
+}
+
+// compareEntries orders hits best first: higher score, then smaller key,
+// then smaller part and doc.
+func compareEntries(a, b entry) int {
+	if c := cmp.Compare(b.score, a.score); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.key[:], b.key[:]); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.part, b.part); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.doc, b.doc)
 }
