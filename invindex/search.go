@@ -194,6 +194,9 @@ func (s *searcher) release() {
 	}
 	clear(s.cur)
 	s.top.reset(0, nil)
+	if cap(s.top.ties) > maxKeptTies {
+		s.top.ties = nil // a query of many ties does not pin its list in the pool
+	}
 	searchers.Put(s)
 }
 

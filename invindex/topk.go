@@ -42,6 +42,10 @@ type entry struct {
 	key   [16]byte // read by hits only
 }
 
+// maxKeptTies is the largest ties list a pooled searcher keeps for reuse
+// (8 bytes a tie).
+const maxKeptTies = 1 << 16
+
 // tied is a hit whose score is the heap's least.
 type tied struct {
 	doc  uint32
