@@ -135,6 +135,29 @@ func (e *Encoder) run(ids []int32, typeSplit, par int) *buffers {
 	return b
 }
 
+// TokenStatesOn writes the final hidden state of each of the token ids
+// (token type 0), len(ids) rows of Dim() values in order, to dst, with the
+// pass split among par goroutines as in ScorePairOn: the same bits
+// whatever par is. Late interaction (embed/colbert) scores a query against
+// a passage by these states, token by token.
+func (e *Encoder) TokenStatesOn(ids []int32, dst []float32, par int) error {
+	m := e.m
+	T, H := len(ids), m.Hidden
+	if T == 0 || T > m.MaxSeqLen {
+		return fmt.Errorf("minilm: token states: %d token ids, want 1 to %d", T, m.MaxSeqLen)
+	}
+	if len(dst) != T*H {
+		return fmt.Errorf("minilm: token states: dst holds %d values, want %d", len(dst), T*H)
+	}
+	if err := m.checkIDs(ids); err != nil {
+		return fmt.Errorf("minilm: token states: %w", err)
+	}
+	b := e.run(ids, 0, par)
+	copy(dst, b.x[:T*H])
+	e.scratch.Put(b)
+	return nil
+}
+
 // Classifier reports whether the model has a classification head, that is
 // whether it is a cross-encoder (ScorePair) rather than a sentence encoder
 // (EncodeIDs).

@@ -80,3 +80,55 @@ func TestEmbed(t *testing.T) {
 		t.Errorf("Model() %q, Dim() %d", e.Model(), e.Dim())
 	}
 }
+
+// TestTokenStates: the states TokenStatesOn returns are the ones EncodeIDs
+// pools (their mean, normalised, is its embedding, bit for bit), the same
+// whatever the pass is split among; bad input is refused.
+func TestTokenStates(t *testing.T) {
+	e, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := e.Tokenizer().Encode("Melanie: we camp by the lake every summer and paint the sunsets there.")
+	H := e.Dim()
+	one := make([]float32, len(ids)*H)
+	if err := e.enc.TokenStatesOn(ids, one, 1); err != nil {
+		t.Fatal(err)
+	}
+	two := make([]float32, len(ids)*H)
+	if err := e.enc.TokenStatesOn(ids, two, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i := range one {
+		if math.Float32bits(one[i]) != math.Float32bits(two[i]) {
+			t.Fatalf("value %d: %v on one goroutine, %v on two", i, one[i], two[i])
+		}
+	}
+	pooled := make([]float32, H)
+	for tok := range ids {
+		for i, v := range one[tok*H : (tok+1)*H] {
+			pooled[i] += v
+		}
+	}
+	var norm float64
+	for i := range pooled {
+		pooled[i] /= float32(len(ids))
+		norm += float64(pooled[i]) * float64(pooled[i])
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	want := make([]float32, H)
+	if err := e.enc.EncodeIDs(ids, want); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got := pooled[i] * inv; math.Float32bits(got) != math.Float32bits(want[i]) {
+			t.Fatalf("dimension %d: pooled states give %v, EncodeIDs %v", i, got, want[i])
+		}
+	}
+	if err := e.enc.TokenStatesOn(ids, one[:H], 1); err == nil {
+		t.Error("a dst of the wrong size was accepted")
+	}
+	if err := e.enc.TokenStatesOn(nil, nil, 1); err == nil {
+		t.Error("no ids were accepted")
+	}
+}
