@@ -24,7 +24,7 @@ var layers = [][]string{
 	{"retrieval"},
 	{"engine", "engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "engine/verify", "control", "export"},
 	{"pack", "invindex", "vecindex", "segment", "wal", "text", "artifact", "embed", "embed/glove",
-		"embed/minilm", "embed/crossenc", "embed/openai", "ratelimit", "when"},
+		"embed/minilm", "embed/crossenc", "embed/colbert", "embed/openai", "ratelimit", "when"},
 	{"internal/codec", "internal/varint", "vfs", ""},
 }
 
@@ -42,6 +42,7 @@ var sameLayer = map[string][]string{
 	"embed/glove":     {"embed", "vecindex"},
 	"embed/minilm":    {"embed"},
 	"embed/crossenc":  {"embed/minilm"},
+	"embed/colbert":   {"embed/minilm"},
 	"embed/openai":    {"embed"},
 	"internal/codec":  {"internal/varint", "vfs"},
 	"apidoc":          {""},

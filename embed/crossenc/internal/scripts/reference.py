@@ -24,9 +24,9 @@ import convert as crossconv  # noqa: E402  (the export's reader)
 lenc = crossconv.lenc
 
 
-def float_logit(quant: dict, w: dict, ids: list, types: list) -> float:
-    """The export's model in float64: dequantized weights, exact GELU."""
-    cfg = crossconv.CONFIG
+def float_states(quant: dict, w: dict, ids: list, types: list, cfg: dict) -> np.ndarray:
+    """The final states (tokens x hidden) of a BERT encoder in float64:
+    dequantized weights, exact GELU. embed/colbert's reference uses it too."""
     H, heads, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
     dh = H // heads
     g = lambda n: w[n].astype(np.float64)
@@ -50,8 +50,15 @@ def float_logit(quant: dict, w: dict, ids: list, types: list) -> float:
         h = lin("intermediate.dense", x)
         h = 0.5 * h * (1 + lenc.erf(h / math.sqrt(2)))
         x = lenc.layer_norm(x + lin("output.dense", h), g(p + "output.LayerNorm.weight"), g(p + "output.LayerNorm.bias"), eps)
-    pooled = np.tanh(mat("pooler.dense.weight") @ x[0] + g("pooler.dense.bias"))
-    return float((mat("classifier.weight") @ pooled + g("classifier.bias"))[0])
+    return x
+
+
+def float_logit(quant: dict, w: dict, ids: list, types: list) -> float:
+    """The export's model in float64: dequantized weights, exact GELU."""
+    x = float_states(quant, w, ids, types, crossconv.CONFIG)
+    mat = lambda n: quant[n][0].astype(np.float64) * float(quant[n][1])
+    pooled = np.tanh(mat("pooler.dense.weight") @ x[0] + w["pooler.dense.bias"].astype(np.float64))
+    return float((mat("classifier.weight") @ pooled + w["classifier.bias"].astype(np.float64))[0])
 
 # Pairs written for this script (none from an evaluation set): answers,
 # near misses, other speakers, paraphrases, unrelated text, edge cases.

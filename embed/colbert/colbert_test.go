@@ -1,0 +1,138 @@
+package colbert
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSameBits: a passage's vectors do not depend on how many goroutines
+// share its pass, nor on what was encoded before.
+func TestSameBits(t *testing.T) {
+	e, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("Melanie: we camp by the lake every summer and paint the sunsets. ", 12)
+	one, err := e.Passage(text, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Passage("something else first", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, par := range []int{2, 3, 8} {
+		got, err := e.Passage(text, par)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, one) {
+			t.Fatalf("par %d: vectors differ from one goroutine's", par)
+		}
+	}
+	if one.Rows() != len(e.PassageIDs(text)) || one.Rows() > MaxPassageTokens {
+		t.Fatalf("%d rows for %d ids", one.Rows(), len(e.PassageIDs(text)))
+	}
+	for r := range one.Rows() {
+		var n float64
+		for _, v := range one[r*Dims : (r+1)*Dims] {
+			n += float64(v) * float64(v)
+		}
+		if math.Abs(n-1) > 1e-5 {
+			t.Fatalf("row %d has squared norm %v", r, n)
+		}
+	}
+}
+
+func TestMaxSim(t *testing.T) {
+	row := func(i int, v float32) []float32 {
+		r := make([]float32, Dims)
+		r[i] = v
+		return r
+	}
+	q := Matrix(slices.Concat(row(0, 1), row(1, 1)))
+	p := Matrix(slices.Concat(row(0, 0.5), row(1, 0.25), row(0, 0.75)))
+	for _, c := range []struct {
+		name string
+		q, p Matrix
+		want float64
+	}{
+		{"best of each query token, summed", q, p, 0.75 + 0.25},
+		{"no passage tokens", q, nil, 0},
+		{"no query tokens", nil, p, 0},
+	} {
+		if got := MaxSim(c.q, c.p); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAnswerRanksFirst: the model reads who did what, not only the words.
+func TestAnswerRanksFirst(t *testing.T) {
+	e, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.Query("Where does Caroline's sister live?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scores []float64
+	for _, p := range []string{
+		"Caroline: My sister lives in Lisbon and works as a nurse.",
+		"Caroline: I ran a charity race last Sunday.",
+		"Melanie: We adopted a puppy named Oscar last month.",
+	} {
+		m, err := e.Passage(p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores = append(scores, MaxSim(q, m))
+	}
+	if !(scores[0] > scores[1] && scores[0] > scores[2]) {
+		t.Fatalf("scores %v: the answer is not first", scores)
+	}
+}
+
+// TestScorer: ScoreAll gives MaxSim of the query and each passage, the
+// same whether the passages' vectors were remembered or not, and keeps no
+// more than its bound.
+func TestScorer(t *testing.T) {
+	e, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	passages := []string{
+		"Caroline: My sister lives in Lisbon and works as a nurse.",
+		"Caroline: I ran a charity race last Sunday.",
+		"Melanie: We adopted a puppy named Oscar last month.",
+	}
+	q, err := e.Query("Where does Caroline's sister live?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, len(passages))
+	for i, p := range passages {
+		m, err := e.Passage(p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = MaxSim(q, m)
+	}
+	one, _ := e.Passage(passages[0], 1)
+	s := NewScorer(e, 4*len(one)+1) // room for about one passage
+	for round := range 3 {
+		got := make([]float64, len(passages))
+		if err := s.ScoreAll(context.Background(), "Where does Caroline's sister live?", passages, got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: scores %v, want %v", round, got, want)
+		}
+		if s.bytes > s.maxBytes || len(s.memo) != len(s.order) || len(s.memo) > 1 {
+			t.Fatalf("round %d: remembers %d passages in %d bytes, bound %d", round, len(s.memo), s.bytes, s.maxBytes)
+		}
+	}
+}
