@@ -119,7 +119,8 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 		return nil, err
 	}
 	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(), openSeconds: openSeconds,
-		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log, Reranker: rr}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
+		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log, Reranker: rr,
+			LateInteraction: EvalLateInteraction.Model, LateInteractionDepth: EvalLateInteraction.Depth}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
 }

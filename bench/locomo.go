@@ -24,6 +24,16 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
+// EvalLateInteraction, when its Model is set, gives the packers of the
+// evaluations (the engine's and the server's) a late-interaction model
+// scoring the Depth best candidates of every pack
+// (retrieval.Packer.SetLateInteraction). bench/lateinteraction sets it;
+// loci's own commands never do.
+var EvalLateInteraction struct {
+	Model retrieval.LateInteraction
+	Depth int
+}
+
 // LoCoMoConfig sets up `loci eval locomo`.
 type LoCoMoConfig struct {
 	Data    string // a file in LoCoMo's layout, e.g. locomo-dev.json
@@ -416,6 +426,9 @@ func ingestEngine(convs []locomoConv, style, shape string, emb embed.Embedder, p
 	}
 	packer := retrieval.New(db)
 	packer.SetReranker(rr)
+	if EvalLateInteraction.Model != nil {
+		packer.SetLateInteraction(EvalLateInteraction.Model, EvalLateInteraction.Depth)
+	}
 	return &engineStore{db: db, packer: packer, cleanup: cleanup}, turnOf, nil
 }
 

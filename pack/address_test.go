@@ -1,8 +1,11 @@
 package pack
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // addressConversation is a conversation of two people sent as user and
@@ -114,6 +117,45 @@ func TestAddressSpeakers(t *testing.T) {
 		}
 		if tt.first != "" && (len(r.Citations) == 0 || !strings.HasPrefix(r.Citations[0].ContentPreview, tt.first)) {
 			t.Errorf("%s: %q first citation %+v, want %q...", tt.name, tt.query, r.Citations[:min(1, len(r.Citations))], tt.first)
+		}
+	}
+}
+
+// TestRankTexts: a relevance model reads a turn whose speaker was found by
+// address as said by that name, as the query writes it; a turn of a role
+// the query names no one of, and any turn when names are not found, read
+// as sent. The order is Rank's.
+func TestRankTexts(t *testing.T) {
+	req := Request{Query: "What did caroline realize after the charity race?", MaxTokens: 512, AsOf: 1 << 40}
+	cs := addressConversation(true)
+	ids, texts := RankTexts(req, nil, cs)
+	if !slices.Equal(ids, Rank(req, nil, cs)) || len(texts) != len(ids) {
+		t.Fatalf("RankTexts gives %d ids, %d texts, not Rank's order", len(ids), len(texts))
+	}
+	byID := map[uuid.UUID]string{}
+	for i, id := range ids {
+		byID[id] = texts[i]
+	}
+	for _, c := range cs {
+		got := byID[c.SpanID]
+		switch {
+		case strings.HasPrefix(c.Text, "user: "):
+			if want := "Caroline: " + strings.TrimPrefix(c.Text, "user: "); got != want {
+				t.Errorf("user turn read as %q, want %q", got, want)
+			}
+		case got != c.Text:
+			// The query names no one of the assistant's side.
+			t.Errorf("assistant turn read as %q, want it as sent", got)
+		}
+	}
+	// Without vocatives nobody is found: every turn reads as sent.
+	plain := addressConversation(false)
+	ids, texts = RankTexts(req, nil, plain)
+	for i, id := range ids {
+		for _, c := range plain {
+			if c.SpanID == id && texts[i] != c.Text {
+				t.Errorf("turn %q read as %q with no speaker found", c.Text, texts[i])
+			}
 		}
 	}
 }

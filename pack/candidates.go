@@ -99,6 +99,9 @@ func merge(c, d *cand) {
 	if d.Reranked && (!c.Reranked || finite(d.Rerank) > finite(c.Rerank)) {
 		c.Rerank, c.Reranked = finite(d.Rerank), true
 	}
+	if d.LateScored && (!c.LateScored || finite(d.Late) > finite(c.Late)) {
+		c.Late, c.LateScored = finite(d.Late), true
+	}
 	m, n := &c.Marks, &d.Marks
 	m.Pinned = m.Pinned || n.Pinned
 	m.Private = m.Private || n.Private

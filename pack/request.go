@@ -33,6 +33,12 @@ type Candidate struct {
 	Rerank   float64
 	Reranked bool
 
+	// Late is the late-interaction score of the query and the span
+	// (retrieval's late-interaction model, MaxSim of token vectors), set
+	// when LateScored: only the best candidates are scored (see Rank).
+	Late       float64
+	LateScored bool
+
 	Marks Marks // effective feedback state
 
 	// TieKey is artifact.TieKey(Text, Timestamp) when the caller has it at

@@ -3,8 +3,11 @@ package pack
 import (
 	"math"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/text"
 )
 
 // Reranking: retrieval may have a relevance model (a cross-encoder, which
@@ -33,7 +36,46 @@ import (
 const (
 	AssumeReranked   = "Reranked the %d best candidates with the relevance model %s"
 	AssumeNoReranker = "No relevance model is configured: candidates were not reranked"
+	AssumeLate       = "Reranked the %d best candidates by late interaction with %s"
 )
+
+// Late interaction: retrieval may score the best candidates of the fused
+// ranking (Rank) by MaxSim of the query's and the span's token vectors
+// (embed/colbert). A scored candidate's relevance before the context step
+// becomes
+//
+//	LateWeight × (s - lo)/(hi - lo) + (1 - LateWeight) × fused relevance
+//
+// where s is its score and lo, hi the least and largest scores of the
+// scored candidates (the first term is LateWeight when they are equal):
+// the scores are sums of cosines over the query's tokens, so only their
+// spread within the pool says anything, and the blend keeps what the
+// channels know. Unlike the cross-encoder's logits, they may lower a
+// candidate. On the dev sets (docs/benchmarks.md § Late interaction in the
+// pack) replacing the fused relevance lost recall on LoCoMo; the blend
+// gained there and on LongMemEval.
+const LateWeight = 0.7
+
+// lateRange returns the least and largest late-interaction scores of cs.
+func lateRange(cs []*cand) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, c := range cs {
+		if c.LateScored {
+			lo, hi = min(lo, finite(c.Late)), max(hi, finite(c.Late))
+		}
+	}
+	return lo, hi
+}
+
+// lateBlend is the relevance of a late-scored candidate whose fused
+// relevance is rel and score s, the pool's scores spanning [lo, hi].
+func lateBlend(rel, s, lo, hi float64) float64 {
+	norm := 1.0
+	if hi > lo {
+		norm = (finite(s) - lo) / (hi - lo)
+	}
+	return float64(LateWeight*norm) + float64((1-LateWeight)*rel)
+}
 
 // reranked is the relevance of a reranked candidate whose fused relevance
 // is rel and model logit logit.
@@ -49,6 +91,18 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // policy or feedback would exclude: the ones worth reranking. It is a pure
 // function of its inputs, like Pack.
 func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
+	ids, _ := RankTexts(req, pinned, candidates)
+	return ids
+}
+
+// RankTexts is Rank with, for each span, the text a relevance model reads:
+// its text, except that a chat turn sent under a generic role whose
+// speaker the pack found by address (§ Speakers by address in
+// docs/pack.md) reads as said by that name, as the query writes it
+// ("Caroline: I ran ..." for "user: I ran ..."). So the models see the
+// same text whichever way a client sent the turn: they read who said a
+// thing from the text.
+func RankTexts(req Request, pinned, candidates []Candidate) ([]uuid.UUID, []string) {
 	tun := req.Tuning.effective()
 	w := req.Weights.effective(req.SemanticAvailable)
 	if len(req.Windows) > 0 {
@@ -56,11 +110,14 @@ func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
 	}
 	cs := gather(pinned, candidates, req.SessionID)
 	for _, c := range cs {
-		c.Reranked = false // the order before reranking
+		c.Reranked, c.LateScored = false, false // the order before reranking
 	}
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, queryTerms(req.Query), asksOwner(req.Query), newTermPairs(req.Query), req.Analyses)
+	query := queryTerms(req.Query)
+	addressSpeakers(cs, req, query)
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, query, asksOwner(req.Query), newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
-	ids := make([]uuid.UUID, 0, len(cs))
+	var ids []uuid.UUID
+	var texts []string
 	for _, c := range cs {
 		if c.pinned || policyDenial(&c.Candidate, req.ActorID, req.Policy) != "" {
 			continue
@@ -69,6 +126,29 @@ func Rank(req Request, pinned, candidates []Candidate) []uuid.UUID {
 			continue
 		}
 		ids = append(ids, c.SpanID)
+		texts = append(texts, modelText(c, req.Query))
 	}
-	return ids
+	return ids, texts
+}
+
+// modelText is the text of c as a relevance model reads it (RankTexts).
+func modelText(c *cand, query string) string {
+	if !c.byAddr || len(c.spk) == 0 {
+		return c.Text
+	}
+	role := text.TurnRole(c.Text)
+	if role == "" {
+		return c.Text
+	}
+	name := ""
+	eachWord(query, func(w []byte, _ int, _ bool) {
+		if h, _ := termHash(w); name == "" && slices.Contains(c.spk, h) {
+			r, n := utf8.DecodeRune(w)
+			name = string(unicode.ToUpper(r)) + string(w[n:])
+		}
+	})
+	if name == "" {
+		return c.Text // the role has no name the query says
+	}
+	return name + c.Text[len(role):]
 }

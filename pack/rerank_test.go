@@ -72,3 +72,69 @@ func TestRerankOrdersNotConfidence(t *testing.T) {
 		}
 	}
 }
+
+// TestLateInteraction: late-interaction scores blend into the relevance of
+// the scored candidates by their place between the pool's least and largest
+// score, may lower a candidate (unlike the cross-encoder's logits), leave
+// the others and the confidence formula alone, and do not change Rank.
+func TestLateInteraction(t *testing.T) {
+	mk := func(n byte, text string, lexical float64) Candidate {
+		return Candidate{SpanID: uuid.UUID{n}, ArtifactID: uuid.UUID{n}, SourceType: "note", Text: text, Tokens: 10,
+			Lexical: lexical, InLexical: true, Timestamp: 1}
+	}
+	cands := []Candidate{
+		mk(1, "the words of the question, about someone else", 10),
+		mk(2, "the answer, in other words", 6),
+		mk(3, "the question's words once more", 5),
+		mk(4, "unrelated", 2),
+	}
+	// No relevance floor: every span is cited with its relevance.
+	tun := DefaultTuning()
+	tun.MinRelevance = 0
+	req := Request{Query: "question words", MaxTokens: 512, AsOf: 1, Tuning: tun}
+	before := Pack(req, nil, cands, est)
+	rank := Rank(req, nil, cands)
+	fused := map[uuid.UUID]float64{}
+	for _, c := range before.Citations {
+		fused[c.SpanID] = c.RelevanceScore
+	}
+	// The three best are scored; the answer best, the first worst.
+	for i, s := range []float64{4.0, 9.0, 6.5} {
+		cands[i].Late, cands[i].LateScored = s, true
+	}
+	if got := Rank(req, nil, cands); !slices.Equal(got, rank) {
+		t.Fatalf("Rank of late-scored candidates %v, want the order before, %v", got, rank)
+	}
+	res := Pack(req, nil, cands, est)
+	rel := map[uuid.UUID]float64{}
+	var order []uuid.UUID
+	for _, c := range res.Citations {
+		rel[c.SpanID] = c.RelevanceScore
+		order = append(order, c.SpanID)
+	}
+	for id, norm := range map[uuid.UUID]float64{{1}: 0, {2}: 1, {3}: 0.5} {
+		if want := round6(LateWeight*norm + (1-LateWeight)*fused[id]); rel[id] != want {
+			t.Errorf("span %v: relevance %v, want %v (fused %v, place in the pool %v)", id, rel[id], want, fused[id], norm)
+		}
+	}
+	if rel[uuid.UUID{4}] != fused[uuid.UUID{4}] {
+		t.Errorf("unscored span: relevance %v, want its fused %v", rel[uuid.UUID{4}], fused[uuid.UUID{4}])
+	}
+	if rel[uuid.UUID{1}] >= fused[uuid.UUID{1}] {
+		t.Errorf("the worst-scored span kept %v of its fused %v: late interaction should lower it", rel[uuid.UUID{1}], fused[uuid.UUID{1}])
+	}
+	if order[0] != (uuid.UUID{2}) {
+		t.Errorf("order %v, want the best-scored span first", order)
+	}
+	// Equal scores say nothing about order: each scored span gets the
+	// same lift, so the fused order stands.
+	for i := range 3 {
+		cands[i].Late = 5
+	}
+	res = Pack(req, nil, cands, est)
+	for i, c := range res.Citations[:3] {
+		if c.SpanID != before.Citations[i].SpanID {
+			t.Fatalf("with equal scores, citation %d is %v, want the fused order's %v", i, c.SpanID, before.Citations[i].SpanID)
+		}
+	}
+}

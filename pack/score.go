@@ -87,6 +87,7 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, windows []W
 	lexical := func(c *cand) float64 { return finite(c.Lexical) * float64(1+float64(AdjacencyBonus*c.adj)) }
 	normalise(func(c *cand) bool { return c.InLexical }, lexical, func(c *cand, v float64) { c.lex = v })
 	normalise(func(c *cand) bool { return c.InSemantic }, func(c *cand) float64 { return c.Semantic }, func(c *cand, v float64) { c.sem = v })
+	lateLo, lateHi := lateRange(cs)
 	for _, c := range cs {
 		if len(windows) > 0 {
 			c.temp = windowScore(c.Timestamp, windows)
@@ -103,6 +104,9 @@ func score(cs []*cand, w Weights, asOf int64, halfLifeHours float64, windows []W
 		rel += float64(w.Temporal * c.temp)
 		if c.Reranked {
 			rel = reranked(rel, c.Rerank)
+		}
+		if c.LateScored {
+			rel = lateBlend(rel, c.Late, lateLo, lateHi)
 		}
 		c.rel = round6(clamp01(rel))
 	}

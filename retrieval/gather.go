@@ -89,6 +89,7 @@ type gathered struct {
 	useSemantic bool
 	maxTokens   int
 	reranked    string // the assumption note of a reranked pass, "" when not
+	late        string // the assumption note of late interaction, "" when none
 	empty       bool   // the workspace holds no visible span
 }
 
@@ -97,6 +98,9 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 	res := pack.Pack(g.preq, g.pinned, g.cands, tok)
 	if assumption != "" && g.useSemantic && !slices.Contains(res.Assumptions, assumption) {
 		res.Assumptions = append(res.Assumptions, assumption)
+	}
+	if g.late != "" {
+		res.Assumptions = append(res.Assumptions, g.late)
 	}
 	if g.reranked != "" {
 		res.Assumptions = append(res.Assumptions, g.reranked)

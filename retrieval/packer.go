@@ -127,6 +127,8 @@ type Packer struct {
 	lines    *pack.LineCounts // evidence line counts, shared by every pack
 	analyses *pack.Analyses   // span texts' analyses, shared by every pack
 	rr       Reranker         // nil: no relevance model
+	li       LateInteraction  // nil: no late interaction
+	liDepth  int              // how many of the best candidates li scores
 }
 
 // lineMemo is how many spans' evidence line counts a Packer remembers
@@ -294,6 +296,11 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 
 // rerankPass reranks a gathered pass when the request asks for it.
 func (p *Packer) rerankPass(ctx context.Context, g *gathered, req PackRequest) error {
+	if p.li != nil && p.liDepth > 0 {
+		if err := g.lateInteraction(ctx, p.li, req.Query, p.liDepth); err != nil {
+			return err
+		}
+	}
 	switch {
 	case req.RerankDepth <= 0:
 		return nil

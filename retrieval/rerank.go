@@ -29,20 +29,9 @@ func (p *Packer) SetReranker(r Reranker) { p.rr = r }
 // rerank has the model score the depth best candidates of g (pack.Rank)
 // and records the logits in them. It runs outside the engine's lock.
 func (g *gathered) rerank(ctx context.Context, rr Reranker, query string, depth int) error {
-	ids := pack.Rank(g.preq, g.pinned, g.cands)
-	ids = ids[:min(depth, len(ids))]
+	ids, passages, at := g.best(depth)
 	if len(ids) == 0 {
 		return nil
-	}
-	at := make(map[uuid.UUID]int, len(ids))
-	for i, id := range ids {
-		at[id] = i
-	}
-	passages := make([]string, len(ids))
-	for _, c := range g.cands {
-		if i, ok := at[c.SpanID]; ok {
-			passages[i] = c.Text
-		}
 	}
 	logits := make([]float32, len(ids))
 	if err := rr.ScoreAll(ctx, query, passages, logits, 0); err != nil {
@@ -59,4 +48,16 @@ func (g *gathered) rerank(ctx context.Context, rr Reranker, query string, depth 
 	}
 	g.reranked = fmt.Sprintf(pack.AssumeReranked, len(ids), rr.Model())
 	return nil
+}
+
+// best returns the span ids of the depth best candidates of g (pack.Rank),
+// the texts a model reads for them (pack.RankTexts) and each id's place.
+func (g *gathered) best(depth int) ([]uuid.UUID, []string, map[uuid.UUID]int) {
+	ids, texts := pack.RankTexts(g.preq, g.pinned, g.cands)
+	n := min(depth, len(ids))
+	at := make(map[uuid.UUID]int, n)
+	for i, id := range ids[:n] {
+		at[id] = i
+	}
+	return ids[:n], texts[:n], at
 }

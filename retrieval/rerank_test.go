@@ -25,20 +25,7 @@ func TestRerankedPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
-	turns := []struct{ role, text string }{
-		{"Melanie", "I ran a charity race last Sunday, it was for a mental health cause."},
-		{"Caroline", "That's amazing! I went to an LGBTQ support group meeting yesterday, it was so powerful."},
-		{"Melanie", "We adopted a rescue dog named Biscuit, he loves the beach."},
-		{"Caroline", "I ran a marathon in Boston last spring, my first one."},
-		{"Melanie", "Painting has been my way to relax lately, mostly landscapes."},
-		{"Caroline", "I'm thinking about going back to school to study counseling."},
-	}
-	for _, tr := range turns {
-		in := enginetest.Chat("ws", tr.text)
-		in.Payload = []byte(fmt.Sprintf(`{"role":%q,"content":%q}`, tr.role, tr.text))
-		enginetest.MustIngest(t, db, "t", in)
-	}
+	db := twoRunners(t)
 	p := New(db)
 	p.SetReranker(rr)
 	ctx := context.Background()
@@ -85,4 +72,26 @@ func TestRerankedPack(t *testing.T) {
 	if err != nil || !slices.Contains(bare.Result.Assumptions, pack.AssumeNoReranker) {
 		t.Errorf("a Packer without a model: %v", err)
 	}
+}
+
+// twoRunners returns an engine whose workspace "ws" of tenant "t" holds a
+// chat of six turns in which Melanie and Caroline both ran a race.
+func twoRunners(t *testing.T) *engine.DB {
+	t.Helper()
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
+	for _, tr := range twoRunnersTurns {
+		in := enginetest.Chat("ws", tr.text)
+		in.Payload = []byte(fmt.Sprintf(`{"role":%q,"content":%q}`, tr.role, tr.text))
+		enginetest.MustIngest(t, db, "t", in)
+	}
+	return db
+}
+
+var twoRunnersTurns = []struct{ role, text string }{
+	{"Melanie", "I ran a charity race last Sunday, it was for a mental health cause."},
+	{"Caroline", "That's amazing! I went to an LGBTQ support group meeting yesterday, it was so powerful."},
+	{"Melanie", "We adopted a rescue dog named Biscuit, he loves the beach."},
+	{"Caroline", "I ran a marathon in Boston last spring, my first one."},
+	{"Melanie", "Painting has been my way to relax lately, mostly landscapes."},
+	{"Caroline", "I'm thinking about going back to school to study counseling."},
 }

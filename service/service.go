@@ -80,6 +80,12 @@ type Config struct {
 	// Reranker is the relevance model packs with a rerank depth use (nil:
 	// none; such packs say so among their assumptions).
 	Reranker retrieval.Reranker
+	// LateInteraction, with a positive LateInteractionDepth, scores that
+	// many of every pack's best candidates by token vectors
+	// (retrieval.Packer.SetLateInteraction). Evaluations set it
+	// (bench/lateinteraction); the server does not yet.
+	LateInteraction      retrieval.LateInteraction
+	LateInteractionDepth int
 }
 
 // Shards is where the data plane lives: one engine on a single node, one
@@ -222,6 +228,9 @@ func NewSharded(shards Shards, ctl *control.Store, cfg Config) *Service {
 	}
 	if packer != nil && cfg.Reranker != nil {
 		packer.SetReranker(cfg.Reranker)
+	}
+	if packer != nil && cfg.LateInteraction != nil {
+		packer.SetLateInteraction(cfg.LateInteraction, cfg.LateInteractionDepth)
 	}
 	return &Service{db: db, shards: shards, partial: partial, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),
