@@ -118,6 +118,7 @@ func RankTexts(req Request, pinned, candidates []Candidate) ([]uuid.UUID, []stri
 	slices.SortFunc(cs, byRelevance)
 	var ids []uuid.UUID
 	var texts []string
+	names := wordNames(req.Query)
 	for _, c := range cs {
 		if c.pinned || policyDenial(&c.Candidate, req.ActorID, req.Policy) != "" {
 			continue
@@ -126,13 +127,14 @@ func RankTexts(req Request, pinned, candidates []Candidate) ([]uuid.UUID, []stri
 			continue
 		}
 		ids = append(ids, c.SpanID)
-		texts = append(texts, modelText(c, req.Query))
+		texts = append(texts, modelText(c, names))
 	}
 	return ids, texts
 }
 
-// modelText is the text of c as a relevance model reads it (RankTexts).
-func modelText(c *cand, query string) string {
+// modelText is the text of c as a relevance model reads it (RankTexts):
+// names are the query's words as names (wordNames).
+func modelText(c *cand, names []wordName) string {
 	if !c.byAddr || len(c.spk) == 0 {
 		return c.Text
 	}
@@ -140,15 +142,28 @@ func modelText(c *cand, query string) string {
 	if role == "" {
 		return c.Text
 	}
-	name := ""
-	eachWord(query, func(w []byte, _ int, _ bool) {
-		if h, _ := termHash(w); name == "" && slices.Contains(c.spk, h) {
-			r, n := utf8.DecodeRune(w)
-			name = string(unicode.ToUpper(r)) + string(w[n:])
+	for _, n := range names {
+		if slices.Contains(c.spk, n.term) {
+			return n.name + c.Text[len(role):]
 		}
-	})
-	if name == "" {
-		return c.Text // the role has no name the query says
 	}
-	return name + c.Text[len(role):]
+	return c.Text // the role has no name the query says
+}
+
+// wordName is a query word written as a name, with its term hash.
+type wordName struct {
+	term uint64
+	name string
+}
+
+// wordNames returns the words of query, in order, each with its first
+// letter in upper case, with their term hashes.
+func wordNames(query string) []wordName {
+	var ns []wordName
+	eachWord(query, func(w []byte, _ int, _ bool) {
+		h, _ := termHash(w)
+		r, n := utf8.DecodeRune(w)
+		ns = append(ns, wordName{h, string(unicode.ToUpper(r)) + string(w[n:])})
+	})
+	return ns
 }

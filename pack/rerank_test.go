@@ -76,7 +76,7 @@ func TestRerankOrdersNotConfidence(t *testing.T) {
 // TestLateInteraction: late-interaction scores blend into the relevance of
 // the scored candidates by their place between the pool's least and largest
 // score, may lower a candidate (unlike the cross-encoder's logits), leave
-// the others and the confidence formula alone, and do not change Rank.
+// the others alone, and do not change Rank.
 func TestLateInteraction(t *testing.T) {
 	mk := func(n byte, text string, lexical float64) Candidate {
 		return Candidate{SpanID: uuid.UUID{n}, ArtifactID: uuid.UUID{n}, SourceType: "note", Text: text, Tokens: 10,

@@ -162,18 +162,17 @@ func (e *Encoder) encode(ids []int32, par int) (Matrix, error) {
 // summed over the query's tokens. Sums are float64 in token order, so the
 // score depends on the two matrices alone.
 func MaxSim(q, p Matrix) float64 {
+	if len(p) < Dims {
+		return 0
+	}
 	var total float64
 	for i := 0; i+Dims <= len(q); i += Dims {
 		qr := q[i : i+Dims]
 		best := math.Inf(-1)
 		for j := 0; j+Dims <= len(p); j += Dims {
-			if s := dot(qr, p[j:j+Dims]); s > best {
-				best = s
-			}
+			best = max(best, dot(qr, p[j:j+Dims]))
 		}
-		if len(p) > 0 {
-			total += best
-		}
+		total += best
 	}
 	return total
 }
