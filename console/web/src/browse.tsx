@@ -110,8 +110,16 @@ export function ArtifactsPage({ ws, query }: { ws: string; query: URLSearchParam
   const [prev, setPrev] = useState<string[]>([]);
   const key = query.toString();
   const [st] = useLoad(() => api.artifacts(ws, { ...filters, cursor: cursor || undefined, limit }), [ws, key]);
+  // The form follows the URL's filters when they change (paging, a filter
+  // applied, a link), and only then: reset during render rather than in an
+  // effect, which ran after the first paint and could wipe what was typed
+  // meanwhile.
   const [form, setForm] = useState(filters);
-  useEffect(() => setForm(filters), [ws, key]);
+  const [formFor, setFormFor] = useState(ws + "?" + key);
+  if (formFor !== ws + "?" + key) {
+    setFormFor(ws + "?" + key);
+    setForm(filters);
+  }
 
   const go = (f: Record<string, string>, cur: string, size = limit) => {
     const q = new URLSearchParams();
@@ -120,7 +128,11 @@ export function ArtifactsPage({ ws, query }: { ws: string; query: URLSearchParam
     if (cur) q.set("cursor", cur);
     navigate(href.artifacts(ws, q));
   };
-  const set = (k: string) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
+  // Functional updates: inputs typed in one frame each keep the others'.
+  const set = (k: string) => (e: Event) => {
+    const v = (e.target as HTMLInputElement).value;
+    setForm((f) => ({ ...f, [k]: v }));
+  };
   return (
     <>
       <WorkspaceTabs ws={ws} current="artifacts" />

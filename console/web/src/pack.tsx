@@ -115,7 +115,11 @@ export function PackPage({ ws }: { ws: string }) {
   useEffect(() => { kept.set(ws, { form, view }); }, [ws, form, view]);
   const [open, setOpen] = useState<number | null>(null);
   const [stale, setStale] = useState(false);
-  const set = (k: keyof Form) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
+  // Functional updates: inputs typed in one frame each keep the others'.
+  const set = (k: keyof Form) => (e: Event) => {
+    const v = (e.target as HTMLInputElement).value;
+    setForm((f) => ({ ...f, [k]: v }));
+  };
 
   const run = async (e?: Event) => {
     e?.preventDefault();
