@@ -125,8 +125,24 @@ func unreachable(err error) bool {
 }
 
 // maxStaleRetries bounds the attempts of one forwarded request over
-// kept-alive connections the other side has closed (each is dropped).
-const maxStaleRetries = 8
+// kept-alive connections the other side has closed (each is dropped): one
+// more than the connections a host may have, so that every idle connection
+// to a node that died can be tried and dropped, and the next attempt dials
+// it. At 8 (and fasthttp's default of 5 attempts), a node holding more idle
+// connections to the dead one answered 503 instead of asking the shard's
+// next node (CI of 1244bbf, cluster/e2e TestClusterKillRounds).
+const maxStaleRetries = forwardConnsPerHost + 1
+
+// forwardConnsPerHost caps the connections to one node (fasthttp's default).
+const forwardConnsPerHost = fasthttp.DefaultMaxConnsPerHost
+
+// newForwardClient returns the client that forwards requests to the nodes
+// serving their shards.
+func newForwardClient() *fasthttp.Client {
+	return &fasthttp.Client{Name: "loci-forward", NoDefaultUserAgentHeader: true, DisablePathNormalizing: true,
+		ReadTimeout: forwardTimeout, WriteTimeout: forwardTimeout, MaxIdleConnDuration: 30 * time.Second,
+		MaxConnsPerHost: forwardConnsPerHost, MaxIdemponentCallAttempts: maxStaleRetries, RetryIfErr: retryStaleConn}
+}
 
 // retryStaleConn sends a forwarded request again, on another connection,
 // when a kept-alive one turns out closed by the other side (a node that

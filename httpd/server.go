@@ -236,9 +236,7 @@ func NewStarting(cfg Config) *Server {
 // serve are forwarded (forward.go).
 func (s *Server) Start(svc *service.Service) {
 	if s.cfg.Cluster != nil {
-		s.client = &fasthttp.Client{Name: "loci-forward", NoDefaultUserAgentHeader: true, DisablePathNormalizing: true,
-			ReadTimeout: forwardTimeout, WriteTimeout: forwardTimeout, MaxIdleConnDuration: 30 * time.Second,
-			RetryIfErr: retryStaleConn}
+		s.client = newForwardClient()
 	}
 	s.svc = svc
 	s.svc.Start()
