@@ -125,9 +125,9 @@ func (n *Node) notServed(k int) error {
 // that nodes starting together see each other before the first
 // assignment) the assigned shards are caught up.
 func (n *Node) openPartial(ctx context.Context) error {
-	info, err := n.js.Stream(ctx, n.ctl.stream)
+	info, err := n.streamInfo(ctx, n.ctl.stream)
 	if err != nil {
-		return fmt.Errorf("cluster: stream %s: %w", n.ctl.stream, err)
+		return err
 	}
 	target := info.CachedInfo().State.LastSeq
 	n.wg.Add(1)

@@ -221,24 +221,8 @@ func checkNodeID(id string) error {
 }
 
 func (n *Node) open(ctx context.Context) error {
-	// A node may start before the NATS cluster has elected its leaders:
-	// it waits for JetStream rather than giving up.
-	for attempt := 1; ; attempt++ {
-		err := n.setup(ctx)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || errors.Is(err, errSettings) {
-			return err
-		}
-		if attempt%10 == 1 {
-			n.log.Warn("cluster: waiting for JetStream", "attempt", attempt, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := n.setup(ctx); err != nil {
+		return err
 	}
 	if v := n.nc.ConnectedServerVersion(); natsTooOld(v) {
 		n.log.Warn("cluster: nats-server is older than 2.10: after a loss of quorum its stream replicas can diverge, and a read at a data version can then miss an acknowledged write; run 2.10 or later (docs/cluster.md, NATS version)",
@@ -276,9 +260,9 @@ func (n *Node) open(ctx context.Context) error {
 	all := append([]*Shard{n.ctl}, n.shards...)
 	targets := make([]uint64, len(all))
 	for i, s := range all {
-		info, err := n.js.Stream(ctx, s.stream)
+		info, err := n.streamInfo(ctx, s.stream)
 		if err != nil {
-			return fmt.Errorf("cluster: stream %s: %w", s.stream, err)
+			return err
 		}
 		s.handle.Store(&info)
 		targets[i] = info.CachedInfo().State.LastSeq
@@ -300,19 +284,61 @@ func (n *Node) open(ctx context.Context) error {
 	return nil
 }
 
-// setup creates what a new cluster lacks (the buckets and streams) and
-// checks the shard count against the cluster's.
-func (n *Node) setup(ctx context.Context) error {
-	kv, err := n.bucket(ctx, jetstream.KeyValueConfig{Bucket: clusterBucket, Replicas: n.cfg.StreamReplicas,
-		Storage: jetstream.FileStorage, Description: "Loci cluster settings"})
-	if err != nil {
-		return fmt.Errorf("cluster: key-value bucket %s: %w", clusterBucket, err)
+// jetStreamAttempt bounds each JetStream request while a node opens. A
+// request whose reply never comes (the server or stream leader it reached
+// hangs, or a leader is being elected) is asked again, rather than waiting
+// out the caller's whole deadline on it.
+const jetStreamAttempt = 2 * time.Second
+
+// retry runs one JetStream request f, each attempt bounded by
+// jetStreamAttempt, until it succeeds, fails for good (errSettings) or ctx
+// ends: a node may start before the NATS cluster has elected its leaders,
+// and waits for JetStream rather than giving up.
+func (n *Node) retry(ctx context.Context, what string, f func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, jetStreamAttempt)
+		err := f(actx)
+		cancel()
+		if err == nil || errors.Is(err, errSettings) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("cluster: %s: %w (last: %v)", what, ctx.Err(), err)
+		}
+		if attempt%10 == 1 {
+			n.log.Warn("cluster: waiting for JetStream", "for", what, "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	n.settings = kv
+}
+
+// streamInfo reads a stream's info, asking again while no reply comes.
+func (n *Node) streamInfo(ctx context.Context, stream string) (info jetstream.Stream, err error) {
+	err = n.retry(ctx, "stream "+stream, func(ctx context.Context) (err error) {
+		info, err = n.js.Stream(ctx, stream)
+		return err
+	})
+	return info, err
+}
+
+// setup creates what a new cluster lacks (the buckets and streams) and
+// checks the shard count against the cluster's. Each request is retried
+// by itself, so that one unanswered request costs one attempt, not a
+// restart of the whole setup.
+func (n *Node) setup(ctx context.Context) error {
+	var err error
+	if n.settings, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: clusterBucket, Replicas: n.cfg.StreamReplicas,
+		Storage: jetstream.FileStorage, Description: "Loci cluster settings"}); err != nil {
+		return err
+	}
 	want := strconv.Itoa(n.cfg.Shards)
-	got, err := n.setting(ctx, "shards", want)
+	got, err := n.setting(ctx, "shards", "the shard count", want)
 	if err != nil {
-		return fmt.Errorf("cluster: the shard count: %w", err)
+		return err
 	}
 	if got != want {
 		return fmt.Errorf("%w: this cluster has %s shards, this node is configured with %s (--cluster-shards): a workspace's shard must never change", errSettings, got, want)
@@ -321,9 +347,9 @@ func (n *Node) setup(ctx context.Context) error {
 	// replica count is the cluster's too. A cluster created before the
 	// setting existed had every node serve every shard.
 	wantR := strconv.Itoa(n.cfg.Replicas)
-	gotR, err := n.setting(ctx, "replicas", wantR)
+	gotR, err := n.setting(ctx, "replicas", "the replica count", wantR)
 	if err != nil {
-		return fmt.Errorf("cluster: the replica count: %w", err)
+		return err
 	}
 	if gotR != wantR {
 		return fmt.Errorf("%w: this cluster has %s replicas per shard, this node is configured with %s (--cluster-replicas; 0: every node serves every shard)", errSettings, gotR, wantR)
@@ -331,12 +357,12 @@ func (n *Node) setup(ctx context.Context) error {
 	// The forwarding secret: a random value every node reads from the
 	// bucket, so that only a node (or whoever can read the cluster's NATS
 	// buckets) can mark a request as forwarded.
-	if n.secret, err = n.setting(ctx, "forward-secret", uuid.NewString()+uuid.NewString()); err != nil {
-		return fmt.Errorf("cluster: the forwarding secret: %w", err)
+	if n.secret, err = n.setting(ctx, "forward-secret", "the forwarding secret", uuid.NewString()+uuid.NewString()); err != nil {
+		return err
 	}
 	if n.members, err = n.bucket(ctx, jetstream.KeyValueConfig{Bucket: membersBucket, Replicas: n.cfg.StreamReplicas,
 		Storage: jetstream.MemoryStorage, TTL: LeaseTTL, History: 1, Description: "Loci node leases"}); err != nil {
-		return fmt.Errorf("cluster: key-value bucket %s: %w", membersBucket, err)
+		return err
 	}
 	streams := []jetstream.StreamConfig{{Name: controlStream, Subjects: []string{"loci.control"}}}
 	for k := 0; k < n.cfg.Shards; k++ {
@@ -347,7 +373,7 @@ func (n *Node) setup(ctx context.Context) error {
 		sc.Retention, sc.Discard = jetstream.LimitsPolicy, jetstream.DiscardNew
 		sc.AllowDirect = true // reads by sequence from any replica (Shard.readDirect)
 		if err := n.stream(ctx, sc); err != nil {
-			return fmt.Errorf("cluster: stream %s: %w", sc.Name, err)
+			return err
 		}
 	}
 	return nil
@@ -357,25 +383,30 @@ func (n *Node) setup(ctx context.Context) error {
 // to create it; JetStream keeps one, and the others find it. An existing
 // stream is left as it is (an operator may have tuned it).
 func (n *Node) stream(ctx context.Context, sc jetstream.StreamConfig) error {
-	_, err := n.js.Stream(ctx, sc.Name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		_, err = n.js.CreateStream(ctx, sc)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			_, err = n.js.Stream(ctx, sc.Name)
+	return n.retry(ctx, "stream "+sc.Name, func(ctx context.Context) error {
+		_, err := n.js.Stream(ctx, sc.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = n.js.CreateStream(ctx, sc)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				_, err = n.js.Stream(ctx, sc.Name)
+			}
 		}
-	}
-	return err
+		return err
+	})
 }
 
 // bucket opens a key-value bucket, creating it unless it exists.
-func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := n.js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = n.js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			kv, err = n.js.KeyValue(ctx, cfg.Bucket)
+func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (kv jetstream.KeyValue, err error) {
+	err = n.retry(ctx, "key-value bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
+		kv, err = n.js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = n.js.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				kv, err = n.js.KeyValue(ctx, cfg.Bucket)
+			}
 		}
-	}
+		return err
+	})
 	return kv, err
 }
 
@@ -387,9 +418,9 @@ func (n *Node) checkEmbedder(ctx context.Context, db *engine.DB) error {
 	if m := db.Embedder(); m != nil {
 		emb = fmt.Sprintf("%s/%d", m.Model(), m.Dim())
 	}
-	got, err := n.setting(ctx, "embedder", emb)
+	got, err := n.setting(ctx, "embedder", "the embedder", emb)
 	if err != nil {
-		return fmt.Errorf("cluster: the embedder: %w", err)
+		return err
 	}
 	if got != emb {
 		return fmt.Errorf("%w: this cluster's nodes embed with %s, this node with %s (--embedder)", errSettings, got, emb)
@@ -398,27 +429,38 @@ func (n *Node) checkEmbedder(ctx context.Context, db *engine.DB) error {
 }
 
 // setting records value under key in loci_cluster unless a node recorded
-// one first, and returns the recorded value. A key just created by another
-// node may not be readable yet from the replica that answers (key-value
-// reads are served by any replica), so a missing key is read again.
-func (n *Node) setting(ctx context.Context, key, value string) (string, error) {
-	if _, err := n.settings.Create(ctx, key, []byte(value)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+// one first, and returns the recorded value (what names it in errors). A
+// key just created by another node may not be readable yet from the
+// replica that answers (key-value reads are served by any replica), so a
+// missing key is read again.
+func (n *Node) setting(ctx context.Context, key, what, value string) (got string, err error) {
+	if err := n.retry(ctx, what, func(ctx context.Context) error {
+		_, err := n.settings.Create(ctx, key, []byte(value))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+		return err
+	}); err != nil {
 		return "", err
 	}
-	for {
-		e, err := n.settings.Get(ctx, key)
-		if err == nil {
-			return string(e.Value()), nil
+	err = n.retry(ctx, what, func(ctx context.Context) error {
+		for {
+			e, err := n.settings.Get(ctx, key)
+			if err == nil {
+				got = string(e.Value())
+				return nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (key %s still not readable)", ctx.Err(), key)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return "", err
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("%w (key %s still not readable)", ctx.Err(), key)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	})
+	return got, err
 }
 
 func shardStream(k int) string  { return fmt.Sprintf("LOCI_SHARD_%d", k) }

@@ -192,3 +192,46 @@ func TestCheckAppliedAt(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAsksAgainWhenNoReplyComes: a node opening while the leader of
+// a stream it reads hangs sends a request nobody answers until JetStream
+// elects another leader; it must then ask again and open within its
+// deadline, rather than wait the deadline out on a reply that never comes
+// (CI of 9f277b3 failed so: one unanswered stream request took all 30 s).
+func TestOpenAsksAgainWhenNoReplyComes(t *testing.T) {
+	nc := natstest.Start(t, 3)
+	first := openNodes(t, nc, 1, 2)[0]
+	// The leader of the settings bucket's stream (the first thing Open
+	// reads) hangs; the node talks to another server.
+	info, err := first.js.Stream(t.Context(), "KV_"+clusterBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := info.CachedInfo().Cluster.Leader
+	first.Close()
+	hung, other := -1, -1
+	for i := 0; i < nc.N(); i++ {
+		if nc.Name(i) == leader {
+			hung = i
+		} else {
+			other = i
+		}
+	}
+	if hung < 0 {
+		t.Fatalf("stream leader %q is none of the servers", leader)
+	}
+	nc.Pause(hung)
+	t.Cleanup(func() { nc.Resume(hung) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{URLs: []string{nc.URL(other)}, NodeID: "late", Addr: "127.0.0.1:9100", Shards: 2, Dir: t.TempDir(),
+		Control: control.New(time.Now), Engine: engine.Options{NoEmbedder: true, DisableBackground: true, Logger: testLogger(t)},
+		Logger: testLogger(t)}
+	start := time.Now()
+	n, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open with %s (the settings' stream leader) hung: %v", leader, err)
+	}
+	t.Logf("opened %v after %s hung", time.Since(start).Round(time.Millisecond), leader)
+	n.Close()
+}
