@@ -3,7 +3,9 @@ package invindex
 import (
 	"math"
 	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -54,6 +56,10 @@ const cutSlack = 1e-9
 // pruning test keeps a relative slack of 1e-9 so that rounding never drops a
 // doc that belongs in the result.
 //
+// A part whose query terms hold many postings is split among searchers on
+// other goroutines, which share the pruning cut (see splitPostings); the
+// result is the same.
+//
 // Queries of more than 64 scoring terms and BM25 parameters outside k1 >= 0,
 // 0 <= b <= 1 are scored exhaustively. Search returns nil when a segment part
 // turns out corrupt (SegIndex.Verify reports how).
@@ -88,8 +94,10 @@ type searcher struct {
 	ord     []int     // cursors by increasing window bound
 	pre     []float64 // pre[i]: sum of the i smallest window bounds
 	top     topK
-	cut     float64 // prune below this: the k-th best score less the slack
-	sink    byte    // what warm read, so that the reads are not elided
+	cut     float64    // prune below this: the k-th best score less the slack
+	shared  *sharedCut // when the part is split among searchers (scoreSplit)
+	chunks  *atomic.Int64
+	sink    byte // what warm read, so that the reads are not elided
 	corrupt bool
 
 	// The current window: per doc offset, its match mask (bit t: term t
@@ -115,6 +123,8 @@ func search(parts []Part, filters []*roaring.Bitmap, query []Term, k int, p BM25
 	if n == 0 {
 		return nil
 	}
+	searching.Add(1)
+	defer searching.Add(-1)
 	s := searchers.Get().(*searcher)
 	defer s.release()
 
@@ -165,9 +175,12 @@ func search(parts []Part, filters []*roaring.Bitmap, query []Term, k int, p BM25
 		if pi < len(filters) {
 			f = filters[pi]
 		}
-		if exhaustive {
+		switch {
+		case exhaustive:
 			s.scoreAll(pi, part, f)
-		} else {
+		case s.splits(part):
+			s.scoreSplit(pi, part, f)
+		default:
 			s.scorePruned(pi, part, f)
 		}
 		if s.corrupt {
@@ -204,7 +217,10 @@ func (s *searcher) release() {
 func (s *searcher) offer(score float64, pi int, d uint32) {
 	if s.top.offer(score, pi, d) && s.top.full() {
 		m := s.top.min()
-		s.cut = m - math.Abs(m)*cutSlack
+		s.cut = max(s.cut, m-math.Abs(m)*cutSlack)
+		if s.shared != nil {
+			s.shared.raise(s.cut)
+		}
 	}
 }
 
@@ -212,6 +228,15 @@ func (s *searcher) offer(score float64, pi int, d uint32) {
 // It first bounds every term in every window; a window whose bounds sum below
 // the cut is skipped without decoding anything.
 func (s *searcher) scorePruned(pi int, part Part, f *roaring.Bitmap) {
+	nw := s.bound(part)
+	if !s.corrupt {
+		s.scoreWindows(pi, part, f, 0, nw)
+	}
+}
+
+// bound sets every cursor's bound in every window of part (s.wb) and their
+// sums (s.wsum), and returns the number of windows.
+func (s *searcher) bound(part Part) int {
 	lens := part.lengths()
 	n := uint32(part.NumDocs())
 	nc := len(s.cur)
@@ -225,15 +250,43 @@ func (s *searcher) scorePruned(pi int, part Part, f *roaring.Bitmap) {
 		c.windowBounds(wb, &s.sc, lens)
 		if c.corrupt {
 			s.corrupt = true
-			return
+			return nw
 		}
 		for w, b := range wb {
 			s.wsum[w] += b
 		}
 		c.rewind() // windowBounds may have loaded blocks
 	}
+	return nw
+}
+
+// scoreWindows scores the windows [from, to) of part, whose bounds s.wb and
+// s.wsum hold (nw windows in all). With s.chunks set it scores the chunks
+// of splitChunk windows it takes from that counter instead, until none is
+// left, and it raises its cut to the shared one before each window.
+func (s *searcher) scoreWindows(pi int, part Part, f *roaring.Bitmap, from, to int) {
+	lens := part.lengths()
+	n := uint32(part.NumDocs())
+	nc := len(s.cur)
+	nw := int((uint64(n) + window - 1) / window)
 	s.wub, s.ord, s.pre = grow(s.wub, nc), grow(s.ord, nc), grow(s.pre, nc+1)
-	for w := range nw {
+	if s.chunks != nil {
+		from, to = 0, 0
+	}
+	for w := from; ; w++ {
+		if w >= to {
+			if s.chunks == nil {
+				return
+			}
+			from = int(s.chunks.Add(1)-1) * splitChunk
+			if from >= nw {
+				return
+			}
+			w, to = from, min(from+splitChunk, nw)
+		}
+		if s.shared != nil {
+			s.cut = max(s.cut, s.shared.load())
+		}
 		if s.wsum[w] < s.cut {
 			continue
 		}
@@ -274,6 +327,110 @@ func (s *searcher) scorePruned(pi int, part Part, f *roaring.Bitmap) {
 				return
 			}
 		}
+	}
+}
+
+// Splitting a part among searchers. A part whose query terms hold at least
+// splitPostings postings is scored by up to splitWorkers searchers at once
+// (this one and pooled ones on other goroutines), each taking chunks of
+// splitChunk windows in increasing order from a shared counter and keeping
+// its own top k; they share the highest cut any of them reached
+// (sharedCut), which is safe to prune by: a searcher's k-th best score is
+// never above the k-th best of all. At the end the others' kept hits (the
+// heap and the ties) are offered to this searcher's top k, which then holds
+// what one searcher would have: Search's result does not depend on the
+// split, which the tests check against SearchExhaustive.
+// Variables so that tests can force a split of small parts.
+var (
+	splitPostings = 1 << 17
+	splitWorkers  = min(runtime.GOMAXPROCS(0), 4)
+	splitChunk    = 16 // windows a split searcher takes at a time
+)
+
+// searching counts the searches running in the process: a part is split
+// only when no other search runs, since under concurrent queries every core
+// already has one, and splitting cost 6% of the throughput of 8 concurrent
+// searches at 1M spans (docs/benchmarks.md).
+var searching atomic.Int64
+
+// splits reports whether part is scored by scoreSplit.
+func (s *searcher) splits(part Part) bool {
+	if splitWorkers < 2 || part.NumDocs() <= splitChunk*window || searching.Load() > 1 {
+		return false
+	}
+	postings := 0
+	for _, c := range s.cur {
+		postings += c.pl.df
+	}
+	return postings >= splitPostings
+}
+
+// sharedCut is the highest pruning cut the searchers of a split reached,
+// as float64 bits (cuts only rise).
+type sharedCut struct{ bits atomic.Uint64 }
+
+func (c *sharedCut) load() float64 { return math.Float64frombits(c.bits.Load()) }
+
+func (c *sharedCut) raise(v float64) {
+	for {
+		old := c.bits.Load()
+		if !(v > math.Float64frombits(old)) || c.bits.CompareAndSwap(old, math.Float64bits(v)) {
+			return
+		}
+	}
+}
+
+// scoreSplit is scorePruned with the part's windows split among searchers
+// (see splitPostings).
+func (s *searcher) scoreSplit(pi int, part Part, f *roaring.Bitmap) {
+	s.bound(part)
+	if s.corrupt {
+		return
+	}
+	var shared sharedCut
+	shared.bits.Store(math.Float64bits(s.cut))
+	var chunks atomic.Int64
+	helpers := make([]*searcher, splitWorkers-1)
+	var wg sync.WaitGroup
+	for i := range helpers {
+		h := searchers.Get().(*searcher)
+		helpers[i] = h
+		h.sc, h.wb, h.wsum = s.sc, s.wb, s.wsum
+		h.top.reset(s.top.k, s.top.parts)
+		h.cut, h.shared, h.chunks = s.cut, &shared, &chunks
+		if len(h.cursors) < len(s.cur) {
+			h.cursors = make([]cursor, len(s.cur))
+		}
+		h.contrib = grow(h.contrib, len(s.contrib))
+		h.cur = h.cur[:0]
+		for j, c := range s.cur {
+			hc := &h.cursors[j]
+			hc.reset(c.pl, c.w, bits.TrailingZeros64(c.bit), window)
+			h.cur = append(h.cur, hc)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.scoreWindows(pi, part, f, 0, 0)
+		}()
+	}
+	s.shared, s.chunks = &shared, &chunks
+	s.scoreWindows(pi, part, f, 0, 0)
+	wg.Wait()
+	s.shared, s.chunks = nil, nil
+	for _, h := range helpers {
+		s.corrupt = s.corrupt || h.corrupt
+		for _, e := range h.top.h {
+			s.offer(e.score, int(e.part), e.doc)
+		}
+		if len(h.top.h) > 0 {
+			least := h.top.min()
+			for _, t := range h.top.ties {
+				s.offer(least, int(t.part), t.doc)
+			}
+		}
+		h.wb, h.wsum, h.shared, h.chunks = nil, nil, nil, nil
+		h.release()
 	}
 }
 

@@ -22,15 +22,46 @@ func TestSearchProperty(t *testing.T) {
 	// candidates up in them; with +Inf none does. With denseShare 0 every
 	// window without non-essential terms is scored dense once the top k is
 	// full; with +Inf none is.
-	for _, tc := range []struct{ lookup, dense float64 }{
-		{lookupCost, denseShare}, {0, denseShare}, {math.Inf(1), denseShare}, {lookupCost, 0}, {math.Inf(1), 0}, {lookupCost, math.Inf(1)},
+	// With split, every part of more than one window is split among three
+	// searchers taking a window at a time (scoreSplit).
+	for _, tc := range []struct {
+		lookup, dense float64
+		split         bool
+	}{
+		{lookupCost, denseShare, false}, {0, denseShare, false}, {math.Inf(1), denseShare, false}, {lookupCost, 0, false},
+		{math.Inf(1), 0, false}, {lookupCost, math.Inf(1), false}, {lookupCost, denseShare, true}, {0, 0, true},
 	} {
-		t.Run(fmt.Sprintf("lookupCost=%v,denseShare=%v", tc.lookup, tc.dense), func(t *testing.T) {
+		t.Run(fmt.Sprintf("lookupCost=%v,denseShare=%v,split=%v", tc.lookup, tc.dense, tc.split), func(t *testing.T) {
 			defer func(lc, ds float64) { lookupCost, denseShare = lc, ds }(lookupCost, denseShare)
 			lookupCost, denseShare = tc.lookup, tc.dense
+			if tc.split {
+				defer forceSplit(3, 1)()
+			}
 			testSearchProperty(t)
 		})
 	}
+}
+
+// checkSplit fails t unless Search, with every part of more than chunk
+// windows split among each number of workers, returns want.
+func checkSplit(t *testing.T, parts []Part, query []Term, k int, p BM25, want []Hit, chunk int, workers ...int) {
+	t.Helper()
+	for _, w := range workers {
+		restore := forceSplit(w, chunk)
+		got := Search(parts, query, k, p)
+		restore()
+		if !sameHits(got, want) {
+			t.Fatalf("query %v k %d, split among %d: Search %v, want %v", query, k, w, got, want)
+		}
+	}
+}
+
+// forceSplit makes Search split every part of more than chunk windows among
+// workers searchers, and returns what restores the defaults.
+func forceSplit(workers, chunk int) func() {
+	sp, sw, sc := splitPostings, splitWorkers, splitChunk
+	splitPostings, splitWorkers, splitChunk = 0, workers, chunk
+	return func() { splitPostings, splitWorkers, splitChunk = sp, sw, sc }
 }
 
 func testSearchProperty(t *testing.T) {
@@ -120,9 +151,33 @@ func TestSearchLarge(t *testing.T) {
 			if got := Search(parts, query, k, p); !sameHits(got, want) {
 				t.Fatalf("query %v k %d: Search %v, want %v", query, k, got, want)
 			}
+			checkSplit(t, parts, query, k, p, want, 1+q%4, 2, 3)
 			if got := Search(segAll, query, k, p); !sameRanking(got, want) {
 				t.Fatalf("query %v k %d: one segment %v, parts %v", query, k, got, want)
 			}
+		}
+	}
+}
+
+// TestSearchSplitTies: a corpus of few distinct texts, so that many docs in
+// every window tie at the k-th best score; split among searchers, the hits
+// tied at that score that another searcher kept must still compete by key.
+func TestSearchSplitTies(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	texts := genCorpus(r, 40, 12, 6).docs
+	c := corpus{keys: make([][16]byte, 20000), docs: make([][]string, 20000)}
+	for i := range c.docs {
+		for j := range 16 {
+			c.keys[i][j] = byte(r.Uint32())
+		}
+		c.docs[i] = texts[r.IntN(len(texts))]
+	}
+	parts, _ := buildParts(t, c, []int{12000}, []bool{true, false})
+	for q := range 30 {
+		query := QueryTerms([]string{termName(q % 12), termName((q + 5) % 12)})
+		for _, k := range []int{1, 10, 100} {
+			p := BM25{K1: 1.2, B: 0.75}
+			checkSplit(t, parts, query, k, p, SearchExhaustive(parts, query, k, p), 1+q%3, 2, 4)
 		}
 	}
 }
