@@ -34,14 +34,15 @@ func main() {
 	budgets := flag.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	memo := flag.Int("memo-mb", 1024, "MB of passage vectors to remember")
 	dump := flag.String("dump", "", "write one JSON line per question and budget to this file")
+	stored := flag.Bool("stored", false, "score by stored rows (colbert.Store: 64 int8 dimensions a token) instead of 128 float ones")
 	flag.Parse()
-	if err := run(*set, *data, *shape, *embedder, *budgets, *dump, *depth, *memo); err != nil {
+	if err := run(*set, *data, *shape, *embedder, *budgets, *dump, *depth, *memo, *stored); err != nil {
 		fmt.Fprintln(os.Stderr, "lateinteraction:", err)
 		os.Exit(1)
 	}
 }
 
-func run(set, data, shape, embedder, budgets, dump string, depth, memo int) error {
+func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stored bool) error {
 	var bs []int
 	for _, f := range strings.Split(budgets, ",") {
 		b, err := strconv.Atoi(strings.TrimSpace(f))
@@ -56,6 +57,9 @@ func run(set, data, shape, embedder, budgets, dump string, depth, memo int) erro
 			return err
 		}
 		bench.EvalLateInteraction.Model = colbert.NewScorer(enc, memo<<20)
+		if stored {
+			bench.EvalLateInteraction.Model = colbert.NewStoredScorer(enc, memo<<20)
+		}
 		bench.EvalLateInteraction.Depth = depth
 	}
 	progress := func(s string) { fmt.Fprintln(os.Stderr, "lateinteraction:", s) }

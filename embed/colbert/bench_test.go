@@ -39,9 +39,9 @@ func BenchmarkPassage(b *testing.B) {
 	}
 }
 
-// BenchmarkMaxSim scores 100 passages of 35 tokens for a query of 14
-// tokens: the pool of a pack, once the vectors are at hand.
-func BenchmarkMaxSim(b *testing.B) {
+// benchPool is a query of 14 tokens and 100 passages of 35: the pool of a
+// pack.
+func benchPool() (Matrix, []Matrix) {
 	row := func(seed int) []float32 {
 		r := make([]float32, Dims)
 		for i := range r {
@@ -59,10 +59,33 @@ func BenchmarkMaxSim(b *testing.B) {
 			ps[i] = append(ps[i], row(1000+i*35+t)...)
 		}
 	}
+	return q, ps
+}
+
+// BenchmarkMaxSim scores 100 passages of 35 tokens for a query of 14
+// tokens: the pool of a pack, once the vectors are at hand.
+func BenchmarkMaxSim(b *testing.B) {
+	q, ps := benchPool()
 	var sink float64
 	for b.Loop() {
 		for _, p := range ps {
 			sink += MaxSim(q, p)
+		}
+	}
+	_ = sink
+}
+
+// BenchmarkMaxSimStored is BenchmarkMaxSim over stored rows.
+func BenchmarkMaxSimStored(b *testing.B) {
+	q, pm := benchPool()
+	qs, ps := Store(q), make([]Stored, len(pm))
+	for i, m := range pm {
+		ps[i] = Store(m)
+	}
+	var sink float64
+	for b.Loop() {
+		for _, p := range ps {
+			sink += MaxSimStored(qs, p)
 		}
 	}
 	_ = sink

@@ -46,6 +46,8 @@ func TestSameBits(t *testing.T) {
 	}
 }
 
+// TestMaxSim: MaxSim and MaxSimStored sum, over the query's rows, the best
+// dot product with a passage row.
 func TestMaxSim(t *testing.T) {
 	row := func(i int, v float32) []float32 {
 		r := make([]float32, Dims)
@@ -54,22 +56,41 @@ func TestMaxSim(t *testing.T) {
 	}
 	q := Matrix(slices.Concat(row(0, 1), row(1, 1)))
 	p := Matrix(slices.Concat(row(0, 0.5), row(1, 0.25), row(0, 0.75)))
+	srow := func(scale float32, vals ...int8) Stored {
+		v := make([]int8, StoredDims)
+		copy(v, vals)
+		return Stored{Scales: []float32{scale}, Vals: v}
+	}
+	cat := func(rs ...Stored) (s Stored) {
+		for _, r := range rs {
+			s.Scales, s.Vals = append(s.Scales, r.Scales...), append(s.Vals, r.Vals...)
+		}
+		return s
+	}
+	sq := cat(srow(0.5, 2), srow(0.25, 0, 4))
+	sp := cat(srow(0.5, 1), srow(1, 0, 1), srow(0.5, 3))
 	for _, c := range []struct {
-		name string
-		q, p Matrix
-		want float64
+		name      string
+		got, want float64
 	}{
-		{"best of each query token, summed", q, p, 0.75 + 0.25},
-		{"no passage tokens", q, nil, 0},
-		{"no query tokens", nil, p, 0},
+		{"best of each query token, summed", MaxSim(q, p), 0.75 + 0.25},
+		{"no passage tokens", MaxSim(q, nil), 0},
+		{"no query tokens", MaxSim(nil, p), 0},
+		// query row 0 best with passage row 2: 0.5·0.5·6 = 1.5; row 1
+		// with passage row 1: 0.25·1·4 = 1.
+		{"stored: best of each query row, summed", MaxSimStored(sq, sp), 1.5 + 1},
+		{"stored: no passage rows", MaxSimStored(sq, Stored{}), 0},
+		{"stored: no query rows", MaxSimStored(Stored{}, sp), 0},
+		{"stored: extremes stay exact", MaxSimStored(srow(1, -128, -128), srow(1, -128, 127)), 128*128 - 128*127},
 	} {
-		if got := MaxSim(c.q, c.p); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
 	}
 }
 
-// TestAnswerRanksFirst: the model reads who did what, not only the words.
+// TestAnswerRanksFirst: the model reads who did what, not only the words,
+// by MaxSim and by MaxSimStored (checkStored).
 func TestAnswerRanksFirst(t *testing.T) {
 	e, err := Default()
 	if err != nil {
@@ -79,7 +100,7 @@ func TestAnswerRanksFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var scores []float64
+	var scores, stored []float64
 	for _, p := range []string{
 		"Caroline: My sister lives in Lisbon and works as a nurse.",
 		"Caroline: I ran a charity race last Sunday.",
@@ -90,9 +111,12 @@ func TestAnswerRanksFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		scores = append(scores, MaxSim(q, m))
+		stored = append(stored, checkStored(t, q, m))
 	}
-	if !(scores[0] > scores[1] && scores[0] > scores[2]) {
-		t.Fatalf("scores %v: the answer is not first", scores)
+	for _, s := range [][]float64{scores, stored} {
+		if !(s[0] > s[1] && s[0] > s[2]) {
+			t.Fatalf("scores %v (stored %v): the answer is not first", scores, stored)
+		}
 	}
 }
 

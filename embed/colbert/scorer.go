@@ -14,17 +14,36 @@ import (
 type Scorer struct {
 	e        *Encoder
 	maxBytes int
+	stored   bool
 
 	mu    sync.Mutex
-	memo  map[string]Matrix
+	memo  map[string]vectors
 	order []string // insertion order, for eviction
 	bytes int
 }
 
+// vectors are a passage's token vectors: m, or s for a scorer of stored
+// rows.
+type vectors struct {
+	m Matrix
+	s Stored
+}
+
+func (v vectors) bytes() int { return 4*len(v.m) + StoredRowBytes*v.s.Rows() }
+
 // NewScorer returns a scorer over e that remembers at most maxBytes of
 // passage vectors (4 × Dims bytes a token), evicting the oldest first.
 func NewScorer(e *Encoder, maxBytes int) *Scorer {
-	return &Scorer{e: e, maxBytes: maxBytes, memo: make(map[string]Matrix)}
+	return &Scorer{e: e, maxBytes: maxBytes, memo: make(map[string]vectors)}
+}
+
+// NewStoredScorer is NewScorer scoring by MaxSimStored over the query's
+// and the passages' stored rows (StoredRowBytes a token), as a store of
+// token vectors would keep them.
+func NewStoredScorer(e *Encoder, maxBytes int) *Scorer {
+	s := NewScorer(e, maxBytes)
+	s.stored = true
+	return s
 }
 
 // Model names the model.
@@ -38,7 +57,7 @@ func (s *Scorer) ScoreAll(ctx context.Context, query string, passages []string, 
 	if err != nil {
 		return err
 	}
-	ms := make([]Matrix, len(passages))
+	ms := make([]vectors, len(passages))
 	var todo []int
 	s.mu.Lock()
 	for i, p := range passages {
@@ -59,7 +78,12 @@ func (s *Scorer) ScoreAll(ctx context.Context, query string, passages []string, 
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
 				i := todo[k]
 				if errs[i] = ctx.Err(); errs[i] == nil {
-					ms[i], errs[i] = s.e.Passage(passages[i], 1)
+					var m Matrix
+					if m, errs[i] = s.e.Passage(passages[i], 1); s.stored {
+						ms[i].s = Store(m)
+					} else {
+						ms[i].m = m
+					}
 				}
 			}
 		}()
@@ -75,23 +99,30 @@ func (s *Scorer) ScoreAll(ctx context.Context, query string, passages []string, 
 		s.remember(passages[i], ms[i])
 	}
 	s.mu.Unlock()
-	for i, m := range ms {
-		dst[i] = MaxSim(q, m)
+	if s.stored {
+		qs := Store(q)
+		for i, v := range ms {
+			dst[i] = MaxSimStored(qs, v.s)
+		}
+		return nil
+	}
+	for i, v := range ms {
+		dst[i] = MaxSim(q, v.m)
 	}
 	return nil
 }
 
-func (s *Scorer) remember(p string, m Matrix) {
-	if _, ok := s.memo[p]; ok || 4*len(m) > s.maxBytes {
+func (s *Scorer) remember(p string, v vectors) {
+	if _, ok := s.memo[p]; ok || v.bytes() > s.maxBytes {
 		return
 	}
-	s.memo[p] = m
+	s.memo[p] = v
 	s.order = append(s.order, p)
-	s.bytes += 4 * len(m)
+	s.bytes += v.bytes()
 	for s.bytes > s.maxBytes {
 		old := s.order[0]
 		s.order = s.order[1:]
-		s.bytes -= 4 * len(s.memo[old])
+		s.bytes -= s.memo[old].bytes()
 		delete(s.memo, old)
 	}
 }

@@ -1,0 +1,121 @@
+package colbert
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// StoredDims is the length of a stored token vector: the first StoredDims
+// of a token's Dims, made unit length again. In the pack, int8 rows of 128
+// ranked as the float vectors do, and rows of 64 lost 1-3 points of recall
+// at 512 tokens (docs/benchmarks.md § Late interaction: stored rows).
+const StoredDims = 128
+
+// StoredRowBytes is the size of one encoded token row: its float32 scale,
+// then StoredDims int8 values (see Stored.Append).
+const StoredRowBytes = 4 + StoredDims
+
+// Stored is a text's token vectors as Loci keeps them: per token, StoredDims
+// int8 values and a scale, the value of dimension i being Scale × Vals[i],
+// of a vector of unit length. A dot product of two rows is an exact integer
+// times the two scales, so a MaxSim over stored rows has the same bits on
+// every machine, whatever kernel computes it.
+type Stored struct {
+	Scales []float32
+	Vals   []int8 // len(Scales) × StoredDims
+}
+
+// Rows is the number of token rows.
+func (s Stored) Rows() int { return len(s.Scales) }
+
+// Store quantises the token vectors of m: each row's first StoredDims
+// values, scaled to unit length, then to int8 with the row's largest
+// magnitude at 127.
+func Store(m Matrix) Stored {
+	n := m.Rows()
+	s := Stored{Scales: make([]float32, n), Vals: make([]int8, n*StoredDims)}
+	for t := range n {
+		src := m[t*Dims : t*Dims+StoredDims]
+		var norm, peak float64
+		for _, v := range src {
+			norm += float64(v) * float64(v)
+			peak = max(peak, math.Abs(float64(v)))
+		}
+		if norm == 0 || peak == 0 {
+			continue // a zero row: scale 0, values 0
+		}
+		// v / |v| maps to int8 by 127 / (peak / |v|) = 127 |v| / peak.
+		step := peak / math.Sqrt(norm) / 127
+		dst := s.Vals[t*StoredDims : (t+1)*StoredDims]
+		for i, v := range src {
+			dst[i] = int8(math.Round(float64(v) / math.Sqrt(norm) / step))
+		}
+		s.Scales[t] = float32(step)
+	}
+	return s
+}
+
+// Append appends the encoding of s to b: per row, its scale as a
+// little-endian float32 and its StoredDims values.
+func (s Stored) Append(b []byte) []byte {
+	for t, sc := range s.Scales {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(sc))
+		for _, v := range s.Vals[t*StoredDims : (t+1)*StoredDims] {
+			b = append(b, byte(v))
+		}
+	}
+	return b
+}
+
+// errStoredLength reports an encoding that is not whole rows.
+var errStoredLength = errors.New("colbert: stored token rows: length is not a multiple of the row size")
+
+// DecodeStored reads rows that Append wrote. The values are copied.
+func DecodeStored(b []byte) (Stored, error) {
+	if len(b)%StoredRowBytes != 0 {
+		return Stored{}, errStoredLength
+	}
+	n := len(b) / StoredRowBytes
+	s := Stored{Scales: make([]float32, n), Vals: make([]int8, n*StoredDims)}
+	for t := range n {
+		row := b[t*StoredRowBytes : (t+1)*StoredRowBytes]
+		s.Scales[t] = math.Float32frombits(binary.LittleEndian.Uint32(row))
+		for i, v := range row[4:] {
+			s.Vals[t*StoredDims+i] = int8(v)
+		}
+	}
+	return s, nil
+}
+
+// MaxSimStored is MaxSim over stored rows: for each query row, the largest
+// dot product with any passage row, summed in row order as float64. Each
+// dot is an exact int32 sum times the two scales.
+func MaxSimStored(q, p Stored) float64 {
+	if p.Rows() == 0 {
+		return 0
+	}
+	var total float64
+	for i, qs := range q.Scales {
+		qr := (*[StoredDims]int8)(q.Vals[i*StoredDims:])
+		best := math.Inf(-1)
+		for j, ps := range p.Scales {
+			d := dot8(qr, (*[StoredDims]int8)(p.Vals[j*StoredDims:]))
+			best = max(best, float64(qs)*float64(ps)*float64(d))
+		}
+		total += best
+	}
+	return total
+}
+
+// dot8 is the exact dot product of two rows.
+func dot8(a, b *[StoredDims]int8) int32 {
+	var s0, s1, s2, s3 int32
+	for i := 0; i < StoredDims; i += 4 {
+		s0 += int32(a[i]) * int32(b[i])
+		s1 += int32(a[i+1]) * int32(b[i+1])
+		s2 += int32(a[i+2]) * int32(b[i+2])
+		s3 += int32(a[i+3]) * int32(b[i+3])
+	}
+	return s0 + s1 + s2 + s3
+}

@@ -1,0 +1,107 @@
+package colbert
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+)
+
+// truncated is the float reading of what Store keeps: each row's first
+// StoredDims values at unit length.
+func truncated(m Matrix) [][]float64 {
+	rows := make([][]float64, m.Rows())
+	for t := range rows {
+		src := m[t*Dims : t*Dims+StoredDims]
+		var n float64
+		for _, v := range src {
+			n += float64(v) * float64(v)
+		}
+		for _, v := range src {
+			rows[t] = append(rows[t], float64(v)/math.Sqrt(n))
+		}
+	}
+	return rows
+}
+
+// checkStored checks the stored rows of passage m against its float
+// vectors (the truncated unit vectors to int8 precision), their encoding,
+// and MaxSimStored against the float MaxSim of the truncated vectors of
+// query q and m (to within the rounding), and returns MaxSimStored.
+func checkStored(t *testing.T, q, m Matrix) float64 {
+	t.Helper()
+	s, f := Store(m), truncated(m)
+	if s.Rows() != m.Rows() || len(s.Vals) != m.Rows()*StoredDims {
+		t.Fatalf("%d rows, %d values for %d token vectors", s.Rows(), len(s.Vals), m.Rows())
+	}
+	for r := range s.Rows() {
+		var c, n float64
+		for i, v := range s.Vals[r*StoredDims : (r+1)*StoredDims] {
+			x := float64(s.Scales[r]) * float64(v)
+			c += x * f[r][i]
+			n += x * x
+		}
+		// The least seen on the test's texts: 0.9982.
+		if c < 0.995 || math.Abs(n-1) > 0.01 {
+			t.Fatalf("row %d: cosine %.5f with the truncated vector, squared norm %.5f", r, c, n)
+		}
+	}
+	enc := s.Append(nil)
+	if len(enc) != s.Rows()*StoredRowBytes {
+		t.Fatalf("encoding of %d bytes for %d rows", len(enc), s.Rows())
+	}
+	back, err := DecodeStored(enc)
+	if err != nil || !slices.Equal(back.Scales, s.Scales) || !slices.Equal(back.Vals, s.Vals) {
+		t.Fatalf("decoded rows differ (%v)", err)
+	}
+	if _, err := DecodeStored(enc[:len(enc)-1]); err == nil {
+		t.Fatal("a cut encoding decoded")
+	}
+	var want float64
+	for _, qr := range truncated(q) {
+		best := math.Inf(-1)
+		for _, pr := range f {
+			var d float64
+			for i := range qr {
+				d += qr[i] * pr[i]
+			}
+			best = max(best, d)
+		}
+		want += best
+	}
+	got := MaxSimStored(Store(q), s)
+	if math.Abs(got-want) > 0.01*float64(q.Rows()) {
+		t.Fatalf("MaxSimStored %.4f, float MaxSim of the truncated vectors %.4f", got, want)
+	}
+	return got
+}
+
+// TestStoredScorer: a scorer of stored rows gives MaxSimStored of the
+// stored query and passage rows, remembered or not.
+func TestStoredScorer(t *testing.T) {
+	e, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := "What did Caroline run?"
+	passages := []string{"Caroline: I ran a charity race last Sunday.", "Melanie: I paint sunsets."}
+	q, _ := e.Query(query)
+	want := make([]float64, len(passages))
+	for i, p := range passages {
+		m, _ := e.Passage(p, 1)
+		want[i] = MaxSimStored(Store(q), Store(m))
+	}
+	s := NewStoredScorer(e, 1<<20)
+	for round := range 2 {
+		got := make([]float64, len(passages))
+		if err := s.ScoreAll(context.Background(), query, passages, got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: %v, want %v", round, got, want)
+		}
+	}
+	if len(s.memo) != len(passages) || s.bytes != s.memo[passages[0]].bytes()+s.memo[passages[1]].bytes() {
+		t.Fatalf("remembers %d passages in %d bytes", len(s.memo), s.bytes)
+	}
+}
