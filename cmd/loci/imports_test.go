@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"service", "telemetry"},
 	{"retrieval"},
 	{"engine", "engine/record", "engine/manifest", "engine/artmeta", "engine/backup", "engine/verify", "control", "export"},
-	{"pack", "invindex", "vecindex", "segment", "wal", "text", "artifact", "embed", "embed/glove",
+	{"pack", "invindex", "vecindex", "segment", "tokenrows", "wal", "text", "artifact", "embed", "embed/glove",
 		"embed/minilm", "embed/crossenc", "embed/colbert", "embed/openai", "ratelimit", "when"},
 	{"internal/codec", "internal/varint", "vfs", ""},
 }
@@ -42,7 +42,7 @@ var sameLayer = map[string][]string{
 	"embed/glove":     {"embed", "vecindex"},
 	"embed/minilm":    {"embed"},
 	"embed/crossenc":  {"embed/minilm"},
-	"embed/colbert":   {"embed/minilm"},
+	"embed/colbert":   {"embed/minilm", "vecindex"},
 	"embed/openai":    {"embed"},
 	"internal/codec":  {"internal/varint", "vfs"},
 	"apidoc":          {""},

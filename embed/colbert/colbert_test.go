@@ -81,7 +81,7 @@ func TestMaxSim(t *testing.T) {
 		{"stored: best of each query row, summed", MaxSimStored(sq, sp), 1.5 + 1},
 		{"stored: no passage rows", MaxSimStored(sq, Stored{}), 0},
 		{"stored: no query rows", MaxSimStored(Stored{}, sp), 0},
-		{"stored: extremes stay exact", MaxSimStored(srow(1, -128, -128), srow(1, -128, 127)), 128*128 - 128*127},
+		{"stored: extremes stay exact", MaxSimStored(srow(1, -127, -127, 127), srow(1, -127, 127, 127)), 127 * 127}, // 127² − 127² + 127²
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/loci-memory/loci/vecindex"
 )
 
 // StoredDims is the length of a stored token vector: the first StoredDims
@@ -17,8 +19,9 @@ const StoredDims = 128
 const StoredRowBytes = 4 + StoredDims
 
 // Stored is a text's token vectors as Loci keeps them: per token, StoredDims
-// int8 values and a scale, the value of dimension i being Scale × Vals[i],
-// of a vector of unit length. A dot product of two rows is an exact integer
+// int8 values in [-127, 127] (the vector scan's code range) and a scale,
+// the value of dimension i being Scale × Vals[i], of a vector of unit
+// length. A dot product of two rows is an exact integer
 // times the two scales, so a MaxSim over stored rows has the same bits on
 // every machine, whatever kernel computes it.
 type Stored struct {
@@ -68,8 +71,10 @@ func (s Stored) Append(b []byte) []byte {
 	return b
 }
 
-// errStoredLength reports an encoding that is not whole rows.
-var errStoredLength = errors.New("colbert: stored token rows: length is not a multiple of the row size")
+var (
+	errStoredLength = errors.New("colbert: stored token rows: length is not a multiple of the row size")
+	errStoredValue  = errors.New("colbert: stored token rows: a value of -128")
+)
 
 // DecodeStored reads rows that Append wrote. The values are copied.
 func DecodeStored(b []byte) (Stored, error) {
@@ -82,6 +87,9 @@ func DecodeStored(b []byte) (Stored, error) {
 		row := b[t*StoredRowBytes : (t+1)*StoredRowBytes]
 		s.Scales[t] = math.Float32frombits(binary.LittleEndian.Uint32(row))
 		for i, v := range row[4:] {
+			if v == 0x80 {
+				return Stored{}, errStoredValue
+			}
 			s.Vals[t*StoredDims+i] = int8(v)
 		}
 	}
@@ -90,32 +98,26 @@ func DecodeStored(b []byte) (Stored, error) {
 
 // MaxSimStored is MaxSim over stored rows: for each query row, the largest
 // dot product with any passage row, summed in row order as float64. Each
-// dot is an exact int32 sum times the two scales.
+// dot is an exact int32 sum (vecindex.DotBatch, the vector scan's SIMD
+// kernel) times the two scales.
 func MaxSimStored(q, p Stored) float64 {
 	if p.Rows() == 0 {
 		return 0
 	}
+	var buf [MaxPassageTokens]int32
+	dots := buf[:0]
+	if p.Rows() > len(buf) {
+		dots = make([]int32, 0, p.Rows())
+	}
+	dots = dots[:p.Rows()]
 	var total float64
 	for i, qs := range q.Scales {
-		qr := (*[StoredDims]int8)(q.Vals[i*StoredDims:])
+		vecindex.DotBatch(q.Vals[i*StoredDims:(i+1)*StoredDims], p.Vals, StoredDims, dots)
 		best := math.Inf(-1)
 		for j, ps := range p.Scales {
-			d := dot8(qr, (*[StoredDims]int8)(p.Vals[j*StoredDims:]))
-			best = max(best, float64(qs)*float64(ps)*float64(d))
+			best = max(best, float64(qs)*float64(ps)*float64(dots[j]))
 		}
 		total += best
 	}
 	return total
-}
-
-// dot8 is the exact dot product of two rows.
-func dot8(a, b *[StoredDims]int8) int32 {
-	var s0, s1, s2, s3 int32
-	for i := 0; i < StoredDims; i += 4 {
-		s0 += int32(a[i]) * int32(b[i])
-		s1 += int32(a[i+1]) * int32(b[i+1])
-		s2 += int32(a[i+2]) * int32(b[i+2])
-		s3 += int32(a[i+3]) * int32(b[i+3])
-	}
-	return s0 + s1 + s2 + s3
 }

@@ -57,6 +57,13 @@ func checkStored(t *testing.T, q, m Matrix) float64 {
 	if _, err := DecodeStored(enc[:len(enc)-1]); err == nil {
 		t.Fatal("a cut encoding decoded")
 	}
+	if s.Rows() > 0 {
+		bad := slices.Clone(enc)
+		bad[4] = 0x80
+		if _, err := DecodeStored(bad); err == nil {
+			t.Fatal("a value of -128 decoded")
+		}
+	}
 	var want float64
 	for _, qr := range truncated(q) {
 		best := math.Inf(-1)
