@@ -206,3 +206,34 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("got\n% x\nwant\n% x", buf.Bytes(), want)
 	}
 }
+
+// FuzzParse: no input makes Parse or Rows panic, and what Parse accepts
+// reads every document or reports it corrupt.
+func FuzzParse(f *testing.F) {
+	var buf bytes.Buffer
+	tw, _ := NewWriter(&buf, 3)
+	tw.Add([]byte{1, 2, 3, 4, 5, 6})
+	tw.Add(nil)
+	tw.Add([]byte{7, 8, 9})
+	tw.Finish()
+	f.Add(buf.Bytes())
+	f.Add([]byte("LOCITOKR"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tf, err := Parse("fuzz", b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%v does not match ErrCorrupt", err)
+			}
+			return
+		}
+		for d := range tf.Docs() {
+			rows, err := tf.Rows(d)
+			if err == nil && len(rows)%tf.RowBytes() != 0 {
+				t.Fatalf("document %d: %d bytes, rows of %d", d, len(rows), tf.RowBytes())
+			}
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("document %d: %v", d, err)
+			}
+		}
+	})
+}
