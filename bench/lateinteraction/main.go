@@ -14,12 +14,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/embed/colbert"
@@ -34,15 +37,16 @@ func main() {
 	budgets := flag.String("budgets", "512,1024,2048,4096", "comma-separated max_tokens values")
 	memo := flag.Int("memo-mb", 1024, "MB of passage vectors to remember")
 	dump := flag.String("dump", "", "write one JSON line per question and budget to this file")
-	stored := flag.Bool("stored", false, "score by stored rows (colbert.Store: 64 int8 dimensions a token) instead of 128 float ones")
+	stored := flag.Bool("stored", false, "score by stored rows (colbert.Store: int8 rows) instead of float vectors")
+	split := flag.Bool("split-speaker", false, "with -stored: a passage \"Name: text\" is scored by the rows of \"Name:\" and of the text, each encoded alone")
 	flag.Parse()
-	if err := run(*set, *data, *shape, *embedder, *budgets, *dump, *depth, *memo, *stored); err != nil {
+	if err := run(*set, *data, *shape, *embedder, *budgets, *dump, *depth, *memo, *stored, *split); err != nil {
 		fmt.Fprintln(os.Stderr, "lateinteraction:", err)
 		os.Exit(1)
 	}
 }
 
-func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stored bool) error {
+func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stored, split bool) error {
 	var bs []int
 	for _, f := range strings.Split(budgets, ",") {
 		b, err := strconv.Atoi(strings.TrimSpace(f))
@@ -59,6 +63,9 @@ func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stor
 		bench.EvalLateInteraction.Model = colbert.NewScorer(enc, memo<<20)
 		if stored {
 			bench.EvalLateInteraction.Model = colbert.NewStoredScorer(enc, memo<<20)
+		}
+		if split {
+			bench.EvalLateInteraction.Model = &splitSpeaker{e: enc, memo: map[string]colbert.Stored{}}
 		}
 		bench.EvalLateInteraction.Depth = depth
 	}
@@ -95,4 +102,63 @@ func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stor
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", " ")
 	return enc.Encode(out)
+}
+
+// splitSpeaker scores a passage "Name: text" by stored rows of "Name:" and
+// of the text, each encoded alone and remembered: the rows a store could
+// keep for a turn whatever name a pack finds for its speaker.
+type splitSpeaker struct {
+	e    *colbert.Encoder
+	mu   sync.Mutex
+	memo map[string]colbert.Stored
+}
+
+func (s *splitSpeaker) Model() string { return s.e.Model() + " (speaker apart)" }
+
+func (s *splitSpeaker) rows(text string) (colbert.Stored, error) {
+	s.mu.Lock()
+	r, ok := s.memo[text]
+	s.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	m, err := s.e.Passage(text, 2)
+	if err != nil {
+		return colbert.Stored{}, err
+	}
+	r = colbert.Store(m)
+	s.mu.Lock()
+	s.memo[text] = r
+	s.mu.Unlock()
+	return r, nil
+}
+
+func (s *splitSpeaker) ScoreAll(ctx context.Context, query string, passages []string, dst []float64) error {
+	qm, err := s.e.Query(query)
+	if err != nil {
+		return err
+	}
+	q := colbert.Store(qm)
+	for i, p := range passages {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name, text, ok := strings.Cut(p, ": ")
+		if !ok || len(name) > 40 || strings.ContainsAny(name, "\n.!?") {
+			name, text = "", p
+		}
+		r, err := s.rows(text)
+		if err != nil {
+			return err
+		}
+		if name != "" {
+			n, err := s.rows(name + ":")
+			if err != nil {
+				return err
+			}
+			r = colbert.Stored{Scales: append(slices.Clone(n.Scales), r.Scales...), Vals: append(slices.Clone(n.Vals), r.Vals...)}
+		}
+		dst[i] = colbert.MaxSimStored(q, r)
+	}
+	return nil
 }
