@@ -165,6 +165,8 @@ test("sign in, browse, pack, cite, receipt, feedback, server", async () => {
   // The artifact list, newest first, filtered by type, then one artifact.
   await page.getByRole("link", { name: ws }).click();
   await page.getByRole("heading", { name: /Artifacts/ }).waitFor();
+  // The heading renders before the list arrives: wait for its rows (CI of 883b700 read an empty table here).
+  await page.waitForFunction((n) => document.querySelectorAll("table.artifacts tbody tr").length === n, ids.length);
   const listed = await page.locator("table.artifacts tbody tr td:last-child").allInnerTexts();
   assert.deepEqual(listed, [...ids].reverse(), "newest first");
   // Each row shows its time, its speaker and the start of its text.
