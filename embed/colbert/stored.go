@@ -49,10 +49,11 @@ func Store(m Matrix) Stored {
 			continue // a zero row: scale 0, values 0
 		}
 		// v / |v| maps to int8 by 127 / (peak / |v|) = 127 |v| / peak.
-		step := peak / math.Sqrt(norm) / 127
+		root := math.Sqrt(norm)
+		step := peak / root / 127
 		dst := s.Vals[t*StoredDims : (t+1)*StoredDims]
 		for i, v := range src {
-			dst[i] = int8(math.Round(float64(v) / math.Sqrt(norm) / step))
+			dst[i] = int8(math.Round(float64(v) / root / step))
 		}
 		s.Scales[t] = float32(step)
 	}
@@ -104,10 +105,10 @@ func MaxSimStored(q, p Stored) float64 {
 	if p.Rows() == 0 {
 		return 0
 	}
-	var buf [MaxPassageTokens]int32
-	dots := buf[:0]
-	if p.Rows() > len(buf) {
-		dots = make([]int32, 0, p.Rows())
+	var buf [MaxPassageTokens]int32 // a passage's rows, on the stack
+	dots := buf[:]
+	if p.Rows() > len(dots) {
+		dots = make([]int32, p.Rows())
 	}
 	dots = dots[:p.Rows()]
 	var total float64
