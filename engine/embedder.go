@@ -671,6 +671,7 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 			db.opts.FS.Remove(s.Path())
 		}
 	}
+	db.tokenRows.kick()
 	return err
 }
 

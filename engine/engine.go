@@ -109,6 +109,10 @@ type Options struct {
 	// whose id is already stored is not stored again, so that writes
 	// published twice (by two nodes) leave every replica as one would.
 	Replicated bool
+	// TokenRows, when set, gives every segment a file of its spans' token
+	// rows, built by a background worker, for packs' late interaction
+	// (View.TokenRows; engine/tokenrows.go). Nil: none.
+	TokenRows TokenRower
 	// WALRetryInterval is how often a WAL whose writes failed (a full disk)
 	// checks, while idle, whether it can write again (default 1s).
 	WALRetryInterval time.Duration
@@ -235,6 +239,7 @@ type DB struct {
 	lastWrite atomic.Int64 // Unix ns of the latest ingest, for deferring compaction
 
 	embedding backgroundEmbedding // see embedder.go
+	tokenRows tokenRowWorker      // see tokenrows.go
 
 	kick   chan struct{} // wakes the background maintainer
 	stop   chan struct{}
@@ -264,6 +269,15 @@ type liveSegment struct {
 	// timeIdx holds each workspace's artifacts by time (timeIndex), built
 	// on the first pack with a since/until window.
 	timeIdx map[int]timeRuns
+	// rows is the segment's token-row file once the worker has opened it
+	// (tokenrows.go); closed with the segment.
+	rows atomic.Pointer[segmentRows]
+}
+
+// Close closes the segment and its token-row file.
+func (ls *liveSegment) Close() error {
+	ls.closeRows()
+	return ls.Segment.Close()
 }
 
 // metaCacheCap bounds a segment's metadata cache (about 200 bytes each).
@@ -395,11 +409,13 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.flushed = sync.NewCond(&db.stallMu)
 	db.idle = sync.NewCond(&db.gateMu)
 	db.embedding.init()
+	db.tokenRows.init()
 	if err := db.recover(); err != nil {
 		db.closeFiles()
 		return nil, err
 	}
 	db.startEmbedding()
+	db.startTokenRows()
 	if opts.DisableBackground {
 		close(db.done)
 		close(db.warmed)
@@ -573,6 +589,12 @@ func (db *DB) apply(t record.Type, seq uint64, payload []byte, decoded any) erro
 		if ha.embed == embedPending {
 			db.queueEmbedding(ha, db.head, decoded != nil)
 		}
+		if db.opts.TokenRows != nil {
+			db.tokenRows.queue = append(db.tokenRows.queue, pendingEmbed{ha, db.head})
+			if decoded != nil {
+				db.tokenRows.kick()
+			}
+		}
 		db.touch(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha.a.Timestamp)
 		db.retainLocked(wsKey{ha.a.Tenant, ha.a.Workspace}, seq, ha)
 		over := db.head.bytes >= db.opts.FlushThreshold
@@ -701,6 +723,7 @@ func (db *DB) touch(k wsKey, seq uint64, artifactTime int64) {
 func (db *DB) Close() error {
 	db.closing.Store(true)
 	db.embedding.halt() // flushes and WaitEmbedded waiting for the worker give up
+	db.tokenRows.halt()
 	db.stallMu.Lock()
 	db.flushed.Broadcast() // stalled ingests see closing and leave, so the wait below ends
 	db.stallMu.Unlock()
@@ -720,6 +743,7 @@ func (db *DB) Close() error {
 	<-db.done
 	<-db.warmed
 	db.stopEmbedding()
+	<-db.tokenRows.done
 	db.maintMu.Lock()
 	defer db.maintMu.Unlock()
 	return db.closeFiles()
@@ -814,6 +838,10 @@ type Stats struct {
 	// and retried (empty when it answers).
 	EmbeddingBacklog int    `json:"embedding_backlog"`
 	EmbedderError    string `json:"embedder_error,omitempty"`
+	// TokenRowsPending counts the segments without their token-row file
+	// and the head artifacts whose rows are still to compute
+	// (Options.TokenRows; omitted without).
+	TokenRowsPending int `json:"token_rows_pending,omitempty"`
 	// IngestRefused says why writes are refused for back-pressure now
 	// (waitForRoom), empty when they are accepted.
 	IngestRefused string `json:"ingest_refused,omitempty"`
@@ -834,6 +862,7 @@ func (s *Stats) Add(o Stats) {
 	s.WALCurrentIndex = max(s.WALCurrentIndex, o.WALCurrentIndex)
 	s.NextSeq = max(s.NextSeq, o.NextSeq)
 	s.EmbeddingBacklog += o.EmbeddingBacklog
+	s.TokenRowsPending += o.TokenRowsPending
 	if s.EmbedderError == "" {
 		s.EmbedderError = o.EmbedderError
 	}
@@ -860,6 +889,18 @@ func (db *DB) Stats() Stats {
 		st.FrozenBytes += h.bytes
 	}
 	_, st.EmbeddingBacklog = db.unflushedLocked()
+	if db.opts.TokenRows != nil {
+		for _, pe := range db.tokenRows.queue {
+			if pe.ha.rows == nil && db.liveHead(pe.h) && pe.h.byID[pe.ha.a.ID] == pe.ha {
+				st.TokenRowsPending++
+			}
+		}
+		for _, s := range db.segments {
+			if s.rows.Load() == nil {
+				st.TokenRowsPending++
+			}
+		}
+	}
 	if err := db.embedding.failure(); err != nil {
 		st.EmbedderError = err.Error()
 	}

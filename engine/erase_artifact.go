@@ -310,7 +310,7 @@ func (h *head) dropArtifacts(k wsKey, has []*headArtifact) {
 	drop := make(map[*headArtifact]bool, len(has))
 	for _, ha := range has {
 		delete(h.byID, ha.a.ID)
-		h.bytes -= artifactFootprint(ha.a, ha.spans)
+		h.bytes -= artifactFootprint(ha.a, ha.spans) + ha.rowBytes
 		h.settle(ha, embedDropped)
 		drop[ha] = true
 	}

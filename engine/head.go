@@ -42,6 +42,11 @@ type headArtifact struct {
 	// indexes; span i is firstDoc+i.
 	firstDoc uint32
 	embed    embedState
+	// rows are the spans' token rows once the token-row worker computed
+	// them (Options.TokenRows; nil until then), rowBytes their size, which
+	// counts in the head's bytes.
+	rows     [][]byte
+	rowBytes int64
 }
 
 // embedState is where an artifact of a head stands with the background
@@ -224,7 +229,7 @@ func (h *head) erase(k wsKey, seq uint64) {
 		for _, ha := range w.artifacts {
 			h.settle(ha, embedDropped)
 			delete(h.byID, ha.a.ID)
-			h.bytes -= artifactFootprint(ha.a, ha.spans)
+			h.bytes -= artifactFootprint(ha.a, ha.spans) + ha.rowBytes
 		}
 		delete(h.workspaces, k)
 	}

@@ -350,7 +350,13 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 		}
 	}
 	db.frozen = db.frozen[1:]
+	if ls != nil && db.opts.TokenRows != nil {
+		db.carryTokenRows(h)
+	}
 	db.mu.Unlock()
+	if ls != nil {
+		db.tokenRows.kick()
+	}
 	db.stallMu.Lock()
 	db.flushed.Broadcast()
 	db.stallMu.Unlock()
@@ -530,6 +536,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 		if ls, err = db.writeSegment(&m, data); err != nil {
 			return err
 		}
+		db.copyTokenRows(ls, run)
 	}
 	var entries []manifest.Segment
 	for _, s := range segs[:lo] {
@@ -557,6 +564,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 	}
 	db.segments = append(live, db.segments[hi:]...)
 	db.mu.Unlock()
+	db.tokenRows.kick() // the new segment's rows; the old ones' files go
 	// No reader holds the old segments any more: readers hold mu.RLock for
 	// as long as they touch a segment, and the swap above took mu.Lock.
 	var inBytes int64

@@ -230,6 +230,7 @@ var (
 	descSegmentBytes   = desc("loci_segment_bytes", "Bytes of the segment files in the manifest.")
 	descSketchBytes    = desc("loci_sketch_bytes", "Heap bytes held by the semantic scan's sketches of segment vectors.")
 	descBacklog        = desc("loci_embedding_backlog_artifacts", "Artifacts waiting for the background embedder.")
+	descTokenRows      = desc("loci_token_rows_pending", "Segments without their token-row file and head artifacts without token rows (late interaction).")
 	descJobsQueued     = desc("loci_index_jobs_queued", "Asynchronous indexing jobs queued or being indexed by this server.")
 	descWALRecords     = desc("loci_wal_records_total", "Records written to the write-ahead log since the engine opened.")
 	descWALBytes       = desc("loci_wal_bytes_total", "Framed bytes written to the write-ahead log since the engine opened.")
@@ -246,7 +247,7 @@ var (
 
 func (c engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHeadBytes, descHeadArtifacts, descFrozenBytes, descSegments, descSegmentBytes,
-		descSketchBytes, descBacklog, descJobsQueued, descWALRecords, descWALBytes, descWALBatches, descWALFsyncs, descCompactions,
+		descSketchBytes, descBacklog, descTokenRows, descJobsQueued, descWALRecords, descWALBytes, descWALBatches, descWALFsyncs, descCompactions,
 		descCompactFails, descPacksCancelled, descPacksWaiting, descEmbedderDown, descRefusing, descHealthy} {
 		ch <- d
 	}
@@ -294,6 +295,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descSegmentBytes, float64(st.SegmentBytes))
 	gauge(descSketchBytes, float64(st.SketchBytes))
 	gauge(descBacklog, float64(st.EmbeddingBacklog))
+	gauge(descTokenRows, float64(st.TokenRowsPending))
 	flag := func(d *prometheus.Desc, on bool) {
 		if on {
 			gauge(d, 1)

@@ -1,0 +1,630 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/segment"
+	"github.com/loci-memory/loci/tokenrows"
+)
+
+// Token rows (Options.TokenRows).
+//
+// A background worker gives every live segment a token-row file
+// (docs/format/tokenrows.md): for each of the segment's spans, workspace
+// by workspace in span order, the rows TokenRower.Rows computes from its
+// text. Packs read them (View.TokenRows) to score candidates by late
+// interaction without a model pass each. The rows are a pure function of
+// the text, so a file is a cache: a segment without one yet, a damaged
+// document, or a head span costs its rows' computation at pack time,
+// never another answer.
+//
+// The head's spans get their rows from the same worker, first: kept in
+// memory with their artifact (counted in the head's bytes, so the flush
+// threshold bounds them), read by View.TokenRows, and handed to the flushed
+// segment's file (carryTokenRows) so that they are computed once.
+//
+// The files live in tokenrows/<model>/, apart from segments/ (whose open
+// removes every file its manifest does not list). A file is named after
+// its segment; files of segments no longer live (compacted, rewritten by
+// an erasure, reindexed) and directories of another model are removed by
+// the worker, so a file never outlives its segment for long, and erased
+// text leaves the rows with the segment that held it.
+
+// TokenRower computes the token rows of a span's text. Rows must be a
+// pure function of text, of RowBytes bytes a row.
+type TokenRower interface {
+	Model() string
+	RowBytes() int
+	Rows(text string) ([]byte, error)
+}
+
+// tokenRowDir is the directory of the token-row files, under the data
+// directory.
+const tokenRowDir = "tokenrows"
+
+// segmentRows is a live segment's open token-row file: the rows of
+// workspace ws's span i are document base[ws] + i.
+type segmentRows struct {
+	f    *tokenrows.File
+	base []int
+}
+
+// tokenRowWorker is the worker's state. queue and carry are guarded by
+// DB.mu, the rest by their own fields.
+type tokenRowWorker struct {
+	// queue holds the head artifacts whose rows are still to compute, in
+	// log order, with the head that held each.
+	queue []pendingEmbed
+	// carry holds, by span id, the rows of the spans of flushed heads until
+	// their segment's file is written, so that they are not computed again.
+	carry map[uuid.UUID][]byte
+
+	wake    chan struct{} // cap 1
+	halting chan struct{}
+	haltMu  sync.Once
+	done    chan struct{}
+	built   atomic.Int64 // files written since Open
+	copied  atomic.Int64 // files compaction made of its inputs' (copyTokenRows)
+	// writing names the files compaction is writing (copyTokenRows), which
+	// a pass must not take for stale. Guarded by DB.mu.
+	writing map[string]bool
+	passMu  sync.Mutex // one pass at a time (the worker, BuildTokenRows)
+}
+
+func (w *tokenRowWorker) init() {
+	w.carry = map[uuid.UUID][]byte{}
+	w.writing = map[string]bool{}
+	w.wake = make(chan struct{}, 1)
+	w.halting = make(chan struct{})
+	w.done = make(chan struct{})
+}
+
+func (w *tokenRowWorker) kick() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *tokenRowWorker) halt() { w.haltMu.Do(func() { close(w.halting) }) }
+
+// errHalted ends a pass when the engine closes.
+var errHalted = errors.New("engine: closing")
+
+// modelDirName is the directory name of a model's rows: the model name
+// with every byte outside [A-Za-z0-9._-] replaced by '_'.
+func modelDirName(model string) string {
+	b := []byte(model)
+	for i, c := range b {
+		ok := c == '.' || c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] == '.' {
+		b = append([]byte("m"), b...)
+	}
+	return string(b)
+}
+
+// tokenRowPath is the token-row file of segment path.
+func (db *DB) tokenRowPath(segPath string) string {
+	return filepath.Join(db.dir, tokenRowDir, modelDirName(db.opts.TokenRows.Model()),
+		strings.TrimSuffix(filepath.Base(segPath), filepath.Ext(segPath))+".rows")
+}
+
+// startTokenRows starts the worker after recovery.
+func (db *DB) startTokenRows() {
+	if db.opts.TokenRows == nil || db.opts.DisableBackground {
+		close(db.tokenRows.done)
+		return
+	}
+	db.tokenRows.kick()
+	go func() {
+		defer close(db.tokenRows.done)
+		for {
+			select {
+			case <-db.tokenRows.halting:
+				return
+			case <-db.tokenRows.wake:
+			}
+			if err := db.syncTokenRows(1); err != nil && !errors.Is(err, errHalted) {
+				db.log.Warn("engine: token rows", "err", err)
+				select { // try again later, not at once
+				case <-db.tokenRows.halting:
+					return
+				case <-time.After(10 * time.Second):
+					db.tokenRows.kick()
+				}
+			}
+		}
+	}()
+}
+
+// BuildTokenRows gives every live segment its token-row file now, on
+// GOMAXPROCS goroutines, without yielding to requests (tests, evaluations,
+// tools). It returns how many files it wrote. Without Options.TokenRows
+// it does nothing.
+func (db *DB) BuildTokenRows() (int, error) {
+	if db.opts.TokenRows == nil {
+		return 0, nil
+	}
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.leave()
+	before := db.tokenRows.built.Load()
+	err := db.syncTokenRows(runtime.GOMAXPROCS(0))
+	return int(db.tokenRows.built.Load() - before), err
+}
+
+// TokenRowsPending is how many live segments have no token-row file yet,
+// plus the head artifacts whose rows are still to compute (0 without
+// Options.TokenRows). Stats reports it.
+func (db *DB) TokenRowsPending() int { return db.Stats().TokenRowsPending }
+
+// syncTokenRows removes the files of segments no longer live and of other
+// models, then opens or builds the file of each live segment without one,
+// oldest first.
+func (db *DB) syncTokenRows(par int) error {
+	db.tokenRows.passMu.Lock()
+	defer db.tokenRows.passMu.Unlock()
+	root := filepath.Join(db.dir, tokenRowDir)
+	dir := filepath.Join(root, modelDirName(db.opts.TokenRows.Model()))
+	if err := db.opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("token rows: %w", err)
+	}
+	db.mu.RLock()
+	live := slices.Clone(db.segments)
+	db.mu.RUnlock()
+	if err := db.removeStaleTokenRows(root, dir, live); err != nil {
+		return err
+	}
+	if err := db.headTokenRows(par); err != nil {
+		return err
+	}
+	for _, s := range live {
+		if s.rows.Load() != nil {
+			continue
+		}
+		select {
+		case <-db.tokenRows.halting:
+			return errHalted
+		default:
+		}
+		if err := db.segmentTokenRows(s, par); err != nil {
+			return err
+		}
+	}
+	db.mu.Lock()
+	if len(db.tokenRows.carry) > 0 && !slices.ContainsFunc(db.segments, func(s *liveSegment) bool { return s.rows.Load() == nil }) {
+		// What is left belongs to no segment waiting for its file (its
+		// artifact was erased, say).
+		clear(db.tokenRows.carry)
+	}
+	db.mu.Unlock()
+	return nil
+}
+
+// headTokenRows computes the rows of the queued head artifacts, a chunk
+// of spans at a time, and gives them to their artifacts while these are
+// still in a live head.
+func (db *DB) headTokenRows(par int) error {
+	for {
+		db.mu.Lock()
+		var batch []pendingEmbed
+		var texts []string
+		q := db.tokenRows.queue
+		for len(q) > 0 && len(texts) < tokenRowChunk {
+			pe := q[0]
+			q = q[1:]
+			if !db.liveHead(pe.h) || pe.h.byID[pe.ha.a.ID] != pe.ha || pe.ha.rows != nil {
+				continue // flushed (its segment's file computes them) or erased
+			}
+			batch = append(batch, pe)
+			for _, sp := range pe.ha.spans {
+				texts = append(texts, sp.Text)
+			}
+		}
+		db.tokenRows.queue = q
+		db.mu.Unlock()
+		if len(batch) == 0 {
+			return nil
+		}
+		rows, err := db.computeRows(texts, par)
+		if err != nil {
+			return err
+		}
+		db.mu.Lock()
+		for _, pe := range batch {
+			ha := pe.ha
+			own := rows[:len(ha.spans)]
+			rows = rows[len(ha.spans):]
+			if !db.liveHead(pe.h) || pe.h.byID[ha.a.ID] != ha {
+				continue
+			}
+			ha.rows = own
+			for _, r := range own {
+				ha.rowBytes += int64(len(r)) + 24
+			}
+			pe.h.bytes += ha.rowBytes
+		}
+		db.mu.Unlock()
+	}
+}
+
+// liveHead reports whether h is the active head or a frozen one. Callers
+// hold mu.
+func (db *DB) liveHead(h *head) bool { return h == db.head || slices.Contains(db.frozen, h) }
+
+// carryTokenRows keeps the rows of the flushed head h for its segment's
+// file. Callers hold mu.
+func (db *DB) carryTokenRows(h *head) {
+	for _, ha := range h.byID {
+		for i, r := range ha.rows {
+			db.tokenRows.carry[ha.spans[i].ID] = r
+		}
+	}
+}
+
+// removeStaleTokenRows removes, under root, the directories of other
+// models and, in dir, every file that is not a live segment's.
+func (db *DB) removeStaleTokenRows(root, dir string, live []*liveSegment) error {
+	models, err := db.opts.FS.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("token rows: %w", err)
+	}
+	for _, e := range models {
+		if p := filepath.Join(root, e.Name()); p != dir {
+			if err := removeAllFS(db, p); err != nil {
+				return err
+			}
+		}
+	}
+	keep := map[string]bool{}
+	for _, s := range live {
+		keep[filepath.Base(db.tokenRowPath(s.Path()))] = true
+	}
+	entries, err := db.opts.FS.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("token rows: %w", err)
+	}
+	db.mu.RLock()
+	for p := range db.tokenRows.writing {
+		keep[filepath.Base(p)] = true
+	}
+	db.mu.RUnlock()
+	for _, e := range entries {
+		if keep[e.Name()] || strings.HasPrefix(e.Name(), "tokenrows-") && compacting(db) {
+			continue
+		}
+		if err := db.opts.FS.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("token rows: %w", err)
+		}
+	}
+	return nil
+}
+
+// compacting reports whether a compaction writes a token-row file now
+// (its temporary file must stay).
+func compacting(db *DB) bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return len(db.tokenRows.writing) > 0
+}
+
+// copyTokenRows gives out, the segment a compaction wrote from run, its
+// token-row file made of the rows of run's files, before out is
+// published, so that a compaction costs a copy, not a model pass a span.
+// When an input has no file yet, or a row does not read, it leaves out to
+// the worker. Callers hold maintMu (no input closes meanwhile).
+func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
+	if db.opts.TokenRows == nil {
+		return
+	}
+	type place struct {
+		r   *segmentRows
+		doc int
+	}
+	at := map[uuid.UUID]place{}
+	for _, in := range run {
+		r := in.rows.Load()
+		if r == nil {
+			return
+		}
+		for ws := range in.Workspaces() {
+			for i := range in.SpanCount(ws) {
+				if id, ok := in.SpanID(ws, i); ok {
+					at[id] = place{r, r.base[ws] + i}
+				}
+			}
+		}
+	}
+	path := db.tokenRowPath(out.Path())
+	if err := db.opts.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		db.log.Warn("engine: token rows of a compacted segment", "err", err)
+		return
+	}
+	db.mu.Lock()
+	db.tokenRows.writing[path] = true
+	db.mu.Unlock()
+	defer func() {
+		db.mu.Lock()
+		delete(db.tokenRows.writing, path)
+		db.mu.Unlock()
+	}()
+	base, n := rowBases(out.Segment)
+	ws, i := 0, 0
+	err := tokenrows.Write(db.opts.FS, path, db.opts.TokenRows.RowBytes(), n, func(int) ([]byte, error) {
+		for i >= out.SpanCount(ws) {
+			ws, i = ws+1, 0
+		}
+		id, ok := out.SpanID(ws, i)
+		i++
+		p, found := at[id]
+		if !ok || !found {
+			return nil, fmt.Errorf("span %d of workspace %d has no rows in the compaction's inputs", i-1, ws)
+		}
+		return p.r.f.Rows(p.doc)
+	})
+	var f *tokenrows.File
+	if err == nil {
+		f, err = tokenrows.Open(path)
+	}
+	if err != nil {
+		db.log.Warn("engine: token rows of a compacted segment; the worker computes them", "file", path, "err", err)
+		return
+	}
+	out.rows.Store(&segmentRows{f: f, base: base})
+	db.tokenRows.copied.Add(1)
+}
+
+// removeAllFS removes a directory of files (one level, as the worker
+// writes them) through the engine's FS.
+func removeAllFS(db *DB, dir string) error {
+	entries, err := db.opts.FS.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("token rows: %w", err)
+	}
+	for _, e := range entries {
+		if err := db.opts.FS.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("token rows: %w", err)
+		}
+	}
+	if err := db.opts.FS.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("token rows: %w", err)
+	}
+	return nil
+}
+
+// segmentTokenRows opens s's token-row file, building it first when there
+// is none or it does not fit s, and attaches it to s if s is still live.
+func (db *DB) segmentTokenRows(s *liveSegment, par int) error {
+	path := db.tokenRowPath(s.Path())
+	base, n := rowBases(s.Segment)
+	f, err := tokenrows.Open(path)
+	if err == nil && (f.Docs() != n || f.RowBytes() != db.opts.TokenRows.RowBytes()) {
+		f.Close()
+		f, err = nil, fmt.Errorf("%s: %d documents of %d bytes, the segment has %d spans", path, f.Docs(), f.RowBytes(), n)
+	}
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			db.log.Warn("engine: token rows: building the file again", "file", path, "err", err)
+		}
+		if err := db.writeTokenRows(s, path, n, par); err != nil {
+			if errors.Is(err, segment.ErrClosed) {
+				return nil // compacted away meanwhile; the next pass removes what is left
+			}
+			return err
+		}
+		db.tokenRows.built.Add(1)
+		if f, err = tokenrows.Open(path); err != nil {
+			return fmt.Errorf("token rows: %w", err)
+		}
+	}
+	db.mu.Lock()
+	if slices.Contains(db.segments, s) {
+		s.rows.Store(&segmentRows{f: f, base: base})
+		f = nil
+	}
+	db.mu.Unlock()
+	if f != nil { // no longer live: its file goes at the next pass
+		f.Close()
+		db.tokenRows.kick()
+	}
+	return nil
+}
+
+// rowBases returns, per workspace of s, the document number of its first
+// span, and the number of spans of s.
+func rowBases(s *segment.Segment) ([]int, int) {
+	ws := s.Workspaces()
+	base := make([]int, len(ws))
+	n := 0
+	for i := range ws {
+		base[i] = n
+		n += s.SpanCount(i)
+	}
+	return base, n
+}
+
+// tokenRowChunk is how many spans a build reads and computes at a time.
+const tokenRowChunk = 64
+
+// writeTokenRows writes s's token-row file at path: the rows a flushed
+// head carried (carryTokenRows), the others computed (computeRows), a
+// chunk of spans at a time. Between chunks a paced build (par 1) computes
+// the rows of new head artifacts first.
+func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
+	tr := db.opts.TokenRows
+	ws, i := 0, 0
+	var chunk [][]byte
+	var used []uuid.UUID
+	fill := func(d int) error {
+		if par == 1 {
+			if err := db.headTokenRows(1); err != nil {
+				return err
+			}
+		}
+		var texts []string
+		var at []int // chunk index of each text
+		chunk = chunk[:0]
+		db.mu.RLock()
+		for len(chunk) < tokenRowChunk && d+len(chunk) < n {
+			for i >= s.SpanCount(ws) {
+				ws, i = ws+1, 0
+			}
+			sp, err := s.Span(ws, i)
+			if err != nil {
+				db.mu.RUnlock()
+				return err
+			}
+			i++
+			r, ok := db.tokenRows.carry[sp.ID]
+			if ok {
+				used = append(used, sp.ID)
+			} else {
+				texts = append(texts, sp.Text)
+				at = append(at, len(chunk))
+			}
+			chunk = append(chunk, r)
+		}
+		db.mu.RUnlock()
+		rows, err := db.computeRows(texts, par)
+		if err != nil {
+			return fmt.Errorf("token rows of a span of %s: %w", s.Path(), err)
+		}
+		for k, r := range rows {
+			chunk[at[k]] = r
+		}
+		return nil
+	}
+	err := tokenrows.Write(db.opts.FS, path, tr.RowBytes(), n, func(d int) ([]byte, error) {
+		if len(chunk) == 0 {
+			if err := fill(d); err != nil {
+				return nil, err
+			}
+		}
+		r := chunk[0]
+		chunk = chunk[1:]
+		return r, nil
+	})
+	if err == nil {
+		db.mu.Lock()
+		for _, id := range used {
+			delete(db.tokenRows.carry, id)
+		}
+		db.mu.Unlock()
+	}
+	return err
+}
+
+// pacedRows lets one background worker of the process compute at a time:
+// a node of a cluster opens an engine per shard, and their workers
+// together must not take more than the one core the embedder's rule
+// leaves them.
+var pacedRows = make(chan struct{}, 1)
+
+// computeRows computes the rows of texts on par goroutines. With par 1 it
+// yields to requests as the embedder does: while ingests or reads run, it
+// rests after each text as long as the text took. It stops when the
+// engine closes.
+func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
+	tr := db.opts.TokenRows
+	out := make([][]byte, len(texts))
+	errs := make([]error, len(texts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(par, len(texts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var rest *time.Timer
+			defer func() {
+				if rest != nil {
+					rest.Stop()
+				}
+			}()
+			for k := int(next.Add(1) - 1); k < len(texts); k = int(next.Add(1) - 1) {
+				if par == 1 {
+					select {
+					case pacedRows <- struct{}{}:
+					case <-db.tokenRows.halting:
+						errs[k] = errHalted
+						return
+					}
+				}
+				t0 := time.Now()
+				out[k], errs[k] = tr.Rows(texts[k])
+				if par == 1 {
+					<-pacedRows
+				}
+				if errs[k] != nil {
+					return
+				}
+				select {
+				case <-db.tokenRows.halting:
+					errs[k] = errHalted
+					return
+				default:
+				}
+				if par == 1 && db.embedding.busy() {
+					if rest == nil {
+						rest = time.NewTimer(time.Since(t0))
+					} else {
+						rest.Reset(time.Since(t0))
+					}
+					select {
+					case <-db.tokenRows.halting:
+						errs[k] = errHalted
+						return
+					case <-rest.C:
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// TokenRows returns a copy of the stored token rows of a document, or nil
+// when it has none stored (not computed yet, a damaged document): then the
+// caller computes them.
+func (v *View) TokenRows(part int, doc uint32) []byte {
+	p := v.srcs[part]
+	if p.hw != nil {
+		ref := p.hw.refs[doc]
+		if ref.ha.rows == nil {
+			return nil
+		}
+		return append([]byte(nil), ref.ha.rows[ref.i]...)
+	}
+	r := p.seg.rows.Load()
+	if r == nil {
+		return nil
+	}
+	b, err := r.f.Rows(r.base[p.ws] + p.segDoc(doc))
+	if err != nil {
+		v.db.log.Warn("engine: token rows", "err", err)
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// closeRows closes the segment's token-row file, if open.
+func (ls *liveSegment) closeRows() {
+	if r := ls.rows.Swap(nil); r != nil {
+		r.f.Close()
+	}
+}

@@ -1,0 +1,389 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// wordRows is a TokenRower for tests: one 8-byte row per word of the text,
+// a hash of the model, the word and its place, so that rows are a pure
+// function of the text and every span's differ.
+type wordRows struct {
+	model string
+	calls atomic.Int64
+	delay time.Duration
+}
+
+func (w *wordRows) Model() string { return w.model }
+func (w *wordRows) RowBytes() int { return 8 }
+func (w *wordRows) Rows(text string) ([]byte, error) {
+	w.calls.Add(1)
+	time.Sleep(w.delay)
+	var b []byte
+	for i, word := range strings.Fields(text) {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", w.model, i, word)))
+		b = append(b, h[:8]...)
+	}
+	return b, nil
+}
+
+// checkTokenRows checks the stored rows of every document of workspace ws
+// against want's rows of its text, and counts the documents with and
+// without stored rows.
+func checkTokenRows(t *testing.T, db *DB, ws string, want TokenRower) (stored, missing int) {
+	t.Helper()
+	err := db.View("t", ws, func(v *View) error {
+		for part := range v.LexicalParts() {
+			for doc := range uint32(v.NumDocs(part)) {
+				sp, _, ok, err := v.Doc(part, doc, nil)
+				if err != nil || !ok {
+					t.Fatalf("part %d doc %d: %v %v", part, doc, ok, err)
+				}
+				got := v.TokenRows(part, doc)
+				if got == nil {
+					missing++
+					continue
+				}
+				stored++
+				w, _ := (&wordRows{model: want.Model()}).Rows(sp.Text) // not counted in want's calls
+				if !bytes.Equal(got, w) {
+					t.Errorf("part %d doc %d (%q): rows differ", part, doc, sp.Text)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored, missing
+}
+
+// rowFiles lists the files under dir/tokenrows, relative to it.
+func rowFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	root := filepath.Join(dir, tokenRowDir)
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			r, _ := filepath.Rel(root, p)
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestTokenRowsFollowSegments(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "test/rows v1"}
+	db := openTest(t, dir, Options{DisableBackground: true, CompactionMinSegments: 2, TokenRows: rower})
+	ingest := func(ws string, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := db.Ingest("t", chat(ws, fmt.Sprintf("note %d of %s about the quarterly plan", i, ws))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ingest("a", 5)
+	ingest("b", 3)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ingest("a", 4)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ingest("a", 2) // stays in the head
+	if got := db.TokenRowsPending(); got != 4 {
+		t.Fatalf("pending before the build = %d, want 4 (two segments, two head artifacts)", got)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 0 || m != 11 {
+		t.Fatalf("before the build: %d stored, %d missing; want 0, 11", s, m)
+	}
+	n, err := db.BuildTokenRows()
+	if err != nil || n != 2 {
+		t.Fatalf("BuildTokenRows = %d, %v; want 2 files", n, err)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 11 || m != 0 {
+		t.Fatalf("after the build, a: %d stored, %d missing; want 11 (the head's too), 0", s, m)
+	}
+	var headBytes int64
+	db.mu.RLock()
+	for _, ha := range db.head.byID {
+		headBytes += ha.rowBytes
+	}
+	db.mu.RUnlock()
+	if headBytes < 2*8 {
+		t.Fatalf("the head's rows count %d bytes", headBytes)
+	}
+	if s, m := checkTokenRows(t, db, "b", rower); s != 3 || m != 0 {
+		t.Fatalf("after the build, b: %d stored, %d missing; want 3, 0", s, m)
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 0 || db.TokenRowsPending() != 0 {
+		t.Fatalf("a second build = %d, %v, %d pending; want nothing to do", n, err, db.TokenRowsPending())
+	}
+
+	// A flush hands the head's rows to its segment's file: none computed
+	// again.
+	calls := rower.calls.Load()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 1 || rower.calls.Load() != calls {
+		t.Fatalf("build after the flush = %d, %v, %d rows computed; want 1 file of carried rows", n, err, rower.calls.Load()-calls)
+	}
+	db.mu.RLock()
+	carried := len(db.tokenRows.carry)
+	db.mu.RUnlock()
+	if carried != 0 {
+		t.Fatalf("%d carried rows kept after their file was written", carried)
+	}
+
+	// Compaction: the merged segment gets its file, copied from its
+	// inputs' (none computed again), and the inputs' go.
+	calls = rower.calls.Load()
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 0 || db.tokenRows.copied.Load() != 1 || rower.calls.Load() != calls {
+		t.Fatalf("build after compaction = %d, %v, %d copied, %d computed; want the file copied", n, err, db.tokenRows.copied.Load(), rower.calls.Load()-calls)
+	}
+	files := rowFiles(t, dir)
+	db.mu.RLock()
+	want := []string{}
+	for _, s := range db.segments {
+		r, _ := filepath.Rel(filepath.Join(dir, tokenRowDir), db.tokenRowPath(s.Path()))
+		want = append(want, r)
+	}
+	db.mu.RUnlock()
+	if len(want) != 1 || !slices.Equal(files, want) {
+		t.Fatalf("files after compaction = %v, want %v (one segment's)", files, want)
+	}
+	if !strings.HasPrefix(files[0], "test_rows_v1"+string(filepath.Separator)) {
+		t.Fatalf("file %s: not in the model's directory", files[0])
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 11 || m != 0 {
+		t.Fatalf("after compaction, a: %d stored, %d missing; want 11, 0", s, m)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Reopened, the file is opened, not built again.
+	calls = rower.calls.Load()
+	db = openTest(t, dir, Options{DisableBackground: true, TokenRows: rower})
+	if n, err := db.BuildTokenRows(); err != nil || n != 0 {
+		t.Fatalf("build after reopening = %d, %v; want the file opened", n, err)
+	}
+	if rower.calls.Load() != calls {
+		t.Fatalf("reopening computed rows again")
+	}
+	if s, _ := checkTokenRows(t, db, "a", rower); s != 11 {
+		t.Fatalf("after reopening: %d stored, want 11", s)
+	}
+	db.Close()
+
+	// Another model: its rows replace the old model's directory.
+	other := &wordRows{model: "other"}
+	db = openTest(t, dir, Options{DisableBackground: true, TokenRows: other})
+	if n, err := db.BuildTokenRows(); err != nil || n != 1 {
+		t.Fatalf("build of another model = %d, %v; want 1", n, err)
+	}
+	if files := rowFiles(t, dir); len(files) != 1 || !strings.HasPrefix(files[0], "other"+string(filepath.Separator)) {
+		t.Fatalf("files of another model = %v", files)
+	}
+	if s, _ := checkTokenRows(t, db, "a", other); s != 11 {
+		t.Fatalf("rows of another model: %d stored, want 11", s)
+	}
+}
+
+// TestTokenRowsDamage: a damaged document reads as none (computed again),
+// its neighbours still read; a file that does not fit its segment is
+// built again, as are stray files removed.
+func TestTokenRowsDamage(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "m"}
+	db := openTest(t, dir, Options{DisableBackground: true, TokenRows: rower})
+	for i := range 4 {
+		if _, err := db.Ingest("t", chat("a", fmt.Sprintf("turn %d says something", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.BuildTokenRows(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	files := rowFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("files = %v", files)
+	}
+	path := filepath.Join(dir, tokenRowDir, files[0])
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[16] ^= 1 // the first document's first row
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(dir, tokenRowDir, "m", "tokenrows-123.tmp")
+	os.WriteFile(stray, []byte("left by a crash"), 0o644)
+
+	db = openTest(t, dir, Options{DisableBackground: true, TokenRows: rower})
+	if n, err := db.BuildTokenRows(); err != nil || n != 0 {
+		t.Fatalf("build = %d, %v; a damaged document is read as missing, the file kept", n, err)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("stray file still there: %v", err)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 3 || m != 1 {
+		t.Fatalf("with a damaged document: %d stored, %d missing; want 3, 1", s, m)
+	}
+	db.Close()
+
+	if err := os.WriteFile(path, b[:len(b)-1], 0o644); err != nil { // no footer
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, Options{DisableBackground: true, TokenRows: rower})
+	if n, err := db.BuildTokenRows(); err != nil || n != 1 {
+		t.Fatalf("build over a truncated file = %d, %v; want it built again", n, err)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 4 || m != 0 {
+		t.Fatalf("rebuilt: %d stored, %d missing; want 4, 0", s, m)
+	}
+}
+
+// TestTokenRowsWorker: with background work on, the worker builds a new
+// segment's file by itself, and Close stops a build in progress without
+// leaving a file behind.
+func TestTokenRowsWorker(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "m"}
+	db := openTest(t, dir, Options{TokenRows: rower})
+	for i := range 3 {
+		if _, err := db.Ingest("t", chat("a", fmt.Sprintf("turn %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if s, _ := checkTokenRows(t, db, "a", rower); s == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker computed no rows of the head in 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	calls := rower.calls.Load()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for db.TokenRowsPending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker built no file in 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s, _ := checkTokenRows(t, db, "a", rower); s != 3 || rower.calls.Load() != calls {
+		t.Fatalf("worker's rows: %d stored, %d computed again; want 3, 0", s, rower.calls.Load()-calls)
+	}
+
+	rower.delay = 50 * time.Millisecond // a slow build, cut short by Close
+	for i := range 40 {
+		if _, err := db.Ingest("t", chat("a", fmt.Sprintf("more %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close waited %v for the build", took)
+	}
+	if files := rowFiles(t, dir); len(files) != 1 {
+		t.Fatalf("files after a build cut short = %v, want the first segment's only", files)
+	}
+}
+
+// TestTokenRowsCompaction: a compaction that drops an erased artifact
+// copies the rows of what it keeps, in its new order; one whose input has
+// no file yet leaves the output to the worker, which computes it.
+func TestTokenRowsCompaction(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "m"}
+	db := openTest(t, dir, Options{DisableBackground: true, CompactionMinSegments: 2, TokenRows: rower})
+	var erase IngestResult
+	for seg := range 3 {
+		for i := range 3 {
+			r, err := db.Ingest("t", chat("a", fmt.Sprintf("segment %d turn %d says a thing", seg, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seg == 1 && i == 1 {
+				erase = r
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.BuildTokenRows(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.EraseArtifact("t", erase.ArtifactID); err != nil {
+		t.Fatal(err)
+	}
+	calls := rower.calls.Load()
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 0 || rower.calls.Load() != calls {
+		t.Fatalf("after compaction: %d built, %v, %d computed; want the rows copied", n, err, rower.calls.Load()-calls)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 8 || m != 0 {
+		t.Fatalf("after compaction: %d stored, %d missing; want 8, 0", s, m)
+	}
+
+	// An input without a file: the output's rows are computed.
+	if _, err := db.Ingest("t", chat("a", "one more turn")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	copied := db.tokenRows.copied.Load()
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if db.tokenRows.copied.Load() != copied {
+		t.Fatal("a compaction copied rows an input did not have")
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 1 {
+		t.Fatalf("build = %d, %v; want the output's file computed", n, err)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 9 || m != 0 {
+		t.Fatalf("at the end: %d stored, %d missing; want 9, 0", s, m)
+	}
+	if files := rowFiles(t, dir); len(files) != 1 {
+		t.Fatalf("files = %v, want the one segment's", files)
+	}
+}
