@@ -92,7 +92,7 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 		}
 	}
 	ctl := control.New(time.Now)
-	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger()}
+	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger(), TokenRows: EvalLateInteraction.Rows}
 	if emb != nil {
 		emb.options(&opts)
 	} else {
@@ -120,7 +120,7 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 	}
 	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(), openSeconds: openSeconds,
 		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log, Reranker: rr,
-			LateInteraction: EvalLateInteraction.Model, LateInteractionDepth: EvalLateInteraction.Depth}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
+			LateInteraction: EvalLateInteraction.Model}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -316,6 +316,11 @@ type PackHTTPResult struct {
 	AccessLog bool `json:"access_log"`
 	// RerankDepth is each request's rerank_depth (0: not sent, or 0).
 	RerankDepth int `json:"rerank_depth"`
+	// LateDepth is each request's late_depth (0: not sent), and
+	// TokenRowSeconds how long building the segments' token rows took
+	// before timing (EvalLateInteraction).
+	LateDepth       int     `json:"late_depth,omitempty"`
+	TokenRowSeconds float64 `json:"token_row_seconds,omitempty"`
 	// Profile is the v2 serving profile asked for ("": v1 requests).
 	Profile string `json:"profile,omitempty"`
 	// Workspaces is how many workspaces the requests were spread over
@@ -418,6 +423,17 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 	if memo != nil {
 		res.BuildTextsServed, res.BuildTextsEmbedded = memo.stop()
 	}
+	if EvalLateInteraction.Rows != nil {
+		stop := p.during("building the segments' token rows")
+		t0 := time.Now()
+		_, err := s.db.BuildTokenRows()
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		res.TokenRowSeconds = time.Since(t0).Seconds()
+	}
+	res.LateDepth = evalLateDepth()
 	res.BuildSeconds = time.Since(start).Seconds()
 	// Requests differ from those of earlier runs in the same directory.
 	receipts := func() (int, error) {
@@ -465,6 +481,9 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 				req["rerank_depth"] = cfg.RerankDepth
 			case cfg.NoRerank:
 				req["rerank_depth"] = 0
+			}
+			if d := evalLateDepth(); d > 0 {
+				req["late_depth"] = d
 			}
 			if cfg.Profile != "" {
 				req["profile"] = cfg.Profile

@@ -25,13 +25,26 @@ import (
 )
 
 // EvalLateInteraction, when its Model is set, gives the packers of the
-// evaluations (the engine's and the server's) a late-interaction model
-// scoring the Depth best candidates of every pack
-// (retrieval.Packer.SetLateInteraction). bench/lateinteraction sets it;
-// loci's own commands never do.
+// evaluations and benchmarks (the engine's and the server's) a
+// late-interaction model (retrieval.Packer.SetLateInteraction), and every
+// pack asks it to score its Depth best candidates (late_depth). With Rows,
+// the servers' engines store segments' token rows (engine.Options.TokenRows),
+// and `loci bench pack` builds them before timing. `loci eval` and `loci
+// bench pack` set it (--late-depth), and bench/lateinteraction (its
+// variants).
 var EvalLateInteraction struct {
 	Model retrieval.LateInteraction
+	Rows  engine.TokenRower
 	Depth int
+}
+
+// evalLateDepth is the late_depth of every pack of an evaluation: 0
+// without a model.
+func evalLateDepth() int {
+	if EvalLateInteraction.Model == nil {
+		return 0
+	}
+	return EvalLateInteraction.Depth
 }
 
 // LoCoMoConfig sets up `loci eval locomo`.
@@ -427,7 +440,7 @@ func ingestEngine(convs []locomoConv, style, shape string, emb embed.Embedder, p
 	packer := retrieval.New(db)
 	packer.SetReranker(rr)
 	if EvalLateInteraction.Model != nil {
-		packer.SetLateInteraction(EvalLateInteraction.Model, EvalLateInteraction.Depth)
+		packer.SetLateInteraction(EvalLateInteraction.Model)
 	}
 	return &engineStore{db: db, packer: packer, cleanup: cleanup}, turnOf, nil
 }
@@ -439,7 +452,7 @@ func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.
 		tun.MinRelevance = *s.minRel
 	}
 	pr, err := s.packer.ContextPack(context.Background(), "eval", retrieval.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget,
-		RerankDepth: s.rerank, Tuning: tun})
+		RerankDepth: s.rerank, LateDepth: evalLateDepth(), Tuning: tun})
 	lat := time.Since(start)
 	if err != nil {
 		return packOutcome{}, 0, err
@@ -648,6 +661,9 @@ func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Du
 	req := map[string]any{"workspace_id": fmt.Sprintf("locomo-%d", ci), "query": query, "max_tokens": budget}
 	if h.rerank > 0 {
 		req["rerank_depth"] = h.rerank
+	}
+	if d := evalLateDepth(); d > 0 {
+		req["late_depth"] = d
 	}
 	if h.minRel != nil {
 		req["min_relevance"] = *h.minRel

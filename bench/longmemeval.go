@@ -359,6 +359,9 @@ func EvalLongMemEval(cfg LongMemEvalConfig) (*LongMemEvalResult, error) {
 			if cfg.RerankDepth > 0 {
 				req["rerank_depth"] = cfg.RerankDepth
 			}
+			if d := evalLateDepth(); d > 0 {
+				req["late_depth"] = d
+			}
 			o, lat, err := h.contextPack(req, false)
 			if err != nil {
 				return nil, fmt.Errorf("question %s: %w", q.ID, err)

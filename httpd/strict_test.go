@@ -71,7 +71,7 @@ func TestUnknownFieldsAreRefused(t *testing.T) {
 		{"pack policy", "POST", "/v1/context-pack", key, pack(map[string]any{"policy": map[string]any{"rbac_requird": []string{"a"}}}), "policy.rbac_requird: unknown field"},
 		{"pack v2 policy", "POST", "/v2/context-pack", key, pack(map[string]any{"policy": map[string]any{"privacy": "strict"}}), "policy.privacy: unknown field"},
 		{"pack v1 profile", "POST", "/v1/context-pack", key, pack(map[string]any{"profile": "high_recall"}), "profile: unknown field; allowed fields here: query, max_tokens"},
-		{"pack v2 lists profile", "POST", "/v2/context-pack", key, pack(map[string]any{"profiles": "x"}), "temporal_half_life_hours, min_relevance, metadata, rerank_depth, since, until, profile"},
+		{"pack v2 lists profile", "POST", "/v2/context-pack", key, pack(map[string]any{"profiles": "x"}), "temporal_half_life_hours, min_relevance, metadata, rerank_depth, late_depth, since, until, profile"},
 		{"feedback", "POST", "/v1/feedback", key, map[string]any{"workspace_id": "ws", "action": "pin", "artifactid": "x"}, "artifactid: unknown field"},
 		{"register", "POST", "/v1/register", adminKey, map[string]any{"email": "n@example.com", "plna": "pro"}, "plna: unknown field; allowed fields here: email, plan"},
 		{"set plan", "PUT", "/v1/billing/plan", adminKey, map[string]any{"tenant_id": "t", "plan": "pro", "force": true}, "force: unknown field"},

@@ -37,6 +37,7 @@ const (
 	AssumeReranked   = "Reranked the %d best candidates with the relevance model %s"
 	AssumeNoReranker = "No relevance model is configured: candidates were not reranked"
 	AssumeLate       = "Reranked the %d best candidates by late interaction with %s"
+	AssumeNoLate     = "No late-interaction model is configured: candidates were not scored by late interaction"
 )
 
 // Late interaction: retrieval may score the best candidates of the fused

@@ -88,9 +88,10 @@ type gathered struct {
 	cands       []pack.Candidate
 	useSemantic bool
 	maxTokens   int
-	reranked    string // the assumption note of a reranked pass, "" when not
-	late        string // the assumption note of late interaction, "" when none
-	empty       bool   // the workspace holds no visible span
+	reranked    string     // the assumption note of a reranked pass, "" when not
+	late        string     // the assumption note of late interaction, "" when none
+	lateIn      *lateInput // what late interaction scores, read in the View; nil: none
+	empty       bool       // the workspace holds no visible span
 }
 
 // decide packs the gathered candidates (no lock needed).
@@ -121,6 +122,9 @@ func (g *gathered) decide(tok text.TokenCounter, assumption string) *pack.Result
 func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *queryVector, docs []*roaring.Bitmap) (*gathered, error) {
 	budget, pool := pass.budget, pass.pool
 	r := newResolver(v, req.Metadata)
+	if req.LateDepth > 0 && p.li != nil {
+		r.docs = map[uuid.UUID]docRef{}
+	}
 	asOf := req.AsOf
 	if newest := v.Newest(); asOf == 0 && newest != math.MinInt64 {
 		asOf = newest
@@ -239,8 +243,12 @@ func (p *Packer) gather(v *engine.View, req PackRequest, pass packPass, qv *quer
 	preq := pack.Request{Query: req.Query, MaxTokens: budget, ActorID: req.ActorID, SessionID: req.SessionID, Mode: req.Mode,
 		Policy: req.Policy, AsOf: asOf, Tuning: req.Tuning, SemanticAvailable: semantic, Lines: p.lines, Analyses: p.analyses,
 		Windows: windows}
-	return &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
-		empty: v.Spans() == 0}, nil
+	g := &gathered{preq: preq, pinned: pinned, cands: cands, useSemantic: useSemantic, maxTokens: req.MaxTokens,
+		empty: v.Spans() == 0}
+	if r.docs != nil {
+		g.lateCandidates(v, r.docs, req.LateDepth)
+	}
+	return g, nil
 }
 
 // sharedSearch is a semantic search that goroutines share (vecindex.Scan,
@@ -329,6 +337,13 @@ type resolver struct {
 	filter map[string]string
 	cands  map[uuid.UUID]*pack.Candidate
 	order  []uuid.UUID
+	docs   map[uuid.UUID]docRef // where each candidate lives; nil: not recorded
+}
+
+// docRef is a document of a View: its part and number.
+type docRef struct {
+	part int
+	doc  uint32
 }
 
 func newResolver(v *engine.View, filter map[string]string) *resolver {
@@ -349,6 +364,9 @@ func (r *resolver) candidate(part int, doc uint32) (*pack.Candidate, error) {
 	c := newCandidate(sp, a)
 	r.cands[sp.ID] = c
 	r.order = append(r.order, sp.ID)
+	if r.docs != nil {
+		r.docs[sp.ID] = docRef{part, doc}
+	}
 	return c, nil
 }
 

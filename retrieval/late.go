@@ -4,39 +4,100 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
 )
 
 // LateInteraction scores passages for a query by their token vectors
-// (embed/colbert: MaxSim). ScoreAll writes one score per passage to dst;
-// each must depend on its query and passage alone, so that packs stay
-// deterministic.
+// (embed/colbert's Scorer: MaxSim). ScoreAll writes one score per passage
+// to dst: texts are the passages as the model reads them
+// (pack.RankTexts), spans the stored texts of their spans, and stored[i],
+// when not nil, the rows the engine keeps of spans[i]
+// (engine.View.TokenRows, computed by the engine's TokenRower), which the
+// scorer uses instead of computing them when they are the rows it would
+// compute. Each score must depend on its query and passage alone, so that
+// packs stay deterministic whether rows are stored or computed.
+//
+// Query encodes a query for ScoreAll; a pack calls it at its start, on its
+// own goroutine, so that it overlaps with the search.
 type LateInteraction interface {
 	Model() string
-	ScoreAll(ctx context.Context, query string, passages []string, dst []float64) error
+	Query(query string) (LateQuery, error)
+	ScoreAll(ctx context.Context, q LateQuery, texts, spans []string, stored [][]byte, dst []float64) error
 }
 
-// SetLateInteraction has every pack score its depth best candidates (by
-// fused relevance, pack.Rank) with li before deciding (pack.LateWeight
+// LateQuery is a query as a LateInteraction encoded it.
+type LateQuery = any
+
+// lateQuery is a pack's query encoding, possibly still being computed.
+type lateQuery struct {
+	done chan struct{}
+	q    LateQuery
+	err  error
+}
+
+// startLateQuery encodes the query with li on its own goroutine.
+func startLateQuery(li LateInteraction, query string) *lateQuery {
+	lq := &lateQuery{done: make(chan struct{})}
+	go func() {
+		defer close(lq.done)
+		lq.q, lq.err = li.Query(query)
+	}()
+	return lq
+}
+
+// SetLateInteraction gives the Packer its late-interaction model: packs
+// whose request sets LateDepth score that many of their best candidates
+// (by fused relevance, pack.Rank) with li before deciding (pack.LateWeight
 // says how the scores blend in). Call it before the first pack.
-//
-// Not yet a request option: the passages' token vectors are computed when
-// a pack asks for them (li may remember them), since segments do not store
-// them yet, which costs about a model pass per new candidate. Evaluations
-// use it (bench/lateinteraction) to measure what late interaction gives.
-func (p *Packer) SetLateInteraction(li LateInteraction, depth int) {
-	p.li, p.liDepth = li, min(depth, MaxRerankDepth)
+func (p *Packer) SetLateInteraction(li LateInteraction) { p.li = li }
+
+// LateInteraction returns the Packer's late-interaction model, or nil.
+func (p *Packer) LateInteraction() LateInteraction { return p.li }
+
+// lateInput is what late interaction scores in a pass: the best candidates
+// with their stored rows, copied while the View is open (a segment's rows
+// are mapped and go with it).
+type lateInput struct {
+	ids          []uuid.UUID
+	texts, spans []string
+	stored       [][]byte
+	at           map[uuid.UUID]int
 }
 
-// lateInteraction has li score the depth best candidates of g and records
-// the scores in them. It runs outside the engine's lock.
-func (g *gathered) lateInteraction(ctx context.Context, li LateInteraction, query string, depth int) error {
-	ids, passages, at := g.best(depth)
-	if len(ids) == 0 {
+// lateCandidates picks the depth best candidates of g and reads their
+// stored rows from v (docs says where each lives).
+func (g *gathered) lateCandidates(v *engine.View, docs map[uuid.UUID]docRef, depth int) {
+	ids, texts, at := g.best(depth)
+	in := &lateInput{ids: ids, texts: texts, at: at, spans: make([]string, len(ids)), stored: make([][]byte, len(ids))}
+	for k := range g.cands {
+		c := &g.cands[k]
+		i, ok := at[c.SpanID]
+		if !ok {
+			continue
+		}
+		in.spans[i] = c.Text
+		if d, ok := docs[c.SpanID]; ok {
+			in.stored[i] = v.TokenRows(d.part, d.doc)
+		}
+	}
+	g.lateIn = in
+}
+
+// lateInteraction has li score the candidates lateCandidates chose and
+// records the scores in them. It runs outside the engine's lock.
+func (g *gathered) lateInteraction(ctx context.Context, li LateInteraction, lq *lateQuery) error {
+	in := g.lateIn
+	if in == nil || len(in.ids) == 0 {
 		return nil
 	}
-	scores := make([]float64, len(ids))
-	if err := li.ScoreAll(ctx, query, passages, scores); err != nil {
+	<-lq.done
+	if lq.err != nil {
+		return fmt.Errorf("retrieval: late interaction: %w", lq.err)
+	}
+	scores := make([]float64, len(in.ids))
+	if err := li.ScoreAll(ctx, lq.q, in.texts, in.spans, in.stored, scores); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -44,10 +105,10 @@ func (g *gathered) lateInteraction(ctx context.Context, li LateInteraction, quer
 	}
 	for k := range g.cands {
 		c := &g.cands[k]
-		if i, ok := at[c.SpanID]; ok {
+		if i, ok := in.at[c.SpanID]; ok {
 			c.Late, c.LateScored = scores[i], true
 		}
 	}
-	g.late = fmt.Sprintf(pack.AssumeLate, len(ids), li.Model())
+	g.late = fmt.Sprintf(pack.AssumeLate, len(in.ids), li.Model())
 	return nil
 }

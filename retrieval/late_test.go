@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/loci-memory/loci/embed/colbert"
+	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/internal/enginetest"
 	"github.com/loci-memory/loci/pack"
 )
 
@@ -17,7 +19,9 @@ type byWord string
 
 func (byWord) Model() string { return "by-word" }
 
-func (w byWord) ScoreAll(_ context.Context, _ string, passages []string, dst []float64) error {
+func (byWord) Query(q string) (LateQuery, error) { return q, nil }
+
+func (w byWord) ScoreAll(_ context.Context, _ LateQuery, passages, _ []string, _ [][]byte, dst []float64) error {
 	for i, p := range passages {
 		dst[i] = 0
 		if strings.Contains(p, string(w)) {
@@ -41,7 +45,7 @@ func TestLateInteractionPack(t *testing.T) {
 	ctx := context.Background()
 	pk := func(p *Packer, query string) *pack.Result {
 		t.Helper()
-		res, err := p.ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: query, MaxTokens: 512, ActorID: "alice"})
+		res, err := p.ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: query, MaxTokens: 512, ActorID: "alice", LateDepth: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,12 +56,12 @@ func TestLateInteractionPack(t *testing.T) {
 		t.Fatalf("first citation %q without late interaction, want Caroline's marathon", res.Citations[0].Text)
 	}
 	biscuit := New(db)
-	biscuit.SetLateInteraction(byWord("Biscuit"), 10)
+	biscuit.SetLateInteraction(byWord("Biscuit"))
 	if res := pk(biscuit, q); !strings.Contains(res.Citations[0].Text, "Biscuit") {
 		t.Errorf("first citation %q with a model that favours Biscuit", res.Citations[0].Text)
 	}
 	p := New(db)
-	p.SetLateInteraction(colbert.NewScorer(enc, 1<<20), 10)
+	p.SetLateInteraction(colbert.NewScorer(enc, 1<<20))
 	res := pk(p, q)
 	if !strings.HasPrefix(res.Citations[0].Text, "Caroline: I ran a marathon") {
 		t.Errorf("first citation %q, want Caroline's marathon", res.Citations[0].Text)
@@ -70,11 +74,82 @@ func TestLateInteractionPack(t *testing.T) {
 		t.Error("the same request gave another pack")
 	}
 	fresh := New(db)
-	fresh.SetLateInteraction(colbert.NewScorer(enc, 0), 10)
+	fresh.SetLateInteraction(colbert.NewScorer(enc, 0))
 	if other := pk(fresh, q); other.PackHash != res.PackHash {
 		t.Error("a scorer that remembers nothing gave another pack")
 	}
-	if plain := pk(New(db), q); slices.Contains(plain.Assumptions, want) {
-		t.Errorf("a Packer without late interaction says it used it: %q", plain.Assumptions)
+	if plain := pk(New(db), q); slices.Contains(plain.Assumptions, want) || !slices.Contains(plain.Assumptions, pack.AssumeNoLate) {
+		t.Errorf("a Packer without late interaction asked for it: %q, want %q", plain.Assumptions, pack.AssumeNoLate)
+	}
+	without, err := p.ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: q, MaxTokens: 512, ActorID: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(without.Result.Assumptions, want) {
+		t.Errorf("a pack without late_depth used late interaction: %q", without.Result.Assumptions)
+	}
+}
+
+// countingLate counts the passages a LateInteraction was given stored rows
+// for.
+type countingLate struct {
+	LateInteraction
+	stored, passages int
+}
+
+func (c *countingLate) ScoreAll(ctx context.Context, query LateQuery, texts, spans []string, stored [][]byte, dst []float64) error {
+	c.passages += len(texts)
+	for _, r := range stored {
+		if r != nil {
+			c.stored++
+		}
+	}
+	return c.LateInteraction.ScoreAll(ctx, query, texts, spans, stored, dst)
+}
+
+// TestLateInteractionStoredRows: once the engine has the token rows (a
+// segment's file, the head's in memory), packs read them instead of
+// computing them, and give the same bytes.
+func TestLateInteractionStoredRows(t *testing.T) {
+	enc, err := colbert.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true, TokenRows: colbert.NewRows(enc)})
+	for i, tr := range twoRunnersTurns {
+		in := enginetest.Chat("ws", tr.text)
+		in.Payload = []byte(fmt.Sprintf(`{"role":%q,"content":%q}`, tr.role, tr.text))
+		enginetest.MustIngest(t, db, "t", in)
+		if i == 3 { // four turns in a segment, two in the head
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	req := PackRequest{Workspace: "ws", Query: "What race did Caroline run?", MaxTokens: 512, LateDepth: 10}
+	pk := func() (*pack.Result, *countingLate) {
+		t.Helper()
+		li := &countingLate{LateInteraction: colbert.NewScorer(enc, 0)}
+		p := New(db)
+		p.SetLateInteraction(li)
+		res, err := p.ContextPack(context.Background(), "t", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Result, li
+	}
+	computed, li := pk()
+	if li.passages != len(twoRunnersTurns) || li.stored != 0 {
+		t.Fatalf("before the rows are built: %d passages, %d with stored rows; want %d, 0", li.passages, li.stored, len(twoRunnersTurns))
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 1 {
+		t.Fatalf("BuildTokenRows = %d, %v", n, err)
+	}
+	read, li := pk()
+	if li.stored != len(twoRunnersTurns) {
+		t.Fatalf("after the build: %d passages with stored rows, want all %d (the segment's file, the head's memory)", li.stored, len(twoRunnersTurns))
+	}
+	if read.PackHash != computed.PackHash || read.Confidence != computed.Confidence {
+		t.Fatalf("stored rows gave another pack: %s (%v), computed %s (%v)", read.PackHash, read.Confidence, computed.PackHash, computed.Confidence)
 	}
 }

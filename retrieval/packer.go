@@ -104,6 +104,11 @@ type PackRequest struct {
 	// relevance model rereads (0: none; at most MaxRerankDepth); without a
 	// model it is ignored, and the pack says so among its assumptions.
 	RerankDepth int
+	// LateDepth is how many of the best candidates the Packer's
+	// late-interaction model scores (0: none; at most MaxRerankDepth);
+	// without a model it is ignored, and the pack says so among its
+	// assumptions.
+	LateDepth int
 }
 
 // PackResponse is a packed context with its receipt's id.
@@ -128,7 +133,6 @@ type Packer struct {
 	analyses *pack.Analyses   // span texts' analyses, shared by every pack
 	rr       Reranker         // nil: no relevance model
 	li       LateInteraction  // nil: no late interaction
-	liDepth  int              // how many of the best candidates li scores
 }
 
 // lineMemo is how many spans' evidence line counts a Packer remembers
@@ -176,6 +180,10 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 	var qv *queryVector
 	if profile != pack.ProfileLowLatency {
 		qv = p.startQueryEmbedding(ctx, req.Query)
+	}
+	var lq *lateQuery
+	if req.LateDepth > 0 && p.li != nil {
+		lq = startLateQuery(p.li, req.Query)
 	}
 
 	// The passes of each profile: (profile that runs, budget, pool depth).
@@ -254,7 +262,7 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 		if err != nil {
 			return nil, err
 		}
-		if err := p.rerankPass(ctx, g, req); err != nil {
+		if err := p.rerankPass(ctx, g, req, lq); err != nil {
 			return nil, err
 		}
 		res, served = g.decide(tok, qv.note()), first.profile
@@ -267,7 +275,7 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 		if g == nil {
 			continue // the workspace changed between the passes: start over
 		}
-		if err := p.rerankPass(ctx, g, req); err != nil {
+		if err := p.rerankPass(ctx, g, req, lq); err != nil {
 			return nil, err
 		}
 		res, served = g.decide(tok, qv.note()), second.profile
@@ -295,9 +303,13 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 }
 
 // rerankPass reranks a gathered pass when the request asks for it.
-func (p *Packer) rerankPass(ctx context.Context, g *gathered, req PackRequest) error {
-	if p.li != nil && p.liDepth > 0 {
-		if err := g.lateInteraction(ctx, p.li, req.Query, p.liDepth); err != nil {
+func (p *Packer) rerankPass(ctx context.Context, g *gathered, req PackRequest, lq *lateQuery) error {
+	switch {
+	case req.LateDepth <= 0:
+	case p.li == nil:
+		g.late = pack.AssumeNoLate
+	default:
+		if err := g.lateInteraction(ctx, p.li, lq); err != nil {
 			return err
 		}
 	}

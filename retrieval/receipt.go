@@ -59,11 +59,13 @@ func canonicalRequest(req PackRequest) any {
 		Metadata map[string]string `json:",omitempty"`
 		// RerankDepth likewise: requests that rerank nothing keep their ids.
 		RerankDepth int `json:",omitempty"`
+		// LateDepth likewise.
+		LateDepth int `json:",omitempty"`
 		// Since and Until likewise: two windows never share an id.
 		Since *int64 `json:",omitempty"`
 		Until *int64 `json:",omitempty"`
 	}{req.Query, req.ActorID, req.SessionID, req.Mode, req.Profile, req.MaxTokens, p, req.AsOf, req.Tuning, req.MaxLatencyMs, req.MaxCostUSD,
-		req.Metadata, req.RerankDepth, req.Since, req.Until}
+		req.Metadata, req.RerankDepth, req.LateDepth, req.Since, req.Until}
 }
 
 // receiptBody is the full receipt as the receipts endpoint serves it.

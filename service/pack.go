@@ -43,6 +43,10 @@ type PackRequest struct {
 	// measured on the dev sets, rereading gives too little for its cost to
 	// be a default (docs/pack.md § Reranking).
 	RerankDepth *int `json:"rerank_depth"`
+	// LateDepth is how many of the best candidates late interaction scores
+	// (0 to retrieval.MaxRerankDepth); nil is the server's depth in v2
+	// balanced and high_recall (Config.LateInteractionDepth), 0 otherwise.
+	LateDepth *int `json:"late_depth"`
 	// Since and Until (ISO 8601, as the artifact listing reads them; both
 	// inclusive) restrict the retrieved spans to artifacts of that time.
 	Since *string `json:"since"`
@@ -161,16 +165,28 @@ func (r *PackRequest) retrievalRequest(v2 bool, profile *string) (retrieval.Pack
 		t.MinRelevance = *v
 	}
 	req.Tuning = t
-	if v := r.RerankDepth; v != nil {
-		if *v < 0 || *v > retrieval.MaxRerankDepth {
-			return req, fmt.Errorf("rerank_depth: must be between 0 and %d, got %d", retrieval.MaxRerankDepth, *v)
-		}
-		if *v > 0 && req.Profile == pack.ProfileLowLatency {
-			return req, fmt.Errorf("rerank_depth: the low_latency profile never reranks; use balanced or high_recall, or leave rerank_depth out")
-		}
-		req.RerankDepth = *v
+	if req.RerankDepth, err = depthOption("rerank_depth", "reranks", r.RerankDepth, req.Profile); err != nil {
+		return req, err
+	}
+	if req.LateDepth, err = depthOption("late_depth", "runs late interaction", r.LateDepth, req.Profile); err != nil {
+		return req, err
 	}
 	return req, nil
+}
+
+// depthOption checks a pack's depth field (rerank_depth, late_depth): 0 to
+// retrieval.MaxRerankDepth, and 0 in the low_latency profile, which never
+// does what it asks for; nil is 0.
+func depthOption(field, does string, v *int, profile string) (int, error) {
+	switch {
+	case v == nil:
+		return 0, nil
+	case *v < 0 || *v > retrieval.MaxRerankDepth:
+		return 0, fmt.Errorf("%s: must be between 0 and %d, got %d", field, retrieval.MaxRerankDepth, *v)
+	case *v > 0 && profile == pack.ProfileLowLatency:
+		return 0, fmt.Errorf("%s: the low_latency profile never %s; use balanced or high_recall, or leave %s out", field, does, field)
+	}
+	return *v, nil
 }
 
 // packWindow parses a pack's since and until into req: ISO 8601 as the
@@ -270,6 +286,9 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	}
 	if r.AsOf != nil && *r.AsOf == AsOfNow {
 		req.AsOf = s.cfg.Now().UnixMicro()
+	}
+	if r.LateDepth == nil && v2 && req.Profile != pack.ProfileLowLatency && s.cfg.LateInteraction != nil {
+		req.LateDepth = min(s.cfg.LateInteractionDepth, retrieval.MaxRerankDepth)
 	}
 	db, err := s.workspaceEngine(p.TenantID, req.Workspace)
 	if err != nil {

@@ -80,10 +80,11 @@ type Config struct {
 	// Reranker is the relevance model packs with a rerank depth use (nil:
 	// none; such packs say so among their assumptions).
 	Reranker retrieval.Reranker
-	// LateInteraction, with a positive LateInteractionDepth, scores that
-	// many of every pack's best candidates by token vectors
-	// (retrieval.Packer.SetLateInteraction). Evaluations set it
-	// (bench/lateinteraction); the server does not yet.
+	// LateInteraction is the late-interaction model (nil: none) of packs
+	// with a late_depth; LateInteractionDepth is the late_depth of v2
+	// balanced and high_recall packs that leave it out (v1 packs and
+	// low_latency never run it unless asked; docs/pack.md § Late
+	// interaction).
 	LateInteraction      retrieval.LateInteraction
 	LateInteractionDepth int
 }
@@ -230,7 +231,7 @@ func NewSharded(shards Shards, ctl *control.Store, cfg Config) *Service {
 		packer.SetReranker(cfg.Reranker)
 	}
 	if packer != nil && cfg.LateInteraction != nil {
-		packer.SetLateInteraction(cfg.LateInteraction, cfg.LateInteractionDepth)
+		packer.SetLateInteraction(cfg.LateInteraction)
 	}
 	return &Service{db: db, shards: shards, partial: partial, ctl: ctl, cfg: cfg, log: cfg.Logger, packer: packer,
 		limiter:    ratelimit.New(cfg.RateWindow, cfg.Now),

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -350,6 +352,12 @@ func TestPackValidation(t *testing.T) {
 			"rerank_depth: must be between 0 and 100, got -1"},
 		{"low_latency reranking", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), RerankDepth: n(5)}, Profile: strp("low_latency")}, true,
 			"rerank_depth: the low_latency profile never reranks; use balanced or high_recall, or leave rerank_depth out"},
+		{"late_depth", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, LateDepth: n(101)}}, false,
+			"late_depth: must be between 0 and 100, got 101"},
+		{"negative late_depth", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), LateDepth: n(-3)}}, true,
+			"late_depth: must be between 0 and 100, got -3"},
+		{"low_latency late interaction", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), LateDepth: n(5)}, Profile: strp("low_latency")}, true,
+			"late_depth: the low_latency profile never runs late interaction; use balanced or high_recall, or leave late_depth out"},
 		{"since", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, Since: strp("last week")}}, false,
 			`since: "last week" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
 		{"until", PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: q, MaxTokens: n(100), Until: strp("2026-13-01")}}, true,
@@ -602,4 +610,83 @@ func BenchmarkDecodeJSONBatch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// scoreByWord is a late-interaction model for tests: a passage holding the
+// word scores 10, any other 0.
+type scoreByWord string
+
+func (scoreByWord) Model() string { return "by-word" }
+
+func (scoreByWord) Query(q string) (retrieval.LateQuery, error) { return q, nil }
+
+func (w scoreByWord) ScoreAll(_ context.Context, _ retrieval.LateQuery, texts, _ []string, _ [][]byte, dst []float64) error {
+	for i, p := range texts {
+		dst[i] = 0
+		if strings.Contains(p, string(w)) {
+			dst[i] = 10
+		}
+	}
+	return nil
+}
+
+// TestPackLateDepth: with a late-interaction model, v2 balanced and
+// high_recall packs that leave late_depth out run it at the server's depth,
+// v1 and low_latency packs do not, and late_depth overrides the default;
+// without a model, a pack asking for it says so.
+func TestPackLateDepth(t *testing.T) {
+	const depth = 7
+	h := newData(t, Config{LateInteraction: scoreByWord("Tuesday"), LateInteractionDepth: depth})
+	for _, text := range []string{"The deploy window is Tuesday at 10:00.", "The deploy window moved to Friday.", "Lunch is at noon."} {
+		if _, err := h.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note",
+			RawPayload: json.RawMessage(strconv.Quote(text))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := func(v int) *int { return &v }
+	late := func(k int) string { return fmt.Sprintf(pack.AssumeLate, k, "by-word") }
+	for _, c := range []struct {
+		name string
+		req  PackV2Request
+		v2   bool
+		want string // an assumption the pack must state, "" for none about late interaction
+	}{
+		{"v1", PackV2Request{}, false, ""},
+		{"v1 asks", PackV2Request{PackRequest: PackRequest{LateDepth: n(1)}}, false, late(1)},
+		{"v2 balanced", PackV2Request{}, true, late(2)}, // depth 7: the two candidates
+		{"v2 high_recall", PackV2Request{Profile: strp("high_recall")}, true, late(2)},
+		{"v2 low_latency", PackV2Request{Profile: strp("low_latency")}, true, ""},
+		{"v2 late_depth 0", PackV2Request{PackRequest: PackRequest{LateDepth: n(0)}}, true, ""},
+		{"v2 late_depth 1", PackV2Request{PackRequest: PackRequest{LateDepth: n(1)}}, true, late(1)},
+	} {
+		c.req.WorkspaceID, c.req.Query, c.req.MaxTokens = "ws", strp("when is the deploy window"), n(300)
+		res, err := h.svc.Pack(context.Background(), open, c.req, c.v2)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var said []string
+		for _, a := range res.Result.Assumptions {
+			if strings.Contains(a, "late interaction") {
+				said = append(said, a)
+			}
+		}
+		if (c.want == "" && len(said) > 0) || (c.want != "" && !slices.Equal(said, []string{c.want})) {
+			t.Errorf("%s: assumptions about late interaction %q, want %q", c.name, said, c.want)
+		}
+	}
+	plain := newData(t, Config{})
+	if _, err := plain.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note",
+		RawPayload: json.RawMessage(`"The deploy window is Tuesday."`)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := plain.svc.Pack(context.Background(), open, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: strp("deploy window"), LateDepth: n(5)}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Result.Assumptions, pack.AssumeNoLate) {
+		t.Errorf("a pack asking for late interaction without a model: assumptions %q", res.Result.Assumptions)
+	}
+	if res2, _ := plain.svc.Pack(context.Background(), open, PackV2Request{PackRequest: PackRequest{WorkspaceID: "ws", Query: strp("deploy window"), MaxTokens: n(300)}}, true); slices.Contains(res2.Result.Assumptions, pack.AssumeNoLate) {
+		t.Errorf("a v2 pack on a server without the model says it asked for it: %q", res2.Result.Assumptions)
+	}
 }

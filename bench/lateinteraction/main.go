@@ -19,13 +19,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/embed/colbert"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 func main() {
@@ -60,12 +60,14 @@ func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stor
 		if err != nil {
 			return err
 		}
-		bench.EvalLateInteraction.Model = colbert.NewScorer(enc, memo<<20)
-		if stored {
-			bench.EvalLateInteraction.Model = colbert.NewStoredScorer(enc, memo<<20)
-		}
-		if split {
-			bench.EvalLateInteraction.Model = &splitSpeaker{e: enc, memo: map[string]colbert.Stored{}}
+		switch {
+		case stored && split:
+			bench.EvalLateInteraction.Model = colbert.NewScorer(enc, memo<<20) // the product's scorer
+		case split:
+			return fmt.Errorf("-split-speaker needs -stored")
+		default:
+			bench.EvalLateInteraction.Model = &wholeText{e: enc, stored: stored, maxBytes: memo << 20,
+				memo: map[string]colbert.Matrix{}, rows: map[string]colbert.Stored{}}
 		}
 		bench.EvalLateInteraction.Depth = depth
 	}
@@ -104,61 +106,58 @@ func run(set, data, shape, embedder, budgets, dump string, depth, memo int, stor
 	return enc.Encode(out)
 }
 
-// splitSpeaker scores a passage "Name: text" by stored rows of "Name:" and
-// of the text, each encoded alone and remembered: the rows a store could
-// keep for a turn whatever name a pack finds for its speaker.
-type splitSpeaker struct {
-	e    *colbert.Encoder
-	mu   sync.Mutex
-	memo map[string]colbert.Stored
+// wholeText scores a passage by the vectors of its whole text as the
+// model reads it, float (MaxSim) or stored rows (MaxSimStored): the
+// variants measured before the product's scorer (colbert.Scorer: the
+// speaker's rows apart, -stored -split-speaker).
+type wholeText struct {
+	e        *colbert.Encoder
+	stored   bool
+	maxBytes int
+	mu       sync.Mutex
+	bytes    int
+	memo     map[string]colbert.Matrix
+	rows     map[string]colbert.Stored
 }
 
-func (s *splitSpeaker) Model() string { return s.e.Model() + " (speaker apart)" }
+func (w *wholeText) Model() string { return w.e.Model() + " (whole text)" }
 
-func (s *splitSpeaker) rows(text string) (colbert.Stored, error) {
-	s.mu.Lock()
-	r, ok := s.memo[text]
-	s.mu.Unlock()
-	if ok {
-		return r, nil
-	}
-	m, err := s.e.Passage(text, 2)
-	if err != nil {
-		return colbert.Stored{}, err
-	}
-	r = colbert.Store(m)
-	s.mu.Lock()
-	s.memo[text] = r
-	s.mu.Unlock()
-	return r, nil
-}
+func (w *wholeText) Query(query string) (retrieval.LateQuery, error) { return w.e.Query(query) }
 
-func (s *splitSpeaker) ScoreAll(ctx context.Context, query string, passages []string, dst []float64) error {
-	qm, err := s.e.Query(query)
-	if err != nil {
-		return err
-	}
+func (w *wholeText) ScoreAll(ctx context.Context, query retrieval.LateQuery, texts, _ []string, _ [][]byte, dst []float64) error {
+	qm := query.(colbert.Matrix)
 	q := colbert.Store(qm)
-	for i, p := range passages {
+	var err error
+	for i, p := range texts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name, text, ok := strings.Cut(p, ": ")
-		if !ok || len(name) > 40 || strings.ContainsAny(name, "\n.!?") {
-			name, text = "", p
-		}
-		r, err := s.rows(text)
-		if err != nil {
-			return err
-		}
-		if name != "" {
-			n, err := s.rows(name + ":")
-			if err != nil {
+		w.mu.Lock()
+		m, okm := w.memo[p]
+		r, okr := w.rows[p]
+		w.mu.Unlock()
+		if !okm && !okr {
+			if m, err = w.e.Passage(p, 2); err != nil {
 				return err
 			}
-			r = colbert.Stored{Scales: append(slices.Clone(n.Scales), r.Scales...), Vals: append(slices.Clone(n.Vals), r.Vals...)}
+			w.mu.Lock()
+			if w.stored {
+				r = colbert.Store(m)
+				if w.bytes < w.maxBytes {
+					w.rows[p] = r
+					w.bytes += colbert.StoredRowBytes * r.Rows()
+				}
+			} else if w.bytes < w.maxBytes {
+				w.memo[p] = m
+				w.bytes += 4 * len(m)
+			}
+			w.mu.Unlock()
 		}
-		dst[i] = colbert.MaxSimStored(q, r)
+		if w.stored {
+			dst[i] = colbert.MaxSimStored(q, r)
+		} else {
+			dst[i] = colbert.MaxSim(qm, m)
+		}
 	}
 	return nil
 }

@@ -108,6 +108,7 @@ func runBench(args []string) error {
 		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
 		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
 		rerank := fs.Int("rerank", -1, "rerank_depth of each pack: how many candidates the relevance model rereads (-1: not sent, so none)")
+		late := fs.Int("late-depth", 0, lateDepthUsage+"; the segments' token rows are built before timing")
 		profile := fs.String("profile", "", "send v2 packs of this serving profile (low_latency | balanced | high_recall); empty: v1 packs")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
 		wsFlag := fs.String("workspaces", "", workspacesUsage)
@@ -127,6 +128,9 @@ func runBench(args []string) error {
 			}
 			if *rerank < -1 {
 				return nil, fmt.Errorf("--rerank %d: must be -1 (not sent) or more", *rerank)
+			}
+			if err := benchLate(*late, true); err != nil {
+				return nil, err
 			}
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {

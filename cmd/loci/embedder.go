@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/loci-memory/loci/bench"
 	"github.com/loci-memory/loci/embed"
+	"github.com/loci-memory/loci/embed/colbert"
 	"github.com/loci-memory/loci/embed/crossenc"
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
@@ -121,4 +124,62 @@ func reranker(name string) (retrieval.Reranker, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("--reranker %q: want %s", name, rerankerNames)
+}
+
+// Late-interaction models accepted by --late-interaction (env
+// LOCI_LATE_INTERACTION).
+const (
+	lateColbert = "colbert" // the built-in answerai-colbert-small-v1
+	lateNone    = "none"    // packs never run late interaction
+	lateNames   = "colbert | none"
+	lateDefault = lateNone
+	// defaultLateDepth is the late_depth of v2 balanced and high_recall
+	// packs that leave it out (docs/pack.md § Late interaction).
+	defaultLateDepth = 30
+	// lateMemoBytes bounds the rows a scorer remembers of the texts it
+	// computed (the heads' spans, speakers' names): about 14,000 turns.
+	lateMemoBytes = 64 << 20
+)
+
+// lateSettings are the late-interaction flags of a command that serves
+// packs (lateFlags).
+type lateSettings struct{ name, depth *string }
+
+// lateFlags defines --late-interaction and --late-depth on fs.
+func lateFlags(fs *flag.FlagSet) lateSettings {
+	return lateSettings{
+		name:  fs.String("late-interaction", envOr("LOCI_LATE_INTERACTION", lateDefault), "the late-interaction model that scores the best candidates of v2 balanced and high_recall packs, and of packs that set late_depth, by token vectors; the engine stores segments' token rows in the background (docs/pack.md § Late interaction): "+lateNames+" (env LOCI_LATE_INTERACTION)"),
+		depth: fs.String("late-depth", envOr("LOCI_LATE_DEPTH", strconv.Itoa(defaultLateDepth)), "how many of the best candidates late interaction scores in v2 balanced and high_recall packs that leave late_depth out (env LOCI_LATE_DEPTH)"),
+	}
+}
+
+// apply sets the engine's row source and returns the packs' model and
+// default depth.
+func (l lateSettings) apply(o *engine.Options) (retrieval.LateInteraction, int, error) {
+	depth, err := strconv.Atoi(*l.depth)
+	if err != nil || depth < 0 || depth > retrieval.MaxRerankDepth {
+		return nil, 0, fmt.Errorf("LOCI_LATE_DEPTH: %q is not an integer between 0 and %d", *l.depth, retrieval.MaxRerankDepth)
+	}
+	li, rows, err := lateInteraction(*l.name)
+	if err != nil {
+		return nil, 0, err
+	}
+	o.TokenRows = rows
+	return li, depth, nil
+}
+
+// lateInteraction returns the late-interaction model of a name and the
+// row source the engine stores segments' rows with; nil, nil for none.
+func lateInteraction(name string) (retrieval.LateInteraction, engine.TokenRower, error) {
+	switch name {
+	case lateColbert:
+		e, err := colbert.Default()
+		if err != nil {
+			return nil, nil, err
+		}
+		return colbert.NewScorer(e, lateMemoBytes), colbert.NewRows(e), nil
+	case lateNone:
+		return nil, nil, nil
+	}
+	return nil, nil, fmt.Errorf("--late-interaction %q: want %s", name, lateNames)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loci-memory/loci/bench"
+	"github.com/loci-memory/loci/retrieval"
 )
 
 const evalUsage = `usage: loci eval <name> [flags]
@@ -84,10 +85,14 @@ func runEvalLoCoMo(args []string) error {
 		"actor (role user/assistant, content = the text, actor_id = the speaker: one v2 batch per run of turns by one speaker; packs without actor_id) "+
 		"or none (role user/assistant, content = the text, no names)")
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
+	late := fs.Int("late-depth", 0, lateDepthUsage)
 	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
 	if done {
+		return err
+	}
+	if err := benchLate(*late, false); err != nil {
 		return err
 	}
 	if err := checkData(dataLoCoMo, *data); err != nil {
@@ -124,6 +129,7 @@ func runEvalLongMemEval(args []string) error {
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the server's embedder: minilm, glove or none")
 	limit := fs.Int("limit", 0, "evaluate only the first this many questions (0: all)")
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
+	late := fs.Int("late-depth", 0, lateDepthUsage)
 	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, evidence cited)")
 	fs.Usage = func() {
@@ -144,6 +150,9 @@ are all cited, both per question type, abstention on _abs questions and on the r
 		return err
 	}
 	if err := checkData(dataLongMemEval, *data); err != nil {
+		return err
+	}
+	if err := benchLate(*late, false); err != nil {
 		return err
 	}
 	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank, MinRelevance: optionalShare(*minRel),
@@ -243,4 +252,30 @@ func optionalShare(v float64) *float64 {
 		return nil
 	}
 	return &v
+}
+
+const lateDepthUsage = "late_depth of every pack: how many of its best candidates the built-in late-interaction model (colbert) scores, 0: none"
+
+// benchLate gives evaluations and benchmarks the built-in late-interaction
+// model, every pack scoring its depth best candidates (0: none). With
+// rows, the servers' engines store token rows too (loci bench pack);
+// evaluations leave them out, as packs give the same bytes either way
+// (retrieval.TestLateInteractionStoredRows) and their questions follow
+// their ingests at once.
+func benchLate(depth int, rows bool) error {
+	if depth < 0 || depth > retrieval.MaxRerankDepth {
+		return fmt.Errorf("--late-depth %d: must be between 0 and %d", depth, retrieval.MaxRerankDepth)
+	}
+	if depth == 0 {
+		return nil
+	}
+	li, tr, err := lateInteraction(lateColbert)
+	if err != nil {
+		return err
+	}
+	bench.EvalLateInteraction.Model, bench.EvalLateInteraction.Depth = li, depth
+	if rows {
+		bench.EvalLateInteraction.Rows = tr
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ func runMCP(args []string) error {
 	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory (env LOCI_DATA_DIR)")
 	embedderName := fs.String("embedder", defaultEmbedderName(), "the semantic channel's embedder: "+embedderNames+" (env LOCI_EMBEDDER)")
 	rerankerName := fs.String("reranker", envOr("LOCI_RERANKER", rerankerCrossEnc), "the relevance model of packs with rerank_depth: "+rerankerNames+" (env LOCI_RERANKER)")
+	late := lateFlags(fs)
 	tokenizer := fs.String("tokenizer", envOr("TOKENIZER", "o200k_base"), "token counting encoding: o200k_base | cl100k_base (env TOKENIZER)")
 	logLevel := fs.String("log-level", envOr("LOG_LEVEL", "warn"), "lowest level logged to stderr: debug | info | warn | error (env LOG_LEVEL)")
 	fs.Usage = func() {
@@ -58,7 +59,12 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	a, err := openApp(*data, opts, nil, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log, Reranker: rr})
+	li, depth, err := late.apply(&opts)
+	if err != nil {
+		return err
+	}
+	a, err := openApp(*data, opts, nil, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log, Reranker: rr,
+		LateInteraction: li, LateInteractionDepth: depth})
 	if err != nil {
 		return err
 	}

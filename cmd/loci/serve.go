@@ -76,6 +76,7 @@ func runServe(args []string) error {
 	clusterNodeReplicas := fs.String("cluster-replicas", envOr("LOCI_CLUSTER_REPLICAS", "0"), "cluster mode: how many nodes serve each shard (requests for the others are forwarded); 0: every node serves every shard; fixed when the cluster is created (env LOCI_CLUSTER_REPLICAS)")
 	clusterAdvertise := fs.String("cluster-advertise", envOr("LOCI_CLUSTER_ADVERTISE", ""), "cluster mode: the API address other nodes and clients reach this node at (default: --addr) (env LOCI_CLUSTER_ADVERTISE)")
 	rerankerName := fs.String("reranker", envOr("LOCI_RERANKER", rerankerCrossEnc), "the relevance model that rereads the best candidates of packs that set rerank_depth: "+rerankerNames+" (env LOCI_RERANKER)")
+	late := lateFlags(fs)
 	maxUnfinishedJobBytes := fs.String("max-unfinished-job-bytes", envOr("LOCI_MAX_UNFINISHED_JOB_BYTES", strconv.FormatInt(control.DefaultMaxUnfinishedJobBytes, 10)), "bytes of unfinished job inputs per tenant; more get 429 (env LOCI_MAX_UNFINISHED_JOB_BYTES)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loci serve [flags]\n\nFlags (each also read from the environment variable named in its text):\n")
@@ -197,6 +198,10 @@ Environment only:
 	if err != nil {
 		return err
 	}
+	li, depth, err := late.apply(&engineOpts)
+	if err != nil {
+		return err
+	}
 	log, err := newLogger(os.Stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
@@ -236,7 +241,8 @@ Environment only:
 		Metrics: metrics, Console: ui.Serve,
 		AllowedOrigins: origins, AllowedHosts: hosts, MaxBodyBytesInFlight: inFlight}
 	scfg := service.Config{AdminKey: *apiKey, OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing,
-		IndexWorkers: *workers, RegisterLimit: regLimit, RegisterWindow: timeouts[3], Logger: log, Reranker: rr}
+		IndexWorkers: *workers, RegisterLimit: regLimit, RegisterWindow: timeouts[3], Logger: log, Reranker: rr,
+		LateInteraction: li, LateInteractionDepth: depth}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})

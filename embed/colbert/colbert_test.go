@@ -1,7 +1,6 @@
 package colbert
 
 import (
-	"context"
 	"math"
 	"slices"
 	"strings"
@@ -116,47 +115,6 @@ func TestAnswerRanksFirst(t *testing.T) {
 	for _, s := range [][]float64{scores, stored} {
 		if !(s[0] > s[1] && s[0] > s[2]) {
 			t.Fatalf("scores %v (stored %v): the answer is not first", scores, stored)
-		}
-	}
-}
-
-// TestScorer: ScoreAll gives MaxSim of the query and each passage, the
-// same whether the passages' vectors were remembered or not, and keeps no
-// more than its bound.
-func TestScorer(t *testing.T) {
-	e, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	passages := []string{
-		"Caroline: My sister lives in Lisbon and works as a nurse.",
-		"Caroline: I ran a charity race last Sunday.",
-		"Melanie: We adopted a puppy named Oscar last month.",
-	}
-	q, err := e.Query("Where does Caroline's sister live?")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]float64, len(passages))
-	for i, p := range passages {
-		m, err := e.Passage(p, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = MaxSim(q, m)
-	}
-	one, _ := e.Passage(passages[0], 1)
-	s := NewScorer(e, 4*len(one)+1) // room for about one passage
-	for round := range 3 {
-		got := make([]float64, len(passages))
-		if err := s.ScoreAll(context.Background(), "Where does Caroline's sister live?", passages, got); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: scores %v, want %v", round, got, want)
-		}
-		if s.bytes > s.maxBytes || len(s.memo) != len(s.order) || len(s.memo) > 1 {
-			t.Fatalf("round %d: remembers %d passages in %d bytes, bound %d", round, len(s.memo), s.bytes, s.maxBytes)
 		}
 	}
 }

@@ -2,73 +2,144 @@ package colbert
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// Scorer scores passages for a query by MaxSim (retrieval.LateInteraction),
-// remembering the vectors of the passages it encoded, up to a bound, so
-// that packs over the same memory pay a passage's model pass once. It is
-// safe for concurrent use.
+// SplitSpeaker cuts a chat turn "Name: text" into its speaker "Name" and
+// its content "text"; anything else (no ": ", or a head longer than 40
+// bytes or holding a line break or sentence end) is all content, with
+// speaker "". The Scorer reads a passage as the rows of "Name:" and of its
+// content, each encoded alone, so that a store keeps a turn's content rows
+// (Rows) whatever name a pack finds for its speaker: the same rows serve
+// "user: I ran ..." and "Caroline: I ran ...".
+func SplitSpeaker(text string) (speaker, content string) {
+	name, rest, ok := strings.Cut(text, ": ")
+	if !ok || len(name) > 40 || strings.ContainsAny(name, "\n.!?") {
+		return "", text
+	}
+	return name, rest
+}
+
+// Rows computes the rows a store keeps of a span (engine.TokenRower): the
+// stored rows (Store, Append) of its content (SplitSpeaker). They are the
+// rows a Scorer computes when it has none, so a pack has the same bits
+// whether it reads them or computes them.
+type Rows struct{ e *Encoder }
+
+// NewRows returns the row source of e.
+func NewRows(e *Encoder) *Rows { return &Rows{e} }
+
+// Model names the rows: the model, the stored form and the content rule,
+// so that rows of another form are never read as these.
+func (r *Rows) Model() string { return r.e.Model() + ".content.i8x128" }
+
+// RowBytes is StoredRowBytes.
+func (r *Rows) RowBytes() int { return StoredRowBytes }
+
+// Rows returns the encoded stored rows of text's content.
+func (r *Rows) Rows(text string) ([]byte, error) {
+	_, content := SplitSpeaker(text)
+	m, err := r.e.Passage(content, 1)
+	if err != nil {
+		return nil, err
+	}
+	return Store(m).Append(nil), nil
+}
+
+// Scorer scores passages for a query by MaxSimStored
+// (retrieval.LateInteraction): a passage "Name: text" by the rows of
+// "Name:" and of its content (SplitSpeaker), in that order. Content rows
+// come from the store when it has them (Rows), else from a model pass,
+// remembered up to a bound so that packs over the same memory pay a
+// passage's pass once. It is safe for concurrent use.
 type Scorer struct {
 	e        *Encoder
 	maxBytes int
-	stored   bool
 
 	mu    sync.Mutex
-	memo  map[string]vectors
+	memo  map[string]Stored
 	order []string // insertion order, for eviction
 	bytes int
 }
 
-// vectors are a passage's token vectors: m, or s for a scorer of stored
-// rows.
-type vectors struct {
-	m Matrix
-	s Stored
-}
-
-func (v vectors) bytes() int { return 4*len(v.m) + StoredRowBytes*v.s.Rows() }
+func storedBytes(s Stored) int { return StoredRowBytes * s.Rows() }
 
 // NewScorer returns a scorer over e that remembers at most maxBytes of
-// passage vectors (4 × Dims bytes a token), evicting the oldest first.
+// rows (StoredRowBytes a token), evicting the oldest first.
 func NewScorer(e *Encoder, maxBytes int) *Scorer {
-	return &Scorer{e: e, maxBytes: maxBytes, memo: make(map[string]vectors)}
-}
-
-// NewStoredScorer is NewScorer scoring by MaxSimStored over the query's
-// and the passages' stored rows (StoredRowBytes a token), as a store of
-// token vectors would keep them.
-func NewStoredScorer(e *Encoder, maxBytes int) *Scorer {
-	s := NewScorer(e, maxBytes)
-	s.stored = true
-	return s
+	return &Scorer{e: e, maxBytes: maxBytes, memo: make(map[string]Stored)}
 }
 
 // Model names the model.
 func (s *Scorer) Model() string { return s.e.Model() }
 
-// ScoreAll writes MaxSim(query, passage) of each passage to dst, encoding
-// the passages it does not remember on GOMAXPROCS goroutines. Each score
-// depends on the query and its passage alone.
-func (s *Scorer) ScoreAll(ctx context.Context, query string, passages []string, dst []float64) error {
-	q, err := s.e.Query(query)
+// Query encodes a query for ScoreAll: its stored rows (a Stored).
+func (s *Scorer) Query(query string) (any, error) {
+	qm, err := s.e.Query(query)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ms := make([]vectors, len(passages))
-	var todo []int
-	s.mu.Lock()
-	for i, p := range passages {
-		if m, ok := s.memo[p]; ok {
-			ms[i] = m
-		} else {
-			todo = append(todo, i)
+	return Store(qm), nil
+}
+
+// ScoreAll writes the score of each passage texts[i] for the query q
+// (Query's) to dst.
+// stored[i], when not nil, is what Rows computed of spans[i], the stored
+// text of the span texts[i] reads (texts[i] may name its speaker where the
+// span says "user"); they are used when spans[i]'s content is texts[i]'s,
+// and computed otherwise. The texts to encode run on GOMAXPROCS
+// goroutines. Each score depends on the query and its passage alone.
+func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string, stored [][]byte, dst []float64) error {
+	q, ok := query.(Stored)
+	if !ok {
+		return fmt.Errorf("colbert: ScoreAll: the query is a %T, not Query's", query)
+	}
+	speakers := make([]Stored, len(texts))
+	contents := make([]Stored, len(texts))
+	// The texts to encode, each once, and where their rows go.
+	type need struct {
+		text string
+		dst  []*Stored
+		rows Stored
+	}
+	var todo []*need
+	byText := map[string]*need{}
+	want := func(text string, dst *Stored) {
+		if n, ok := byText[text]; ok {
+			n.dst = append(n.dst, dst)
+			return
 		}
+		if r, ok := s.memo[text]; ok {
+			*dst = r
+			return
+		}
+		n := &need{text: text, dst: []*Stored{dst}}
+		byText[text] = n
+		todo = append(todo, n)
+	}
+	s.mu.Lock()
+	for i, p := range texts {
+		name, content := SplitSpeaker(p)
+		if name != "" {
+			want(name+":", &speakers[i])
+		}
+		if i < len(stored) && stored[i] != nil {
+			if _, c := SplitSpeaker(spans[i]); c == content {
+				if r, err := DecodeStored(stored[i]); err == nil {
+					contents[i] = r
+					continue
+				}
+			}
+		}
+		want(content, &contents[i])
 	}
 	s.mu.Unlock()
-	errs := make([]error, len(passages))
+	errs := make([]error, len(todo))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(todo)) {
@@ -76,13 +147,10 @@ func (s *Scorer) ScoreAll(ctx context.Context, query string, passages []string, 
 		go func() {
 			defer wg.Done()
 			for k := int(next.Add(1) - 1); k < len(todo); k = int(next.Add(1) - 1) {
-				i := todo[k]
-				if errs[i] = ctx.Err(); errs[i] == nil {
+				if errs[k] = ctx.Err(); errs[k] == nil {
 					var m Matrix
-					if m, errs[i] = s.e.Passage(passages[i], 1); s.stored {
-						ms[i].s = Store(m)
-					} else {
-						ms[i].m = m
+					if m, errs[k] = s.e.Passage(todo[k].text, 1); errs[k] == nil {
+						todo[k].rows = Store(m)
 					}
 				}
 			}
@@ -95,34 +163,34 @@ func (s *Scorer) ScoreAll(ctx context.Context, query string, passages []string, 
 		}
 	}
 	s.mu.Lock()
-	for _, i := range todo {
-		s.remember(passages[i], ms[i])
+	for _, n := range todo {
+		for _, d := range n.dst {
+			*d = n.rows
+		}
+		s.remember(n.text, n.rows)
 	}
 	s.mu.Unlock()
-	if s.stored {
-		qs := Store(q)
-		for i, v := range ms {
-			dst[i] = MaxSimStored(qs, v.s)
+	for i := range texts {
+		r := contents[i]
+		if sp := speakers[i]; sp.Rows() > 0 {
+			r = Stored{Scales: append(slices.Clone(sp.Scales), r.Scales...), Vals: append(slices.Clone(sp.Vals), r.Vals...)}
 		}
-		return nil
-	}
-	for i, v := range ms {
-		dst[i] = MaxSim(q, v.m)
+		dst[i] = MaxSimStored(q, r)
 	}
 	return nil
 }
 
-func (s *Scorer) remember(p string, v vectors) {
-	if _, ok := s.memo[p]; ok || v.bytes() > s.maxBytes {
+func (s *Scorer) remember(text string, r Stored) {
+	if _, ok := s.memo[text]; ok || storedBytes(r) > s.maxBytes {
 		return
 	}
-	s.memo[p] = v
-	s.order = append(s.order, p)
-	s.bytes += v.bytes()
+	s.memo[text] = r
+	s.order = append(s.order, text)
+	s.bytes += storedBytes(r)
 	for s.bytes > s.maxBytes {
 		old := s.order[0]
 		s.order = s.order[1:]
-		s.bytes -= s.memo[old].bytes()
+		s.bytes -= storedBytes(s.memo[old])
 		delete(s.memo, old)
 	}
 }

@@ -1,7 +1,6 @@
 package colbert
 
 import (
-	"context"
 	"math"
 	"slices"
 	"testing"
@@ -81,34 +80,4 @@ func checkStored(t *testing.T, q, m Matrix) float64 {
 		t.Fatalf("MaxSimStored %.4f, float MaxSim of the truncated vectors %.4f", got, want)
 	}
 	return got
-}
-
-// TestStoredScorer: a scorer of stored rows gives MaxSimStored of the
-// stored query and passage rows, remembered or not.
-func TestStoredScorer(t *testing.T) {
-	e, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	query := "What did Caroline run?"
-	passages := []string{"Caroline: I ran a charity race last Sunday.", "Melanie: I paint sunsets."}
-	q, _ := e.Query(query)
-	want := make([]float64, len(passages))
-	for i, p := range passages {
-		m, _ := e.Passage(p, 1)
-		want[i] = MaxSimStored(Store(q), Store(m))
-	}
-	s := NewStoredScorer(e, 1<<20)
-	for round := range 2 {
-		got := make([]float64, len(passages))
-		if err := s.ScoreAll(context.Background(), query, passages, got); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: %v, want %v", round, got, want)
-		}
-	}
-	if len(s.memo) != len(passages) || s.bytes != s.memo[passages[0]].bytes()+s.memo[passages[1]].bytes() {
-		t.Fatalf("remembers %d passages in %d bytes", len(s.memo), s.bytes)
-	}
 }

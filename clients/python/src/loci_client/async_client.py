@@ -305,6 +305,7 @@ class AsyncClient:
         temporal_half_life_hours: Optional[float] = None,
         min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
+        late_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
     ) -> m.ContextPack:
@@ -335,6 +336,7 @@ class AsyncClient:
             temporal_half_life_hours=temporal_half_life_hours,
             min_relevance=min_relevance,
             rerank_depth=rerank_depth,
+            late_depth=late_depth,
             since=since,
             until=until,
         )
@@ -363,6 +365,7 @@ class AsyncClient:
         temporal_half_life_hours: Optional[float] = None,
         min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
+        late_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
     ) -> m.ContextPackV2:
@@ -388,6 +391,7 @@ class AsyncClient:
             temporal_half_life_hours=temporal_half_life_hours,
             min_relevance=min_relevance,
             rerank_depth=rerank_depth,
+            late_depth=late_depth,
             since=since,
             until=until,
         )

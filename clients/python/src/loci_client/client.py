@@ -290,6 +290,7 @@ class Client:
         temporal_half_life_hours: Optional[float] = None,
         min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
+        late_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
     ) -> m.ContextPack:
@@ -320,6 +321,7 @@ class Client:
             temporal_half_life_hours=temporal_half_life_hours,
             min_relevance=min_relevance,
             rerank_depth=rerank_depth,
+            late_depth=late_depth,
             since=since,
             until=until,
         )
@@ -348,6 +350,7 @@ class Client:
         temporal_half_life_hours: Optional[float] = None,
         min_relevance: Optional[float] = None,
         rerank_depth: Optional[int] = None,
+        late_depth: Optional[int] = None,
         since: Optional[m.Timestamp] = None,
         until: Optional[m.Timestamp] = None,
     ) -> m.ContextPackV2:
@@ -373,6 +376,7 @@ class Client:
             temporal_half_life_hours=temporal_half_life_hours,
             min_relevance=min_relevance,
             rerank_depth=rerank_depth,
+            late_depth=late_depth,
             since=since,
             until=until,
         )

@@ -184,6 +184,9 @@ class ContextPackRequest(_Request):
     """The relevance floor as a share of the best relevance (0-1; v1 default 0.4, v2 by profile)."""
     rerank_depth: Optional[int] = None
     """How many of the best candidates the relevance model rereads (0-100; v1 default 0, v2 by profile)."""
+    late_depth: Optional[int] = None
+    """How many of the best candidates the late-interaction model scores (0-100; v1 default 0; v2 balanced and
+    high_recall: the server's depth when it runs the model)."""
     since: Optional[Timestamp] = None
     """Only spans of artifacts at or after this time (inclusive); pinned spans are kept whatever their time."""
     until: Optional[Timestamp] = None

@@ -897,6 +897,11 @@ export interface components {
              */
             rerank_depth?: number;
             /**
+             * @description How many of the best candidates the late-interaction model (the built-in answerai-colbert-small-v1, when the server runs with --late-interaction colbert) scores by its token vectors before the pack is decided; its score blends into their relevance. The engine stores the token rows of every segment in the background, so a candidate costs a lookup once they are built, and a model pass until then. Without the model the pack says so among its assumptions. docs/pack.md § Late interaction has what it gives and costs.
+             * @default 0
+             */
+            late_depth?: number;
+            /**
              * Format: date-time
              * @description Only spans of artifacts whose timestamp is at or after this ISO 8601 date-time (as the artifact listing reads it; one without a zone is UTC). A hard filter applied where candidates are retrieved, so the pack is filled with spans of the window; pinned spans are kept whatever their time. Recorded in the receipt.
              */
@@ -1333,6 +1338,8 @@ export interface components {
             min_relevance?: number;
             /** @description How many of the best candidates the relevance model rereads (see the v1 request); 0 unless set, in every profile; low_latency refuses a positive value. */
             rerank_depth?: number;
+            /** @description How many of the best candidates the late-interaction model scores (see the v1 request). Left out: the server's depth (--late-depth, default 30) in balanced and high_recall when the server runs a late-interaction model, 0 otherwise; low_latency refuses a positive value. */
+            late_depth?: number;
             /**
              * Format: date-time
              * @description Only spans of artifacts whose timestamp is at or after this ISO 8601 date-time (as the artifact listing reads it; one without a zone is UTC). A hard filter applied where candidates are retrieved, so the pack is filled with spans of the window; pinned spans are kept whatever their time. Recorded in the receipt. (As in the v1 request.)
