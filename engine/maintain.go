@@ -537,6 +537,7 @@ func (db *DB) compactRun(segs []*liveSegment, lo, hi int) error {
 			return err
 		}
 		db.copyTokenRows(ls, run)
+		defer db.releaseTokenRows(ls)
 	}
 	var entries []manifest.Segment
 	for _, s := range segs[:lo] {

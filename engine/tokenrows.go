@@ -187,7 +187,7 @@ func (db *DB) syncTokenRows(par int) error {
 	db.mu.RLock()
 	live := slices.Clone(db.segments)
 	db.mu.RUnlock()
-	if err := db.removeStaleTokenRows(root, dir, live); err != nil {
+	if err := db.removeStaleTokenRows(root, dir); err != nil {
 		return err
 	}
 	if err := db.headTokenRows(par); err != nil {
@@ -278,8 +278,11 @@ func (db *DB) carryTokenRows(h *head) {
 }
 
 // removeStaleTokenRows removes, under root, the directories of other
-// models and, in dir, every file that is not a live segment's.
-func (db *DB) removeStaleTokenRows(root, dir string, live []*liveSegment) error {
+// models and, in dir, every file that is neither a live segment's nor one
+// a compaction is writing. Which segments are live is read after the
+// directory, so that a file listed whose segment has just been swapped in
+// stays.
+func (db *DB) removeStaleTokenRows(root, dir string) error {
 	models, err := db.opts.FS.ReadDir(root)
 	if err != nil {
 		return fmt.Errorf("token rows: %w", err)
@@ -291,22 +294,23 @@ func (db *DB) removeStaleTokenRows(root, dir string, live []*liveSegment) error 
 			}
 		}
 	}
-	keep := map[string]bool{}
-	for _, s := range live {
-		keep[filepath.Base(db.tokenRowPath(s.Path()))] = true
-	}
 	entries, err := db.opts.FS.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("token rows: %w", err)
 	}
+	keep := map[string]bool{}
 	db.mu.RLock()
+	for _, s := range db.segments {
+		keep[filepath.Base(db.tokenRowPath(s.Path()))] = true
+	}
 	for p := range db.tokenRows.writing {
 		keep[filepath.Base(p)] = true
 	}
+	compacting := len(db.tokenRows.writing) > 0
 	db.mu.RUnlock()
 	for _, e := range entries {
-		if keep[e.Name()] || strings.HasPrefix(e.Name(), "tokenrows-") && compacting(db) {
-			continue
+		if keep[e.Name()] || strings.HasPrefix(e.Name(), "tokenrows-") && compacting {
+			continue // a compaction's temporary file
 		}
 		if err := db.opts.FS.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("token rows: %w", err)
@@ -315,19 +319,13 @@ func (db *DB) removeStaleTokenRows(root, dir string, live []*liveSegment) error 
 	return nil
 }
 
-// compacting reports whether a compaction writes a token-row file now
-// (its temporary file must stay).
-func compacting(db *DB) bool {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	return len(db.tokenRows.writing) > 0
-}
-
 // copyTokenRows gives out, the segment a compaction wrote from run, its
 // token-row file made of the rows of run's files, before out is
 // published, so that a compaction costs a copy, not a model pass a span.
 // When an input has no file yet, or a row does not read, it leaves out to
-// the worker. Callers hold maintMu (no input closes meanwhile).
+// the worker. Callers hold maintMu (no input closes meanwhile), and call
+// releaseTokenRows(out) once out is swapped in or discarded: until then
+// the worker leaves its file alone.
 func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	if db.opts.TokenRows == nil {
 		return
@@ -358,11 +356,6 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	db.mu.Lock()
 	db.tokenRows.writing[path] = true
 	db.mu.Unlock()
-	defer func() {
-		db.mu.Lock()
-		delete(db.tokenRows.writing, path)
-		db.mu.Unlock()
-	}()
 	base, n := rowBases(out.Segment)
 	ws, i := 0, 0
 	err := tokenrows.Write(db.opts.FS, path, db.opts.TokenRows.RowBytes(), n, func(int) ([]byte, error) {
@@ -387,6 +380,16 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	}
 	out.rows.Store(&segmentRows{f: f, base: base})
 	db.tokenRows.copied.Add(1)
+}
+
+// releaseTokenRows ends what copyTokenRows began for out.
+func (db *DB) releaseTokenRows(out *liveSegment) {
+	if db.opts.TokenRows == nil {
+		return
+	}
+	db.mu.Lock()
+	delete(db.tokenRows.writing, db.tokenRowPath(out.Path()))
+	db.mu.Unlock()
 }
 
 // removeAllFS removes a directory of files (one level, as the worker
