@@ -123,8 +123,32 @@ func (db *DB) tokenRowPath(segPath string) string {
 		strings.TrimSuffix(filepath.Base(segPath), filepath.Ext(segPath))+".rows")
 }
 
-// startTokenRows starts the worker after recovery.
+// openTokenRows attaches the token-row files the segments already have,
+// before maintenance starts: a compaction copies only rows its inputs have
+// attached, and one that ran before the worker's first pass would leave
+// its segment's rows to compute again.
+func (db *DB) openTokenRows() {
+	for _, s := range db.segments {
+		path := db.tokenRowPath(s.Path())
+		f, err := tokenrows.Open(path)
+		if err != nil {
+			continue // missing or damaged: the worker sees to it
+		}
+		base, n := rowBases(s.Segment)
+		if f.Docs() != n || f.RowBytes() != db.opts.TokenRows.RowBytes() {
+			f.Close()
+			continue
+		}
+		s.rows.Store(&segmentRows{f: f, base: base})
+	}
+}
+
+// startTokenRows opens the segments' token-row files and starts the
+// worker after recovery.
 func (db *DB) startTokenRows() {
+	if db.opts.TokenRows != nil {
+		db.openTokenRows()
+	}
 	if db.opts.TokenRows == nil || db.opts.DisableBackground {
 		close(db.tokenRows.done)
 		return

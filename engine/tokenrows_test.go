@@ -182,6 +182,9 @@ func TestTokenRowsFollowSegments(t *testing.T) {
 	// Reopened, the file is opened, not built again.
 	calls = rower.calls.Load()
 	db = openTest(t, dir, Options{DisableBackground: true, TokenRows: rower})
+	if got := db.TokenRowsPending(); got != 0 {
+		t.Fatalf("%d pending after reopening: Open must attach the files there are (before any compaction runs)", got)
+	}
 	if n, err := db.BuildTokenRows(); err != nil || n != 0 {
 		t.Fatalf("build after reopening = %d, %v; want the file opened", n, err)
 	}
