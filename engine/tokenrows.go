@@ -129,18 +129,27 @@ func (db *DB) tokenRowPath(segPath string) string {
 // its segment's rows to compute again.
 func (db *DB) openTokenRows() {
 	for _, s := range db.segments {
-		path := db.tokenRowPath(s.Path())
-		f, err := tokenrows.Open(path)
-		if err != nil {
-			continue // missing or damaged: the worker sees to it
+		if r, err := db.openSegmentRows(s); err == nil {
+			s.rows.Store(r) // missing or damaged: the worker sees to it
 		}
-		base, n := rowBases(s.Segment)
-		if f.Docs() != n || f.RowBytes() != db.opts.TokenRows.RowBytes() {
-			f.Close()
-			continue
-		}
-		s.rows.Store(&segmentRows{f: f, base: base})
 	}
+}
+
+// openSegmentRows opens s's token-row file and checks that it fits s: one
+// document per span, rows of the TokenRower's size.
+func (db *DB) openSegmentRows(s *liveSegment) (*segmentRows, error) {
+	path := db.tokenRowPath(s.Path())
+	f, err := tokenrows.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	base, n := rowBases(s.Segment)
+	if f.Docs() != n || f.RowBytes() != db.opts.TokenRows.RowBytes() {
+		err := fmt.Errorf("%s: %d documents of %d bytes, the segment has %d spans", path, f.Docs(), f.RowBytes(), n)
+		f.Close()
+		return nil, err
+	}
+	return &segmentRows{f: f, base: base}, nil
 }
 
 // startTokenRows opens the segments' token-row files and starts the
@@ -313,7 +322,7 @@ func (db *DB) removeStaleTokenRows(root, dir string) error {
 	}
 	for _, e := range models {
 		if p := filepath.Join(root, e.Name()); p != dir {
-			if err := removeAllFS(db, p); err != nil {
+			if err := db.removeRowDir(p); err != nil {
 				return err
 			}
 		}
@@ -380,29 +389,26 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	db.mu.Lock()
 	db.tokenRows.writing[path] = true
 	db.mu.Unlock()
-	base, n := rowBases(out.Segment)
-	ws, i := 0, 0
+	_, n := rowBases(out.Segment)
+	var order spanOrder
 	err := tokenrows.Write(db.opts.FS, path, db.opts.TokenRows.RowBytes(), n, func(int) ([]byte, error) {
-		for i >= out.SpanCount(ws) {
-			ws, i = ws+1, 0
-		}
+		ws, i := order.next(out.Segment)
 		id, ok := out.SpanID(ws, i)
-		i++
 		p, found := at[id]
 		if !ok || !found {
-			return nil, fmt.Errorf("span %d of workspace %d has no rows in the compaction's inputs", i-1, ws)
+			return nil, fmt.Errorf("span %d of workspace %d has no rows in the compaction's inputs", i, ws)
 		}
 		return p.r.f.Rows(p.doc)
 	})
-	var f *tokenrows.File
+	var r *segmentRows
 	if err == nil {
-		f, err = tokenrows.Open(path)
+		r, err = db.openSegmentRows(out)
 	}
 	if err != nil {
 		db.log.Warn("engine: token rows of a compacted segment; the worker computes them", "file", path, "err", err)
 		return
 	}
-	out.rows.Store(&segmentRows{f: f, base: base})
+	out.rows.Store(r)
 	db.tokenRows.copied.Add(1)
 }
 
@@ -416,9 +422,9 @@ func (db *DB) releaseTokenRows(out *liveSegment) {
 	db.mu.Unlock()
 }
 
-// removeAllFS removes a directory of files (one level, as the worker
+// removeRowDir removes a directory of files (one level, as the worker
 // writes them) through the engine's FS.
-func removeAllFS(db *DB, dir string) error {
+func (db *DB) removeRowDir(dir string) error {
 	entries, err := db.opts.FS.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("token rows: %w", err)
@@ -437,17 +443,13 @@ func removeAllFS(db *DB, dir string) error {
 // segmentTokenRows opens s's token-row file, building it first when there
 // is none or it does not fit s, and attaches it to s if s is still live.
 func (db *DB) segmentTokenRows(s *liveSegment, par int) error {
-	path := db.tokenRowPath(s.Path())
-	base, n := rowBases(s.Segment)
-	f, err := tokenrows.Open(path)
-	if err == nil && (f.Docs() != n || f.RowBytes() != db.opts.TokenRows.RowBytes()) {
-		f.Close()
-		f, err = nil, fmt.Errorf("%s: %d documents of %d bytes, the segment has %d spans", path, f.Docs(), f.RowBytes(), n)
-	}
+	r, err := db.openSegmentRows(s)
 	if err != nil {
+		path := db.tokenRowPath(s.Path())
 		if !errors.Is(err, os.ErrNotExist) {
 			db.log.Warn("engine: token rows: building the file again", "file", path, "err", err)
 		}
+		_, n := rowBases(s.Segment)
 		if err := db.writeTokenRows(s, path, n, par); err != nil {
 			if errors.Is(err, segment.ErrClosed) {
 				return nil // compacted away meanwhile; the next pass removes what is left
@@ -455,21 +457,34 @@ func (db *DB) segmentTokenRows(s *liveSegment, par int) error {
 			return err
 		}
 		db.tokenRows.built.Add(1)
-		if f, err = tokenrows.Open(path); err != nil {
+		if r, err = db.openSegmentRows(s); err != nil {
 			return fmt.Errorf("token rows: %w", err)
 		}
 	}
 	db.mu.Lock()
 	if slices.Contains(db.segments, s) {
-		s.rows.Store(&segmentRows{f: f, base: base})
-		f = nil
+		s.rows.Store(r)
+		r = nil
 	}
 	db.mu.Unlock()
-	if f != nil { // no longer live: its file goes at the next pass
-		f.Close()
+	if r != nil { // no longer live: its file goes at the next pass
+		r.f.Close()
 		db.tokenRows.kick()
 	}
 	return nil
+}
+
+// spanOrder walks a segment's spans in token-row document order:
+// workspace by workspace, each workspace's spans in order.
+type spanOrder struct{ ws, i int }
+
+// next returns the workspace and number of the next span of s.
+func (o *spanOrder) next(s *segment.Segment) (ws, i int) {
+	for o.i >= s.SpanCount(o.ws) {
+		o.ws, o.i = o.ws+1, 0
+	}
+	o.i++
+	return o.ws, o.i - 1
 }
 
 // rowBases returns, per workspace of s, the document number of its first
@@ -494,7 +509,7 @@ const tokenRowChunk = 64
 // the rows of new head artifacts first.
 func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 	tr := db.opts.TokenRows
-	ws, i := 0, 0
+	var order spanOrder
 	var chunk [][]byte
 	var used []uuid.UUID
 	fill := func(d int) error {
@@ -508,15 +523,11 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 		chunk = chunk[:0]
 		db.mu.RLock()
 		for len(chunk) < tokenRowChunk && d+len(chunk) < n {
-			for i >= s.SpanCount(ws) {
-				ws, i = ws+1, 0
-			}
-			sp, err := s.Span(ws, i)
+			sp, err := s.Span(order.next(s.Segment))
 			if err != nil {
 				db.mu.RUnlock()
 				return err
 			}
-			i++
 			r, ok := db.tokenRows.carry[sp.ID]
 			if ok {
 				used = append(used, sp.ID)

@@ -390,3 +390,17 @@ func TestTokenRowsCompaction(t *testing.T) {
 		t.Fatalf("files = %v, want the one segment's", files)
 	}
 }
+
+func TestModelDirName(t *testing.T) {
+	for _, c := range []struct{ model, want string }{
+		{"answerai-colbert-small-v1-w8a8.content.i8x128", "answerai-colbert-small-v1-w8a8.content.i8x128"},
+		{"test/rows v1", "test_rows_v1"},
+		{"", "m"},
+		{"..", "m.."},
+		{"é", "__"}, // two bytes
+	} {
+		if got := modelDirName(c.model); got != c.want {
+			t.Errorf("modelDirName(%q) = %q, want %q", c.model, got, c.want)
+		}
+	}
+}

@@ -53,9 +53,6 @@ func startLateQuery(li LateInteraction, query string) *lateQuery {
 // says how the scores blend in). Call it before the first pack.
 func (p *Packer) SetLateInteraction(li LateInteraction) { p.li = li }
 
-// LateInteraction returns the Packer's late-interaction model, or nil.
-func (p *Packer) LateInteraction() LateInteraction { return p.li }
-
 // lateInput is what late interaction scores in a pass: the best candidates
 // with their stored rows, copied while the View is open (a segment's rows
 // are mapped and go with it).

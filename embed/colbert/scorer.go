@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,11 +170,7 @@ func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string,
 	}
 	s.mu.Unlock()
 	for i := range texts {
-		r := contents[i]
-		if sp := speakers[i]; sp.Rows() > 0 {
-			r = Stored{Scales: append(slices.Clone(sp.Scales), r.Scales...), Vals: append(slices.Clone(sp.Vals), r.Vals...)}
-		}
-		dst[i] = MaxSimStored(q, r)
+		dst[i] = MaxSimStored(q, speakers[i], contents[i])
 	}
 	return nil
 }

@@ -100,23 +100,36 @@ func DecodeStored(b []byte) (Stored, error) {
 // MaxSimStored is MaxSim over stored rows: for each query row, the largest
 // dot product with any passage row, summed in row order as float64. Each
 // dot is an exact int32 sum (vecindex.DotBatch, the vector scan's SIMD
-// kernel) times the two scales.
-func MaxSimStored(q, p Stored) float64 {
-	if p.Rows() == 0 {
+// kernel) times the two scales. A passage given in parts (a speaker's rows
+// and a content's, Scorer) scores as their rows put one after another
+// would, with the same bits (the largest of the same products), without
+// copying them together.
+func MaxSimStored(q Stored, parts ...Stored) float64 {
+	rows := 0
+	for _, p := range parts {
+		rows = max(rows, p.Rows())
+	}
+	if rows == 0 {
 		return 0
 	}
-	var buf [MaxPassageTokens]int32 // a passage's rows, on the stack
+	var buf [MaxPassageTokens]int32 // a part's rows, on the stack
 	dots := buf[:]
-	if p.Rows() > len(dots) {
-		dots = make([]int32, p.Rows())
+	if rows > len(dots) {
+		dots = make([]int32, rows)
 	}
-	dots = dots[:p.Rows()]
 	var total float64
 	for i, qs := range q.Scales {
-		vecindex.DotBatch(q.Vals[i*StoredDims:(i+1)*StoredDims], p.Vals, StoredDims, dots)
+		qv := q.Vals[i*StoredDims : (i+1)*StoredDims]
 		best := math.Inf(-1)
-		for j, ps := range p.Scales {
-			best = max(best, float64(qs)*float64(ps)*float64(dots[j]))
+		for _, p := range parts {
+			if p.Rows() == 0 {
+				continue
+			}
+			d := dots[:p.Rows()]
+			vecindex.DotBatch(qv, p.Vals, StoredDims, d)
+			for j, ps := range p.Scales {
+				best = max(best, float64(qs)*float64(ps)*float64(d[j]))
+			}
 		}
 		total += best
 	}
