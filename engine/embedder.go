@@ -627,8 +627,10 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 	var added []*liveSegment
 	discard := func() {
 		for _, ls := range added {
+			db.releaseTokenRows(ls)
 			ls.Close()
 			db.opts.FS.Remove(ls.Path())
+			db.removeRowFiles(ls)
 		}
 	}
 	for i, s := range old {
@@ -637,6 +639,7 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 			var ls *liveSegment
 			if ls, err = db.writeSegment(&m, data); err == nil {
 				added = append(added, ls)
+				db.reindexTokenRows(ls, s)
 			}
 		}
 		if err != nil {
@@ -665,10 +668,14 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 		}
 	}
 	db.mu.Unlock()
+	for _, ls := range added {
+		db.releaseTokenRows(ls)
+	}
 	for _, s := range old {
 		s.Close()
 		if err == nil {
 			db.opts.FS.Remove(s.Path())
+			db.removeRowFiles(s)
 		}
 	}
 	db.tokenRows.kick()

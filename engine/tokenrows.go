@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/tokenrows"
 )
@@ -50,7 +51,7 @@ type TokenRower interface {
 
 // tokenRowDir is the directory of the token-row files, under the data
 // directory.
-const tokenRowDir = "tokenrows"
+const tokenRowDir = manifest.TokenRowDir
 
 // segmentRows is a live segment's open token-row file: the rows of
 // workspace ws's span i are document base[ws] + i.
@@ -119,8 +120,7 @@ func modelDirName(model string) string {
 
 // tokenRowPath is the token-row file of segment path.
 func (db *DB) tokenRowPath(segPath string) string {
-	return filepath.Join(db.dir, tokenRowDir, modelDirName(db.opts.TokenRows.Model()),
-		strings.TrimSuffix(filepath.Base(segPath), filepath.Ext(segPath))+".rows")
+	return filepath.Join(db.dir, tokenRowDir, modelDirName(db.opts.TokenRows.Model()), manifest.TokenRowFile(filepath.Base(segPath)))
 }
 
 // openTokenRows attaches the token-row files the segments already have,
@@ -138,13 +138,18 @@ func (db *DB) openTokenRows() {
 // openSegmentRows opens s's token-row file and checks that it fits s: one
 // document per span, rows of the TokenRower's size.
 func (db *DB) openSegmentRows(s *liveSegment) (*segmentRows, error) {
-	path := db.tokenRowPath(s.Path())
+	return openRowsOf(db.tokenRowPath(s.Path()), s, db.opts.TokenRows.RowBytes())
+}
+
+// openRowsOf opens the token-row file at path as s's and checks that it
+// fits s: one document per span, rows of rowBytes bytes (0: any).
+func openRowsOf(path string, s *liveSegment, rowBytes int) (*segmentRows, error) {
 	f, err := tokenrows.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	base, n := rowBases(s.Segment)
-	if f.Docs() != n || f.RowBytes() != db.opts.TokenRows.RowBytes() {
+	if f.Docs() != n || rowBytes > 0 && f.RowBytes() != rowBytes {
 		err := fmt.Errorf("%s: %d documents of %d bytes, the segment has %d spans", path, f.Docs(), f.RowBytes(), n)
 		f.Close()
 		return nil, err
@@ -363,43 +368,17 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	if db.opts.TokenRows == nil {
 		return
 	}
-	type place struct {
-		r   *segmentRows
-		doc int
-	}
-	at := map[uuid.UUID]place{}
-	for _, in := range run {
-		r := in.rows.Load()
-		if r == nil {
+	files := make([]*segmentRows, len(run))
+	for i, in := range run {
+		if files[i] = in.rows.Load(); files[i] == nil {
 			return
-		}
-		for ws := range in.Workspaces() {
-			for i := range in.SpanCount(ws) {
-				if id, ok := in.SpanID(ws, i); ok {
-					at[id] = place{r, r.base[ws] + i}
-				}
-			}
 		}
 	}
 	path := db.tokenRowPath(out.Path())
-	if err := db.opts.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		db.log.Warn("engine: token rows of a compacted segment", "err", err)
-		return
-	}
 	db.mu.Lock()
 	db.tokenRows.writing[path] = true
 	db.mu.Unlock()
-	_, n := rowBases(out.Segment)
-	var order spanOrder
-	err := tokenrows.Write(db.opts.FS, path, db.opts.TokenRows.RowBytes(), n, func(int) ([]byte, error) {
-		ws, i := order.next(out.Segment)
-		id, ok := out.SpanID(ws, i)
-		p, found := at[id]
-		if !ok || !found {
-			return nil, fmt.Errorf("span %d of workspace %d has no rows in the compaction's inputs", i, ws)
-		}
-		return p.r.f.Rows(p.doc)
-	})
+	err := db.writeCopiedRows(path, db.opts.TokenRows.RowBytes(), out, run, files)
 	var r *segmentRows
 	if err == nil {
 		r, err = db.openSegmentRows(out)
@@ -410,6 +389,106 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	}
 	out.rows.Store(r)
 	db.tokenRows.copied.Add(1)
+}
+
+// writeCopiedRows writes out's token-row file at path from the rows of
+// run's files (files[i] is run[i]'s), found by span id, rows of rowBytes.
+func (db *DB) writeCopiedRows(path string, rowBytes int, out *liveSegment, run []*liveSegment, files []*segmentRows) error {
+	type place struct {
+		r   *segmentRows
+		doc int
+	}
+	at := map[uuid.UUID]place{}
+	for k, in := range run {
+		r := files[k]
+		for ws := range in.Workspaces() {
+			for i := range in.SpanCount(ws) {
+				if id, ok := in.SpanID(ws, i); ok {
+					at[id] = place{r, r.base[ws] + i}
+				}
+			}
+		}
+	}
+	if err := db.opts.FS.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	_, n := rowBases(out.Segment)
+	var order spanOrder
+	return tokenrows.Write(db.opts.FS, path, rowBytes, n, func(int) ([]byte, error) {
+		ws, i := order.next(out.Segment)
+		id, ok := out.SpanID(ws, i)
+		p, found := at[id]
+		if !ok || !found {
+			return nil, fmt.Errorf("span %d of workspace %d has no rows in the inputs", i, ws)
+		}
+		return p.r.f.Rows(p.doc)
+	})
+}
+
+// reindexTokenRows gives out, the segment Reindex rewrote from in, the
+// token-row files in has, copied by span id: rows depend on a span's text
+// alone, not on the embedder. Without Options.TokenRows it copies the
+// files of every model directory (the directory may be served with late
+// interaction again); with it, the model's only (the worker removes the
+// others). A file that does not open or fit in is left to the worker.
+// Callers hold maintMu and call releaseTokenRows(out) once out is swapped
+// in or discarded.
+func (db *DB) reindexTokenRows(out, in *liveSegment) {
+	root := filepath.Join(db.dir, tokenRowDir)
+	var dirs []string
+	if db.opts.TokenRows != nil {
+		dirs = []string{modelDirName(db.opts.TokenRows.Model())}
+		db.mu.Lock()
+		db.tokenRows.writing[db.tokenRowPath(out.Path())] = true
+		db.mu.Unlock()
+	} else {
+		entries, err := db.opts.FS.ReadDir(root)
+		if err != nil {
+			return // none, or unreadable: nothing to carry
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				dirs = append(dirs, e.Name())
+			}
+		}
+	}
+	name := manifest.TokenRowFile(filepath.Base(in.Path()))
+	for _, d := range dirs {
+		src, err := openRowsOf(filepath.Join(root, d, name), in, 0)
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(root, d, manifest.TokenRowFile(filepath.Base(out.Path())))
+		err = db.writeCopiedRows(path, src.f.RowBytes(), out, []*liveSegment{in}, []*segmentRows{src})
+		src.f.Close()
+		if err != nil {
+			db.log.Warn("engine: token rows of a reindexed segment; the worker computes them", "file", path, "err", err)
+			continue
+		}
+		if db.opts.TokenRows != nil {
+			if r, err := db.openSegmentRows(out); err == nil {
+				out.rows.Store(r)
+			}
+		}
+		db.tokenRows.copied.Add(1)
+	}
+}
+
+// removeRowFiles removes s's token-row files of every model directory
+// (Reindex: what a worker would remove as stale, removed at once, since
+// loci reindex runs without one).
+func (db *DB) removeRowFiles(s *liveSegment) {
+	root := filepath.Join(db.dir, tokenRowDir)
+	entries, err := db.opts.FS.ReadDir(root)
+	if err != nil {
+		return
+	}
+	name := manifest.TokenRowFile(filepath.Base(s.Path()))
+	for _, e := range entries {
+		if e.IsDir() {
+			db.opts.FS.Remove(filepath.Join(root, e.Name(), name))
+		}
+	}
 }
 
 // releaseTokenRows ends what copyTokenRows began for out.

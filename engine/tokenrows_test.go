@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -402,5 +403,56 @@ func TestModelDirName(t *testing.T) {
 		if got := modelDirName(c.model); got != c.want {
 			t.Errorf("modelDirName(%q) = %q, want %q", c.model, got, c.want)
 		}
+	}
+}
+
+// Reindex carries the token-row files to the segments it rewrites (rows
+// depend on the text alone), with or without the row source configured,
+// and removes the old segments' files.
+func TestTokenRowsReindex(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "m"}
+	db := openTest(t, dir, Options{DisableBackground: true, TokenRows: rower})
+	for seg := range 2 {
+		for i := range 3 {
+			if _, err := db.Ingest("t", chat("a", fmt.Sprintf("segment %d turn %d says a thing", seg, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 2 {
+		t.Fatalf("build = %d, %v", n, err)
+	}
+	before := rowFiles(t, dir)
+	db.Close()
+
+	for _, withRows := range []bool{false, true} {
+		opts := Options{DisableBackground: true, Reindex: true, EmbedInBackground: true}
+		if withRows {
+			opts.TokenRows = &wordRows{model: "m"}
+		}
+		db = openTest(t, dir, opts)
+		if err := db.Reindex(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		files := rowFiles(t, dir)
+		if len(files) != 2 || slices.Equal(files, before) {
+			t.Fatalf("with rows %v: files %v, before %v; want the two new segments' files", withRows, files, before)
+		}
+		before = files
+
+		again := &wordRows{model: "m"}
+		db = openTest(t, dir, Options{DisableBackground: true, TokenRows: again})
+		if n, err := db.BuildTokenRows(); err != nil || n != 0 || again.calls.Load() != 0 {
+			t.Fatalf("with rows %v: after reindex %d built, %v, %d computed; want the rows copied", withRows, n, err, again.calls.Load())
+		}
+		if s, m := checkTokenRows(t, db, "a", again); s != 6 || m != 0 {
+			t.Fatalf("with rows %v: %d stored, %d missing; want 6, 0", withRows, s, m)
+		}
+		db.Close()
 	}
 }

@@ -17,7 +17,7 @@ func runBackup(args []string) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	data := fs.String("data", envOr("LOCI_DATA_DIR", "./loci-data"), "data directory to back up; the server may be running (env LOCI_DATA_DIR)")
 	out := fs.String("out", "", "backup directory to create; must not exist or be empty (required)")
-	link := fs.Bool("link", false, "hard-link segment files instead of copying them (same file system only; shares their disk blocks)")
+	link := fs.Bool("link", false, "hard-link segment and token-row files instead of copying them (same file system only; shares their disk blocks)")
 	asJSON := fs.Bool("json", false, "print the backup's description (BACKUP.json) as JSON")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: loci backup --data DIR --out PATH [--link] [--json]\n\n"+
@@ -45,6 +45,9 @@ func runBackup(args []string) error {
 	}
 	fmt.Printf("backup of %s written to %s in %s: %d segments, %d WAL files (up to seq %d), %d bytes",
 		*data, *out, info.FinishedAt.Sub(info.StartedAt).Round(time.Millisecond), info.Segments, info.WALFiles, info.LastSeq, info.Bytes)
+	if info.TokenRowFiles > 0 {
+		fmt.Printf(", %d token-row files", info.TokenRowFiles)
+	}
 	if info.Attempts > 1 {
 		fmt.Printf(", %d attempts (maintenance raced the first)", info.Attempts)
 	}

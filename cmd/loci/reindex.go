@@ -24,7 +24,8 @@ func runReindex(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: loci reindex --data DIR --embedder NAME\n\n"+
 			"Rebuilds every vector of the data directory with the named embedder and records it in the\n"+
 			"directory, so that `loci serve --embedder NAME` can start on it. Lexical indexes, artifacts,\n"+
-			"feedback and receipts are carried over unchanged. A crash or Ctrl-C leaves the directory as it was.\n\nFlags:\n")
+			"feedback, receipts and late-interaction token rows are carried over unchanged. A crash or Ctrl-C\n"+
+			"leaves the directory as it was.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if done, err := parseFlags(fs, args); done {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loci-memory/loci/engine/manifest"
@@ -64,10 +65,14 @@ type Info struct {
 	Checkpoint int       `json:"checkpoint"` // first WAL file of the backup
 	LastSeq    uint64    `json:"last_seq"`   // highest WAL sequence number in the backup (manifest's when the WAL is empty)
 	Segments   int       `json:"segments"`
-	WALFiles   int       `json:"wal_files"`
-	WALCut     int64     `json:"wal_cut_bytes"` // bytes of an unfinished record dropped from the last WAL file
-	Bytes      int64     `json:"bytes"`
-	Files      []File    `json:"files"`
+	// TokenRowFiles counts the segments' token-row files copied
+	// (tokenrows/, late interaction): derived data, copied so that a
+	// restored server does not compute them again.
+	TokenRowFiles int    `json:"token_row_files"`
+	WALFiles      int    `json:"wal_files"`
+	WALCut        int64  `json:"wal_cut_bytes"` // bytes of an unfinished record dropped from the last WAL file
+	Bytes         int64  `json:"bytes"`
+	Files         []File `json:"files"`
 }
 
 // File is one file of a backup, its path relative to the backup
@@ -96,10 +101,18 @@ type sourceSnapshot struct {
 	manifestBytes []byte
 	m             *manifest.Manifest
 	segs          []*os.File // in manifest order
+	rows          []rowFile  // by model directory, then manifest order
 	control       *os.File   // nil: none
 	payloads      *os.File   // nil: none
 	walIndexes    []int
 	wals          []*os.File
+}
+
+// rowFile is an open token-row file of a snapshot segment, rel its path
+// relative to the data directory.
+type rowFile struct {
+	rel string
+	f   *os.File
 }
 
 func (s *sourceSnapshot) close() {
@@ -107,6 +120,9 @@ func (s *sourceSnapshot) close() {
 		if f != nil {
 			f.Close()
 		}
+	}
+	for _, r := range s.rows {
+		r.f.Close()
 	}
 }
 
@@ -166,6 +182,9 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 			return nil, fmt.Errorf("segment %s is %d bytes, the manifest says %d: the data directory is damaged (run loci verify)", p, st.Size(), e.Size)
 		}
 	}
+	if s.rows, err = openTokenRows(src, m); err != nil {
+		return nil, err
+	}
 	if s.control, err = openOptional(filepath.Join(src, manifest.ControlName)); err != nil {
 		return nil, err
 	}
@@ -196,6 +215,45 @@ func takeSourceSnapshot(src string) (_ *sourceSnapshot, err error) {
 		s.wals = append(s.wals, f)
 	}
 	return s, nil
+}
+
+// openTokenRows opens the token-row files of m's segments under every
+// model directory of src's tokenrows/ (docs/format/tokenrows.md). They are
+// opened after the segments, so each is the rows of a segment of the
+// snapshot; the server only ever replaces such a file whole, or removes it,
+// so an open one is complete. A segment without one is left to the
+// restored server's worker, as after a crash.
+func openTokenRows(src string, m *manifest.Manifest) (rows []rowFile, err error) {
+	models, err := os.ReadDir(filepath.Join(src, manifest.TokenRowDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			for _, r := range rows {
+				r.f.Close()
+			}
+		}
+	}()
+	for _, d := range models {
+		if !d.IsDir() {
+			continue
+		}
+		for _, e := range m.Segments {
+			rel := filepath.Join(manifest.TokenRowDir, d.Name(), manifest.TokenRowFile(segment.FileName(e.ID)))
+			f, err := openOptional(filepath.Join(src, rel))
+			if err != nil {
+				return rows, err
+			}
+			if f != nil {
+				rows = append(rows, rowFile{rel, f})
+			}
+		}
+	}
+	return rows, nil
 }
 
 // Take copies the data directory src, which a running server may hold
@@ -288,7 +346,29 @@ func clearDir(fsys vfs.FS, dst string) error {
 			return err
 		}
 	}
-	return nil
+	root := filepath.Join(dst, manifest.TokenRowDir)
+	models, err := fsys.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range models {
+		entries, err := fsys.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := fsys.Remove(filepath.Join(root, d.Name(), e.Name())); err != nil {
+				return err
+			}
+		}
+		if err := fsys.Remove(filepath.Join(root, d.Name())); err != nil {
+			return err
+		}
+	}
+	return fsys.Remove(root)
 }
 
 // writeSnapshot writes the snapshot's files into dst, the manifest last.
@@ -314,6 +394,40 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts Options) (*Info, err
 			return nil, fmt.Errorf("segment %s: copied %d bytes, the manifest says %d", name, n, s.m.Segments[i].Size)
 		}
 		add(rel, n, crc, false)
+	}
+	// The token rows, copied or linked as segments are (a file is only
+	// ever replaced whole, never changed).
+	var rowDirs []string
+	for _, r := range s.rows {
+		dir := filepath.Join(dst, filepath.Dir(r.rel))
+		if !slices.Contains(rowDirs, dir) {
+			if err := fsys.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+			rowDirs = append(rowDirs, dir)
+		}
+		if opts.Link && fsys == vfs.Default && linkSame(r.f, filepath.Join(src, r.rel), filepath.Join(dst, r.rel)) {
+			st, err := r.f.Stat()
+			if err != nil {
+				return nil, err
+			}
+			add(r.rel, st.Size(), 0, true)
+		} else {
+			n, crc, err := copyFrom(fsys, r.f, filepath.Join(dst, r.rel), -1)
+			if err != nil {
+				return nil, err
+			}
+			add(r.rel, n, crc, false)
+		}
+		info.TokenRowFiles++
+	}
+	if len(rowDirs) > 0 {
+		rowDirs = append(rowDirs, filepath.Join(dst, manifest.TokenRowDir))
+	}
+	for _, d := range rowDirs {
+		if err := fsys.SyncDir(d); err != nil {
+			return nil, err
+		}
 	}
 	// The WAL: every file but the last is complete (the log fsyncs a file
 	// before it starts the next one). The last is copied as far as it is
@@ -526,6 +640,9 @@ func RestoreFS(fsys vfs.FS, from, dir string) error {
 		}
 	}
 	files := slices.Clone(info.Files)
+	// made lists the directories files went into (token rows have theirs),
+	// synced with the others at the end.
+	made := []string{dir, filepath.Join(dir, manifest.SegmentDir), filepath.Join(dir, manifest.WALDir)}
 	// The manifest goes last: a directory with segments and no manifest
 	// is refused by Open, never taken for an empty one.
 	slices.SortStableFunc(files, func(a, b File) int {
@@ -556,6 +673,14 @@ func RestoreFS(fsys vfs.FS, from, dir string) error {
 				}
 			}
 		} else {
+			if d := filepath.Dir(filepath.Join(dir, bf.Path)); !slices.Contains(made, d) {
+				if err := fsys.MkdirAll(d, 0o755); err != nil {
+					return fmt.Errorf("restore: %w", err)
+				}
+				for ; !slices.Contains(made, d); d = filepath.Dir(d) {
+					made = append(made, d)
+				}
+			}
 			in, err := os.Open(filepath.Join(from, bf.Path))
 			if err != nil {
 				return fmt.Errorf("restore: %w", err)
@@ -571,7 +696,11 @@ func RestoreFS(fsys vfs.FS, from, dir string) error {
 				filepath.Join(from, bf.Path), n, crc, bf.Size, bf.CRC)
 		}
 	}
-	for _, d := range []string{filepath.Join(dir, manifest.SegmentDir), filepath.Join(dir, manifest.WALDir), dir} {
+	// The deepest first: a directory after the directories it holds.
+	slices.SortStableFunc(made, func(a, b string) int {
+		return strings.Count(b, string(filepath.Separator)) - strings.Count(a, string(filepath.Separator))
+	})
+	for _, d := range made {
 		if err := fsys.SyncDir(d); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}

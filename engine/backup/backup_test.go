@@ -1,7 +1,9 @@
 package backup
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,3 +281,110 @@ func restoreVerify(from, dir string) (*verify.Report, error) {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// countRows is a TokenRower of one 4-byte row per word that counts its
+// calls.
+type countRows struct{ calls atomic.Int64 }
+
+func (r *countRows) Model() string { return "count/rows" }
+func (r *countRows) RowBytes() int { return 4 }
+func (r *countRows) Rows(text string) ([]byte, error) {
+	r.calls.Add(1)
+	var b []byte
+	for _, w := range strings.Fields(text) {
+		b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE([]byte(w)))
+	}
+	return b, nil
+}
+
+// A backup carries the segments' token-row files, copied or linked, so a
+// server opened on the restored directory computes none of them again; a
+// segment whose file the source lacked is left to the worker.
+func TestBackupTokenRows(t *testing.T) {
+	for _, link := range []bool{false, true} {
+		t.Run(fmt.Sprintf("link=%v", link), func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "src")
+			rows := &countRows{}
+			opts := engine.Options{TokenRows: rows, DisableBackground: true, NoEmbedder: true, Logger: quietLogger()}
+			db, err := engine.Open(src, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for seg := range 3 {
+				for i := range 5 {
+					if _, err := db.Ingest("t", engine.IngestInput{Workspace: "ws", ActorID: "a", Type: "note",
+						Payload: []byte(fmt.Sprintf(`{"content":"segment %d note %d about the harbour crane"}`, seg, i))}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := db.BuildTokenRows(); err != nil || n != 3 {
+				t.Fatalf("BuildTokenRows: %d files, %v; want 3", n, err)
+			}
+			dst := filepath.Join(t.TempDir(), "backup")
+			info, err := Take(src, dst, Options{Link: link})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.TokenRowFiles != 3 {
+				t.Fatalf("token_row_files %d, want 3", info.TokenRowFiles)
+			}
+			linked := 0
+			for _, f := range info.Files {
+				if strings.HasPrefix(f.Path, manifest.TokenRowDir+string(filepath.Separator)) && f.Linked {
+					linked++
+				}
+			}
+			if link && linked != 3 || !link && linked != 0 {
+				t.Fatalf("%d token-row files linked with link=%v", linked, link)
+			}
+			check := func(restored string, pending int) {
+				t.Helper()
+				r, err := restoreVerify(dst, restored)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(r.Faults) > 0 {
+					t.Fatalf("verify: %v", r.Faults)
+				}
+				again := &countRows{}
+				o := opts
+				o.TokenRows = again
+				got, err := engine.Open(restored, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer got.Close()
+				if p := got.TokenRowsPending(); p != pending {
+					t.Fatalf("restored: %d segments without token rows, want %d", p, pending)
+				}
+				n, err := got.BuildTokenRows()
+				if err != nil || n != pending {
+					t.Fatalf("restored: BuildTokenRows wrote %d files (%v), want %d", n, err, pending)
+				}
+				if c := again.calls.Load(); pending == 0 && c != 0 {
+					t.Fatalf("restored: %d texts computed again", c)
+				}
+			}
+			check(filepath.Join(t.TempDir(), "restored"), 0)
+
+			// A segment without its file: the backup holds the others.
+			files, err := filepath.Glob(filepath.Join(src, manifest.TokenRowDir, "*", "*.rows"))
+			if err != nil || len(files) != 3 {
+				t.Fatalf("source token-row files %v (%v)", files, err)
+			}
+			if err := os.Remove(files[0]); err != nil {
+				t.Fatal(err)
+			}
+			dst = filepath.Join(t.TempDir(), "backup2")
+			if info, err = Take(src, dst, Options{Link: link}); err != nil || info.TokenRowFiles != 2 {
+				t.Fatalf("backup without one file: %+v, %v", info, err)
+			}
+			check(filepath.Join(t.TempDir(), "restored2"), 1)
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/loci-memory/loci/engine/record"
 	"github.com/loci-memory/loci/internal/codec"
@@ -37,7 +38,17 @@ const (
 	SegmentDir          = "segments"
 	ControlName         = "CONTROL"          // the latest control snapshot
 	ControlPayloadsName = "CONTROL_PAYLOADS" // the latest control payloads
+	// TokenRowDir holds the late-interaction token rows of the segments,
+	// TokenRowDir/<model>/<segment>.rows (docs/format/tokenrows.md):
+	// derived data, rebuilt when missing.
+	TokenRowDir = "tokenrows"
 )
+
+// TokenRowFile is the name of the token-row file of the segment file named
+// seg: seg without its extension, then ".rows".
+func TokenRowFile(seg string) string {
+	return strings.TrimSuffix(seg, filepath.Ext(seg)) + ".rows"
+}
 
 var magic = [8]byte{'L', 'O', 'C', 'I', 'M', 'A', 'N', 0x01}
 
