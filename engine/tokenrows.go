@@ -16,6 +16,7 @@ import (
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/tokenrows"
+	"github.com/loci-memory/loci/vfs"
 )
 
 // Token rows (Options.TokenRows).
@@ -37,9 +38,10 @@ import (
 // The files live in tokenrows/<model>/, apart from segments/ (whose open
 // removes every file its manifest does not list). A file is named after
 // its segment; files of segments no longer live (compacted, rewritten by
-// an erasure, reindexed) and directories of another model are removed by
-// the worker, so a file never outlives its segment for long, and erased
-// text leaves the rows with the segment that held it.
+// an erasure) and directories of another model are removed by the worker
+// (Reindex, which copies its segments' files, removes the old ones
+// itself), so a file never outlives its segment for long, and erased text
+// leaves the rows with the segment that held it.
 
 // TokenRower computes the token rows of a span's text. Rows must be a
 // pure function of text, of RowBytes bytes a row.
@@ -327,8 +329,8 @@ func (db *DB) removeStaleTokenRows(root, dir string) error {
 	}
 	for _, e := range models {
 		if p := filepath.Join(root, e.Name()); p != dir {
-			if err := db.removeRowDir(p); err != nil {
-				return err
+			if err := vfs.RemoveDir(db.opts.FS, p); err != nil {
+				return fmt.Errorf("token rows: %w", err)
 			}
 		}
 	}
@@ -499,24 +501,6 @@ func (db *DB) releaseTokenRows(out *liveSegment) {
 	db.mu.Lock()
 	delete(db.tokenRows.writing, db.tokenRowPath(out.Path()))
 	db.mu.Unlock()
-}
-
-// removeRowDir removes a directory of files (one level, as the worker
-// writes them) through the engine's FS.
-func (db *DB) removeRowDir(dir string) error {
-	entries, err := db.opts.FS.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("token rows: %w", err)
-	}
-	for _, e := range entries {
-		if err := db.opts.FS.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("token rows: %w", err)
-		}
-	}
-	if err := db.opts.FS.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("token rows: %w", err)
-	}
-	return nil
 }
 
 // segmentTokenRows opens s's token-row file, building it first when there

@@ -93,6 +93,24 @@ func Create(fsys FS, name string) (File, error) {
 	return fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 }
 
+// RemoveDir removes the files in dir (one level: dir holds no
+// directories) and then dir, taking what is already gone as removed.
+func RemoveDir(fsys FS, dir string) error {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if err := fsys.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := fsys.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // CreateTemp creates a new file in dir whose name is pattern with its last
 // "*" replaced by a random string (appended if there is none), as
 // os.CreateTemp does.

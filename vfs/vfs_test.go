@@ -192,3 +192,26 @@ func TestInject(t *testing.T) {
 		t.Fatalf("counts: rename %d, sync %d", fi.Count(OpRename), fi.Count(OpSync))
 	}
 }
+
+// RemoveDir removes a directory of files, and takes one already gone as
+// removed.
+func TestRemoveDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	if err := Default.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RemoveDir(Default, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s after RemoveDir: %v", dir, err)
+	}
+	if err := RemoveDir(Default, dir); err != nil {
+		t.Fatalf("RemoveDir of a removed directory: %v", err)
+	}
+}

@@ -355,16 +355,7 @@ func clearDir(fsys vfs.FS, dst string) error {
 		return err
 	}
 	for _, d := range models {
-		entries, err := fsys.ReadDir(filepath.Join(root, d.Name()))
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			if err := fsys.Remove(filepath.Join(root, d.Name(), e.Name())); err != nil {
-				return err
-			}
-		}
-		if err := fsys.Remove(filepath.Join(root, d.Name())); err != nil {
+		if err := vfs.RemoveDir(fsys, filepath.Join(root, d.Name())); err != nil {
 			return err
 		}
 	}
@@ -382,18 +373,14 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts Options) (*Info, err
 	for i, f := range s.segs {
 		name := segment.FileName(s.m.Segments[i].ID)
 		rel := filepath.Join(manifest.SegmentDir, name)
-		if opts.Link && fsys == vfs.Default && linkSame(f, filepath.Join(src, rel), filepath.Join(dst, rel)) {
-			add(rel, s.m.Segments[i].Size, 0, true)
-			continue
-		}
-		n, crc, err := copyFrom(fsys, f, filepath.Join(dst, rel), -1)
+		n, crc, linked, err := copyOrLink(fsys, f, filepath.Join(src, rel), filepath.Join(dst, rel), opts.Link)
 		if err != nil {
 			return nil, err
 		}
 		if n != s.m.Segments[i].Size {
 			return nil, fmt.Errorf("segment %s: copied %d bytes, the manifest says %d", name, n, s.m.Segments[i].Size)
 		}
-		add(rel, n, crc, false)
+		add(rel, n, crc, linked)
 	}
 	// The token rows, copied or linked as segments are (a file is only
 	// ever replaced whole, never changed).
@@ -406,19 +393,11 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts Options) (*Info, err
 			}
 			rowDirs = append(rowDirs, dir)
 		}
-		if opts.Link && fsys == vfs.Default && linkSame(r.f, filepath.Join(src, r.rel), filepath.Join(dst, r.rel)) {
-			st, err := r.f.Stat()
-			if err != nil {
-				return nil, err
-			}
-			add(r.rel, st.Size(), 0, true)
-		} else {
-			n, crc, err := copyFrom(fsys, r.f, filepath.Join(dst, r.rel), -1)
-			if err != nil {
-				return nil, err
-			}
-			add(r.rel, n, crc, false)
+		n, crc, linked, err := copyOrLink(fsys, r.f, filepath.Join(src, r.rel), filepath.Join(dst, r.rel), opts.Link)
+		if err != nil {
+			return nil, err
 		}
+		add(r.rel, n, crc, linked)
 		info.TokenRowFiles++
 	}
 	if len(rowDirs) > 0 {
@@ -509,7 +488,22 @@ func writeSnapshot(s *sourceSnapshot, src, dst string, opts Options) (*Info, err
 	return info, nil
 }
 
-// linkSame hard-links the segment at path into dst if path still names the
+// copyOrLink puts the open immutable file f, at path src, at dst: a hard
+// link when link is set and possible (its CRC is not computed: 0), else a
+// copy. It returns the file's size and CRC-32C.
+func copyOrLink(fsys vfs.FS, f *os.File, src, dst string, link bool) (n int64, crc uint32, linked bool, err error) {
+	if link && fsys == vfs.Default && linkSame(f, src, dst) {
+		st, err := f.Stat()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		return st.Size(), 0, true, nil
+	}
+	n, crc, err = copyFrom(fsys, f, dst, -1)
+	return n, crc, false, err
+}
+
+// linkSame hard-links the file at path into dst if path still names the
 // open file f (segment ids are never reused, so it does unless removed).
 func linkSame(f *os.File, path, dst string) bool {
 	if err := os.Link(path, dst); err != nil {
