@@ -113,6 +113,13 @@ type Options struct {
 	// rows, built by a background worker, for packs' late interaction
 	// (View.TokenRows; engine/tokenrows.go). Nil: none.
 	TokenRows TokenRower
+	// TokenRowsMaxWorkspaceSpans, when positive, limits the rows the worker
+	// computes to the spans of workspaces that hold at most this many spans
+	// when it reaches them; the others' documents are stored empty (not
+	// stored: a pack that asks computes them). Packs run late interaction
+	// by default only in such workspaces (retrieval.PackRequest.LateMaxSpans),
+	// so large workspaces do not pay the rows' disk and model passes.
+	TokenRowsMaxWorkspaceSpans int
 	// WALRetryInterval is how often a WAL whose writes failed (a full disk)
 	// checks, while idle, whether it can write again (default 1s).
 	WALRetryInterval time.Duration

@@ -378,6 +378,16 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 func (db *DB) workspaceSpans(tenant, ws string) int {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
+	return db.workspaceSpansLocked(tenant, ws)
+}
+
+// WorkspaceSpans is about how many spans a workspace holds (erasures and
+// a compaction's inputs not subtracted, filters not applied): a hint for
+// what a read is likely to cost, never for what it returns.
+func (db *DB) WorkspaceSpans(tenant, ws string) int { return db.workspaceSpans(tenant, ws) }
+
+// workspaceSpansLocked is workspaceSpans for callers that hold mu.
+func (db *DB) workspaceSpansLocked(tenant, ws string) int {
 	n := 0
 	for _, h := range append([]*head{db.head}, db.frozen...) {
 		if w := h.workspaces[wsKey{tenant, ws}]; w != nil {

@@ -28,7 +28,9 @@ import (
 // interaction without a model pass each. The rows are a pure function of
 // the text, so a file is a cache: a segment without one yet, a damaged
 // document, or a head span costs its rows' computation at pack time,
-// never another answer.
+// never another answer. With Options.TokenRowsMaxWorkspaceSpans, the spans
+// of larger workspaces get empty documents (real rows always hold [CLS]
+// and [SEP]), which read as not stored.
 //
 // The head's spans get their rows from the same worker, first: kept in
 // memory with their artifact (counted in the head's bytes, so the flush
@@ -271,6 +273,10 @@ func (db *DB) headTokenRows(par int) error {
 			if !db.liveHead(pe.h) || pe.h.byID[pe.ha.a.ID] != pe.ha || pe.ha.rows != nil {
 				continue // flushed (its segment's file computes them) or erased
 			}
+			if !db.rowsWantedLocked(pe.ha.a.Tenant, pe.ha.a.Workspace) {
+				pe.ha.rows = make([][]byte, len(pe.ha.spans)) // not stored
+				continue
+			}
 			batch = append(batch, pe)
 			for _, sp := range pe.ha.spans {
 				texts = append(texts, sp.Text)
@@ -301,6 +307,15 @@ func (db *DB) headTokenRows(par int) error {
 		}
 		db.mu.Unlock()
 	}
+}
+
+// rowsWantedLocked reports whether the worker computes the rows of a
+// workspace's spans: always, unless Options.TokenRowsMaxWorkspaceSpans
+// is positive and the workspace holds more spans than that. Callers hold
+// mu.
+func (db *DB) rowsWantedLocked(tenant, ws string) bool {
+	limit := db.opts.TokenRowsMaxWorkspaceSpans
+	return limit <= 0 || db.workspaceSpansLocked(tenant, ws) <= limit
 }
 
 // liveHead reports whether h is the active head or a frozen one. Callers
@@ -575,6 +590,14 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 	var order spanOrder
 	var chunk [][]byte
 	var used []uuid.UUID
+	// wanted[ws]: whether workspace ws of s gets rows; the others' spans
+	// are stored empty (rowsWantedLocked), unless a head carried theirs.
+	db.mu.RLock()
+	wanted := make([]bool, len(s.Workspaces()))
+	for i, w := range s.Workspaces() {
+		wanted[i] = db.rowsWantedLocked(w.Tenant, w.Workspace)
+	}
+	db.mu.RUnlock()
 	fill := func(d int) error {
 		if par == 1 {
 			if err := db.headTokenRows(1); err != nil {
@@ -586,7 +609,8 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 		chunk = chunk[:0]
 		db.mu.RLock()
 		for len(chunk) < tokenRowChunk && d+len(chunk) < n {
-			sp, err := s.Span(order.next(s.Segment))
+			ws, i := order.next(s.Segment)
+			sp, err := s.Span(ws, i)
 			if err != nil {
 				db.mu.RUnlock()
 				return err
@@ -594,7 +618,7 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 			r, ok := db.tokenRows.carry[sp.ID]
 			if ok {
 				used = append(used, sp.ID)
-			} else {
+			} else if wanted[ws] {
 				texts = append(texts, sp.Text)
 				at = append(at, len(chunk))
 			}
@@ -700,8 +724,9 @@ func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
 }
 
 // TokenRows returns a copy of the stored token rows of a document, or nil
-// when it has none stored (not computed yet, a damaged document): then the
-// caller computes them.
+// when it has none stored (not computed yet, a damaged document, a span of
+// a workspace past Options.TokenRowsMaxWorkspaceSpans): then the caller
+// computes them.
 func (v *View) TokenRows(part int, doc uint32) []byte {
 	p := v.srcs[part]
 	if p.hw != nil {

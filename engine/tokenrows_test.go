@@ -456,3 +456,66 @@ func TestTokenRowsReindex(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestTokenRowsWorkspaceLimit: with TokenRowsMaxWorkspaceSpans, the spans
+// of a workspace past the limit get no rows, in the head or in a segment,
+// and are not computed; a small workspace's are; a compaction keeps both.
+func TestTokenRowsWorkspaceLimit(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "m"}
+	db := openTest(t, dir, Options{DisableBackground: true, CompactionMinSegments: 2, TokenRows: rower, TokenRowsMaxWorkspaceSpans: 4})
+	ingest := func(ws string, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := db.Ingest("t", chat(ws, fmt.Sprintf("turn %d of %s", i, ws))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ingest("small", 3)
+	ingest("large", 6)
+	if _, err := db.BuildTokenRows(); err != nil { // the head's
+		t.Fatal(err)
+	}
+	if s, m := checkTokenRows(t, db, "small", rower); s != 3 || m != 0 {
+		t.Fatalf("head, small: %d stored, %d missing; want 3, 0", s, m)
+	}
+	if s, m := checkTokenRows(t, db, "large", rower); s != 0 || m != 6 {
+		t.Fatalf("head, large: %d stored, %d missing; want 0, 6", s, m)
+	}
+	if got := rower.calls.Load(); got != 3 {
+		t.Fatalf("rows computed for %d spans, want the small workspace's 3", got)
+	}
+	if db.TokenRowsPending() != 0 {
+		t.Fatalf("pending = %d: a skipped artifact must not stay pending", db.TokenRowsPending())
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ingest("small", 1)
+	ingest("large", 2)
+	if err := db.Flush(); err != nil { // the second segment: nothing carried
+		t.Fatal(err)
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 2 {
+		t.Fatalf("BuildTokenRows = %d, %v; want 2 files", n, err)
+	}
+	if s, m := checkTokenRows(t, db, "small", rower); s != 4 || m != 0 {
+		t.Fatalf("segments, small: %d stored, %d missing; want 4, 0", s, m)
+	}
+	if s, m := checkTokenRows(t, db, "large", rower); s != 0 || m != 8 {
+		t.Fatalf("segments, large: %d stored, %d missing; want 0, 8", s, m)
+	}
+	if got := rower.calls.Load(); got != 4 {
+		t.Fatalf("rows computed for %d spans, want the small workspace's 4", got)
+	}
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if s, m := checkTokenRows(t, db, "small", rower); s != 4 || m != 0 || db.TokenRowsPending() != 0 {
+		t.Fatalf("after compaction, small: %d stored, %d missing, %d pending; want 4, 0, 0", s, m, db.TokenRowsPending())
+	}
+	if s, m := checkTokenRows(t, db, "large", rower); s != 0 || m != 8 || rower.calls.Load() != 4 {
+		t.Fatalf("after compaction, large: %d stored, %d missing, %d computed; want 0, 8, 4", s, m, rower.calls.Load())
+	}
+}

@@ -153,3 +153,37 @@ func TestLateInteractionStoredRows(t *testing.T) {
 		t.Fatalf("stored rows gave another pack: %s (%v), computed %s (%v)", read.PackHash, read.Confidence, computed.PackHash, computed.Confidence)
 	}
 }
+
+// TestLateMaxSpans: a request with LateMaxSpans runs its LateDepth only in
+// a workspace of at most that many visible spans, and then gives the pack
+// and the receipt id of the same request with that depth asked for
+// outright; in a larger one, those of the request without it.
+func TestLateMaxSpans(t *testing.T) {
+	db := twoRunners(t) // six turns, one span each
+	p := New(db)
+	p.SetLateInteraction(byWord("Biscuit"))
+	ctx := context.Background()
+	pk := func(depth, maxSpans int) *PackResponse {
+		t.Helper()
+		res, err := p.ContextPack(ctx, "t", PackRequest{Workspace: "ws", Query: "What race did Caroline run?", MaxTokens: 512,
+			ActorID: "alice", LateDepth: depth, LateMaxSpans: maxSpans})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	with, without := pk(10, 0), pk(0, 0)
+	if with.Result.PackHash == without.Result.PackHash {
+		t.Fatal("the model changes nothing here: the test cannot tell")
+	}
+	for _, c := range []struct {
+		maxSpans int
+		want     *PackResponse
+	}{{6, with}, {100, with}, {5, without}, {1, without}} {
+		got := pk(10, c.maxSpans)
+		if got.Result.PackHash != c.want.Result.PackHash || got.ReceiptID != c.want.ReceiptID {
+			t.Errorf("LateMaxSpans %d in a workspace of 6 spans: pack %s receipt %s, want %s %s", c.maxSpans,
+				got.Result.PackHash, got.ReceiptID, c.want.Result.PackHash, c.want.ReceiptID)
+		}
+	}
+}

@@ -109,6 +109,14 @@ type PackRequest struct {
 	// without a model it is ignored, and the pack says so among its
 	// assumptions.
 	LateDepth int
+	// LateMaxSpans, when positive, runs LateDepth only in a workspace (or
+	// the part a metadata filter or time window leaves) of at most this
+	// many visible spans; in a larger one the pack runs as with LateDepth
+	// 0. The server's default late depth comes with this limit, so that
+	// late interaction runs by default where its rows are stored and a pack
+	// stays cheap (engine.Options.TokenRowsMaxWorkspaceSpans); the span
+	// count is the data's, not the layout's.
+	LateMaxSpans int
 }
 
 // PackResponse is a packed context with its receipt's id.
@@ -181,8 +189,13 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 	if profile != pack.ProfileLowLatency {
 		qv = p.startQueryEmbedding(ctx, req.Query)
 	}
+	// The query's late-interaction encoding starts now too. When the
+	// workspace's size decides whether it runs (LateMaxSpans), the
+	// engine's estimate of that size only says whether to start it now or
+	// once the first pass has counted the spans: a model pass must not take
+	// a core from a large workspace's scan for nothing.
 	var lq *lateQuery
-	if req.LateDepth > 0 && p.li != nil {
+	if req.LateDepth > 0 && p.li != nil && (req.LateMaxSpans <= 0 || db.WorkspaceSpans(tenant, req.Workspace) <= req.LateMaxSpans) {
 		lq = startLateQuery(p.li, req.Query)
 	}
 
@@ -229,6 +242,7 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 	}
 	// gatherPass gathers pass in a View; nil (the second pass only) when the
 	// data version is no longer the one the first pass saw.
+	lateDepth, lateMax := req.LateDepth, req.LateMaxSpans
 	gatherPass := func(pass packPass, firstPass bool) (*gathered, error) {
 		var g *gathered
 		err := db.View(tenant, req.Workspace, func(v *engine.View) error {
@@ -251,6 +265,12 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 					}
 				}
 			}
+			if firstPass && lateMax > 0 { // the receipt records the depth that ran
+				req.LateDepth = lateDepth
+				if seen.spans > lateMax {
+					req.LateDepth = 0
+				}
+			}
 			pass.pool = poolOf(pass.pool, req.MaxTokens, seen.spans)
 			g, err = p.gather(v, req, pass, qv, docs)
 			return err
@@ -261,6 +281,9 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 		g, err := gatherPass(first, true)
 		if err != nil {
 			return nil, err
+		}
+		if lq == nil && req.LateDepth > 0 && p.li != nil {
+			lq = startLateQuery(p.li, req.Query)
 		}
 		if err := p.rerankPass(ctx, g, req, lq); err != nil {
 			return nil, err

@@ -44,8 +44,9 @@ type PackRequest struct {
 	// be a default (docs/pack.md § Reranking).
 	RerankDepth *int `json:"rerank_depth"`
 	// LateDepth is how many of the best candidates late interaction scores
-	// (0 to retrieval.MaxRerankDepth); nil is the server's depth in v2
-	// balanced and high_recall (Config.LateInteractionDepth), 0 otherwise.
+	// (0 to retrieval.MaxRerankDepth); nil is the server's depth
+	// (Config.LateInteractionDepth) where the server runs it by default
+	// (Config.LateInteractionMaxSpans), 0 otherwise.
 	LateDepth *int `json:"late_depth"`
 	// Since and Until (ISO 8601, as the artifact listing reads them; both
 	// inclusive) restrict the retrieved spans to artifacts of that time.
@@ -287,8 +288,15 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	if r.AsOf != nil && *r.AsOf == AsOfNow {
 		req.AsOf = s.cfg.Now().UnixMicro()
 	}
-	if r.LateDepth == nil && v2 && req.Profile != pack.ProfileLowLatency && s.cfg.LateInteraction != nil {
-		req.LateDepth = min(s.cfg.LateInteractionDepth, retrieval.MaxRerankDepth)
+	if r.LateDepth == nil && s.cfg.LateInteraction != nil {
+		switch {
+		case v2 && req.Profile == pack.ProfileLowLatency:
+		case s.cfg.LateInteractionMaxSpans > 0:
+			req.LateDepth = min(s.cfg.LateInteractionDepth, retrieval.MaxRerankDepth)
+			req.LateMaxSpans = s.cfg.LateInteractionMaxSpans
+		case v2:
+			req.LateDepth = min(s.cfg.LateInteractionDepth, retrieval.MaxRerankDepth)
+		}
 	}
 	db, err := s.workspaceEngine(p.TenantID, req.Workspace)
 	if err != nil {

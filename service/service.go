@@ -81,12 +81,16 @@ type Config struct {
 	// none; such packs say so among their assumptions).
 	Reranker retrieval.Reranker
 	// LateInteraction is the late-interaction model (nil: none) of packs
-	// with a late_depth; LateInteractionDepth is the late_depth of v2
-	// balanced and high_recall packs that leave it out (v1 packs and
-	// low_latency never run it unless asked; docs/pack.md § Late
-	// interaction).
-	LateInteraction      retrieval.LateInteraction
-	LateInteractionDepth int
+	// with a late_depth; LateInteractionDepth is the late_depth of packs
+	// that leave it out (low_latency never runs it unless asked; docs/pack.md
+	// § Late interaction): with LateInteractionMaxSpans positive, v1, v2
+	// balanced and high_recall packs in workspaces of at most that many
+	// spans (retrieval.PackRequest.LateMaxSpans; the engine stores the
+	// token rows of those only, engine.Options.TokenRowsMaxWorkspaceSpans);
+	// with 0, v2 balanced and high_recall packs of any size, and no v1 pack.
+	LateInteraction         retrieval.LateInteraction
+	LateInteractionDepth    int
+	LateInteractionMaxSpans int
 }
 
 // Shards is where the data plane lives: one engine on a single node, one

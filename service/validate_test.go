@@ -674,6 +674,47 @@ func TestPackLateDepth(t *testing.T) {
 			t.Errorf("%s: assumptions about late interaction %q, want %q", c.name, said, c.want)
 		}
 	}
+
+	// With a span limit, packs that leave late_depth out run it, v1 too,
+	// in workspaces of at most that many spans, and no others.
+	limited := newData(t, Config{LateInteraction: scoreByWord("Tuesday"), LateInteractionDepth: depth, LateInteractionMaxSpans: 3})
+	for i, text := range []string{"The deploy window is Tuesday at 10:00.", "The deploy window moved to Friday.", "Lunch is at noon.", "The deploy needs a review."} {
+		for _, ws := range []string{"small", "large"} {
+			if ws == "small" && i == 3 {
+				continue
+			}
+			if _, err := limited.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: ws, ActorID: "a", ArtifactType: "note",
+				RawPayload: json.RawMessage(strconv.Quote(text))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name, ws string
+		req      PackV2Request
+		v2       bool
+		want     bool // whether late interaction runs
+	}{
+		{"small v1", "small", PackV2Request{}, false, true},
+		{"small v2 balanced", "small", PackV2Request{}, true, true},
+		{"small v2 low_latency", "small", PackV2Request{Profile: strp("low_latency")}, true, false},
+		{"small v1 late_depth 0", "small", PackV2Request{PackRequest: PackRequest{LateDepth: n(0)}}, false, false},
+		{"large v1", "large", PackV2Request{}, false, false},
+		{"large v2 balanced", "large", PackV2Request{}, true, false},
+		{"large v2 high_recall", "large", PackV2Request{Profile: strp("high_recall")}, true, false},
+		{"large v1 late_depth 1", "large", PackV2Request{PackRequest: PackRequest{LateDepth: n(1)}}, false, true},
+	} {
+		c.req.WorkspaceID, c.req.Query, c.req.MaxTokens = c.ws, strp("when is the deploy window"), n(300)
+		res, err := limited.svc.Pack(context.Background(), open, c.req, c.v2)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ran := slices.ContainsFunc(res.Result.Assumptions, func(a string) bool { return strings.Contains(a, "late interaction") })
+		if ran != c.want {
+			t.Errorf("limit 3, %s: late interaction ran %v, want %v (assumptions %q)", c.name, ran, c.want, res.Result.Assumptions)
+		}
+	}
+
 	plain := newData(t, Config{})
 	if _, err := plain.svc.Ingest(context.Background(), open, IngestRequest{WorkspaceID: "ws", ActorID: "a", ArtifactType: "note",
 		RawPayload: json.RawMessage(`"The deploy window is Tuesday."`)}); err != nil {

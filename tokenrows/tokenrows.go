@@ -76,7 +76,8 @@ func NewWriter(w io.Writer, rowBytes int) (*Writer, error) {
 }
 
 // Add appends the next document's rows: a whole number of rows, none for
-// a document without tokens.
+// a document whose rows are not stored (the engine's reading of an empty
+// document: docs/format/tokenrows.md).
 func (tw *Writer) Add(rows []byte) error {
 	if tw.err != nil {
 		return tw.err
