@@ -92,7 +92,8 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 		}
 	}
 	ctl := control.New(time.Now)
-	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger(), TokenRows: EvalLateInteraction.Rows}
+	opts := engine.Options{Sync: sync, Control: ctl, Logger: quietLogger(), TokenRows: EvalLateInteraction.Rows,
+		TokenRowsMaxWorkspaceSpans: EvalLateInteraction.MaxSpans}
 	if emb != nil {
 		emb.options(&opts)
 	} else {
@@ -120,7 +121,8 @@ func startServerLogging(dir, prefix string, sync wal.SyncPolicy, emb *Embedding,
 	}
 	s := &server{dir: dir, keep: keep, db: db, addr: ln.Addr().String(), openSeconds: openSeconds,
 		srv: httpd.New(service.New(db, ctl, service.Config{Logger: log, Reranker: rr,
-			LateInteraction: EvalLateInteraction.Model}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
+			LateInteraction: EvalLateInteraction.Model, LateInteractionDepth: EvalLateInteraction.Depth,
+			LateInteractionMaxSpans: EvalLateInteraction.MaxSpans}), httpd.Config{Version: "bench", MaxRequestBytes: 64 << 20, Logger: log})}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -316,10 +318,13 @@ type PackHTTPResult struct {
 	AccessLog bool `json:"access_log"`
 	// RerankDepth is each request's rerank_depth (0: not sent, or 0).
 	RerankDepth int `json:"rerank_depth"`
-	// LateDepth is each request's late_depth (0: not sent), and
-	// TokenRowSeconds how long building the segments' token rows took
-	// before timing (EvalLateInteraction).
+	// LateDepth is the late depth of the packs (0: none), LateMaxSpans the
+	// server's limit when the packs leave late_depth out and the server
+	// decides (0: each request sent late_depth), and TokenRowSeconds how
+	// long building the segments' token rows took before timing
+	// (EvalLateInteraction).
 	LateDepth       int     `json:"late_depth,omitempty"`
+	LateMaxSpans    int     `json:"late_max_spans,omitempty"`
 	TokenRowSeconds float64 `json:"token_row_seconds,omitempty"`
 	// Profile is the v2 serving profile asked for ("": v1 requests).
 	Profile string `json:"profile,omitempty"`
@@ -433,7 +438,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 		}
 		res.TokenRowSeconds = time.Since(t0).Seconds()
 	}
-	res.LateDepth = evalLateDepth()
+	res.LateDepth, res.LateMaxSpans = evalLateDepth(), EvalLateInteraction.MaxSpans
 	res.BuildSeconds = time.Since(start).Seconds()
 	// Requests differ from those of earlier runs in the same directory.
 	receipts := func() (int, error) {
@@ -482,9 +487,7 @@ func PackHTTP(cfg PackHTTPConfig) (*PackHTTPResult, error) {
 			case cfg.NoRerank:
 				req["rerank_depth"] = 0
 			}
-			if d := evalLateDepth(); d > 0 {
-				req["late_depth"] = d
-			}
+			sendLateDepth(req)
 			if cfg.Profile != "" {
 				req["profile"] = cfg.Profile
 			}
@@ -572,6 +575,11 @@ type IngestHTTPResult struct {
 	ArtifactsPerS float64 `json:"artifacts_per_s"`
 	Level
 	Dataset string `json:"dataset"`
+	// TokenRows is the late-interaction model whose token rows the
+	// server's engine computed in the background ("": none), and
+	// TokenRowsPending what it had left at the last acknowledgement.
+	TokenRows        string `json:"token_rows,omitempty"`
+	TokenRowsPending int    `json:"token_rows_pending,omitempty"`
 }
 
 // IngestHTTP sends generated artifacts to POST /v2/ingest (synchronous
@@ -613,7 +621,12 @@ func IngestHTTP(cfg IngestHTTPConfig) (*IngestHTTPResult, error) {
 		return nil, err
 	}
 	elapsed := time.Since(start).Seconds()
+	var rows string
+	if tr := EvalLateInteraction.Rows; tr != nil {
+		rows = tr.Model()
+	}
 	return &IngestHTTPResult{Artifacts: cfg.Artifacts, Batch: cfg.Batch, Fsync: cfg.Sync.String(),
 		Seconds: elapsed, ArtifactsPerS: float64(cfg.Artifacts) / elapsed, Level: lv,
+		TokenRows: rows, TokenRowsPending: s.db.TokenRowsPending(),
 		Dataset: fmt.Sprintf("synthetic (bench.Corpus seed %d): 70%% chat turns, 20%% JSON tool results, 10%% documents; mean payload %d bytes; 8 workspaces", cfg.Seed, payload/int64(cfg.Artifacts))}, nil
 }

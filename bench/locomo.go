@@ -27,24 +27,37 @@ import (
 // EvalLateInteraction, when its Model is set, gives the packers of the
 // evaluations and benchmarks (the engine's and the server's) a
 // late-interaction model (retrieval.Packer.SetLateInteraction), and every
-// pack asks it to score its Depth best candidates (late_depth). With Rows,
-// the servers' engines store segments' token rows (engine.Options.TokenRows),
-// and `loci bench pack` builds them before timing. `loci eval` and `loci
-// bench pack` set it (--late-depth), and bench/lateinteraction (its
-// variants).
+// pack asks it to score its Depth best candidates (late_depth); with
+// MaxSpans, packs leave late_depth out and the server runs Depth in
+// workspaces of at most MaxSpans spans, as loci serve does by default
+// (service.Config.LateInteractionMaxSpans). With Rows, the servers'
+// engines store segments' token rows (engine.Options.TokenRows, within
+// MaxSpans), and `loci bench pack` builds them before timing. `loci eval`
+// and `loci bench pack` set it (--late-depth), and bench/lateinteraction
+// (its variants).
 var EvalLateInteraction struct {
-	Model retrieval.LateInteraction
-	Rows  engine.TokenRower
-	Depth int
+	Model    retrieval.LateInteraction
+	Rows     engine.TokenRower
+	Depth    int
+	MaxSpans int
 }
 
-// evalLateDepth is the late_depth of every pack of an evaluation: 0
+// evalLateDepth is the late depth of every pack of an evaluation: 0
 // without a model.
 func evalLateDepth() int {
 	if EvalLateInteraction.Model == nil {
 		return 0
 	}
 	return EvalLateInteraction.Depth
+}
+
+// sendLateDepth sets late_depth in a pack request's body unless the
+// server's default decides it (EvalLateInteraction.MaxSpans) or there is
+// no model.
+func sendLateDepth(req map[string]any) {
+	if d := evalLateDepth(); d > 0 && EvalLateInteraction.MaxSpans == 0 {
+		req["late_depth"] = d
+	}
 }
 
 // LoCoMoConfig sets up `loci eval locomo`.
@@ -452,7 +465,7 @@ func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.
 		tun.MinRelevance = *s.minRel
 	}
 	pr, err := s.packer.ContextPack(context.Background(), "eval", retrieval.PackRequest{Workspace: fmt.Sprintf("locomo-%d", ci), Query: query, MaxTokens: budget,
-		RerankDepth: s.rerank, LateDepth: evalLateDepth(), Tuning: tun})
+		RerankDepth: s.rerank, LateDepth: evalLateDepth(), LateMaxSpans: EvalLateInteraction.MaxSpans, Tuning: tun})
 	lat := time.Since(start)
 	if err != nil {
 		return packOutcome{}, 0, err
@@ -662,9 +675,7 @@ func (h *httpStore) pack(ci int, query string, budget int) (packOutcome, time.Du
 	if h.rerank > 0 {
 		req["rerank_depth"] = h.rerank
 	}
-	if d := evalLateDepth(); d > 0 {
-		req["late_depth"] = d
-	}
+	sendLateDepth(req)
 	if h.minRel != nil {
 		req["min_relevance"] = *h.minRel
 	}

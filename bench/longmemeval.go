@@ -359,9 +359,7 @@ func EvalLongMemEval(cfg LongMemEvalConfig) (*LongMemEvalResult, error) {
 			if cfg.RerankDepth > 0 {
 				req["rerank_depth"] = cfg.RerankDepth
 			}
-			if d := evalLateDepth(); d > 0 {
-				req["late_depth"] = d
-			}
+			sendLateDepth(req)
 			o, lat, err := h.contextPack(req, false)
 			if err != nil {
 				return nil, fmt.Errorf("question %s: %w", q.ID, err)

@@ -73,10 +73,20 @@ func runBench(args []string) error {
 		drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up draining the embedding backlog after this long")
 		rate := fs.Float64("rate", 0, "open loop: offer this many artifacts/s for --duration (arrivals at fixed intervals, whatever the writers' progress); with an embedder, report the lag from acknowledgement to embedded")
 		duration := fs.Duration("duration", 10*time.Second, "length of the offered load (with --rate)")
+		late := fs.String("late-interaction", lateDefault, "with --http, the server's late-interaction model, whose token rows the engine computes in the background as loci serve does (within its default --late-max-spans): "+lateNames)
 		run = func() (any, error) {
 			p, err := wal.ParseSyncPolicy(*fsync)
 			if err != nil {
 				return nil, err
+			}
+			switch *late {
+			case lateColbert:
+				if err := benchLate(-1, true); err != nil {
+					return nil, err
+				}
+			case lateNone:
+			default:
+				return nil, fmt.Errorf("--late-interaction %q: want %s", *late, lateNames)
 			}
 			switch *embedder {
 			case embedderNone, embedderGloVe, embedderMiniLM:
@@ -108,7 +118,7 @@ func runBench(args []string) error {
 		repeats := fs.Bool("repeats", false, "let requests repeat earlier ones byte for byte (their receipts are then not written again); default: every request distinct")
 		embedderFlag := fs.String("embedder", embedderMiniLM, "the server's embedder: "+embedderNames+" (the workspace is embedded before timing)")
 		rerank := fs.Int("rerank", -1, "rerank_depth of each pack: how many candidates the relevance model rereads (-1: not sent, so none)")
-		late := fs.Int("late-depth", 0, lateDepthUsage+"; the segments' token rows are built before timing")
+		late := fs.Int("late-depth", -1, lateDepthUsage+"; the segments' token rows are built before timing")
 		profile := fs.String("profile", "", "send v2 packs of this serving profile (low_latency | balanced | high_recall); empty: v1 packs")
 		accessLog := fs.String("access-log", "", "write the server's log at level info in JSON to this file, one access line per request, as loci serve with LOG_FORMAT=json (metrics are always on)")
 		wsFlag := fs.String("workspaces", "", workspacesUsage)

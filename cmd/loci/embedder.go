@@ -17,6 +17,7 @@ import (
 	"github.com/loci-memory/loci/embed/openai"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/retrieval"
+	"github.com/loci-memory/loci/service"
 )
 
 // Embedder names accepted by --embedder (env LOCI_EMBEDDER).
@@ -132,10 +133,17 @@ const (
 	lateColbert = "colbert" // the built-in answerai-colbert-small-v1
 	lateNone    = "none"    // packs never run late interaction
 	lateNames   = "colbert | none"
-	lateDefault = lateNone
-	// defaultLateDepth is the late_depth of v2 balanced and high_recall
-	// packs that leave it out (docs/pack.md § Late interaction).
+	lateDefault = lateColbert
+	// defaultLateDepth is the late_depth of packs that leave it out where
+	// the server runs late interaction by default (docs/pack.md § Late
+	// interaction).
 	defaultLateDepth = 30
+	// defaultLateMaxSpans is the largest workspace where packs run late
+	// interaction by default and the engine stores token rows: small
+	// workspaces (an agent's memory of one user or one conversation) get
+	// the better packs at little cost, large ones keep their disk and their
+	// latency (docs/benchmarks.md § Late interaction by default).
+	defaultLateMaxSpans = 10_000
 	// lateMemoBytes bounds the rows a scorer remembers of the texts it
 	// computed (the heads' spans, speakers' names): about 14,000 turns.
 	lateMemoBytes = 64 << 20
@@ -143,29 +151,35 @@ const (
 
 // lateSettings are the late-interaction flags of a command that serves
 // packs (lateFlags).
-type lateSettings struct{ name, depth *string }
+type lateSettings struct{ name, depth, maxSpans *string }
 
-// lateFlags defines --late-interaction and --late-depth on fs.
+// lateFlags defines --late-interaction, --late-depth and --late-max-spans
+// on fs.
 func lateFlags(fs *flag.FlagSet) lateSettings {
 	return lateSettings{
-		name:  fs.String("late-interaction", envOr("LOCI_LATE_INTERACTION", lateDefault), "the late-interaction model that scores the best candidates of v2 balanced and high_recall packs, and of packs that set late_depth, by token vectors; the engine stores segments' token rows in the background (docs/pack.md § Late interaction): "+lateNames+" (env LOCI_LATE_INTERACTION)"),
-		depth: fs.String("late-depth", envOr("LOCI_LATE_DEPTH", strconv.Itoa(defaultLateDepth)), "how many of the best candidates late interaction scores in v2 balanced and high_recall packs that leave late_depth out (env LOCI_LATE_DEPTH)"),
+		name:     fs.String("late-interaction", envOr("LOCI_LATE_INTERACTION", lateDefault), "the late-interaction model that scores the best candidates of packs by token vectors, and whose token rows the engine stores in the background (docs/pack.md § Late interaction): "+lateNames+" (env LOCI_LATE_INTERACTION)"),
+		depth:    fs.String("late-depth", envOr("LOCI_LATE_DEPTH", strconv.Itoa(defaultLateDepth)), "how many of the best candidates late interaction scores in packs that leave late_depth out, where it runs by default (env LOCI_LATE_DEPTH)"),
+		maxSpans: fs.String("late-max-spans", envOr("LOCI_LATE_MAX_SPANS", strconv.Itoa(defaultLateMaxSpans)), "packs that leave late_depth out (v1, v2 balanced and high_recall) run late interaction in workspaces of at most this many spans, and the engine stores token rows for those only; 0: no limit, v2 balanced and high_recall packs only (env LOCI_LATE_MAX_SPANS)"),
 	}
 }
 
-// apply sets the engine's row source and returns the packs' model and
-// default depth.
-func (l lateSettings) apply(o *engine.Options) (retrieval.LateInteraction, int, error) {
+// apply sets the engine's row source and the service's late interaction.
+func (l lateSettings) apply(o *engine.Options, c *service.Config) error {
 	depth, err := strconv.Atoi(*l.depth)
 	if err != nil || depth < 0 || depth > retrieval.MaxRerankDepth {
-		return nil, 0, fmt.Errorf("LOCI_LATE_DEPTH: %q is not an integer between 0 and %d", *l.depth, retrieval.MaxRerankDepth)
+		return fmt.Errorf("LOCI_LATE_DEPTH: %q is not an integer between 0 and %d", *l.depth, retrieval.MaxRerankDepth)
+	}
+	maxSpans, err := strconv.Atoi(*l.maxSpans)
+	if err != nil || maxSpans < 0 {
+		return fmt.Errorf("LOCI_LATE_MAX_SPANS: %q is not a non-negative integer", *l.maxSpans)
 	}
 	li, rows, err := lateInteraction(*l.name)
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	o.TokenRows = rows
-	return li, depth, nil
+	o.TokenRows, o.TokenRowsMaxWorkspaceSpans = rows, maxSpans
+	c.LateInteraction, c.LateInteractionDepth, c.LateInteractionMaxSpans = li, depth, maxSpans
+	return nil
 }
 
 // lateInteraction returns the late-interaction model of a name and the

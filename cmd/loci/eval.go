@@ -85,7 +85,7 @@ func runEvalLoCoMo(args []string) error {
 		"actor (role user/assistant, content = the text, actor_id = the speaker: one v2 batch per run of turns by one speaker; packs without actor_id) "+
 		"or none (role user/assistant, content = the text, no names)")
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
-	late := fs.Int("late-depth", 0, lateDepthUsage)
+	late := fs.Int("late-depth", -1, lateDepthUsage)
 	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
@@ -129,7 +129,7 @@ func runEvalLongMemEval(args []string) error {
 	embedder := fs.String("embedder", bench.EmbedderMiniLM, "the server's embedder: minilm, glove or none")
 	limit := fs.Int("limit", 0, "evaluate only the first this many questions (0: all)")
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
-	late := fs.Int("late-depth", 0, lateDepthUsage)
+	late := fs.Int("late-depth", -1, lateDepthUsage)
 	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
 	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, evidence cited)")
 	fs.Usage = func() {
@@ -254,17 +254,18 @@ func optionalShare(v float64) *float64 {
 	return &v
 }
 
-const lateDepthUsage = "late_depth of every pack: how many of its best candidates the built-in late-interaction model (colbert) scores, 0: none"
+const lateDepthUsage = "late_depth of every pack: how many of its best candidates the built-in late-interaction model (colbert) scores; 0: none; -1: the server's default (packs leave late_depth out, and the server runs the model at its default depth in workspaces of at most its default --late-max-spans)"
 
 // benchLate gives evaluations and benchmarks the built-in late-interaction
-// model, every pack scoring its depth best candidates (0: none). With
-// rows, the servers' engines store token rows too (loci bench pack);
+// model, every pack scoring its depth best candidates (0: none; -1: as
+// loci serve does by default, EvalLateInteraction.MaxSpans). With rows,
+// the servers' engines store token rows too (loci bench pack);
 // evaluations leave them out, as packs give the same bytes either way
 // (retrieval.TestLateInteractionStoredRows) and their questions follow
 // their ingests at once.
 func benchLate(depth int, rows bool) error {
-	if depth < 0 || depth > retrieval.MaxRerankDepth {
-		return fmt.Errorf("--late-depth %d: must be between 0 and %d", depth, retrieval.MaxRerankDepth)
+	if depth < -1 || depth > retrieval.MaxRerankDepth {
+		return fmt.Errorf("--late-depth %d: must be -1 or between 0 and %d", depth, retrieval.MaxRerankDepth)
 	}
 	if depth == 0 {
 		return nil
@@ -274,6 +275,9 @@ func benchLate(depth int, rows bool) error {
 		return err
 	}
 	bench.EvalLateInteraction.Model, bench.EvalLateInteraction.Depth = li, depth
+	if depth < 0 {
+		bench.EvalLateInteraction.Depth, bench.EvalLateInteraction.MaxSpans = defaultLateDepth, defaultLateMaxSpans
+	}
 	if rows {
 		bench.EvalLateInteraction.Rows = tr
 	}

@@ -362,6 +362,18 @@ func TestServeStopsCleanlyOnAFullDisk(t *testing.T) {
 // naming the variable, and that a receipt retention set in the environment
 // reaches the engine: with LOCI_RECEIPTS_PER_WORKSPACE=2, three distinct
 // packs leave two receipts listed.
+// expectRefusal checks that serve refuses to start with env set to value,
+// naming the variable.
+func expectRefusal(t *testing.T, bin, env, value string) {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", proctest.FreeAddr(t), "--data", t.TempDir())
+	cmd.Env = append(os.Environ(), env+"="+value)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), env) {
+		t.Errorf("%s=%s: want a refusal naming the variable, got %v\n%s", env, value, err, out)
+	}
+}
+
 func TestServeRetentionSettings(t *testing.T) {
 	bin := proctest.Loci(t)
 	for _, tc := range []struct{ env, value string }{
@@ -372,12 +384,7 @@ func TestServeRetentionSettings(t *testing.T) {
 		{"LOCI_MAX_UNFINISHED_JOB_BYTES", "1.5"},
 		{"LOCI_SYNC_RECEIPTS", "maybe"},
 	} {
-		cmd := exec.Command(bin, "serve", "--addr", proctest.FreeAddr(t), "--data", t.TempDir())
-		cmd.Env = append(os.Environ(), tc.env+"="+tc.value)
-		out, err := cmd.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), tc.env) {
-			t.Errorf("%s=%s: want a refusal naming the variable, got %v\n%s", tc.env, tc.value, err, out)
-		}
+		expectRefusal(t, bin, tc.env, tc.value)
 	}
 
 	t.Setenv("LOCI_RECEIPTS_PER_WORKSPACE", "2")

@@ -59,12 +59,11 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	li, depth, err := late.apply(&opts)
-	if err != nil {
+	scfg := service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log, Reranker: rr}
+	if err := late.apply(&opts, &scfg); err != nil {
 		return err
 	}
-	a, err := openApp(*data, opts, nil, service.Config{AdminKey: os.Getenv("API_KEY"), Logger: log, Reranker: rr,
-		LateInteraction: li, LateInteractionDepth: depth})
+	a, err := openApp(*data, opts, nil, scfg)
 	if err != nil {
 		return err
 	}

@@ -198,10 +198,6 @@ Environment only:
 	if err != nil {
 		return err
 	}
-	li, depth, err := late.apply(&engineOpts)
-	if err != nil {
-		return err
-	}
 	log, err := newLogger(os.Stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
@@ -241,8 +237,10 @@ Environment only:
 		Metrics: metrics, Console: ui.Serve,
 		AllowedOrigins: origins, AllowedHosts: hosts, MaxBodyBytesInFlight: inFlight}
 	scfg := service.Config{AdminKey: *apiKey, OpenRegistration: openRegistration, AsyncIndexing: asyncIndexing,
-		IndexWorkers: *workers, RegisterLimit: regLimit, RegisterWindow: timeouts[3], Logger: log, Reranker: rr,
-		LateInteraction: li, LateInteractionDepth: depth}
+		IndexWorkers: *workers, RegisterLimit: regLimit, RegisterWindow: timeouts[3], Logger: log, Reranker: rr}
+	if err := late.apply(&engineOpts, &scfg); err != nil {
+		return err
+	}
 	ctl := control.New(time.Now)
 	ctl.SetJobRetention(control.JobRetention{Age: jobAge, MaxFinished: positive[1], MaxUnfinished: positive[2],
 		MaxUnfinishedBytes: int64(positive[3])})

@@ -185,8 +185,8 @@ class ContextPackRequest(_Request):
     rerank_depth: Optional[int] = None
     """How many of the best candidates the relevance model rereads (0-100; v1 default 0, v2 by profile)."""
     late_depth: Optional[int] = None
-    """How many of the best candidates the late-interaction model scores (0-100; v1 default 0; v2 balanced and
-    high_recall: the server's depth when it runs the model)."""
+    """How many of the best candidates the late-interaction model scores (0-100; left out: the server's depth in
+    workspaces of at most its --late-max-spans spans, 0 in larger ones and in v2 low_latency)."""
     since: Optional[Timestamp] = None
     """Only spans of artifacts at or after this time (inclusive); pinned spans are kept whatever their time."""
     until: Optional[Timestamp] = None

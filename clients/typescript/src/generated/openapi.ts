@@ -896,10 +896,7 @@ export interface components {
              * @default 0
              */
             rerank_depth?: number;
-            /**
-             * @description How many of the best candidates the late-interaction model (the built-in answerai-colbert-small-v1, when the server runs with --late-interaction colbert) scores by its token vectors before the pack is decided; its score blends into their relevance. The engine stores the token rows of every segment in the background, so a candidate costs a lookup once they are built, and a model pass until then. Without the model the pack says so among its assumptions. docs/pack.md § Late interaction has what it gives and costs.
-             * @default 0
-             */
+            /** @description How many of the best candidates the late-interaction model (the built-in answerai-colbert-small-v1, which the server runs unless started with --late-interaction none) scores by its token vectors before the pack is decided; its score blends into their relevance. Left out: the server's depth (--late-depth, default 30) in a workspace of at most --late-max-spans spans (default 10,000), 0 in a larger one (and in every v1 pack with --late-max-spans 0). The engine stores the token rows of those workspaces' spans in the background, so a candidate costs a lookup once they are built, and a model pass until then (and always in a larger workspace). Without the model the pack says so among its assumptions. docs/pack.md § Late interaction has what it gives and costs. */
             late_depth?: number;
             /**
              * Format: date-time
@@ -1338,7 +1335,7 @@ export interface components {
             min_relevance?: number;
             /** @description How many of the best candidates the relevance model rereads (see the v1 request); 0 unless set, in every profile; low_latency refuses a positive value. */
             rerank_depth?: number;
-            /** @description How many of the best candidates the late-interaction model scores (see the v1 request). Left out: the server's depth (--late-depth, default 30) in balanced and high_recall when the server runs a late-interaction model, 0 otherwise; low_latency refuses a positive value. */
+            /** @description How many of the best candidates the late-interaction model scores (see the v1 request). Left out: in balanced and high_recall, as in a v1 pack (the server's depth in a workspace of at most --late-max-spans spans; with --late-max-spans 0, at any size); 0 in low_latency, which refuses a positive value. */
             late_depth?: number;
             /**
              * Format: date-time
