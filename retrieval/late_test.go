@@ -187,3 +187,33 @@ func TestLateMaxSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestLateMaxSpansFiltered: the workspace's size decides, not the part a
+// metadata filter leaves: the engine stores rows by workspace size, and a
+// filter on a large workspace must not make its packs compute them.
+func TestLateMaxSpansFiltered(t *testing.T) {
+	db := enginetest.Open(t, t.TempDir(), engine.Options{DisableBackground: true})
+	for i, tr := range twoRunnersTurns {
+		in := enginetest.Chat("ws", tr.text)
+		if i%2 == 0 {
+			in.Metadata = map[string]string{"topic": "sport"}
+		}
+		enginetest.MustIngest(t, db, "t", in)
+	}
+	p := New(db)
+	p.SetLateInteraction(byWord("Biscuit"))
+	for _, c := range []struct {
+		maxSpans int
+		want     bool
+	}{{6, true}, {4, false}} {
+		res, err := p.ContextPack(context.Background(), "t", PackRequest{Workspace: "ws", Query: "What race did Caroline run?",
+			MaxTokens: 512, LateDepth: 10, LateMaxSpans: c.maxSpans, Metadata: map[string]string{"topic": "sport"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := slices.ContainsFunc(res.Result.Assumptions, func(a string) bool { return strings.Contains(a, "late interaction") })
+		if ran != c.want {
+			t.Errorf("LateMaxSpans %d, 3 of the workspace's 6 spans filtered in: late interaction ran %v, want %v", c.maxSpans, ran, c.want)
+		}
+	}
+}

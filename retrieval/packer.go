@@ -109,10 +109,10 @@ type PackRequest struct {
 	// without a model it is ignored, and the pack says so among its
 	// assumptions.
 	LateDepth int
-	// LateMaxSpans, when positive, runs LateDepth only in a workspace (or
-	// the part a metadata filter or time window leaves) of at most this
-	// many visible spans; in a larger one the pack runs as with LateDepth
-	// 0. The server's default late depth comes with this limit, so that
+	// LateMaxSpans, when positive, runs LateDepth only in a workspace of
+	// at most this many visible spans (whatever part of it a metadata
+	// filter or time window leaves); in a larger one the pack runs as with
+	// LateDepth 0. The server's default late depth comes with this limit, so that
 	// late interaction runs by default where its rows are stored and a pack
 	// stays cheap (engine.Options.TokenRowsMaxWorkspaceSpans); the span
 	// count is the data's, not the layout's.
@@ -265,9 +265,12 @@ func (p *Packer) ContextPackIn(ctx context.Context, db *engine.DB, tenant string
 					}
 				}
 			}
+			// The workspace's size, not the filtered part's, decides late
+			// interaction: rows are stored for small workspaces only, and a
+			// filter on a large one must not make its packs compute them.
 			if firstPass && lateMax > 0 { // the receipt records the depth that ran
 				req.LateDepth = lateDepth
-				if seen.spans > lateMax {
+				if v.Spans() > lateMax {
 					req.LateDepth = 0
 				}
 			}
