@@ -137,7 +137,7 @@ const (
 	// defaultLateDepth is the late_depth of packs that leave it out where
 	// the server runs late interaction by default (docs/pack.md § Late
 	// interaction).
-	defaultLateDepth = 30
+	defaultLateDepth = 100
 	// defaultLateMaxSpans is the largest workspace where packs run late
 	// interaction by default and the engine stores token rows: small
 	// workspaces (an agent's memory of one user or one conversation) get
