@@ -93,7 +93,7 @@ type Tuning struct {
 // call; the token floor only catches fragments.
 func DefaultTuning() Tuning {
 	return Tuning{
-		MinConfidence:         0.07,
+		MinConfidence:         0.065,
 		MinEvidenceTokens:     5,
 		MaxSpansPerArtifact:   3,
 		DiversityDecay:        0.5,
