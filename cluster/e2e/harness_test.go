@@ -161,7 +161,10 @@ func startHarness(t testing.TB, o options) *harness {
 			data:    filepath.Join(h.dir, fmt.Sprintf("loci%d", i+1)),
 			logPath: filepath.Join(logDir, fmt.Sprintf("loci%d.log", i+1)),
 		}
-		n.args = []string{"--data", n.data, "--embedder", "glove", "--log-level", level}
+		// Light models (GloVe, no late interaction): three nodes share the
+		// machine's cores, and these tests measure the cluster's failover
+		// and consistency, not the models' cost.
+		n.args = []string{"--data", n.data, "--embedder", "glove", "--late-interaction", "none", "--log-level", level}
 		if h.nats != nil {
 			n.args = append(n.args, "--cluster-nats", strings.Join(h.nats.URLs(), ","),
 				"--cluster-node", n.name, "--cluster-shards", strconv.Itoa(h.shards))
