@@ -118,7 +118,10 @@ type Options struct {
 	// when it reaches them; the others' documents are stored empty (not
 	// stored: a pack that asks computes them). Packs run late interaction
 	// by default only in such workspaces (retrieval.PackRequest.LateMaxSpans),
-	// so large workspaces do not pay the rows' disk and model passes.
+	// so large workspaces do not pay the rows' disk and model passes. The
+	// worker counts as workspaceSpans does (erasures not subtracted until a
+	// compaction), a pack counts visible spans: the two may differ near the
+	// limit, which costs such a pack model passes, never another answer.
 	TokenRowsMaxWorkspaceSpans int
 	// WALRetryInterval is how often a WAL whose writes failed (a full disk)
 	// checks, while idle, whether it can write again (default 1s).

@@ -592,9 +592,10 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 	var used []uuid.UUID
 	// wanted[ws]: whether workspace ws of s gets rows; the others' spans
 	// are stored empty (rowsWantedLocked), unless a head carried theirs.
+	wss := s.Workspaces()
+	wanted := make([]bool, len(wss))
 	db.mu.RLock()
-	wanted := make([]bool, len(s.Workspaces()))
-	for i, w := range s.Workspaces() {
+	for i, w := range wss {
 		wanted[i] = db.rowsWantedLocked(w.Tenant, w.Workspace)
 	}
 	db.mu.RUnlock()

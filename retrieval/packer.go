@@ -112,10 +112,10 @@ type PackRequest struct {
 	// LateMaxSpans, when positive, runs LateDepth only in a workspace of
 	// at most this many visible spans (whatever part of it a metadata
 	// filter or time window leaves); in a larger one the pack runs as with
-	// LateDepth 0. The server's default late depth comes with this limit, so that
-	// late interaction runs by default where its rows are stored and a pack
-	// stays cheap (engine.Options.TokenRowsMaxWorkspaceSpans); the span
-	// count is the data's, not the layout's.
+	// LateDepth 0. The server's default late depth comes with this limit,
+	// so that late interaction runs by default where its rows are stored
+	// and a pack stays cheap (engine.Options.TokenRowsMaxWorkspaceSpans);
+	// the span count is the data's, not the layout's.
 	LateMaxSpans int
 }
 

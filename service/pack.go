@@ -288,14 +288,12 @@ func (s *Service) Pack(ctx context.Context, p Principal, r PackV2Request, v2 boo
 	if r.AsOf != nil && *r.AsOf == AsOfNow {
 		req.AsOf = s.cfg.Now().UnixMicro()
 	}
-	if r.LateDepth == nil && s.cfg.LateInteraction != nil {
-		switch {
-		case v2 && req.Profile == pack.ProfileLowLatency:
-		case s.cfg.LateInteractionMaxSpans > 0:
+	if r.LateDepth == nil && s.cfg.LateInteraction != nil && !(v2 && req.Profile == pack.ProfileLowLatency) {
+		// The server's default: within the span limit when there is one,
+		// else in v2 packs only.
+		if s.cfg.LateInteractionMaxSpans > 0 || v2 {
 			req.LateDepth = min(s.cfg.LateInteractionDepth, retrieval.MaxRerankDepth)
 			req.LateMaxSpans = s.cfg.LateInteractionMaxSpans
-		case v2:
-			req.LateDepth = min(s.cfg.LateInteractionDepth, retrieval.MaxRerankDepth)
 		}
 	}
 	db, err := s.workspaceEngine(p.TenantID, req.Workspace)
