@@ -121,7 +121,8 @@ func (b *backgroundEmbedding) init() {
 	b.done = make(chan struct{})
 }
 
-// changed returns a channel closed at the next settlement.
+// changed returns a channel closed at the next settlement: an embedded
+// batch, or token rows computed (tokenrows.go).
 func (b *backgroundEmbedding) changed() <-chan struct{} {
 	b.tickMu.Lock()
 	defer b.tickMu.Unlock()
@@ -481,8 +482,11 @@ func headEmbeddingState(ha *headArtifact) string {
 }
 
 // WaitEmbedded blocks until none of the tenant's artifacts ids waits for the
-// background embedder, or ctx ends (its error is returned). Unknown ids do
-// not wait.
+// background embedder, nor, with Options.TokenRows, for the token rows of
+// a workspace whose rows are stored (rowsWantedLocked), or ctx ends (its
+// error is returned). Unknown ids do not wait. Rows are a cache that packs
+// compute when it misses, so waiting for them changes no answer; it spares
+// the packs that follow the model passes (docs/pack.md § Late interaction).
 func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) error {
 	if err := db.enter(); err != nil {
 		return err
@@ -495,7 +499,7 @@ func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) 
 		waiting := false
 		db.mu.RLock()
 		for _, id := range ids {
-			if _, ha := db.headArtifact(id); ha != nil && ha.a.Tenant == tenant && ha.embed == embedPending {
+			if db.indexPendingLocked(tenant, id) {
 				waiting = true
 				break
 			}
@@ -512,6 +516,29 @@ func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) 
 			return ErrClosed
 		}
 	}
+}
+
+// indexPendingLocked reports whether the tenant's artifact id waits for
+// the background embedder or for its token rows (WaitEmbedded). An
+// artifact flushed before its rows were computed waits for its segment's
+// file. Callers hold mu.
+func (db *DB) indexPendingLocked(tenant string, id uuid.UUID) bool {
+	rows := db.opts.TokenRows != nil && !db.opts.DisableBackground
+	if _, ha := db.headArtifact(id); ha != nil {
+		if ha.a.Tenant != tenant {
+			return false
+		}
+		return ha.embed == embedPending ||
+			rows && ha.rows == nil && len(ha.spans) > 0 && db.rowsWantedLocked(tenant, ha.a.Workspace)
+	}
+	if !rows {
+		return false
+	}
+	_, s, ref, ok := db.locate(tenant, id)
+	if !ok || s == nil || s.rows.Load() != nil {
+		return false
+	}
+	return db.rowsWantedLocked(tenant, s.Workspace(ref.WS).Workspace)
 }
 
 // EmbeddingBacklog is the number of artifacts waiting for the background

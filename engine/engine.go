@@ -849,8 +849,8 @@ type Stats struct {
 	EmbeddingBacklog int    `json:"embedding_backlog"`
 	EmbedderError    string `json:"embedder_error,omitempty"`
 	// TokenRowsPending counts the segments without their token-row file
-	// and the head artifacts whose rows are still to compute
-	// (Options.TokenRows; omitted without).
+	// and the head artifacts whose rows are still to compute, those being
+	// computed included (Options.TokenRows; omitted without).
 	TokenRowsPending int `json:"token_rows_pending,omitempty"`
 	// IngestRefused says why writes are refused for back-pressure now
 	// (waitForRoom), empty when they are accepted.
@@ -900,6 +900,7 @@ func (db *DB) Stats() Stats {
 	}
 	_, st.EmbeddingBacklog = db.unflushedLocked()
 	if db.opts.TokenRows != nil {
+		st.TokenRowsPending = db.tokenRows.computing
 		for _, pe := range db.tokenRows.queue {
 			if pe.ha.rows == nil && db.liveHead(pe.h) && pe.h.byID[pe.ha.a.ID] == pe.ha {
 				st.TokenRowsPending++

@@ -73,6 +73,9 @@ type tokenRowWorker struct {
 	// carry holds, by span id, the rows of the spans of flushed heads until
 	// their segment's file is written, so that they are not computed again.
 	carry map[uuid.UUID][]byte
+	// computing is how many head artifacts taken from queue the worker is
+	// computing now (Stats counts them as pending).
+	computing int
 
 	wake    chan struct{} // cap 1
 	halting chan struct{}
@@ -262,6 +265,7 @@ func (db *DB) syncTokenRows(par int) error {
 // of spans at a time, and gives them to their artifacts while these are
 // still in a live head.
 func (db *DB) headTokenRows(par int) error {
+	settled := false // placeholders given since the last signal
 	for {
 		db.mu.Lock()
 		var batch []pendingEmbed
@@ -275,6 +279,7 @@ func (db *DB) headTokenRows(par int) error {
 			}
 			if !db.rowsWantedLocked(pe.ha.a.Tenant, pe.ha.a.Workspace) {
 				pe.ha.rows = make([][]byte, len(pe.ha.spans)) // not stored
+				settled = true
 				continue
 			}
 			batch = append(batch, pe)
@@ -283,15 +288,25 @@ func (db *DB) headTokenRows(par int) error {
 			}
 		}
 		db.tokenRows.queue = q
+		db.tokenRows.computing = len(batch)
 		db.mu.Unlock()
 		if len(batch) == 0 {
+			if settled {
+				db.embedding.signal() // WaitEmbedded checks again
+			}
 			return nil
 		}
-		rows, err := db.computeRows(texts, par)
+		p := par
+		if p == 1 && db.embedding.waiters.Load() > 0 {
+			p = runtime.GOMAXPROCS(0) // a client waits for these rows (WaitEmbedded)
+		}
+		rows, err := db.computeRows(texts, p)
+		db.mu.Lock()
+		db.tokenRows.computing = 0
 		if err != nil {
+			db.mu.Unlock()
 			return err
 		}
-		db.mu.Lock()
 		for _, pe := range batch {
 			ha := pe.ha
 			own := rows[:len(ha.spans)]
@@ -306,6 +321,8 @@ func (db *DB) headTokenRows(par int) error {
 			pe.h.bytes += ha.rowBytes
 		}
 		db.mu.Unlock()
+		db.embedding.signal() // WaitEmbedded checks again
+		settled = false
 	}
 }
 
@@ -545,6 +562,8 @@ func (db *DB) segmentTokenRows(s *liveSegment, par int) error {
 		r = nil
 	}
 	db.mu.Unlock()
+	// WaitEmbedded checks again.
+	db.embedding.signal()
 	if r != nil { // no longer live: its file goes at the next pass
 		r.f.Close()
 		db.tokenRows.kick()

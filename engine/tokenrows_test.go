@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // wordRows is a TokenRower for tests: one 8-byte row per word of the text,
@@ -21,6 +23,10 @@ type wordRows struct {
 	model string
 	calls atomic.Int64
 	delay time.Duration
+	// gate, when set, holds the rows of texts of workspace "gated" (chat
+	// turns of TestWaitEmbeddedTokenRows) until it is closed.
+	gate  atomic.Pointer[chan struct{}]
+	gated atomic.Int64 // calls held at gate so far
 }
 
 func (w *wordRows) Model() string { return w.model }
@@ -28,6 +34,10 @@ func (w *wordRows) RowBytes() int { return 8 }
 func (w *wordRows) Rows(text string) ([]byte, error) {
 	w.calls.Add(1)
 	time.Sleep(w.delay)
+	if g := w.gate.Load(); g != nil && strings.Contains(text, "of gated") {
+		w.gated.Add(1)
+		<-*g
+	}
 	var b []byte
 	for i, word := range strings.Fields(text) {
 		h := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", w.model, i, word)))
@@ -518,4 +528,75 @@ func TestTokenRowsWorkspaceLimit(t *testing.T) {
 	if s, m := checkTokenRows(t, db, "large", rower); s != 0 || m != 8 || rower.calls.Load() != 4 {
 		t.Fatalf("after compaction, large: %d stored, %d missing, %d computed; want 0, 8, 4", s, m, rower.calls.Load())
 	}
+}
+
+// TestWaitEmbeddedTokenRows: WaitEmbedded also waits for the token rows
+// of a workspace whose rows are stored, in the head and in a segment
+// flushed before its rows were computed, and not for those of a
+// workspace past the limit or of another tenant.
+func TestWaitEmbeddedTokenRows(t *testing.T) {
+	rower := &wordRows{model: "m", delay: 20 * time.Millisecond}
+	db := openTest(t, t.TempDir(), Options{TokenRows: rower, TokenRowsMaxWorkspaceSpans: 8})
+	ingest := func(ws string, n int) []uuid.UUID {
+		t.Helper()
+		var ins []IngestInput
+		for i := range n {
+			ins = append(ins, chat(ws, fmt.Sprintf("turn %d of %s", i, ws)))
+		}
+		res, err := db.IngestBatch("t", ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]uuid.UUID, n)
+		for i, r := range res {
+			ids[i] = r.ArtifactID
+		}
+		return ids
+	}
+	wait := func(tenant string, ids []uuid.UUID) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := db.WaitEmbedded(ctx, tenant, ids); err != nil {
+			t.Fatalf("WaitEmbedded: %v", err)
+		}
+	}
+
+	wait("t", ingest("head", 6))
+	if s, m := checkTokenRows(t, db, "head", rower); s != 6 || m != 0 {
+		t.Fatalf("head: %d stored, %d missing after the wait; want 6, 0", s, m)
+	}
+
+	ids := ingest("flushed", 6)
+	if err := db.Flush(); err != nil { // before the worker is done (6 x 20 ms)
+		t.Fatal(err)
+	}
+	wait("t", ids)
+	if s, m := checkTokenRows(t, db, "flushed", rower); s != 6 || m != 0 {
+		t.Fatalf("flushed: %d stored, %d missing after the wait; want 6, 0", s, m)
+	}
+
+	// Past the limit no rows are stored, and none are waited for.
+	wait("t", ingest("large", 9))
+	if s, _ := checkTokenRows(t, db, "large", rower); s != 0 {
+		t.Fatalf("large: %d stored, want 0", s)
+	}
+
+	// Another tenant's ids do not wait, even while their rows are pending
+	// (the worker holds them until gate opens); rows being computed count
+	// as pending.
+	gate := make(chan struct{})
+	rower.gate.Store(&gate)
+	gated := ingest("gated", 1)
+	for deadline := time.Now().Add(20 * time.Second); rower.gated.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not start on the gated rows in 20 s")
+		}
+	}
+	if n := db.TokenRowsPending(); n != 1 {
+		t.Errorf("TokenRowsPending = %d while the worker computes one artifact's rows, want 1", n)
+	}
+	wait("other", gated)
+	close(gate)
+	wait("t", gated)
 }

@@ -308,8 +308,10 @@ type IngestBatchRequest struct {
 	// background; the result lists the jobs.
 	AsyncIndex bool `json:"async_index"`
 	// WaitForEmbedding holds the result until the batch's artifacts are
-	// embedded (at most MaxEmbeddingWait; each item's embedding field says
-	// where it stands).
+	// embedded and, in a workspace whose packs run late interaction, have
+	// their token rows (at most MaxEmbeddingWait; each item's embedding
+	// field says where its vectors stand). Rows change no answer, only
+	// how soon the next packs come (engine.DB.WaitEmbedded).
 	WaitForEmbedding bool `json:"wait_for_embedding"`
 }
 

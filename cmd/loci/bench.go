@@ -81,7 +81,7 @@ func runBench(args []string) error {
 			}
 			switch *late {
 			case lateColbert:
-				if err := benchLate(-1, true); err != nil {
+				if err := benchLate(-1); err != nil {
 					return nil, err
 				}
 			case lateNone:
@@ -139,7 +139,7 @@ func runBench(args []string) error {
 			if *rerank < -1 {
 				return nil, fmt.Errorf("--rerank %d: must be -1 (not sent) or more", *rerank)
 			}
-			if err := benchLate(*late, true); err != nil {
+			if err := benchLate(*late); err != nil {
 				return nil, err
 			}
 			p, err := wal.ParseSyncPolicy(*fsync)

@@ -92,7 +92,7 @@ func runEvalLoCoMo(args []string) error {
 	if done {
 		return err
 	}
-	if err := benchLate(*late, false); err != nil {
+	if err := benchLate(*late); err != nil {
 		return err
 	}
 	if err := checkData(dataLoCoMo, *data); err != nil {
@@ -152,7 +152,7 @@ are all cited, both per question type, abstention on _abs questions and on the r
 	if err := checkData(dataLongMemEval, *data); err != nil {
 		return err
 	}
-	if err := benchLate(*late, false); err != nil {
+	if err := benchLate(*late); err != nil {
 		return err
 	}
 	cfg := bench.LongMemEvalConfig{Data: *data, Budgets: bs, Embedder: *embedder, Limit: *limit, RerankDepth: *rerank, MinRelevance: optionalShare(*minRel),
@@ -258,12 +258,11 @@ const lateDepthUsage = "late_depth of every pack: how many of its best candidate
 
 // benchLate gives evaluations and benchmarks the built-in late-interaction
 // model, every pack scoring its depth best candidates (0: none; -1: as
-// loci serve does by default, EvalLateInteraction.MaxSpans). With rows,
-// the servers' engines store token rows too (loci bench pack);
-// evaluations leave them out, as packs give the same bytes either way
-// (retrieval.TestLateInteractionStoredRows) and their questions follow
-// their ingests at once.
-func benchLate(depth int, rows bool) error {
+// loci serve does by default, EvalLateInteraction.MaxSpans). The servers'
+// engines store token rows as loci serve's do, so that an evaluation's
+// pack latencies are a client's: its ingests wait for embedding, which
+// waits for the rows too, and its packs read them.
+func benchLate(depth int) error {
 	if depth < -1 || depth > retrieval.MaxRerankDepth {
 		return fmt.Errorf("--late-depth %d: must be -1 or between 0 and %d", depth, retrieval.MaxRerankDepth)
 	}
@@ -278,8 +277,6 @@ func benchLate(depth int, rows bool) error {
 	if depth < 0 {
 		bench.EvalLateInteraction.Depth, bench.EvalLateInteraction.MaxSpans = defaultLateDepth, defaultLateMaxSpans
 	}
-	if rows {
-		bench.EvalLateInteraction.Rows = tr
-	}
+	bench.EvalLateInteraction.Rows = tr
 	return nil
 }

@@ -229,7 +229,8 @@ class Client:
         """``POST /v2/ingest``: stores and indexes up to 1,000 artifacts; all or nothing.
 
         ``wait_for_embedding`` answers once every item is embedded (at most 20 s), so a pack asked next sees them
-        in the semantic channel.
+        in the semantic channel; where packs run late interaction it also waits for the items' token rows, so
+        that the packs asked next do not compute them.
         """
         req = m.BatchIngestRequest(
             workspace_id=workspace_id,

@@ -1249,7 +1249,7 @@ export interface components {
              */
             async_index?: boolean;
             /**
-             * @description When true, answer only once every artifact of the batch is embedded (at most 20 seconds; each item's embedding field says where it stands), so that a pack asked next sees them in the semantic channel. Cannot be combined with async_index.
+             * @description When true, answer only once every artifact of the batch is embedded (at most 20 seconds; each item's embedding field says where it stands), so that a pack asked next sees them in the semantic channel. In a workspace whose packs run late interaction (at most --late-max-spans spans), it also waits, within the same 20 seconds, for the artifacts' token rows, so that the packs asked next read them instead of computing them (the answer is the same either way). Cannot be combined with async_index.
              * @default false
              */
             wait_for_embedding?: boolean;
