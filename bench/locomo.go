@@ -219,13 +219,17 @@ type LoCoMoBudget struct {
 
 // LoCoMoResult is what `loci eval locomo --json` prints.
 type LoCoMoResult struct {
-	Conversations int            `json:"conversations"`
-	Turns         int            `json:"turns"`
-	Questions     int            `json:"questions"`
-	Ingest        string         `json:"ingest"`
-	Timestamps    string         `json:"timestamps"`
-	Embedder      string         `json:"embedder"`
-	Shape         string         `json:"shape"`
+	Conversations int    `json:"conversations"`
+	Turns         int    `json:"turns"`
+	Questions     int    `json:"questions"`
+	Ingest        string `json:"ingest"`
+	Timestamps    string `json:"timestamps"`
+	Embedder      string `json:"embedder"`
+	Shape         string `json:"shape"`
+	// IngestSeconds is the time the ingest took, the scratch server's
+	// start included; over HTTP, with waiting for embedding (and token
+	// rows) as the batches ask.
+	IngestSeconds float64        `json:"ingest_seconds"`
 	Budgets       []LoCoMoBudget `json:"budgets"`
 	Note          string         `json:"note"`
 }
@@ -747,6 +751,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	var store locomoStore
 	var turnOf []map[uuid.UUID]string
 	p := newProgress(cfg.Progress)
+	ingestStart := time.Now()
 	switch cfg.Ingest {
 	case IngestViaEngine:
 		store, turnOf, err = ingestEngine(convs, cfg.Timestamps, cfg.Shape, emb, p)
@@ -766,7 +771,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 		st.rerank, st.minRel = cfg.RerankDepth, cfg.MinRelevance
 	}
 	res := &LoCoMoResult{Conversations: len(convs), Ingest: cfg.Ingest, Timestamps: cfg.Timestamps, Embedder: cfg.Embedder,
-		Shape: cfg.Shape, Note: locomoNote(cfg.Shape)}
+		Shape: cfg.Shape, IngestSeconds: time.Since(ingestStart).Seconds(), Note: locomoNote(cfg.Shape)}
 	for _, c := range convs {
 		res.Turns += len(c.turns)
 	}
