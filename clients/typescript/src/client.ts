@@ -366,7 +366,8 @@ export class LociClient {
    * (plans pro, team, enterprise). A bad item fails the whole batch and
    * stores nothing. With `async_index: true` the answer is one indexing job
    * per item (see waitForJob); with `wait_for_embedding: true` it comes once
-   * every item is embedded.
+   * every item is embedded (and, where packs run late interaction, has its
+   * token rows, so that the packs asked next need not compute them).
    */
   ingestBatch(request: BatchIngestRequest & { async_index: true }, options?: RequestOptions): Promise<BatchIngestQueued>;
   ingestBatch(request: BatchIngestRequest & { async_index?: false }, options?: RequestOptions): Promise<BatchIngestResponse>;
