@@ -6,8 +6,9 @@
 //   - semantic top-100: Loci's exact int8 scan in-process against pgvector's
 //     HNSW index over loopback, at recall@100 against the exact float scan
 //     no lower than Loci's;
-//   - durable ingest: Loci over HTTP with the built-in encoder on against
-//     PostgreSQL (fsync and synchronous_commit on) and SQLite (WAL,
+//   - durable ingest: Loci over HTTP with the built-in encoder on (and, as
+//     loci serve runs by default, with late interaction's token rows too)
+//     against PostgreSQL (fsync and synchronous_commit on) and SQLite (WAL,
 //     synchronous=FULL), the same artifacts in batches of the same size.
 //
 // It is a module of its own (bench/peers/go.mod) so that the peers' code
