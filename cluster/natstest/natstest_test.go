@@ -51,16 +51,24 @@ func createStream(t *testing.T, js jetstream.JetStream, name string, subjects ..
 }
 
 // publish publishes data with message id id and fails the test unless
-// JetStream acknowledges it within 5 s.
+// JetStream acknowledges it within 5 s. A publish that found no stream
+// listening (ErrNoStreamResponse: a stream just created, whose interest has
+// not reached the server the client is connected to yet) stored nothing,
+// and is sent again within the 5 s.
 func publish(t *testing.T, js jetstream.JetStream, subject, id, data string) *jetstream.PubAck {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ack, err := js.Publish(ctx, subject, []byte(data), jetstream.WithMsgID(id))
-	if err != nil {
-		t.Fatalf("publish %s (%s): %v", id, subject, err)
+	for {
+		ack, err := js.Publish(ctx, subject, []byte(data), jetstream.WithMsgID(id))
+		if err == nil {
+			return ack
+		}
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) || ctx.Err() != nil {
+			t.Fatalf("publish %s (%s): %v", id, subject, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return ack
 }
 
 // publishUntilAcked publishes data with message id id, again with the same
