@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed"
 	"github.com/loci-memory/loci/engine/manifest"
 	"github.com/loci-memory/loci/segment"
 	"github.com/loci-memory/loci/tokenrows"
@@ -682,8 +683,9 @@ var pacedRows = make(chan struct{}, 1)
 
 // computeRows computes the rows of texts on par goroutines. With par 1 it
 // yields to requests as the embedder does: while ingests or reads run, it
-// rests after each text as long as the text took. It stops when the
-// engine closes.
+// rests after each text as long as the text took, and it does not start a
+// text while an in-process embedder has artifacts to embed
+// (embeddingFirst). It stops when the engine closes.
 func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
 	tr := db.opts.TokenRows
 	out := make([][]byte, len(texts))
@@ -702,6 +704,10 @@ func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
 			}()
 			for k := int(next.Add(1) - 1); k < len(texts); k = int(next.Add(1) - 1) {
 				if par == 1 {
+					if err := db.embeddingFirst(); err != nil {
+						errs[k] = err
+						return
+					}
 					select {
 					case pacedRows <- struct{}{}:
 					case <-db.tokenRows.halting:
@@ -741,6 +747,41 @@ func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// embeddingFirst holds a paced rows computation while requests run
+// (backgroundEmbedding.busy) and an in-process embedder has a backlog:
+// the two background workers share the cores requests leave them, and
+// the embedder's work comes first. A span without its vectors is missing
+// from the semantic channel, so its packs differ; a span without its rows
+// is scored the same, its pack computing them (rows are a cache). Paced
+// side by side, each worker took about a quarter of two cores, so while
+// both had work a burst of ingests kept one core (docs/benchmarks.md §
+// The rows' worker yields to the embedder). It returns errHalted when
+// the engine closes.
+func (db *DB) embeddingFirst() error {
+	if _, local := db.opts.Embedder.(embed.InProcess); !local {
+		return nil
+	}
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for db.embedding.busy() && db.EmbeddingBacklog() > 0 {
+		if t == nil {
+			t = time.NewTimer(foregroundLinger)
+		} else {
+			t.Reset(foregroundLinger)
+		}
+		select {
+		case <-db.tokenRows.halting:
+			return errHalted
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // TokenRows returns a copy of the stored token rows of a document, or nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loci-memory/loci/embed/glove"
 )
 
 // wordRows is a TokenRower for tests: one 8-byte row per word of the text,
@@ -599,4 +600,34 @@ func TestWaitEmbeddedTokenRows(t *testing.T) {
 	wait("other", gated)
 	close(gate)
 	wait("t", gated)
+}
+
+// While requests run, the rows' worker leaves the cores to an in-process
+// embedder with a backlog (embeddingFirst): no rows are computed while
+// vectors are due, and they follow once the vectors are in.
+func TestTokenRowsYieldToEmbedding(t *testing.T) {
+	e := &sizesEmbedder{Embedder: glove.New(), gate: make(chan struct{})}
+	rower := &wordRows{model: "m"}
+	db := openTest(t, t.TempDir(), Options{Embedder: e, EmbedInBackground: true, TokenRows: rower})
+	defer db.Close()
+	db.embedding.foreground.Add(1) // an ingest runs throughout
+	defer db.embedding.foreground.Add(-1)
+
+	ingestTurns(t, db, 5, "first")
+	// The embedder is held at its gate. Unheld, the rows' worker computes
+	// these five turns' rows in well under a millisecond.
+	time.Sleep(300 * time.Millisecond)
+	if n := rower.calls.Load(); n != 0 {
+		t.Fatalf("%d rows computed while the embedder had a backlog and an ingest ran, want 0", n)
+	}
+	close(e.gate)
+	drained(t, db)
+	for deadline := time.Now().Add(10 * time.Second); db.TokenRowsPending() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows computed, %d artifacts pending 10 s after the embedder's backlog drained", rower.calls.Load(), db.TokenRowsPending())
+		}
+	}
+	if s, m := checkTokenRows(t, db, "ws", rower); s != 5 || m != 0 {
+		t.Fatalf("%d stored, %d missing; want 5, 0", s, m)
+	}
 }
