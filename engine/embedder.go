@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -715,9 +717,13 @@ func (db *DB) Reindex(ctx context.Context, progress ReindexProgress) error {
 // (docs/benchmarks.md § Ingest first). So while ingests or reads (Views)
 // run, or one ended within foregroundLinger, and the unflushed heads are
 // below half the stall limit, the worker embeds one text at a time on one
-// goroutine and then rests as long as that text took: about a quarter of
-// two cores, so embedding keeps moving (the backlog drains at that pace
-// under any load) while requests keep the rest. Past half the stall limit,
+// goroutine and then, unless a core is idle (idleCore), rests as long as
+// that text took: at least about a quarter of two cores, so embedding
+// keeps moving (the backlog drains at that pace under any load) while
+// requests keep the rest, and up to one core when requests leave it idle
+// (a trickle of ingests embeds at the pace of one core, not a quarter of
+// two; docs/benchmarks.md § Paced workers do not rest beside an idle
+// core). Past half the stall limit,
 // or once requests have stopped, it goes back to batches on every core; an
 // ingest waiting for room (waitForRoom) does not count, so an ingest held
 // by the embedding backlog never slows the embedder that frees it, and
@@ -755,7 +761,7 @@ func (db *DB) embedPaced(ctx context.Context, texts []string, local bool) ([][]f
 		}
 		out = append(out, v...)
 		i = j
-		if paced && i < len(texts) {
+		if paced && i < len(texts) && !idleCore() {
 			took := time.Since(t0)
 			if rest == nil {
 				rest = time.NewTimer(took)
@@ -796,6 +802,29 @@ func (b *backgroundEmbedding) busy() bool {
 	}
 	return b.foreground.Load() > 0 || time.Since(time.Unix(0, b.lastForeground.Load())) < foregroundLinger
 }
+
+// idleCore reports whether a processor (GOMAXPROCS) is left idle by every
+// goroutine but the caller: none runs on it and none waits to. A paced
+// background worker that finds one does not rest after its text, so the
+// cores requests leave idle (an ingest waiting for its fsync, a trickle of
+// requests) embed rather than sleep; on cores that requests fill it keeps
+// resting as long as it worked. The counts are the scheduler's own
+// (runtime/metrics), read in a few hundred nanoseconds; a Go without them
+// reads as no idle core, the rule before it.
+func idleCore() bool {
+	s := idleSamples.Get().(*[2]metrics.Sample)
+	defer idleSamples.Put(s)
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return false
+	}
+	busy := s[0].Value.Uint64() + s[1].Value.Uint64() // the caller among them
+	return busy < uint64(runtime.GOMAXPROCS(0))
+}
+
+var idleSamples = sync.Pool{New: func() any {
+	return &[2]metrics.Sample{{Name: "/sched/goroutines/running:goroutines"}, {Name: "/sched/goroutines/runnable:goroutines"}}
+}}
 
 // pastSoftLimit reports whether the unflushed heads hold half the stall
 // limit or more: then the embedder stops yielding to ingest.

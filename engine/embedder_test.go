@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -776,5 +778,35 @@ func TestCloseDuringFlushWaitLogsNoError(t *testing.T) {
 	defer logs.mu.Unlock()
 	if len(logs.msgs) > 0 {
 		t.Fatalf("Close logged errors: %q", logs.msgs)
+	}
+}
+
+// idleCore sees a processor that no other goroutine runs on or waits for,
+// and none while goroutines fill every processor.
+func TestIdleCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	// Other tests' background workers may run for a moment: wait for a
+	// quiet read.
+	for deadline := time.Now().Add(5 * time.Second); !idleCore(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no idle core in 5 s with GOMAXPROCS 2 and nothing else to run")
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+			}
+		}()
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	for range 20 { // each wake-up waits for a spinner's preemption (about 10 ms)
+		if idleCore() {
+			t.Fatal("an idle core while two goroutines spin on the two processors")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

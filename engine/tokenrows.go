@@ -729,7 +729,7 @@ func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
 					return
 				default:
 				}
-				if par == 1 && db.embedding.busy() {
+				if par == 1 && db.embedding.busy() && !idleCore() {
 					if rest == nil {
 						rest = time.NewTimer(time.Since(t0))
 					} else {
