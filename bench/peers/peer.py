@@ -241,6 +241,12 @@ def pg_ingest(req):
         "CREATE TABLE artifacts (id bigserial PRIMARY KEY, workspace text NOT NULL, actor text NOT NULL, type text NOT NULL,"
         " payload jsonb NOT NULL, ts timestamptz NOT NULL, session text)"
     )
+    if req.get("fts"):
+        # A lexical index maintained at commit, as Loci's is: the payload's
+        # string values, English stemming, in a GIN index.
+        cur.execute("ALTER TABLE artifacts ADD COLUMN tsv tsvector"
+                    " GENERATED ALWAYS AS (jsonb_to_tsvector('english', payload, '[\"string\"]')) STORED")
+        cur.execute("CREATE INDEX artifacts_tsv ON artifacts USING gin (tsv)")
     cur.execute("SHOW fsync")
     fsync = cur.fetchone()[0]
     cur.execute("SHOW synchronous_commit")
@@ -265,6 +271,12 @@ def pg_ingest(req):
 
     secs = run_writers(batches, req["writers"], work)
     n = sum(len(b["artifacts"]) for b in batches)
+    if req.get("fts"):  # the index holds the artifacts' words
+        conn = pg_connect(req["dsn"])
+        got = conn.execute("SELECT count(*) FROM artifacts WHERE tsv <> ''::tsvector").fetchone()[0]
+        conn.close()
+        if got == 0:
+            raise RuntimeError("no artifact has a non-empty tsvector")
     return {"artifacts": n, "seconds": secs, "fsync": fsync, "synchronous_commit": sc}
 
 
@@ -285,6 +297,14 @@ def sqlite_ingest(req):
         "CREATE TABLE artifacts (id INTEGER PRIMARY KEY, workspace TEXT NOT NULL, actor TEXT NOT NULL, type TEXT NOT NULL,"
         " payload TEXT NOT NULL, ts TEXT NOT NULL, session TEXT)"
     )
+    fts = bool(req.get("fts"))
+    if fts:
+        # A lexical index maintained at commit, as Loci's is: an external-content
+        # FTS5 table over the payload, Porter stemming, kept by a trigger.
+        conn.execute("CREATE VIRTUAL TABLE artifacts_fts USING fts5(payload, content='artifacts', content_rowid='id',"
+                     " tokenize='porter unicode61')")
+        conn.execute("CREATE TRIGGER artifacts_ai AFTER INSERT ON artifacts BEGIN"
+                     " INSERT INTO artifacts_fts(rowid, payload) VALUES (new.id, new.payload); END")
 
     def work():
         def do(b):
@@ -301,6 +321,12 @@ def sqlite_ingest(req):
     secs = run_writers(batches, 1, work)
     conn.close()
     n = sum(len(b["artifacts"]) for b in batches)
+    if fts:  # the index holds every artifact
+        conn2 = sqlite3.connect(path)
+        got = conn2.execute("SELECT count(*) FROM artifacts_fts WHERE artifacts_fts MATCH 'the OR a OR to'").fetchone()[0]
+        conn2.close()
+        if got == 0:
+            raise RuntimeError("the FTS5 index matched nothing")
     return {"artifacts": n, "seconds": secs, "journal_mode": mode, "synchronous": sync, "sqlite": sqlite3.sqlite_version}
 
 
