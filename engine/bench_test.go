@@ -54,3 +54,11 @@ func BenchmarkRetentionCutoff(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkIdleCore: what a paced background worker pays per text to ask
+// whether a core is idle.
+func BenchmarkIdleCore(b *testing.B) {
+	for range b.N {
+		idleCore()
+	}
+}
