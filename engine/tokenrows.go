@@ -683,9 +683,10 @@ var pacedRows = make(chan struct{}, 1)
 
 // computeRows computes the rows of texts on par goroutines. With par 1 it
 // yields to requests as the embedder does: while ingests or reads run, it
-// rests after each text as long as the text took, and it does not start a
-// text while an in-process embedder has artifacts to embed
-// (embeddingFirst). It stops when the engine closes.
+// rests after each text as long as the text took unless a core is idle
+// (idleCore), and it does not start a text while an in-process embedder
+// has artifacts to embed (embeddingFirst). It stops when the engine
+// closes.
 func (db *DB) computeRows(texts []string, par int) ([][]byte, error) {
 	tr := db.opts.TokenRows
 	out := make([][]byte, len(texts))
