@@ -610,9 +610,16 @@ func (e *sizesEmbedder) calls() []int {
 
 func ingestTurns(t *testing.T, db *DB, n int, tag string) []uuid.UUID {
 	t.Helper()
+	return ingestTurnsIn(t, db, "ws", n, tag)
+}
+
+// ingestTurnsIn ingests n chat turns into workspace ws in one batch, their
+// texts "<tag> turn <i>: ...", and returns their ids.
+func ingestTurnsIn(t *testing.T, db *DB, ws string, n int, tag string) []uuid.UUID {
+	t.Helper()
 	ins := make([]IngestInput, n)
 	for i := range ins {
-		ins[i] = chat("ws", fmt.Sprintf("%s turn %d: the deploy moved to Friday", tag, i))
+		ins[i] = chat(ws, fmt.Sprintf("%s turn %d: the deploy moved to Friday", tag, i))
 	}
 	rs, err := db.IngestBatch("t", ins)
 	if err != nil {

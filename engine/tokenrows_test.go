@@ -24,8 +24,8 @@ type wordRows struct {
 	model string
 	calls atomic.Int64
 	delay time.Duration
-	// gate, when set, holds the rows of texts of workspace "gated" (chat
-	// turns of TestWaitEmbeddedTokenRows) until it is closed.
+	// gate, when set, holds the rows of texts of the turns tagged "gated"
+	// (ingestTurnsIn, TestWaitEmbeddedTokenRows) until it is closed.
 	gate  atomic.Pointer[chan struct{}]
 	gated atomic.Int64 // calls held at gate so far
 }
@@ -35,7 +35,7 @@ func (w *wordRows) RowBytes() int { return 8 }
 func (w *wordRows) Rows(text string) ([]byte, error) {
 	w.calls.Add(1)
 	time.Sleep(w.delay)
-	if g := w.gate.Load(); g != nil && strings.Contains(text, "of gated") {
+	if g := w.gate.Load(); g != nil && strings.Contains(text, "gated turn") {
 		w.gated.Add(1)
 		<-*g
 	}
@@ -540,19 +540,7 @@ func TestWaitEmbeddedTokenRows(t *testing.T) {
 	db := openTest(t, t.TempDir(), Options{TokenRows: rower, TokenRowsMaxWorkspaceSpans: 8})
 	ingest := func(ws string, n int) []uuid.UUID {
 		t.Helper()
-		var ins []IngestInput
-		for i := range n {
-			ins = append(ins, chat(ws, fmt.Sprintf("turn %d of %s", i, ws)))
-		}
-		res, err := db.IngestBatch("t", ins)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := make([]uuid.UUID, n)
-		for i, r := range res {
-			ids[i] = r.ArtifactID
-		}
-		return ids
+		return ingestTurnsIn(t, db, ws, n, ws)
 	}
 	wait := func(tenant string, ids []uuid.UUID) {
 		t.Helper()
