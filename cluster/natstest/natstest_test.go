@@ -38,16 +38,25 @@ func connect(t *testing.T, urls ...string) jetstream.JetStream {
 func createStream(t *testing.T, js jetstream.JetStream, name string, subjects ...string) jetstream.Stream {
 	t.Helper()
 	// Generous: on two loaded cores nats-server 2.15.2 once took over 10 s to
-	// create a replicated stream while other packages' tests ran.
+	// create a replicated stream while other packages' tests ran, and once a
+	// request right after the cluster started got no answer in 30 s (CI,
+	// TestNoQuorumNoAck). So each request has 10 s, and one that got no
+	// answer is sent again: creating a stream with the same config twice
+	// gives the stream.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name: name, Subjects: subjects, Replicas: 3, Storage: jetstream.FileStorage, Duplicates: time.Minute,
-	})
-	if err != nil {
-		t.Fatalf("create stream %s: %v", name, err)
+	cfg := jetstream.StreamConfig{Name: name, Subjects: subjects, Replicas: 3, Storage: jetstream.FileStorage, Duplicates: time.Minute}
+	for {
+		try, cancelTry := context.WithTimeout(ctx, 10*time.Second)
+		s, err := js.CreateStream(try, cfg)
+		cancelTry()
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			t.Fatalf("create stream %s: %v", name, err)
+		}
 	}
-	return s
 }
 
 // publish publishes data with message id id and fails the test unless
