@@ -287,7 +287,7 @@ func cueClash(n, o *features) (string, bool) {
 		}
 		for j := range o.claims {
 			y := &o.claims[j]
-			if y.question || !overlaps(x.subject, y.subject) && !within(x.lead(), y.subject) ||
+			if y.question || !overlaps(x.subject, y.subject) && (!movesObject(x.cue) || !within(x.lead(), y.subject)) ||
 				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) || statesNothing(x, y) {
 				continue
 			}
@@ -295,6 +295,20 @@ func cueClash(n, o *features) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// movesObject reports whether cue is a verb that gives its object a new
+// place, time or name ("moved", "migrated", "renamed"): a clause with one is
+// about the thing its lead names though most of its terms are the new
+// value ("Maya moved to 9 Harbour View"). The other cues ("now", "new",
+// "went", "reached", ...) say a change only of what the clause itself is
+// about: in chat, "I went hiking" does not change every turn about hiking.
+func movesObject(cue string) bool {
+	switch cue {
+	case "now", "new", "newly", "went", "grew", "reached", "passed", "brought", "instead", "anymore", "longer", "no longer":
+		return false
+	}
+	return true
 }
 
 // otherAttributes reports whether both clauses state current measured

@@ -3,6 +3,8 @@ package pack
 import (
 	"strconv"
 	"strings"
+
+	"github.com/loci-memory/loci/text"
 )
 
 // features are what the conflict rules and query coverage read of a span.
@@ -57,7 +59,15 @@ type clause struct {
 }
 
 // featuresOf reads the features of a text in one pass over its words.
-func featuresOf(s string) *features {
+func featuresOf(s string) *features { return featuresAfter(s, 0) }
+
+// featuresAfter is featuresOf for a text whose first label bytes say who
+// spoke (a chat turn's "Maria: ", speakerLabel): their terms are terms of
+// the span, not of its first claim. As a label ("Refund window: 30 days")
+// they would begin the first clause's subject, and every two turns of one
+// speaker would share a subject through the name alone ("Maria: That's so
+// moving!" would supersede each of Maria's turns).
+func featuresAfter(s string, label int) *features {
 	f := &features{claims: make([]claimClause, 0, len(s)/64+1)} // a clause is about 60 bytes of text
 	all := make([]uint64, 0, len(s)/8)                          // term hashes in text order
 	var nums []uint64
@@ -99,6 +109,13 @@ func featuresOf(s string) *features {
 		}
 		h := wordKey(w)
 		r := lexicon.get(h)
+		if start < label { // who spoke: a term of the span, not of a claim
+			if h, kind := termOf(w, h, r); kind == kindTerm {
+				all = append(all, h)
+				clauseStart = len(all)
+			}
+			return
+		}
 		cl.word(s, w, start, r)
 		if r == nil {
 			pos |= pending
@@ -131,6 +148,23 @@ func featuresOf(s string) *features {
 	f.terms = newHashSet(all)
 	f.nums = newHashSet(nums)
 	return f
+}
+
+// speakerLabel returns the length of the "<speaker>: " or "<role>: " that
+// starts a chat turn's first span (text.TurnSpeaker, text.TurnRole), or 0.
+// Only there is it known to be one: elsewhere "Refund window: 30 days"
+// starts with a label that is the subject.
+func (c *cand) speakerLabel() int {
+	if c.SourceType != "chat_turn" || c.Start != 0 {
+		return 0
+	}
+	if p := text.TurnSpeaker(c.Text); p != "" {
+		return len(p) + 2
+	}
+	if p := text.TurnRole(c.Text); p != "" {
+		return len(p) + 2
+	}
+	return 0
 }
 
 // deny records the number at s[start], which follows "not" or "never", as

@@ -95,7 +95,7 @@ func TestConflictLongMemEval(t *testing.T) {
 	}
 	t.Logf("LongMemEval knowledge-update: %d questions, %d evidence pairs, %d other pairs: precision %.3f recall %.3f (tp %d fp %d fn %d tn %d)",
 		questions, c.tp+c.fn, c.fp+c.tn, c.precision(), c.recall(), c.tp, c.fp, c.fn, c.tn)
-	if questions < 10 || c.recall() < 0.2 || c.precision() < 0.05 {
-		t.Errorf("below the floors (10 questions, recall 0.2, precision 0.05)")
+	if questions < 10 || c.recall() < 0.2 || c.precision() < 0.15 {
+		t.Errorf("below the floors (10 questions, recall 0.2, precision 0.15)")
 	}
 }

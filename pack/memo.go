@@ -116,9 +116,9 @@ func (a *Analyses) Len() int { return a.feats.len() + a.terms.len() + a.names.le
 func (c *cand) features(memo *Analyses) *features {
 	if c.feat == nil {
 		if memo == nil {
-			c.feat = featuresOf(c.Text)
+			c.feat = featuresAfter(c.Text, c.speakerLabel())
 		} else {
-			c.feat = memo.feats.get(c.SpanID, c.Text, len(c.Text), func() *features { return featuresOf(c.Text) })
+			c.feat = memo.feats.get(c.SpanID, c.Text, len(c.Text), func() *features { return featuresAfter(c.Text, c.speakerLabel()) })
 		}
 	}
 	return c.feat

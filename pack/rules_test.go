@@ -52,3 +52,76 @@ func TestConflictRuleEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestChatTurnConflicts checks the two rules that keep chat from
+// conflicting with itself: a chat turn's speaker ("Maria: ") is not part of
+// its first clause's subject, and cues that do not move an object ("went",
+// "new", "now") need the clauses' subjects to overlap, not only the word
+// after the cue. The turns are pairs of LoCoMo's (dev) the rules used to
+// flag, reworded; each also runs as a note, where "Maria:" is a label and
+// the subject.
+func TestChatTurnConflicts(t *testing.T) {
+	tests := []struct {
+		name, a, b  string
+		chat, notes string // the verdict on chat turns (their speaker a label) and on notes
+	}{
+		{"one speaker, no shared subject", "Maria: That is so moving! What did they say when they read it?",
+			"Maria: A resident of the shelter, Cindy, wrote the letter.",
+			"", `supersession: the first says "moving"`},
+		{"went, the word after it shared", "Caroline: Last week I went to an LGBTQ+ pride parade. Everyone there was so happy.",
+			"Caroline: I told the students about my journey and asked them to get involved in the LGBTQ community.",
+			"", `supersession: the first says "went"`},
+		{"new, the word after it shared", "Andrew: The new spot in town serves ramen.",
+			"Andrew: That spot by the lake is lovely.",
+			"", `supersession: the first says "new"`},
+		// A move still changes what the other says though only its object is shared.
+		{"moved, its object shared", "Maya: I moved the painting to the bedroom, above my bed.",
+			"Maya: The painting hangs above the living room sofa.",
+			`supersession: the first says "moved"`, `supersession: the first says "moved"`},
+		{"a value changed", "Maya: My home address is now 48 Birch Lane.", "Maya: My home address is 12 Elm Street.",
+			`supersession: the first says "now"`, `supersession: the first says "now"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, chat := range []bool{true, false} {
+				ca, cb := cnd(1, 1, tt.a, 9), cnd(2, 2, tt.b, 8)
+				ca.Timestamp++ // a is newer
+				want := tt.notes
+				if chat {
+					ca.SourceType, cb.SourceType, want = "chat_turn", "chat_turn", tt.chat
+				}
+				fa := featuresAfter(ca.Text, (&cand{Candidate: ca}).speakerLabel())
+				fb := featuresAfter(cb.Text, (&cand{Candidate: cb}).speakerLabel())
+				if _, desc := detectConflict(fa, fb, -1); desc != want {
+					t.Errorf("chat %v: got %q, want %q", chat, desc, want)
+				}
+				r := Pack(req(tt.a+" "+tt.b, 4000), nil, []Candidate{cb, ca}, est)
+				if got := len(r.Conflicts); got != min(len(want), 1) {
+					t.Errorf("chat %v: Pack found %d conflicts, want %d", chat, got, min(len(want), 1))
+				}
+			}
+		})
+	}
+}
+
+// TestSpeakerLabel checks where a chat turn's speaker is read as one: the
+// first span of a chat turn, by name or generic role, and nowhere else.
+func TestSpeakerLabel(t *testing.T) {
+	tests := []struct {
+		source, text string
+		start, want  int
+	}{
+		{"chat_turn", "Maria: I went home.", 0, len("Maria: ")},
+		{"chat_turn", "user: I went home.", 0, len("user: ")},
+		{"chat_turn", "I went home.", 0, 0},
+		{"chat_turn", "Refund window: 30 days.", 40, 0}, // a later span of a long turn
+		{"note", "Refund window: 30 days.", 0, 0},
+		{"document", "Maria: I went home.", 0, 0},
+	}
+	for _, tt := range tests {
+		c := cand{Candidate: Candidate{SourceType: tt.source, Text: tt.text, Start: tt.start}}
+		if got := c.speakerLabel(); got != tt.want {
+			t.Errorf("%s %q at %d: %d, want %d", tt.source, tt.text, tt.start, got, tt.want)
+		}
+	}
+}
