@@ -305,7 +305,7 @@ func cueClash(n, o *features) (string, bool) {
 // about: in chat, "I went hiking" does not change every turn about hiking.
 func movesObject(cue string) bool {
 	switch cue {
-	case "now", "new", "newly", "went", "grew", "reached", "passed", "brought", "instead", "anymore", "longer", "no longer":
+	case "now", "new", "newly", "went", "grew", "reached", "passed", "brought", "instead", "anymore", "no longer":
 		return false
 	}
 	return true

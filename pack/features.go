@@ -58,12 +58,10 @@ type clause struct {
 	pos, neg uint    // bit sets over negationPairs: the forms it states
 }
 
-// featuresOf reads the features of a text in one pass over its words.
-func featuresOf(s string) *features { return featuresAfter(s, 0) }
-
-// featuresAfter is featuresOf for a text whose first label bytes say who
-// spoke (a chat turn's "Maria: ", speakerLabel): their terms are terms of
-// the span, not of its first claim. As a label ("Refund window: 30 days")
+// featuresAfter reads the features of a text in one pass over its words.
+// Its first label bytes say who spoke (a chat turn's "Maria: ",
+// speakerLabel; 0 for other texts): their terms are terms of the span,
+// not of its first claim. As a label ("Refund window: 30 days")
 // they would begin the first clause's subject, and every two turns of one
 // speaker would share a subject through the name alone ("Maria: That's so
 // moving!" would supersede each of Maria's turns).
@@ -112,9 +110,8 @@ func featuresAfter(s string, label int) *features {
 		if start < label { // who spoke: a term of the span, not of a claim
 			if h, kind := termOf(w, h, r); kind == kindTerm {
 				all = append(all, h)
-				clauseStart = len(all)
 			}
-			return
+			return // the ": " after it ends a clause that holds no claim
 		}
 		cl.word(s, w, start, r)
 		if r == nil {

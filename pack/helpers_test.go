@@ -114,3 +114,7 @@ func wordsText(k, n int) string {
 func perm(vis string, allowed, denied, tags []string) artifact.Permissions {
 	return artifact.Permissions{Visibility: vis, AllowedActors: allowed, DeniedActors: denied, RBACTags: tags}
 }
+
+// featuresOf reads the features of a text that names no speaker (a note,
+// a document): featuresAfter with no label.
+func featuresOf(s string) *features { return featuresAfter(s, 0) }

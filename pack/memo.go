@@ -85,10 +85,11 @@ func (m *spanMemo[V]) len() int {
 }
 
 // Analyses remembers, across packs, what the packer reads from a span's
-// text alone: its conflict features (featuresOf), its index terms in
-// order (for the adjacency of query terms) and the names a chat turn
-// addresses (addressedTerms). All are pure functions of the
-// text, so a pack is the same with or without the memo, whatever it holds;
+// text: its conflict features (featuresAfter), its index terms in order
+// (for the adjacency of query terms) and the names a chat turn addresses
+// (addressedTerms). All are pure functions of the span (its text, and
+// whether it is a chat turn's first span, which a span id never changes),
+// so a pack is the same with or without the memo, whatever it holds;
 // the memo saves analysing the same spans again in every pack that
 // considers them, the largest part of packing after the line counts. A
 // server keeps one and shares it between all packs. The zero value is not
@@ -115,10 +116,11 @@ func (a *Analyses) Len() int { return a.feats.len() + a.terms.len() + a.names.le
 // read for this pack alone), once per pack.
 func (c *cand) features(memo *Analyses) *features {
 	if c.feat == nil {
+		read := func() *features { return featuresAfter(c.Text, c.speakerLabel()) }
 		if memo == nil {
-			c.feat = featuresAfter(c.Text, c.speakerLabel())
+			c.feat = read()
 		} else {
-			c.feat = memo.feats.get(c.SpanID, c.Text, len(c.Text), func() *features { return featuresAfter(c.Text, c.speakerLabel()) })
+			c.feat = memo.feats.get(c.SpanID, c.Text, len(c.Text), read)
 		}
 	}
 	return c.feat

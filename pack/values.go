@@ -191,7 +191,7 @@ func rateAfter(s string, i int) (string, int) {
 	return "", i
 }
 
-// claimReader collects the claims of a text's clauses as featuresOf reads
+// claimReader collects the claims of a text's clauses as featuresAfter reads
 // its words.
 type claimReader struct {
 	lastStart int      // offset of the last word seen
@@ -327,7 +327,7 @@ var cueWords = func() map[string]string {
 
 // claimWords are the words special reads: they get a lexicon role (maybe
 // empty), so that every other word is known not to be one with the lookup
-// featuresOf makes anyway.
+// featuresAfter makes anyway.
 var claimWords = func() []string {
 	ws := strings.Fields(`and but so then not never be been being is was are were have has had do does did yet the a an
 		longer of than from noon midday at no instead rather some any right for by until just that`)
