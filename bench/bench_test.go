@@ -91,7 +91,7 @@ func TestSearchSmall(t *testing.T) {
 // the easy evidence turn is found, and both modes agree on recall.
 func TestLoCoMoSmall(t *testing.T) {
 	conv := `[{"sample_id":"x","qa":[
-	  {"question":"Where did Ana go hiking?","evidence":["D1:2"],"category":4},
+	  {"question":"Where did Ana go hiking?","answer":"Mount Rainier","evidence":["D1:2"],"category":4},
 	  {"question":"What colour is Ana's car?","evidence":["D2:1"],"category":5}],
 	 "conversation":{"speaker_a":"Ana","speaker_b":"Ben",
 	  "session_1_date_time":"1:56 pm on 8 May, 2023","session_1":[
@@ -111,6 +111,9 @@ func TestLoCoMoSmall(t *testing.T) {
 			if r.Turns != 3 || r.Questions != 2 || len(r.Budgets) != 2 || r.Budgets[1].RecallByCat["4"] != 1 ||
 				r.Ingest != ingest || r.Timestamps != stamps {
 				t.Fatalf("%s/%s: implausible result %+v", ingest, stamps, r)
+			}
+			if cov := r.Budgets[1].AnswerCoverage; cov != 1 || r.Budgets[1].AnswerCoverageByCat["4"] != 1 {
+				t.Errorf("%s/%s: answer coverage %v at 512 tokens, want 1 (the pack cites the hike)", ingest, stamps, cov)
 			}
 			if auc := r.Budgets[1].ConfidenceAUC; auc < 0 || auc > 1 {
 				t.Errorf("%s/%s: confidence AUC %v", ingest, stamps, auc)
@@ -191,6 +194,37 @@ func TestConfidenceAUC(t *testing.T) {
 		if got := confidenceAUC(tc.answerable, tc.unanswerable); got != tc.want {
 			t.Errorf("%s: AUC %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestAnswerCoverage: the words of an answer (a string or a number, stop
+// words left out, each once) and the share of them a context holds.
+func TestAnswerCoverage(t *testing.T) {
+	const context = "[cite:1] 2023-05-08 Ana: I went hiking on Mount Rainier, in 2022!"
+	for _, tc := range []struct {
+		answer string
+		words  []string
+		want   float64
+	}{
+		{`"Mount Rainier"`, []string{"mount", "rainier"}, 1},
+		{`"the Rainier and the Hood"`, []string{"rainier", "hood"}, 0.5},
+		{`2022`, []string{"2022"}, 1},
+		{`1000000`, []string{"1000000"}, 0},
+		{`"Hiking, hiking; HIKING"`, []string{"hiking"}, 1},
+		{`"Seattle"`, []string{"seattle"}, 0},
+	} {
+		qa := locomoQA{Answer: json.RawMessage(tc.answer)}
+		words := qa.answerWords()
+		if !slices.Equal(words, tc.words) {
+			t.Errorf("%s: words %q, want %q", tc.answer, words, tc.words)
+			continue
+		}
+		if got := answerCoverage(words, context); got != tc.want {
+			t.Errorf("%s: coverage %v, want %v", tc.answer, got, tc.want)
+		}
+	}
+	if words := (locomoQA{}).answerWords(); words != nil {
+		t.Errorf("no answer: words %q", words)
 	}
 }
 

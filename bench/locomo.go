@@ -1,16 +1,19 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/embed"
@@ -18,6 +21,7 @@ import (
 	"github.com/loci-memory/loci/embed/glove"
 	"github.com/loci-memory/loci/embed/minilm"
 	"github.com/loci-memory/loci/engine"
+	"github.com/loci-memory/loci/invindex"
 	"github.com/loci-memory/loci/pack"
 	"github.com/loci-memory/loci/retrieval"
 	"github.com/loci-memory/loci/wal"
@@ -212,9 +216,18 @@ type LoCoMoBudget struct {
 	// their most relevant span, or NOT_CANDIDATE when no channel returned
 	// them.
 	MissedCat1to4 map[string]int `json:"missed_gold_cat1_4"`
-	MeanTokens    float64        `json:"mean_total_tokens"`
-	P50ms         float64        `json:"pack_p50_ms"`
-	P99ms         float64        `json:"pack_p99_ms"`
+	// AnswerCoverage is the mean share of the words of a question's gold
+	// answer (stop words left out) that its pack's context text holds, over
+	// categories 1, 3 and 4 (category 2's answers are dates, often relative
+	// to another, which the lines state as ISO dates): what the agent can
+	// read, where evidence recall counts cited turns. A line that cut its
+	// turn to the sentences holding the question's words would raise recall
+	// and lower this (docs/benchmarks.md).
+	AnswerCoverage      float64            `json:"answer_coverage_cat1_3_4"`
+	AnswerCoverageByCat map[string]float64 `json:"answer_coverage_by_category"`
+	MeanTokens          float64            `json:"mean_total_tokens"`
+	P50ms               float64            `json:"pack_p50_ms"`
+	P99ms               float64            `json:"pack_p99_ms"`
 }
 
 // LoCoMoResult is what `loci eval locomo --json` prints.
@@ -238,9 +251,56 @@ var diaIDPattern = regexp.MustCompile(`^D(\d+):(\d+)$`)
 
 // locomoQA is one LoCoMo question.
 type locomoQA struct {
-	Question string   `json:"question"`
-	Evidence []string `json:"evidence"`
-	Category int      `json:"category"`
+	Question string          `json:"question"`
+	Answer   json.RawMessage `json:"answer"` // a string or a number; absent in category 5
+	Evidence []string        `json:"evidence"`
+	Category int             `json:"category"`
+}
+
+// answerWords returns the words of qa's answer that answer coverage looks
+// for (see answerWords).
+func (qa locomoQA) answerWords() []string { return answerWords(qa.Answer) }
+
+// answerWords returns the words of an answer (a JSON string or number) that
+// answer coverage looks for (answerCoverage): lowercase runs of letters and
+// digits, not a stop word, each once; nil when there is no answer.
+func answerWords(answer json.RawMessage) []string {
+	var a any
+	d := json.NewDecoder(bytes.NewReader(answer))
+	d.UseNumber() // 1000000 stays 1000000, not 1e+06
+	if d.Decode(&a) != nil || a == nil {
+		return nil
+	}
+	var words []string
+	for _, w := range lowerWords(fmt.Sprint(a)) {
+		if !invindex.IsStopWord(w) && !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+// lowerWords returns the lowercase runs of letters and digits of s.
+func lowerWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// answerCoverage is the share of words (answerWords, at least one) found
+// among the words (lowerWords) of a pack's context text: whether the
+// evidence an agent reads holds the answer, where evidence recall asks only
+// whether its turn is cited.
+func answerCoverage(words []string, context string) float64 {
+	held := map[string]bool{}
+	for _, w := range lowerWords(context) {
+		held[w] = true
+	}
+	n := 0
+	for _, w := range words {
+		if held[w] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(words))
 }
 
 // locomoTurn is one turn of a LoCoMo conversation, as ingested.
@@ -280,6 +340,7 @@ type packOutcome struct {
 	abstain    bool
 	confidence float64
 	tokens     int
+	text       string // context_text
 }
 
 // locomoStore is a store holding the conversations, conversation ci in
@@ -474,7 +535,8 @@ func (s *engineStore) pack(ci int, query string, budget int) (packOutcome, time.
 	if err != nil {
 		return packOutcome{}, 0, err
 	}
-	o := packOutcome{excluded: pr.Result.Exclusions, abstain: pr.Result.Abstain, confidence: pr.Result.Confidence, tokens: pr.Result.TotalTokens}
+	o := packOutcome{excluded: pr.Result.Exclusions, abstain: pr.Result.Abstain, confidence: pr.Result.Confidence, tokens: pr.Result.TotalTokens,
+		text: pr.Result.ContextText}
 	for _, c := range pr.Result.Citations {
 		o.cited = append(o.cited, c.ArtifactID)
 	}
@@ -651,6 +713,7 @@ func (h *httpStore) contextPack(req map[string]any, exclusions bool) (packOutcom
 		Abstain    bool            `json:"abstain_flag"`
 		ReceiptID  uuid.UUID       `json:"receipt_id"`
 		Tokens     int             `json:"total_tokens"`
+		Text       string          `json:"context_text"`
 	}
 	start := time.Now()
 	err := h.do("POST", "/v1/context-pack", req, 200, &out)
@@ -658,7 +721,7 @@ func (h *httpStore) contextPack(req map[string]any, exclusions bool) (packOutcom
 	if err != nil {
 		return packOutcome{}, 0, err
 	}
-	o := packOutcome{abstain: out.Abstain, confidence: out.Confidence, tokens: out.Tokens}
+	o := packOutcome{abstain: out.Abstain, confidence: out.Confidence, tokens: out.Tokens, text: out.Text}
 	for _, c := range out.Citations {
 		o.cited = append(o.cited, c.ArtifactID)
 	}
@@ -777,7 +840,9 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 	}
 
 	for _, budget := range cfg.Budgets {
-		b := LoCoMoBudget{Budget: budget, RecallByCat: map[string]float64{}, AbstainByCat: map[string]float64{}, MissedCat1to4: map[string]int{}}
+		b := LoCoMoBudget{Budget: budget, RecallByCat: map[string]float64{}, AbstainByCat: map[string]float64{}, MissedCat1to4: map[string]int{},
+			AnswerCoverageByCat: map[string]float64{}}
+		covered, coverable := map[int]float64{}, map[int]float64{}
 		found, total := map[int]float64{}, map[int]float64{}
 		abstain, asked := map[int]float64{}, map[int]float64{}
 		var confAnswerable, confUnanswerable []float64
@@ -802,6 +867,12 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 						why[t] = e.Reason
 					}
 				}
+				answer := -1.0 // the answer's coverage, when it is measured
+				if words := qa.answerWords(); len(words) > 0 && (qa.Category == 1 || qa.Category == 3 || qa.Category == 4) {
+					answer = answerCoverage(words, o.text)
+					covered[qa.Category] += answer
+					coverable[qa.Category]++
+				}
 				if cfg.Dump != nil {
 					n := 0
 					for _, id := range qa.gold() {
@@ -809,8 +880,12 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 							n++
 						}
 					}
-					line, _ := json.Marshal(map[string]any{"conversation": ci, "category": qa.Category, "budget": budget,
-						"confidence": o.confidence, "abstain": o.abstain, "gold": len(qa.gold()), "cited": n})
+					fields := map[string]any{"conversation": ci, "category": qa.Category, "budget": budget,
+						"confidence": o.confidence, "abstain": o.abstain, "gold": len(qa.gold()), "cited": n}
+					if answer >= 0 {
+						fields["answer_coverage"] = answer
+					}
+					line, _ := json.Marshal(fields)
 					cfg.Dump.Write(append(line, '\n'))
 				}
 				for _, id := range qa.gold() {
@@ -848,6 +923,16 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 				f14, t14 = f14+found[cat], t14+total[cat]
 				a14, q14 = a14+abstain[cat], q14+asked[cat]
 			}
+		}
+		var cov, ncov float64
+		for _, cat := range []int{1, 3, 4} {
+			if coverable[cat] > 0 {
+				b.AnswerCoverageByCat[strconv.Itoa(cat)] = covered[cat] / coverable[cat]
+				cov, ncov = cov+covered[cat], ncov+coverable[cat]
+			}
+		}
+		if ncov > 0 {
+			b.AnswerCoverage = cov / ncov
 		}
 		b.RecallCat1to4 = f14 / t14
 		b.AbstainCat5 = abstain[5] / asked[5]

@@ -60,9 +60,15 @@ type LongMemEvalBudget struct {
 	// ConfidenceAUC is the ROC AUC of the pack confidence as a separator
 	// of the answerable questions from the _abs ones (see confidenceAUC).
 	ConfidenceAUC float64 `json:"confidence_auc_abs_vs_rest"`
-	MeanTokens    float64 `json:"mean_total_tokens"`
-	P50ms         float64 `json:"pack_p50_ms"`
-	P99ms         float64 `json:"pack_p99_ms"`
+	// AnswerCoverage is the mean share of the words of a question's answer
+	// (stop words left out) that its pack's context text holds, over the
+	// question types whose answer a turn states (lmeStatedAnswer); the
+	// others' answers are counted, computed or a description of what the
+	// user would prefer. See LoCoMoBudget.AnswerCoverage.
+	AnswerCoverage float64 `json:"answer_coverage_stated"`
+	MeanTokens     float64 `json:"mean_total_tokens"`
+	P50ms          float64 `json:"pack_p50_ms"`
+	P99ms          float64 `json:"pack_p99_ms"`
 }
 
 // LongMemEvalResult is what `loci eval longmemeval --json` prints.
@@ -88,16 +94,17 @@ type lmeTurn struct {
 
 // lmeQuestion is one LongMemEval question with its haystack.
 type lmeQuestion struct {
-	ID             string      `json:"question_id"`
-	Type           string      `json:"question_type"`
-	Question       string      `json:"question"`
-	Date           string      `json:"question_date"`
-	AnswerSessions []string    `json:"answer_session_ids"`
-	SessionIDs     []string    `json:"haystack_session_ids"`
-	Dates          []string    `json:"haystack_dates"`
-	Sessions       [][]lmeTurn `json:"haystack_sessions"`
-	asked          time.Time   // Date parsed
-	when           []time.Time // Dates parsed
+	ID             string          `json:"question_id"`
+	Type           string          `json:"question_type"`
+	Question       string          `json:"question"`
+	Date           string          `json:"question_date"`
+	AnswerSessions []string        `json:"answer_session_ids"`
+	Answer         json.RawMessage `json:"answer"`
+	SessionIDs     []string        `json:"haystack_session_ids"`
+	Dates          []string        `json:"haystack_dates"`
+	Sessions       [][]lmeTurn     `json:"haystack_sessions"`
+	asked          time.Time       // Date parsed
+	when           []time.Time     // Dates parsed
 }
 
 // abstains reports whether the question is unanswerable (its id ends in
@@ -197,6 +204,8 @@ type lmeTally struct {
 	questions      map[string]int // answerable questions by type
 	abstain, asked [2]int         // [0] answerable, [1] _abs
 	confidence     [2][]float64
+	covered        float64 // answer coverage summed over the questions it is measured on
+	coverable      int
 	tokens         int
 	lat            []time.Duration
 }
@@ -221,6 +230,10 @@ func (t *lmeTally) add(q *lmeQuestion, sc lmeScore, o packOutcome, lat time.Dura
 	if k == 1 {
 		return // recall is of the answerable questions
 	}
+	if words := answerWords(q.Answer); len(words) > 0 && lmeStatedAnswer[q.Type] {
+		t.covered += answerCoverage(words, o.text)
+		t.coverable++
+	}
 	t.questions[q.Type]++
 	t.found[q.Type] += sc.evidenceFound
 	t.total[q.Type] += sc.evidence
@@ -231,6 +244,11 @@ func (t *lmeTally) add(q *lmeQuestion, sc lmeScore, o packOutcome, lat time.Dura
 		}
 	}
 }
+
+// lmeStatedAnswer holds the question types whose answer one of the
+// haystack's turns states, in its words or nearly: answer coverage is
+// measured on them.
+var lmeStatedAnswer = map[string]bool{"single-session-user": true, "single-session-assistant": true, "knowledge-update": true}
 
 // share is a/b, 0 when b is 0.
 func share(a, b int) float64 {
@@ -252,6 +270,9 @@ func (t *lmeTally) result(budget int) LongMemEvalBudget {
 	b.TurnRecall, b.SessionRecall = share(found, total), share(ok, withSessions)
 	b.AbstainOther, b.AbstainAbs = share(t.abstain[0], t.asked[0]), share(t.abstain[1], t.asked[1])
 	b.ConfidenceAUC = confidenceAUC(t.confidence[0], t.confidence[1])
+	if t.coverable > 0 {
+		b.AnswerCoverage = t.covered / float64(t.coverable)
+	}
 	b.MeanTokens = share(t.tokens, t.asked[0]+t.asked[1])
 	b.P50ms, b.P99ms = latencyQuantiles(t.lat)
 	return b

@@ -77,7 +77,8 @@ func TestLongMemEvalSmall(t *testing.T) {
 		t.Fatalf("implausible result %+v", r)
 	}
 	b := r.Budgets[1]
-	if b.TurnRecall != 1 || b.SessionRecall != 1 || b.ByType["single-session-user"].Questions != 1 || b.MeanTokens <= 0 {
+	if b.TurnRecall != 1 || b.SessionRecall != 1 || b.ByType["single-session-user"].Questions != 1 || b.MeanTokens <= 0 ||
+		b.AnswerCoverage != 1 {
 		t.Errorf("at 512 tokens: %+v", b)
 	}
 	if auc := b.ConfidenceAUC; auc < 0 || auc > 1 {

@@ -87,7 +87,7 @@ func runEvalLoCoMo(args []string) error {
 	rerank := fs.Int("rerank", 0, "rerank_depth of every pack: how many candidates the relevance model rereads (0: none)")
 	late := fs.Int("late-depth", -1, lateDepthUsage)
 	minRel := fs.Float64("min-relevance", -1, "min_relevance of every pack: the relevance floor as a share of the best relevance (-1: the server's default)")
-	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited)")
+	dump := fs.String("dump", "", "write one JSON line per question and budget to this file (confidence, abstain, gold turns cited, answer coverage)")
 	bs, done, err := parseEvalFlags(fs, args, embedder, budgets)
 	if done {
 		return err
