@@ -213,8 +213,7 @@ func TestAnswerCoverage(t *testing.T) {
 		{`"Hiking, hiking; HIKING"`, []string{"hiking"}, 1},
 		{`"Seattle"`, []string{"seattle"}, 0},
 	} {
-		qa := locomoQA{Answer: json.RawMessage(tc.answer)}
-		words := qa.answerWords()
+		words := answerWords(json.RawMessage(tc.answer))
 		if !slices.Equal(words, tc.words) {
 			t.Errorf("%s: words %q, want %q", tc.answer, words, tc.words)
 			continue
@@ -223,7 +222,7 @@ func TestAnswerCoverage(t *testing.T) {
 			t.Errorf("%s: coverage %v, want %v", tc.answer, got, tc.want)
 		}
 	}
-	if words := (locomoQA{}).answerWords(); words != nil {
+	if words := answerWords(nil); words != nil {
 		t.Errorf("no answer: words %q", words)
 	}
 }

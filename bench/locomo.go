@@ -257,9 +257,10 @@ type locomoQA struct {
 	Category int             `json:"category"`
 }
 
-// answerWords returns the words of qa's answer that answer coverage looks
-// for (see answerWords).
-func (qa locomoQA) answerWords() []string { return answerWords(qa.Answer) }
+// answerCategories are the LoCoMo categories answer coverage is measured
+// on: category 2's answers are dates, often relative to another, which
+// evidence lines state as ISO dates, and category 5 has none.
+var answerCategories = []int{1, 3, 4}
 
 // answerWords returns the words of an answer (a JSON string or number) that
 // answer coverage looks for (answerCoverage): lowercase runs of letters and
@@ -868,7 +869,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 					}
 				}
 				answer := -1.0 // the answer's coverage, when it is measured
-				if words := qa.answerWords(); len(words) > 0 && (qa.Category == 1 || qa.Category == 3 || qa.Category == 4) {
+				if words := answerWords(qa.Answer); len(words) > 0 && slices.Contains(answerCategories, qa.Category) {
 					answer = answerCoverage(words, o.text)
 					covered[qa.Category] += answer
 					coverable[qa.Category]++
@@ -925,7 +926,7 @@ func EvalLoCoMo(cfg LoCoMoConfig) (*LoCoMoResult, error) {
 			}
 		}
 		var cov, ncov float64
-		for _, cat := range []int{1, 3, 4} {
+		for _, cat := range answerCategories {
 			if coverable[cat] > 0 {
 				b.AnswerCoverageByCat[strconv.Itoa(cat)] = covered[cat] / coverable[cat]
 				cov, ncov = cov+covered[cat], ncov+coverable[cat]
