@@ -15,6 +15,14 @@ import (
 // unknown fields are refused, naming the field, as part of the one decoding
 // pass. Free-form values (raw_payload) are json.RawMessage and not checked.
 func decodeBody(body []byte, v any) error {
+	if err := checkBody(body); err != nil {
+		return err
+	}
+	return service.DecodeJSON(body, "", v)
+}
+
+// checkBody refuses a body that is empty or not UTF-8, before decoding.
+func checkBody(body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("request body is empty; expected a JSON object")
 	}
@@ -24,7 +32,7 @@ func decodeBody(body []byte, v any) error {
 	if !utf8.Valid(body) {
 		return invalidUTF8(body)
 	}
-	return service.DecodeJSON(body, "", v)
+	return nil
 }
 
 // invalidUTF8 describes the first invalid UTF-8 sequence of body: its byte

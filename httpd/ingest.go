@@ -35,8 +35,13 @@ func (s *Server) ingestV1(ctx *fasthttp.RequestCtx, c *call) {
 }
 
 func (s *Server) ingestV2(ctx *fasthttp.RequestCtx, c *call) {
-	var r service.IngestBatchRequest
-	if err := decodeBody(ctx.PostBody(), &r); err != nil {
+	body := ctx.PostBody()
+	if err := checkBody(body); err != nil {
+		badRequest(ctx, err)
+		return
+	}
+	r, err := service.DecodeIngestBatch(body)
+	if err != nil {
 		badRequest(ctx, err)
 		return
 	}

@@ -313,6 +313,55 @@ type IngestBatchRequest struct {
 	// field says where its vectors stand). Rows change no answer, only
 	// how soon the next packs come (engine.DB.WaitEmbedded).
 	WaitForEmbedding bool `json:"wait_for_embedding"`
+
+	// items are the artifacts already decoded by DecodeIngestBatch, in
+	// place of Artifacts; nil otherwise.
+	items []IngestRequest
+}
+
+// DecodeIngestBatch decodes a POST /v2/ingest body in one pass, items
+// included, as DecodeJSON would decode it and then each of its items:
+// it accepts exactly the bodies those two steps accept (the same decoder,
+// unknown fields refused at every level, and DecodeJSON's duplicate-key
+// scan of the whole body covers every item). A body that one pass refuses
+// is decoded again the two-step way, so that its error is the one the
+// items' order and paths give (IngestBatch: artifacts[i] in order with the
+// rest of each item's validation). The pass saves the second reading of
+// every item, about a tenth of an ingest's CPU time.
+func DecodeIngestBatch(body []byte) (IngestBatchRequest, error) {
+	var one struct {
+		WorkspaceID      string          `json:"workspace_id"`
+		ActorID          string          `json:"actor_id"`
+		Artifacts        []IngestRequest `json:"artifacts"`
+		AsyncIndex       bool            `json:"async_index"`
+		WaitForEmbedding bool            `json:"wait_for_embedding"`
+	}
+	if DecodeJSON(body, "", &one) == nil && one.Artifacts != nil {
+		return IngestBatchRequest{WorkspaceID: one.WorkspaceID, ActorID: one.ActorID, AsyncIndex: one.AsyncIndex,
+			WaitForEmbedding: one.WaitForEmbedding, items: one.Artifacts}, nil
+	}
+	var r IngestBatchRequest
+	err := DecodeJSON(body, "", &r)
+	return r, err
+}
+
+// itemCount returns how many artifacts r holds, and whether it holds the
+// field at all.
+func (r *IngestBatchRequest) itemCount() (int, bool) {
+	if r.items != nil {
+		return len(r.items), true
+	}
+	return len(r.Artifacts), r.Artifacts != nil
+}
+
+// item returns the i-th artifact of r, decoding it when it came raw.
+func (r *IngestBatchRequest) item(i int) (IngestRequest, error) {
+	if r.items != nil {
+		return r.items[i], nil
+	}
+	var it IngestRequest
+	err := DecodeJSON(r.Artifacts[i], fmt.Sprintf("artifacts[%d]", i), &it)
+	return it, err
 }
 
 // IngestedItem is one artifact of a batch, stored or found again.
@@ -350,13 +399,14 @@ type IngestBatchResult struct {
 // Idempotency keys are resolved before anything is embedded, so a retried
 // batch does not pay the embedder again.
 func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchRequest) (IngestBatchResult, error) {
+	n, given := r.itemCount()
 	switch {
-	case r.Artifacts == nil:
+	case !given:
 		return IngestBatchResult{}, &InvalidError{Field: "artifacts", Reason: "is required (an array of 1 to 1000 artifacts)"}
-	case len(r.Artifacts) == 0:
+	case n == 0:
 		return IngestBatchResult{}, &InvalidError{Field: "artifacts", Reason: "must hold at least one artifact"}
-	case len(r.Artifacts) > MaxBatch:
-		return IngestBatchResult{}, &InvalidError{Field: "artifacts", Reason: fmt.Sprintf("%d artifacts exceed the batch limit of %d", len(r.Artifacts), MaxBatch)}
+	case n > MaxBatch:
+		return IngestBatchResult{}, &InvalidError{Field: "artifacts", Reason: fmt.Sprintf("%d artifacts exceed the batch limit of %d", n, MaxBatch)}
 	}
 	if err := engine.CheckWorkspaceID(r.WorkspaceID); err != nil {
 		return IngestBatchResult{}, err
@@ -365,10 +415,10 @@ func (s *Service) IngestBatch(ctx context.Context, p Principal, r IngestBatchReq
 		return IngestBatchResult{}, &InvalidError{Field: "wait_for_embedding", Reason: "cannot be combined with async_index (poll the jobs, then each artifact's status)"}
 	}
 	now := s.cfg.Now().UTC()
-	ins := make([]engine.IngestInput, len(r.Artifacts))
-	for i, raw := range r.Artifacts {
-		var it IngestRequest
-		if err := DecodeJSON(raw, fmt.Sprintf("artifacts[%d]", i), &it); err != nil {
+	ins := make([]engine.IngestInput, n)
+	for i := range ins {
+		it, err := r.item(i)
+		if err != nil {
 			return IngestBatchResult{}, invalid(err)
 		}
 		// workspace_id and actor_id are given once, at the top level; an

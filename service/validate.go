@@ -13,24 +13,20 @@ import (
 // conversion (IngestRequest.input): errors name the API's fields, in the
 // order the API documents. It extracts the payload's text once and hands
 // it to the engine with the input (IngestInput.Text), so that the engine
-// indexes it without parsing the payload again.
+// indexes it without parsing the payload again. (checkInput's typed nil
+// is not returned as a non-nil error.)
 func prepareInput(in *engine.IngestInput) error {
 	if err := checkInput(in); err != nil {
 		return err
 	}
-	in.Text, in.Extracted = "", true
-	if len(in.Payload) > 0 {
-		s, err := text.Extract(in.Type, in.ActorID, in.Payload)
-		if err != nil {
-			return &InvalidError{Field: "raw_payload", Reason: err.Error()}
-		}
-		in.Text = s
-	}
 	return nil
 }
 
-// checkInput checks an artifact's fields; the engine's invariants
-// (engine.IngestInput) are among them, worded for the API.
+// checkInput checks an artifact's fields, the engine's invariants
+// (engine.IngestInput) among them, worded for the API, and extracts the
+// payload's text into in.Text. The payload is parsed once: text.Extract's
+// parser accepts exactly what encoding/json does (text.FuzzParseJSON), so
+// its parse is the validity check too.
 func checkInput(in *engine.IngestInput) *InvalidError {
 	if err := engine.CheckID("workspace_id", in.Workspace, true); err != nil {
 		return err
@@ -49,13 +45,18 @@ func checkInput(in *engine.IngestInput) *InvalidError {
 			return err
 		}
 	}
+	in.Text, in.Extracted = "", true
 	if len(in.Payload) > 0 {
-		if !json.Valid(in.Payload) {
+		s, err := text.Extract(in.Type, in.ActorID, in.Payload)
+		switch {
+		case err != nil && !json.Valid(in.Payload):
 			return &InvalidError{Field: "raw_payload", Reason: "is not valid JSON"}
-		}
-		if !engine.JSONContainer(in.Payload) {
+		case !engine.JSONContainer(in.Payload):
 			return &InvalidError{Field: "raw_payload", Reason: "must be a JSON object, string or array"}
+		case err != nil:
+			return &InvalidError{Field: "raw_payload", Reason: err.Error()}
 		}
+		in.Text = s
 	}
 	if !engine.ValidVisibility(in.Permissions.Visibility) {
 		return &InvalidError{Field: "permissions.visibility", Reason: fmt.Sprintf("unknown value %q; allowed: public, private, restricted", in.Permissions.Visibility)}

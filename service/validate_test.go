@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,38 @@ func TestIngestBatchValidation(t *testing.T) {
 	} {
 		_, err := h.svc.IngestBatch(context.Background(), open, c.req)
 		badInput(t, c.name, err, c.want)
+		// The same batch as a transport's body, decoded in one pass, is
+		// refused alike.
+		body, err := json.Marshal(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := DecodeIngestBatch(body)
+		if err == nil {
+			_, err = h.svc.IngestBatch(context.Background(), open, req)
+		}
+		badInput(t, c.name+" (body)", err, c.want)
+	}
+	// Bodies: an item's error comes after the earlier items' (in order),
+	// and the whole body's duplicate-key scan names the item.
+	for _, c := range []struct{ name, body, want string }{
+		{"earlier item's error first", `{"workspace_id":"ws","actor_id":"a","artifacts":[{"artifact_type":"note","timestamp":"yesterday"},{"artifact_type":"note","metdata":{}}]}`,
+			`artifacts[0].timestamp: "yesterday" is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)`},
+		{"later item's decode error", `{"workspace_id":"ws","actor_id":"a","artifacts":[{"artifact_type":"note","raw_payload":"x"},{"artifact_type":"note","session_id":7}]}`,
+			"artifacts[1].session_id: expected a string, got JSON number"},
+		{"duplicate key in an item", `{"workspace_id":"ws","actor_id":"a","artifacts":[{"artifact_type":"note","raw_payload":{"k":1,"k":2}}]}`,
+			"artifacts[0].raw_payload.k: duplicate key: a key may appear only once in a JSON object"},
+		{"unknown top-level field", `{"workspace_id":"ws","actor_id":"a","artifact":[]}`,
+			"artifact: unknown field; allowed fields here: workspace_id, actor_id, artifacts, async_index, wait_for_embedding"},
+		{"artifacts null", `{"workspace_id":"ws","actor_id":"a","artifacts":null}`, "artifacts: is required (an array of 1 to 1000 artifacts)"},
+	} {
+		req, err := DecodeIngestBatch([]byte(c.body))
+		if err == nil {
+			_, err = h.svc.IngestBatch(context.Background(), open, req)
+		}
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
 	}
 	if ws, err := h.svc.ListWorkspaces(open); err != nil || len(ws.Workspaces) != 0 {
 		t.Fatalf("refused batches stored something: %+v %v", ws, err)
@@ -578,6 +611,67 @@ func TestDuplicateKeys(t *testing.T) {
 	if err := DecodeJSON([]byte(b.String()), "", &v); err == nil || !strings.HasPrefix(err.Error(), "k7: duplicate key") {
 		t.Errorf("100 keys and k7 again: %v", err)
 	}
+}
+
+// twoStepBatch decodes body as IngestBatch did before DecodeIngestBatch:
+// the body with its items raw, then each item.
+func twoStepBatch(body []byte) ([]IngestRequest, error) {
+	var r IngestBatchRequest
+	if err := DecodeJSON(body, "", &r); err != nil {
+		return nil, err
+	}
+	if r.Artifacts == nil {
+		return nil, errors.New("no artifacts")
+	}
+	items := make([]IngestRequest, len(r.Artifacts))
+	for i, raw := range r.Artifacts {
+		if err := DecodeJSON(raw, fmt.Sprintf("artifacts[%d]", i), &items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// FuzzDecodeIngestBatch: the one-pass decoding of a batch gives its items
+// exactly when decoding the body and then each item does, and the same
+// items; otherwise it falls back to the body with its items raw.
+func FuzzDecodeIngestBatch(f *testing.F) {
+	for _, s := range []string{
+		`{"workspace_id":"w","actor_id":"a","artifacts":[{"artifact_type":"note","raw_payload":"x"}]}`,
+		`{"artifacts":[{"artifact_type":"note","raw_payload":{"a":[1,2]},"metadata":{"k":"v"},"permissions":{"visibility":"private"}}],"async_index":true}`,
+		`{"artifacts":[{"ARTIFACT_TYPE":"note"},null,{"timestamp":null}]}`,
+		`{"artifacts":[{"artifact_type":"note","raw_payload":{"k":1,"k":2}}]}`,
+		`{"artifacts":[{"artifact_type":"note","metdata":{}}]}`,
+		`{"artifacts":[{"artifact_type":7}]}`,
+		`{"artifacts":["x"]}`,
+		`{"artifacts":[]}`,
+		`{"artifacts":null}`,
+		`{"artifacts":[{}]} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want, wantErr := twoStepBatch(body)
+		r, err := DecodeIngestBatch(body)
+		if err != nil {
+			if wantErr == nil {
+				t.Fatalf("%q: refused (%v), the two steps accept it", body, err)
+			}
+			return
+		}
+		if r.items == nil {
+			if wantErr == nil {
+				t.Fatalf("%q: fell back to raw items, the two steps decode them", body)
+			}
+			return
+		}
+		if wantErr != nil {
+			t.Fatalf("%q: decoded in one pass, the two steps refuse it: %v", body, wantErr)
+		}
+		if !reflect.DeepEqual(r.items, want) {
+			t.Fatalf("%q: items %+v, the two steps give %+v", body, r.items, want)
+		}
+	})
 }
 
 // BenchmarkDecodeJSONBatch measures DecodeJSON on a v2 batch of 1,000 chat
