@@ -2,6 +2,7 @@ package pack
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -108,6 +109,44 @@ func TestAttribution(t *testing.T) {
 		if got := attribution(cs, names, content); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", tt.want) {
 			t.Errorf("attribution(%q) = %v, want %v", tt.query, got, tt.want)
 		}
+	}
+}
+
+// TestLateAttribution: when late interaction scored the turns' contents
+// without the names, attribution reads those scores, raised to
+// AttributionSharpness between the pool's least and largest, in place of
+// BM25: every scored turn of known speaker, whether the lexical channel
+// returned it or not. Without such scores it reads BM25 as before.
+func TestLateAttribution(t *testing.T) {
+	mk := func(text string, lex, late float64, scored bool) *cand {
+		return &cand{Candidate: Candidate{SourceType: "chat_turn", Text: text, Lexical: lex, InLexical: lex > 0,
+			LateContent: late, LateContentScored: scored}, rel: 0.1}
+	}
+	// BM25 favours Bob's turns (they hold the name "Ann" too); late
+	// interaction, reading what each says about planting tulips, Ann's.
+	cs := []*cand{
+		mk("Bob: Ann, I planted tulips, Ann.", 9, 10, true),                                                                  // place 0
+		mk("Ann: I planted tulips in the spring.", 3, 20, true),                                                              // place 1
+		mk("Ann: Tulips need sun.", 0, 18, true),                                                                             // place 0.8, holds 1 of 2 asked words
+		mk("Bob: Did you plant the tulips, Ann?", 8, 19, true),                                                               // asks: not read
+		mk("Bob: tulips planted, Ann", 7, 15, true),                                                                          // place 0.5
+		mk("Carl: I planted tulips.", 6, 0, false),                                                                           // not scored: not read
+		{Candidate: Candidate{SourceType: "note", Text: "Ann: I planted tulips.", LateContent: 20, LateContentScored: true}}, // no speaker
+	}
+	pow := func(x float64) float64 { return math.Pow(x, AttributionSharpness) }
+	names, content := splitNames(cs, queryTerms("Where did Ann plant tulips?"))
+	ann := pow(1) + pow(0.8)*0.5
+	want := AttributionFloor + (1-AttributionFloor)*ann/(ann+pow(0.5))
+	if got := attribution(cs, names, content); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		t.Errorf("by late interaction: attribution = %v, want %v", got, want)
+	}
+	// The same turns without late scores: BM25 weighs, and Bob's lead.
+	for _, c := range cs {
+		c.LateContentScored = false
+	}
+	bm25 := 3.0 / (9 + 3 + 7 + 6)
+	if got, want := attribution(cs, names, content), AttributionFloor+(1-AttributionFloor)*bm25; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		t.Errorf("by BM25: attribution = %v, want %v", got, want)
 	}
 }
 

@@ -102,6 +102,9 @@ func merge(c, d *cand) {
 	if d.LateScored && (!c.LateScored || finite(d.Late) > finite(c.Late)) {
 		c.Late, c.LateScored = finite(d.Late), true
 	}
+	if d.LateContentScored && (!c.LateContentScored || finite(d.LateContent) > finite(c.LateContent)) {
+		c.LateContent, c.LateContentScored = finite(d.LateContent), true
+	}
 	m, n := &c.Marks, &d.Marks
 	m.Pinned = m.Pinned || n.Pinned
 	m.Private = m.Private || n.Private

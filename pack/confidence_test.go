@@ -128,13 +128,13 @@ func TestQueryCoveragePerSpan(t *testing.T) {
 	if scattered.Abstain {
 		t.Errorf("two of three terms in one span: abstained %q (confidence %v)", scattered.AbstainReason, scattered.Confidence)
 	}
-	// Each span holds one of the sixteen terms: Q = 1/16 = 0.0625 < 0.065.
-	third := conf("harbour crane inspection report schedule overtime budget forklift pallet customs tariff berth pilot gantry hawser quay",
+	// Each span holds one of the seventeen terms: Q = 1/17 = 0.0588 < 0.06.
+	third := conf("harbour crane inspection report schedule overtime budget forklift pallet customs tariff berth pilot gantry hawser quay bollard",
 		mk(1, 1, "The harbour is busy. "+wordsText(0, 100), 10),
 		mk(2, 2, "A crane arrived. "+wordsText(300, 100), 5),
 		mk(3, 3, "The inspection passed. "+wordsText(600, 100), 4))
 	if !third.Abstain || third.AbstainReason != AbstainLowConfidence {
-		t.Errorf("one of sixteen terms per span: abstain %v %q (confidence %v)", third.Abstain, third.AbstainReason, third.Confidence)
+		t.Errorf("one of seventeen terms per span: abstain %v %q (confidence %v)", third.Abstain, third.AbstainReason, third.Confidence)
 	}
 	if len(third.Citations) != 3 {
 		t.Errorf("an abstaining pack still carries its evidence: %d citations", len(third.Citations))

@@ -38,6 +38,13 @@ type Candidate struct {
 	// when LateScored: only the best candidates are scored (see Rank).
 	Late       float64
 	LateScored bool
+	// LateContent is the late-interaction score of the span's content
+	// (its speaker's name aside) for the query without the names of the
+	// scored spans' speakers (retrieval.LateWithout), set when
+	// LateContentScored: what the span says about what is asked, whoever
+	// is named. Attribution weighs turns by it (see attribution).
+	LateContent       float64
+	LateContentScored bool
 
 	Marks Marks // effective feedback state
 
@@ -93,7 +100,7 @@ type Tuning struct {
 // call; the token floor only catches fragments.
 func DefaultTuning() Tuning {
 	return Tuning{
-		MinConfidence:         0.065,
+		MinConfidence:         0.06,
 		MinEvidenceTokens:     5,
 		MaxSpansPerArtifact:   3,
 		DiversityDecay:        0.5,

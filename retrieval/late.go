@@ -3,10 +3,13 @@ package retrieval
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/engine"
 	"github.com/loci-memory/loci/pack"
+	"github.com/loci-memory/loci/text"
 )
 
 // LateInteraction scores passages for a query by their token vectors
@@ -29,6 +32,18 @@ type LateInteraction interface {
 
 // LateQuery is a query as a LateInteraction encoded it.
 type LateQuery = any
+
+// LateWithout is a LateInteraction that can also score a passage's content
+// (its speaker's name aside) for the query without some of its words:
+// Without returns q (Query's, of query) without words, for ScoreAll, and
+// false when query holds none of them. A pack scores its candidates so for
+// the query without the names of their speakers (pack.Candidate's
+// LateContent), which attribution weighs turns by: what a turn says about
+// what is asked, whoever the query and the turn name, so the same in every
+// client shape.
+type LateWithout interface {
+	Without(q LateQuery, query string, words []string) (LateQuery, bool)
+}
 
 // lateQuery is a pack's query encoding, possibly still being computed.
 type lateQuery struct {
@@ -100,12 +115,41 @@ func (g *gathered) lateInteraction(ctx context.Context, li LateInteraction, lq *
 		}
 		return fmt.Errorf("retrieval: late interaction: %w", err)
 	}
+	var content []float64 // the contents' scores without the speakers' names
+	if lw, ok := li.(LateWithout); ok {
+		if q, ok := lw.Without(lq.q, g.preq.Query, speakerWords(in.texts)); ok {
+			content = make([]float64, len(in.ids))
+			if err := li.ScoreAll(ctx, q, in.texts, in.spans, in.stored, content); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("retrieval: late interaction: %w", err)
+			}
+		}
+	}
 	for k := range g.cands {
 		c := &g.cands[k]
 		if i, ok := in.at[c.SpanID]; ok {
 			c.Late, c.LateScored = scores[i], true
+			if content != nil {
+				c.LateContent, c.LateContentScored = content[i], true
+			}
 		}
 	}
 	g.late = fmt.Sprintf(pack.AssumeLate, len(in.ids), li.Model())
 	return nil
+}
+
+// speakerWords returns the words of the speakers' names of texts (passages
+// as a model reads them, pack.RankTexts: "Caroline: ..."), lowercased,
+// sorted and once each.
+func speakerWords(texts []string) []string {
+	var words []string
+	for _, t := range texts {
+		for _, w := range text.SpeakerWords(text.TurnSpeaker(t)) {
+			words = append(words, strings.ToLower(w))
+		}
+	}
+	slices.Sort(words)
+	return slices.Compact(words)
 }

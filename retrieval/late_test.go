@@ -90,6 +90,66 @@ func TestLateInteractionPack(t *testing.T) {
 	}
 }
 
+// contentByWord is byWord with Without: a query without words scores a
+// passage's content (its speaker aside) 10 when it holds content, else 0.
+// It records the words it was asked to leave out.
+type contentByWord struct {
+	byWord
+	content string
+	words   *[]string
+}
+
+type contentQuery string
+
+func (w contentByWord) Without(q LateQuery, query string, words []string) (LateQuery, bool) {
+	*w.words = append(*w.words, words...)
+	return contentQuery(query), true
+}
+
+func (w contentByWord) ScoreAll(ctx context.Context, q LateQuery, passages, spans []string, stored [][]byte, dst []float64) error {
+	if _, ok := q.(contentQuery); !ok {
+		return w.byWord.ScoreAll(ctx, q, passages, spans, stored, dst)
+	}
+	for i, p := range passages {
+		_, content := colbert.SplitSpeaker(p)
+		dst[i] = 0
+		if strings.Contains(content, w.content) {
+			dst[i] = 10
+		}
+	}
+	return nil
+}
+
+// TestLateContentAttribution: a model that can score contents without
+// names (LateWithout) is asked to leave out the scored turns' speakers,
+// and attribution reads its scores: the turns that state the marathon are
+// Caroline's, so asked about Caroline the pack keeps its confidence, and
+// it loses it when the model finds what is asked in Melanie's turn only
+// (the race last Sunday, which BM25 alone finds in no one else's).
+func TestLateContentAttribution(t *testing.T) {
+	db := twoRunners(t)
+	pk := func(li LateInteraction) *pack.Result {
+		t.Helper()
+		p := New(db)
+		p.SetLateInteraction(li)
+		res, err := p.ContextPack(context.Background(), "t", PackRequest{Workspace: "ws", Query: "Did Caroline run a race last Sunday?", MaxTokens: 512, ActorID: "alice", LateDepth: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Result
+	}
+	var words []string
+	caroline := pk(contentByWord{byWord("marathon"), "marathon", &words})
+	if !slices.Equal(words, []string{"caroline", "melanie"}) {
+		t.Errorf("words left out %q, want the speakers caroline and melanie", words)
+	}
+	melanie := pk(contentByWord{byWord("marathon"), "charity race", &words})
+	if caroline.Abstain || !melanie.Abstain || melanie.Confidence >= caroline.Confidence {
+		t.Errorf("confidence %v (abstain %v) when Caroline's turn states it, %v (abstain %v) when only Melanie's does",
+			caroline.Confidence, caroline.Abstain, melanie.Confidence, melanie.Abstain)
+	}
+}
+
 // countingLate counts the passages a LateInteraction was given stored rows
 // for.
 type countingLate struct {

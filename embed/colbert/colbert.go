@@ -26,6 +26,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/loci-memory/loci/embed/minilm"
@@ -54,7 +55,11 @@ type Encoder struct {
 	qtok *minilm.Tokenizer
 	ptok *minilm.Tokenizer
 	name string
-	bufs sync.Pool // *[]float32: one pass's states
+	cont []bool // cont[id]: the token continues a word ("##...")
+	// apostropheS are the ids of ', ’ and s (-1: not one id): a
+	// possessive's pieces (Scorer.Without).
+	apostropheS [3]int32
+	bufs        sync.Pool // *[]float32: one pass's states
 }
 
 var (
@@ -95,7 +100,18 @@ func New(file []byte) (*Encoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("colbert: load model %s: %w", m.Name, err)
 	}
-	return &Encoder{enc: enc, qtok: qtok, ptok: ptok, name: m.Name}, nil
+	cont := make([]bool, len(m.Vocab))
+	for i, w := range m.Vocab {
+		cont[i] = strings.HasPrefix(w, "##")
+	}
+	e := &Encoder{enc: enc, qtok: qtok, ptok: ptok, name: m.Name, cont: cont}
+	for i, w := range []string{"'", "\u2019", "s"} {
+		e.apostropheS[i] = -1
+		if ids := qtok.Encode(w); len(ids) == 3 {
+			e.apostropheS[i] = ids[1]
+		}
+	}
+	return e, nil
 }
 
 // Model names the model and its quantization
@@ -108,6 +124,9 @@ func (e *Encoder) QueryIDs(query string) []int32 { return e.qtok.Encode(query) }
 
 // PassageIDs: see QueryIDs.
 func (e *Encoder) PassageIDs(passage string) []int32 { return e.ptok.Encode(passage) }
+
+// continues reports whether token id continues a word.
+func (e *Encoder) continues(id int32) bool { return id >= 0 && int(id) < len(e.cont) && e.cont[id] }
 
 // Matrix is a text's token vectors: Rows() rows of Dims unit-length
 // float32 values, one per token id, [CLS] and [SEP] included.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,8 +96,12 @@ func (s *Scorer) Query(query string) (any, error) {
 // goroutines. Each score depends on the query and its passage alone.
 func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string, stored [][]byte, dst []float64) error {
 	q, ok := query.(Stored)
+	contentOnly := false
+	if cq, isContent := query.(contentQuery); isContent {
+		q, ok, contentOnly = cq.rows, true, true
+	}
 	if !ok {
-		return fmt.Errorf("colbert: ScoreAll: the query is a %T, not Query's", query)
+		return fmt.Errorf("colbert: ScoreAll: the query is a %T, not Query's or Without's", query)
 	}
 	speakers := make([]Stored, len(texts))
 	contents := make([]Stored, len(texts))
@@ -124,7 +129,7 @@ func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string,
 	s.mu.Lock()
 	for i, p := range texts {
 		name, content := SplitSpeaker(p)
-		if name != "" {
+		if name != "" && !contentOnly {
 			want(name+":", &speakers[i])
 		}
 		if i < len(stored) && stored[i] != nil {
@@ -188,4 +193,66 @@ func (s *Scorer) remember(text string, r Stored) {
 		s.bytes -= storedBytes(s.memo[old])
 		delete(s.memo, old)
 	}
+}
+
+// contentQuery is a query from Without: ScoreAll scores each passage's
+// content alone, without its speaker's rows.
+type contentQuery struct{ rows Stored }
+
+// Without returns the query q (Query's encoding of query) without the rows
+// of words, for ScoreAll to score the content of each passage (SplitSpeaker)
+// alone: what a passage says about what the query asks, whoever the query
+// and the passage name. A word is matched whole, as its WordPiece ids in a
+// run of the query's that neither starts nor ends inside a word, with a
+// possessive after it ("Caroline's": caroline ' s); matching is by ids, so
+// case does not matter (the vocabulary is uncased). The other rows keep
+// what the whole query's pass gave them (cheaper than a pass over the
+// query without the words, and as good a weight for attribution on LoCoMo
+// dev; docs/benchmarks.md § Attribution by late interaction). ok is false
+// when the query holds none of words, or q is not Query's.
+func (s *Scorer) Without(q any, query string, words []string) (without any, ok bool) {
+	st, isStored := q.(Stored)
+	ids := s.e.QueryIDs(query)
+	if !isStored || len(ids) != st.Rows() || len(ids) < 3 {
+		return nil, false
+	}
+	drop := make([]bool, len(ids))
+	possessive := func(j int) bool {
+		if j+1 >= len(ids)-1 || ids[j+1] != s.e.apostropheS[2] {
+			return false
+		}
+		return ids[j] == s.e.apostropheS[0] || ids[j] == s.e.apostropheS[1]
+	}
+	found := false
+	for _, w := range words {
+		wid := s.e.QueryIDs(w)
+		wid = wid[1 : len(wid)-1] // [CLS] … [SEP] off
+		if len(wid) == 0 {
+			continue
+		}
+		for i := 1; i+len(wid) <= len(ids)-1; i++ { // [CLS] and [SEP] are never a word
+			if !slices.Equal(ids[i:i+len(wid)], wid) || s.e.continues(ids[i]) || s.e.continues(ids[i+len(wid)]) {
+				continue
+			}
+			found = true
+			end := i + len(wid)
+			if possessive(end) {
+				end += 2
+			}
+			for k := i; k < end; k++ {
+				drop[k] = true
+			}
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	out := Stored{}
+	for i := range ids {
+		if !drop[i] {
+			out.Scales = append(out.Scales, st.Scales[i])
+			out.Vals = append(out.Vals, st.Vals[i*StoredDims:(i+1)*StoredDims]...)
+		}
+	}
+	return contentQuery{out}, true
 }

@@ -141,3 +141,87 @@ func mustQuery(t *testing.T, s *Scorer, query string) any {
 	}
 	return q
 }
+
+// TestWithout: a query without words keeps the rows of its other tokens,
+// with their bits, and loses those of each whole word (any case) and of a
+// possessive after it; a piece of a longer word is not a word; a query
+// holding none of the words gives false. ScoreAll with it scores each
+// passage's content alone, as the same rows would score the content given
+// without a speaker.
+func TestWithout(t *testing.T) {
+	e, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScorer(e, 1<<20)
+	type rowsOf = func(query string) Stored
+	rows := rowsOf(func(query string) Stored {
+		q, err := s.Query(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.(Stored)
+	})
+	for _, c := range []struct {
+		query string
+		words []string
+		drop  []int // positions dropped, [CLS] at 0
+		ok    bool
+	}{
+		{"Where does Caroline's sister live?", []string{"caroline"}, []int{3, 4, 5}, true}, // caroline ' s
+		{"Where does CAROLINE live?", []string{"caroline", "melanie"}, []int{3}, true},     // any case
+		{"Where does Caroline live?", []string{"melanie"}, nil, false},                     // not there
+		{"Is a carolinean a person?", []string{"caroline"}, nil, false},                    // a piece of a word
+		{"Did Mel and Caroline meet?", []string{"caroline", "mel"}, []int{2, 4}, true},     // two words
+		{"Caroline, Caroline!", []string{"caroline"}, []int{1, 3}, true},                   // every time
+	} {
+		q := rows(c.query)
+		ids := e.QueryIDs(c.query)
+		got, ok := s.Without(q, c.query, c.words)
+		if ok != c.ok {
+			t.Errorf("%q without %v: ok %v, want %v (ids %v)", c.query, c.words, ok, c.ok, ids)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var want Stored
+		for i := range ids {
+			if !slices.Contains(c.drop, i) {
+				want.Scales = append(want.Scales, q.Scales[i])
+				want.Vals = append(want.Vals, q.Vals[i*StoredDims:(i+1)*StoredDims]...)
+			}
+		}
+		cq, isContent := got.(contentQuery)
+		if !isContent || !slices.Equal(cq.rows.Scales, want.Scales) || !slices.Equal(cq.rows.Vals, want.Vals) {
+			t.Errorf("%q without %v: rows %d, want the %d of positions other than %v (ids %v)", c.query, c.words, cq.rows.Rows(), want.Rows(), c.drop, ids)
+		}
+	}
+	// Scored, a passage's content alone: its speaker's rows do not count.
+	query := "What did Caroline run last Sunday?"
+	q, _ := s.Query(query)
+	without, ok := s.Without(q, query, []string{"caroline"})
+	if !ok {
+		t.Fatal("the query holds caroline")
+	}
+	texts := []string{"Caroline: I ran a charity race last Sunday.", "Melanie: I ran a charity race last Sunday."}
+	got := make([]float64, 2)
+	if err := s.ScoreAll(context.Background(), without, texts, texts, nil, got); err != nil {
+		t.Fatal(err)
+	}
+	content, err := e.Passage("I ran a charity race last Sunday.", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := MaxSimStored(without.(contentQuery).rows, Store(content))
+	if got[0] != want || got[1] != want {
+		t.Errorf("content scores %v, want %v for both speakers", got, want)
+	}
+	full := make([]float64, 2)
+	if err := s.ScoreAll(context.Background(), q, texts, texts, nil, full); err != nil {
+		t.Fatal(err)
+	}
+	if full[0] <= full[1] {
+		t.Errorf("with the name, Caroline's turn scores %v, Melanie's %v: the speaker's rows should count", full[0], full[1])
+	}
+}

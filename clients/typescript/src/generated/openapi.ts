@@ -867,7 +867,7 @@ export interface components {
             as_of?: string;
             /**
              * @description Abstain below this confidence.
-             * @default 0.065
+             * @default 0.06
              */
             min_confidence?: number;
             /**
@@ -1312,7 +1312,7 @@ export interface components {
             as_of?: string;
             /**
              * @description Abstain below this confidence.
-             * @default 0.065
+             * @default 0.06
              */
             min_confidence?: number;
             /**
