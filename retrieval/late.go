@@ -33,16 +33,16 @@ type LateInteraction interface {
 // LateQuery is a query as a LateInteraction encoded it.
 type LateQuery = any
 
-// LateWithout is a LateInteraction that can also score a passage's content
-// (its speaker's name aside) for the query without some of its words:
-// Without returns q (Query's, of query) without words, for ScoreAll, and
-// false when query holds none of them. A pack scores its candidates so for
-// the query without the names of their speakers (pack.Candidate's
-// LateContent), which attribution weighs turns by: what a turn says about
-// what is asked, whoever the query and the turn name, so the same in every
-// client shape.
+// LateWithout is a LateInteraction that can also score, in the same pass,
+// each passage's content (its speaker's name aside) for the query without
+// some of its words: ScoreAllWithout writes ScoreAll's scores to dst and
+// those to content, or reports false (content left as it is) when query
+// holds none of words. A pack asks for the query without the names of the
+// scored passages' speakers (pack.Candidate's LateContent), which
+// attribution weighs turns by: what a turn says about what is asked,
+// whoever the query and the turn name, so the same in every client shape.
 type LateWithout interface {
-	Without(q LateQuery, query string, words []string) (LateQuery, bool)
+	ScoreAllWithout(ctx context.Context, q LateQuery, query string, words []string, texts, spans []string, stored [][]byte, dst, content []float64) (bool, error)
 }
 
 // lateQuery is a pack's query encoding, possibly still being computed.
@@ -109,29 +109,25 @@ func (g *gathered) lateInteraction(ctx context.Context, li LateInteraction, lq *
 		return fmt.Errorf("retrieval: late interaction: %w", lq.err)
 	}
 	scores := make([]float64, len(in.ids))
-	if err := li.ScoreAll(ctx, lq.q, in.texts, in.spans, in.stored, scores); err != nil {
+	content := make([]float64, len(in.ids)) // the contents' scores without the speakers' names
+	withContent := false
+	var err error
+	if lw, ok := li.(LateWithout); ok {
+		withContent, err = lw.ScoreAllWithout(ctx, lq.q, g.preq.Query, speakerWords(in.texts), in.texts, in.spans, in.stored, scores, content)
+	} else {
+		err = li.ScoreAll(ctx, lq.q, in.texts, in.spans, in.stored, scores)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return fmt.Errorf("retrieval: late interaction: %w", err)
 	}
-	var content []float64 // the contents' scores without the speakers' names
-	if lw, ok := li.(LateWithout); ok {
-		if q, ok := lw.Without(lq.q, g.preq.Query, speakerWords(in.texts)); ok {
-			content = make([]float64, len(in.ids))
-			if err := li.ScoreAll(ctx, q, in.texts, in.spans, in.stored, content); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return fmt.Errorf("retrieval: late interaction: %w", err)
-			}
-		}
-	}
 	for k := range g.cands {
 		c := &g.cands[k]
 		if i, ok := in.at[c.SpanID]; ok {
 			c.Late, c.LateScored = scores[i], true
-			if content != nil {
+			if withContent {
 				c.LateContent, c.LateContentScored = content[i], true
 			}
 		}

@@ -90,34 +90,28 @@ func TestLateInteractionPack(t *testing.T) {
 	}
 }
 
-// contentByWord is byWord with Without: a query without words scores a
-// passage's content (its speaker aside) 10 when it holds content, else 0.
-// It records the words it was asked to leave out.
+// contentByWord is byWord with ScoreAllWithout: without words, a
+// passage's content (its speaker aside) scores 10 when it holds content,
+// else 0. It records the words it was asked to leave out.
 type contentByWord struct {
 	byWord
 	content string
 	words   *[]string
 }
 
-type contentQuery string
-
-func (w contentByWord) Without(q LateQuery, query string, words []string) (LateQuery, bool) {
+func (w contentByWord) ScoreAllWithout(ctx context.Context, q LateQuery, query string, words []string, passages, spans []string, stored [][]byte, dst, content []float64) (bool, error) {
 	*w.words = append(*w.words, words...)
-	return contentQuery(query), true
-}
-
-func (w contentByWord) ScoreAll(ctx context.Context, q LateQuery, passages, spans []string, stored [][]byte, dst []float64) error {
-	if _, ok := q.(contentQuery); !ok {
-		return w.byWord.ScoreAll(ctx, q, passages, spans, stored, dst)
+	if err := w.byWord.ScoreAll(ctx, q, passages, spans, stored, dst); err != nil {
+		return false, err
 	}
 	for i, p := range passages {
-		_, content := colbert.SplitSpeaker(p)
-		dst[i] = 0
-		if strings.Contains(content, w.content) {
-			dst[i] = 10
+		_, c := colbert.SplitSpeaker(p)
+		content[i] = 0
+		if strings.Contains(c, w.content) {
+			content[i] = 10
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // TestLateContentAttribution: a model that can score contents without

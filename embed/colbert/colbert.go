@@ -57,7 +57,7 @@ type Encoder struct {
 	name string
 	cont []bool // cont[id]: the token continues a word ("##...")
 	// apostropheS are the ids of ', ’ and s (-1: not one id): a
-	// possessive's pieces (Scorer.Without).
+	// possessive's pieces (Scorer.keepRows).
 	apostropheS [3]int32
 	bufs        sync.Pool // *[]float32: one pass's states
 }

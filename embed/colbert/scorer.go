@@ -96,15 +96,25 @@ func (s *Scorer) Query(query string) (any, error) {
 // goroutines. Each score depends on the query and its passage alone.
 func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string, stored [][]byte, dst []float64) error {
 	q, ok := query.(Stored)
-	contentOnly := false
-	if cq, isContent := query.(contentQuery); isContent {
-		q, ok, contentOnly = cq.rows, true, true
-	}
 	if !ok {
-		return fmt.Errorf("colbert: ScoreAll: the query is a %T, not Query's or Without's", query)
+		return fmt.Errorf("colbert: ScoreAll: the query is a %T, not Query's", query)
 	}
-	speakers := make([]Stored, len(texts))
-	contents := make([]Stored, len(texts))
+	speakers, contents, err := s.passageRows(ctx, texts, spans, stored)
+	if err != nil {
+		return err
+	}
+	for i := range texts {
+		dst[i] = MaxSimStored(q, speakers[i], contents[i])
+	}
+	return nil
+}
+
+// passageRows returns the rows of each passage's speaker ("Name:", none
+// when it names none) and of its content, from stored, the memo or a model
+// pass (ScoreAll says which).
+func (s *Scorer) passageRows(ctx context.Context, texts, spans []string, stored [][]byte) (speakers, contents []Stored, err error) {
+	speakers = make([]Stored, len(texts))
+	contents = make([]Stored, len(texts))
 	// The texts to encode, each once, and where their rows go.
 	type need struct {
 		text string
@@ -129,7 +139,7 @@ func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string,
 	s.mu.Lock()
 	for i, p := range texts {
 		name, content := SplitSpeaker(p)
-		if name != "" && !contentOnly {
+		if name != "" {
 			want(name+":", &speakers[i])
 		}
 		if i < len(stored) && stored[i] != nil {
@@ -163,7 +173,7 @@ func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string,
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	s.mu.Lock()
@@ -174,10 +184,39 @@ func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string,
 		s.remember(n.text, n.rows)
 	}
 	s.mu.Unlock()
-	for i := range texts {
-		dst[i] = MaxSimStored(q, speakers[i], contents[i])
+	return speakers, contents, nil
+}
+
+// ScoreAllWithout is ScoreAll, writing the same scores to dst, and in the
+// same pass over the rows the score of each passage's content alone (its
+// speaker's rows aside) for the query without the rows of words to
+// content (retrieval.LateWithout): what a passage says about what is
+// asked, whoever the query and the passage name. A word is matched whole,
+// as its WordPiece ids in a run of the query's that neither starts nor
+// ends inside a word, with a possessive after it ("Caroline's": caroline
+// ' s); matching is by ids, so case does not matter (the vocabulary is
+// uncased). The query's other rows keep what its one pass gave them
+// (as good a weight for attribution on LoCoMo dev as a pass over the
+// query without the words; docs/benchmarks.md § Attribution by late
+// interaction). It reports false, and leaves content, when the query
+// holds none of words.
+func (s *Scorer) ScoreAllWithout(ctx context.Context, query any, text string, words []string, texts, spans []string, stored [][]byte, dst, content []float64) (bool, error) {
+	q, ok := query.(Stored)
+	if !ok {
+		return false, fmt.Errorf("colbert: ScoreAllWithout: the query is a %T, not Query's", query)
 	}
-	return nil
+	keep := s.keepRows(q, text, words)
+	if keep == nil {
+		return false, s.ScoreAll(ctx, query, texts, spans, stored, dst)
+	}
+	speakers, contents, err := s.passageRows(ctx, texts, spans, stored)
+	if err != nil {
+		return false, err
+	}
+	for i := range texts {
+		dst[i], content[i] = maxSimSplit(q, keep, speakers[i], contents[i])
+	}
+	return true, nil
 }
 
 func (s *Scorer) remember(text string, r Stored) {
@@ -195,28 +234,17 @@ func (s *Scorer) remember(text string, r Stored) {
 	}
 }
 
-// contentQuery is a query from Without: ScoreAll scores each passage's
-// content alone, without its speaker's rows.
-type contentQuery struct{ rows Stored }
-
-// Without returns the query q (Query's encoding of query) without the rows
-// of words, for ScoreAll to score the content of each passage (SplitSpeaker)
-// alone: what a passage says about what the query asks, whoever the query
-// and the passage name. A word is matched whole, as its WordPiece ids in a
-// run of the query's that neither starts nor ends inside a word, with a
-// possessive after it ("Caroline's": caroline ' s); matching is by ids, so
-// case does not matter (the vocabulary is uncased). The other rows keep
-// what the whole query's pass gave them (cheaper than a pass over the
-// query without the words, and as good a weight for attribution on LoCoMo
-// dev; docs/benchmarks.md § Attribution by late interaction). ok is false
-// when the query holds none of words, or q is not Query's.
-func (s *Scorer) Without(q any, query string, words []string) (without any, ok bool) {
-	st, isStored := q.(Stored)
+// keepRows returns which rows of q (Query's encoding of query) are not
+// those of words (ScoreAllWithout), or nil when none is.
+func (s *Scorer) keepRows(q Stored, query string, words []string) []bool {
 	ids := s.e.QueryIDs(query)
-	if !isStored || len(ids) != st.Rows() || len(ids) < 3 {
-		return nil, false
+	if len(ids) != q.Rows() || len(ids) < 3 {
+		return nil
 	}
-	drop := make([]bool, len(ids))
+	keep := make([]bool, len(ids))
+	for i := range keep {
+		keep[i] = true
+	}
 	possessive := func(j int) bool {
 		if j+1 >= len(ids)-1 || ids[j+1] != s.e.apostropheS[2] {
 			return false
@@ -240,19 +268,12 @@ func (s *Scorer) Without(q any, query string, words []string) (without any, ok b
 				end += 2
 			}
 			for k := i; k < end; k++ {
-				drop[k] = true
+				keep[k] = false
 			}
 		}
 	}
 	if !found {
-		return nil, false
+		return nil
 	}
-	out := Stored{}
-	for i := range ids {
-		if !drop[i] {
-			out.Scales = append(out.Scales, st.Scales[i])
-			out.Vals = append(out.Vals, st.Vals[i*StoredDims:(i+1)*StoredDims]...)
-		}
-	}
-	return contentQuery{out}, true
+	return keep
 }

@@ -142,86 +142,91 @@ func mustQuery(t *testing.T, s *Scorer, query string) any {
 	return q
 }
 
-// TestWithout: a query without words keeps the rows of its other tokens,
-// with their bits, and loses those of each whole word (any case) and of a
-// possessive after it; a piece of a longer word is not a word; a query
-// holding none of the words gives false. ScoreAll with it scores each
-// passage's content alone, as the same rows would score the content given
-// without a speaker.
-func TestWithout(t *testing.T) {
+// TestScoreAllWithout: the rows left out are those of each whole word (any
+// case) and of a possessive after it; a piece of a longer word is not a
+// word; a query holding none of the words reports false. The scores are
+// ScoreAll's bits, and the contents' scores those of MaxSimStored over the
+// rows kept and the content rows alone, whoever the speaker.
+func TestScoreAllWithout(t *testing.T) {
 	e, err := Default()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := NewScorer(e, 1<<20)
-	type rowsOf = func(query string) Stored
-	rows := rowsOf(func(query string) Stored {
-		q, err := s.Query(query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q.(Stored)
-	})
 	for _, c := range []struct {
 		query string
 		words []string
-		drop  []int // positions dropped, [CLS] at 0
-		ok    bool
+		drop  []int // positions left out, [CLS] at 0; nil: none found
 	}{
-		{"Where does Caroline's sister live?", []string{"caroline"}, []int{3, 4, 5}, true}, // caroline ' s
-		{"Where does CAROLINE live?", []string{"caroline", "melanie"}, []int{3}, true},     // any case
-		{"Where does Caroline live?", []string{"melanie"}, nil, false},                     // not there
-		{"Is a carolinean a person?", []string{"caroline"}, nil, false},                    // a piece of a word
-		{"Did Mel and Caroline meet?", []string{"caroline", "mel"}, []int{2, 4}, true},     // two words
-		{"Caroline, Caroline!", []string{"caroline"}, []int{1, 3}, true},                   // every time
+		{"Where does Caroline's sister live?", []string{"caroline"}, []int{3, 4, 5}}, // caroline ' s
+		{"Where does CAROLINE live?", []string{"caroline", "melanie"}, []int{3}},     // any case
+		{"Where does Caroline live?", []string{"melanie"}, nil},                      // not there
+		{"Is a carolinean a person?", []string{"caroline"}, nil},                     // a piece of a word
+		{"Did Mel and Caroline meet?", []string{"caroline", "mel"}, []int{2, 4}},     // two words
+		{"Caroline, Caroline!", []string{"caroline"}, []int{1, 3}},                   // every time
 	} {
-		q := rows(c.query)
+		q, err := s.Query(c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ids := e.QueryIDs(c.query)
-		got, ok := s.Without(q, c.query, c.words)
-		if ok != c.ok {
-			t.Errorf("%q without %v: ok %v, want %v (ids %v)", c.query, c.words, ok, c.ok, ids)
+		keep := s.keepRows(q.(Stored), c.query, c.words)
+		if (keep == nil) != (c.drop == nil) {
+			t.Errorf("%q without %v: rows kept %v, want positions %v left out (ids %v)", c.query, c.words, keep, c.drop, ids)
 			continue
 		}
-		if !ok {
-			continue
-		}
-		var want Stored
-		for i := range ids {
-			if !slices.Contains(c.drop, i) {
-				want.Scales = append(want.Scales, q.Scales[i])
-				want.Vals = append(want.Vals, q.Vals[i*StoredDims:(i+1)*StoredDims]...)
+		for i := range keep {
+			if keep[i] == slices.Contains(c.drop, i) {
+				t.Errorf("%q without %v: rows kept %v, want positions %v left out (ids %v)", c.query, c.words, keep, c.drop, ids)
+				break
 			}
 		}
-		cq, isContent := got.(contentQuery)
-		if !isContent || !slices.Equal(cq.rows.Scales, want.Scales) || !slices.Equal(cq.rows.Vals, want.Vals) {
-			t.Errorf("%q without %v: rows %d, want the %d of positions other than %v (ids %v)", c.query, c.words, cq.rows.Rows(), want.Rows(), c.drop, ids)
-		}
 	}
-	// Scored, a passage's content alone: its speaker's rows do not count.
 	query := "What did Caroline run last Sunday?"
 	q, _ := s.Query(query)
-	without, ok := s.Without(q, query, []string{"caroline"})
-	if !ok {
-		t.Fatal("the query holds caroline")
-	}
-	texts := []string{"Caroline: I ran a charity race last Sunday.", "Melanie: I ran a charity race last Sunday."}
-	got := make([]float64, 2)
-	if err := s.ScoreAll(context.Background(), without, texts, texts, nil, got); err != nil {
-		t.Fatal(err)
-	}
-	content, err := e.Passage("I ran a charity race last Sunday.", 1)
+	texts := []string{"Caroline: I ran a charity race last Sunday.", "Melanie: I ran a charity race last Sunday.", "no speaker ran here"}
+	rows, err := NewRows(e).Rows(texts[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := MaxSimStored(without.(contentQuery).rows, Store(content))
-	if got[0] != want || got[1] != want {
-		t.Errorf("content scores %v, want %v for both speakers", got, want)
-	}
-	full := make([]float64, 2)
-	if err := s.ScoreAll(context.Background(), q, texts, texts, nil, full); err != nil {
+	stored := [][]byte{rows, nil, nil} // one read from the store, the others computed
+	want := make([]float64, len(texts))
+	if err := s.ScoreAll(context.Background(), q, texts, texts, stored, want); err != nil {
 		t.Fatal(err)
 	}
-	if full[0] <= full[1] {
-		t.Errorf("with the name, Caroline's turn scores %v, Melanie's %v: the speaker's rows should count", full[0], full[1])
+	got, content := make([]float64, len(texts)), make([]float64, len(texts))
+	ok, err := s.ScoreAllWithout(context.Background(), q, query, []string{"caroline", "melanie"}, texts, texts, stored, got, content)
+	if err != nil || !ok {
+		t.Fatalf("ScoreAllWithout: %v %v", ok, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("scores %v, ScoreAll gives %v", got, want)
+	}
+	if want[0] <= want[1] {
+		t.Errorf("with the name, Caroline's turn scores %v, Melanie's %v: the speaker's rows should count", want[0], want[1])
+	}
+	keep := s.keepRows(q.(Stored), query, []string{"caroline"})
+	var kept Stored
+	for i, k := range keep {
+		if k {
+			kept.Scales = append(kept.Scales, q.(Stored).Scales[i])
+			kept.Vals = append(kept.Vals, q.(Stored).Vals[i*StoredDims:(i+1)*StoredDims]...)
+		}
+	}
+	for i, text := range texts {
+		_, c := SplitSpeaker(text)
+		m, err := e.Passage(c, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := MaxSimStored(kept, Store(m)); content[i] != w {
+			t.Errorf("content score of %q: %v, want %v", text, content[i], w)
+		}
+	}
+	if content[0] != content[1] {
+		t.Errorf("the same content said by two speakers: %v and %v", content[0], content[1])
+	}
+	if ok, err := s.ScoreAllWithout(context.Background(), q, query, []string{"melanie"}, texts, texts, stored, got, content); ok || err != nil || !slices.Equal(got, want) {
+		t.Errorf("a query without the words: ok %v, err %v, scores %v (want %v)", ok, err, got, want)
 	}
 }

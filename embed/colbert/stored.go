@@ -135,3 +135,39 @@ func MaxSimStored(q Stored, parts ...Stored) float64 {
 	}
 	return total
 }
+
+// maxSimSplit returns MaxSimStored(q, speaker, content), with its bits,
+// and, from the same dot products, the MaxSim of content alone for the
+// rows of q that keep marks, summed in row order as MaxSimStored sums
+// (the bits of MaxSimStored over those rows and content).
+func maxSimSplit(q Stored, keep []bool, speaker, content Stored) (full, contentOnly float64) {
+	if speaker.Rows() == 0 && content.Rows() == 0 {
+		return 0, 0
+	}
+	var buf [MaxPassageTokens]int32
+	dots := buf[:]
+	if n := max(speaker.Rows(), content.Rows()); n > len(dots) {
+		dots = make([]int32, n)
+	}
+	best := func(qv []int8, qs float32, p Stored) float64 {
+		b := math.Inf(-1)
+		if p.Rows() == 0 {
+			return b
+		}
+		d := dots[:p.Rows()]
+		vecindex.DotBatch(qv, p.Vals, StoredDims, d)
+		for j, ps := range p.Scales {
+			b = max(b, float64(qs)*float64(ps)*float64(d[j]))
+		}
+		return b
+	}
+	for i, qs := range q.Scales {
+		qv := q.Vals[i*StoredDims : (i+1)*StoredDims]
+		c := best(qv, qs, content)
+		full += max(best(qv, qs, speaker), c)
+		if keep[i] && content.Rows() > 0 {
+			contentOnly += c
+		}
+	}
+	return full, contentOnly
+}
