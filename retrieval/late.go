@@ -109,10 +109,11 @@ func (g *gathered) lateInteraction(ctx context.Context, li LateInteraction, lq *
 		return fmt.Errorf("retrieval: late interaction: %w", lq.err)
 	}
 	scores := make([]float64, len(in.ids))
-	content := make([]float64, len(in.ids)) // the contents' scores without the speakers' names
+	var content []float64 // the contents' scores without the speakers' names
 	withContent := false
 	var err error
 	if lw, ok := li.(LateWithout); ok {
+		content = make([]float64, len(in.ids))
 		withContent, err = lw.ScoreAllWithout(ctx, lq.q, g.preq.Query, speakerWords(in.texts), in.texts, in.spans, in.stored, scores, content)
 	} else {
 		err = li.ScoreAll(ctx, lq.q, in.texts, in.spans, in.stored, scores)

@@ -11,23 +11,13 @@ import (
 
 // prepareInput is the one validation of an artifact to ingest, after its
 // conversion (IngestRequest.input): errors name the API's fields, in the
-// order the API documents. It extracts the payload's text once and hands
-// it to the engine with the input (IngestInput.Text), so that the engine
-// indexes it without parsing the payload again. (checkInput's typed nil
-// is not returned as a non-nil error.)
+// order the API documents, the engine's invariants (engine.IngestInput)
+// among them. It extracts the payload's text once and hands it to the
+// engine with the input (IngestInput.Text), so that the engine indexes it
+// without parsing the payload again; text.Extract's parser accepts exactly
+// what encoding/json does (text.FuzzParseJSON), so its parse is the
+// validity check too.
 func prepareInput(in *engine.IngestInput) error {
-	if err := checkInput(in); err != nil {
-		return err
-	}
-	return nil
-}
-
-// checkInput checks an artifact's fields, the engine's invariants
-// (engine.IngestInput) among them, worded for the API, and extracts the
-// payload's text into in.Text. The payload is parsed once: text.Extract's
-// parser accepts exactly what encoding/json does (text.FuzzParseJSON), so
-// its parse is the validity check too.
-func checkInput(in *engine.IngestInput) *InvalidError {
 	if err := engine.CheckID("workspace_id", in.Workspace, true); err != nil {
 		return err
 	}
@@ -71,7 +61,10 @@ func checkInput(in *engine.IngestInput) *InvalidError {
 			}
 		}
 	}
-	return engine.CheckMetadata("metadata", in.Metadata)
+	if err := engine.CheckMetadata("metadata", in.Metadata); err != nil {
+		return err
+	}
+	return nil
 }
 
 // checkWorkspace is engine.CheckWorkspaceID for the routes that read or

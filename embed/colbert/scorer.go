@@ -187,10 +187,10 @@ func (s *Scorer) passageRows(ctx context.Context, texts, spans []string, stored 
 	return speakers, contents, nil
 }
 
-// ScoreAllWithout is ScoreAll, writing the same scores to dst, and in the
-// same pass over the rows the score of each passage's content alone (its
-// speaker's rows aside) for the query without the rows of words to
-// content (retrieval.LateWithout): what a passage says about what is
+// ScoreAllWithout is ScoreAll for q (Query's encoding of query), writing
+// the same scores to dst, and in the same pass over the rows the score of
+// each passage's content alone (its speaker's rows aside) for the query
+// without the rows of words to content (retrieval.LateWithout): what a passage says about what is
 // asked, whoever the query and the passage name. A word is matched whole,
 // as its WordPiece ids in a run of the query's that neither starts nor
 // ends inside a word, with a possessive after it ("Caroline's": caroline
@@ -200,21 +200,21 @@ func (s *Scorer) passageRows(ctx context.Context, texts, spans []string, stored 
 // query without the words; docs/benchmarks.md § Attribution by late
 // interaction). It reports false, and leaves content, when the query
 // holds none of words.
-func (s *Scorer) ScoreAllWithout(ctx context.Context, query any, text string, words []string, texts, spans []string, stored [][]byte, dst, content []float64) (bool, error) {
-	q, ok := query.(Stored)
+func (s *Scorer) ScoreAllWithout(ctx context.Context, q any, query string, words []string, texts, spans []string, stored [][]byte, dst, content []float64) (bool, error) {
+	rows, ok := q.(Stored)
 	if !ok {
-		return false, fmt.Errorf("colbert: ScoreAllWithout: the query is a %T, not Query's", query)
+		return false, fmt.Errorf("colbert: ScoreAllWithout: the query is a %T, not Query's", q)
 	}
-	keep := s.keepRows(q, text, words)
+	keep := s.keepRows(rows, query, words)
 	if keep == nil {
-		return false, s.ScoreAll(ctx, query, texts, spans, stored, dst)
+		return false, s.ScoreAll(ctx, q, texts, spans, stored, dst)
 	}
 	speakers, contents, err := s.passageRows(ctx, texts, spans, stored)
 	if err != nil {
 		return false, err
 	}
 	for i := range texts {
-		dst[i], content[i] = maxSimSplit(q, keep, speakers[i], contents[i])
+		dst[i], content[i] = maxSimSplit(rows, keep, speakers[i], contents[i])
 	}
 	return true, nil
 }

@@ -122,6 +122,8 @@ func MaxSimStored(q Stored, parts ...Stored) float64 {
 		qv := q.Vals[i*StoredDims : (i+1)*StoredDims]
 		best := math.Inf(-1)
 		for _, p := range parts {
+			// rowBest's loop, inlined: the call cost 3% here
+			// (BenchmarkMaxSimStored).
 			if p.Rows() == 0 {
 				continue
 			}
@@ -134,6 +136,22 @@ func MaxSimStored(q Stored, parts ...Stored) float64 {
 		total += best
 	}
 	return total
+}
+
+// rowBest is the largest product of the query row qv (scale qs) with a row
+// of p, -Inf when p has none, as MaxSimStored computes it; dots is scratch
+// of at least p.Rows().
+func rowBest(qv []int8, qs float32, p Stored, dots []int32) float64 {
+	best := math.Inf(-1)
+	if p.Rows() == 0 {
+		return best
+	}
+	d := dots[:p.Rows()]
+	vecindex.DotBatch(qv, p.Vals, StoredDims, d)
+	for j, ps := range p.Scales {
+		best = max(best, float64(qs)*float64(ps)*float64(d[j]))
+	}
+	return best
 }
 
 // maxSimSplit returns MaxSimStored(q, speaker, content), with its bits,
@@ -149,22 +167,10 @@ func maxSimSplit(q Stored, keep []bool, speaker, content Stored) (full, contentO
 	if n := max(speaker.Rows(), content.Rows()); n > len(dots) {
 		dots = make([]int32, n)
 	}
-	best := func(qv []int8, qs float32, p Stored) float64 {
-		b := math.Inf(-1)
-		if p.Rows() == 0 {
-			return b
-		}
-		d := dots[:p.Rows()]
-		vecindex.DotBatch(qv, p.Vals, StoredDims, d)
-		for j, ps := range p.Scales {
-			b = max(b, float64(qs)*float64(ps)*float64(d[j]))
-		}
-		return b
-	}
 	for i, qs := range q.Scales {
 		qv := q.Vals[i*StoredDims : (i+1)*StoredDims]
-		c := best(qv, qs, content)
-		full += max(best(qv, qs, speaker), c)
+		c := rowBest(qv, qs, content, dots)
+		full += max(rowBest(qv, qs, speaker, dots), c)
 		if keep[i] && content.Rows() > 0 {
 			contentOnly += c
 		}
