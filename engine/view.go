@@ -122,6 +122,29 @@ func (v *View) Doc(part int, doc uint32, filter map[string]string) (sp artifact.
 	return sp, a, MetadataMatches(a.Metadata, filter), nil
 }
 
+// FirstSpan returns the first span (ordinal 0) of the artifact of sp, the
+// span at document doc of part (sp itself when it is the first): what a
+// reader of a later span needs of its artifact's start, such as the speaker
+// a chat turn's text begins with. An artifact's spans are stored together
+// in ordinal order, so it is one read.
+func (v *View) FirstSpan(part int, doc uint32, sp artifact.Span) (artifact.Span, error) {
+	if sp.Ordinal == 0 {
+		return sp, nil
+	}
+	src := v.srcs[part]
+	if src.hw != nil {
+		return src.hw.refs[doc].ha.spans[0], nil
+	}
+	first, err := src.seg.Span(src.ws, src.segDoc(doc)-int(sp.Ordinal))
+	if err != nil {
+		return first, fmt.Errorf("engine: view: %w", err)
+	}
+	if first.ArtifactID != sp.ArtifactID || first.Ordinal != 0 {
+		return first, fmt.Errorf("engine: view: the span %d before span %s is not the first of artifact %s", sp.Ordinal, sp.ID, sp.ArtifactID)
+	}
+	return first, nil
+}
+
 // Span returns span spanID of artifact artID (a pinned span) and its
 // artifact; ok is false when either is gone (erased, or not the tenant's)
 // or the artifact does not match filter.

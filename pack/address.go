@@ -135,6 +135,13 @@ func addressSpeakers(cs []*cand, req Request, query []uint64) {
 			t.c.spk, t.c.spkRead, t.c.byAddr = named[t.side], true, true
 		}
 	}
+	for _, c := range cs { // a long turn's later spans: its role is their speaker's (TurnSpeaker)
+		if c.SourceType == "chat_turn" && c.Start != 0 {
+			if side := slices.Index(roles, text.TurnRole(c.turnHead())); side >= 0 {
+				c.spk, c.spkRead, c.byAddr = named[side], true, true
+			}
+		}
+	}
 }
 
 // addressedTerms returns the term hashes (nameTerm) of the names content

@@ -121,6 +121,33 @@ func TestAddressSpeakers(t *testing.T) {
 	}
 }
 
+// TestAddressLaterSpan: a long turn's later span is taken as said by the
+// name its role is addressed by, as the turn's first span is.
+func TestAddressLaterSpan(t *testing.T) {
+	cs := addressConversation(true)
+	rest := cs[2]
+	rest.SpanID[0]++
+	rest.Text, rest.Start, rest.TurnSpeaker = "After the race I realize self-care is really important.", 300, "assistant"
+	cs = append(cs, rest)
+	for _, query := range []string{"What did Melanie realize after her charity race?", "What did Caroline realize after her charity race?"} {
+		r := Request{Query: query, MaxTokens: 4096, AsOf: 1 << 40}
+		g := gather(nil, cs, "")
+		addressSpeakers(g, r, queryTerms(query))
+		var first, later *cand
+		for _, c := range g {
+			switch c.SpanID {
+			case cs[2].SpanID:
+				first = c
+			case rest.SpanID:
+				later = c
+			}
+		}
+		if !first.byAddr || !later.byAddr || !slices.Equal(first.spk, later.spk) {
+			t.Errorf("%q: the later span's speaker %v (by address %v), its turn's %v (%v)", query, later.spk, later.byAddr, first.spk, first.byAddr)
+		}
+	}
+}
+
 // TestRankTexts: a relevance model reads a turn whose speaker was found by
 // address as said by that name, as the query writes it; a turn of a role
 // the query names no one of, and any turn when names are not found, read

@@ -128,6 +128,7 @@ func compareMeta(a, b *Candidate) int {
 		cmp.Compare(a.Text, b.Text),
 		cmp.Compare(a.SourceType, b.SourceType),
 		cmp.Compare(a.CreatorID, b.CreatorID),
+		cmp.Compare(a.TurnSpeaker, b.TurnSpeaker),
 		cmp.Compare(a.SessionID, b.SessionID),
 		cmp.Compare(a.Timestamp, b.Timestamp),
 		cmp.Compare(a.Seq, b.Seq),

@@ -100,26 +100,31 @@ func TestOwnerPrior(t *testing.T) {
 		return c
 	}
 	note := cnd(4, 4, "assistant: a note, not a turn", 5)
+	// A long turn's later span starts with no role: its turn's speaker
+	// (TurnSpeaker) says whose it is.
+	later := turn(5, "s2", 1, "10. Take Biscuit to the vet for a checkup.", 8)
+	later.Start, later.TurnSpeaker = 200, "assistant"
 	in := []Candidate{
 		turn(1, "s1", 1, "user: I adopted a dog and named him Biscuit.", 10),
 		turn(2, "s2", 1, "assistant: Biscuit is a lovely name for a dog! Here are ten tips for a new dog.", 10),
 		turn(3, "s3", 1, "Caroline: My dog is called Biscuit.", 5),
 		note,
+		later,
 	}
 	for _, tt := range []struct {
 		query   string
 		turns   []Candidate
 		lowered []bool // which spans of turns weigh SpeakerPrior
 	}{
-		{"What is my dog's name?", in, []bool{false, true, false, false}},
-		{"What did I name the dog I adopted?", in, []bool{false, true, false, false}},
-		{"I’m trying to remember my dog’s name", in, []bool{false, true, false, false}},
-		{"What name did you suggest for my dog?", in, []bool{false, false, false, false}},
-		{"What is the dog's name?", in, []bool{false, false, false, false}},
+		{"What is my dog's name?", in, []bool{false, true, false, false, true}},
+		{"What did I name the dog I adopted?", in, []bool{false, true, false, false, true}},
+		{"I’m trying to remember my dog’s name", in, []bool{false, true, false, false, true}},
+		{"What name did you suggest for my dog?", in, []bool{false, false, false, false, false}},
+		{"What is the dog's name?", in, []bool{false, false, false, false, false}},
 		// A named speaker: her prior (the user's and the agent's turns
 		// have no named speaker, so are left alone), not the owner's.
-		{"What did Caroline call my dog?", in, []bool{false, false, false, false}},
-		{"What is my dog's name?", in[1:], []bool{false, false, false}},
+		{"What did Caroline call my dog?", in, []bool{false, false, false, false, false}},
+		{"What is my dog's name?", in[1:], []bool{false, false, false, false}},
 	} {
 		t.Run(tt.query, func(t *testing.T) {
 			base := gather(nil, tt.turns, "")

@@ -74,7 +74,7 @@ func hasBreak(s string) bool {
 
 // evidenceHead returns what an evidence line says before the span text:
 // "<date> [<time> ][<speaker>: ]" (see the layout above). It is a function of
-// the candidate's artifact fields alone.
+// the candidate's artifact fields and its turn's speaker alone.
 func evidenceHead(c *Candidate) string {
 	t := time.UnixMicro(c.Timestamp).UTC()
 	layout := "2006-01-02 15:04 "
@@ -86,6 +86,9 @@ func evidenceHead(c *Candidate) string {
 		return head // the turn's text starts with its speaker
 	}
 	who := c.CreatorID
+	if c.SourceType == "chat_turn" && c.TurnSpeaker != "" {
+		who = c.TurnSpeaker // a later span of the turn: its speaker, not the client's id
+	}
 	if who == "" {
 		who = c.SourceType
 	}

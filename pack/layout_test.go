@@ -173,23 +173,28 @@ func TestEvidenceHead(t *testing.T) {
 		typ, actor, text string
 		ts               int64
 		start            int
+		turnSpeaker      string
 		want             string
 	}{
-		{"chat turn: its text names the speaker", "chat_turn", "u_42", "Maya: the sync moves to 14:30", day + 14*3600e6 + 30*60e6, 0,
+		{"chat turn: its text names the speaker", "chat_turn", "u_42", "Maya: the sync moves to 14:30", day + 14*3600e6 + 30*60e6, 0, "",
 			"2026-10-13 14:30 Maya: the sync moves to 14:30"},
-		{"chat turn under a role", "chat_turn", "", "user: where do I live?", day + 9*3600e6, 0, "2026-10-13 09:00 user: where do I live?"},
-		{"later span of a long turn: the actor", "chat_turn", "maya", "and the rest of it", day + 60e6, 120,
+		{"chat turn under a role", "chat_turn", "", "user: where do I live?", day + 9*3600e6, 0, "", "2026-10-13 09:00 user: where do I live?"},
+		{"later span of a long turn: its speaker", "chat_turn", "maya", "and the rest of it", day + 60e6, 120, "Maya",
+			"2026-10-13 00:01 Maya: and the rest of it"},
+		{"later span of a long turn under a role: the role", "chat_turn", "u_42", "and the rest of it", day + 60e6, 120, "assistant",
+			"2026-10-13 00:01 assistant: and the rest of it"},
+		{"later span of a turn whose speaker is unknown: the actor", "chat_turn", "maya", "and the rest of it", day + 60e6, 120, "",
 			"2026-10-13 00:01 maya: and the rest of it"},
-		{"date-only timestamp drops the time", "note", "alice", "Budget raised.", day, 0, "2026-10-13 alice: Budget raised."},
-		{"seconds are not shown", "email", "bob", "Hi.", day + 59e6, 0, "2026-10-13 00:00 bob: Hi."},
-		{"a microsecond is a time", "note", "alice", "x", day + 1, 0, "2026-10-13 00:00 alice: x"},
-		{"no actor: the type", "document", "", "Launch plan.", day + 3600e6, 0, "2026-10-13 01:00 document: Launch plan."},
-		{"before 1970", "note", "alice", "old", -86_400_000_000, 0, "1969-12-31 alice: old"},
-		{"line breaks in the text are flattened", "tool_result", "", "a\nb", day, 0, "2026-10-13 tool_result: a b"},
+		{"date-only timestamp drops the time", "note", "alice", "Budget raised.", day, 0, "", "2026-10-13 alice: Budget raised."},
+		{"seconds are not shown", "email", "bob", "Hi.", day + 59e6, 0, "", "2026-10-13 00:00 bob: Hi."},
+		{"a microsecond is a time", "note", "alice", "x", day + 1, 0, "", "2026-10-13 00:00 alice: x"},
+		{"no actor: the type", "document", "", "Launch plan.", day + 3600e6, 0, "", "2026-10-13 01:00 document: Launch plan."},
+		{"before 1970", "note", "alice", "old", -86_400_000_000, 0, "", "1969-12-31 alice: old"},
+		{"line breaks in the text are flattened", "tool_result", "", "a\nb", day, 0, "", "2026-10-13 tool_result: a b"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Candidate{SourceType: tc.typ, CreatorID: tc.actor, Text: tc.text, Timestamp: tc.ts, Start: tc.start}
+			c := Candidate{SourceType: tc.typ, CreatorID: tc.actor, Text: tc.text, Timestamp: tc.ts, Start: tc.start, TurnSpeaker: tc.turnSpeaker}
 			if got := renderedLine(&c); got != tc.want {
 				t.Errorf("%q, want %q", got, tc.want)
 			}

@@ -21,6 +21,14 @@ type Candidate struct {
 	Tokens             int    // token count of Text, stored at indexing
 	Start, End         int    // code point offsets into the artifact's extracted text
 	Permissions        artifact.Permissions
+	// TurnSpeaker is, for a span of a chat turn after its first, the
+	// speaker its turn's text starts with: a name ("Caroline") or a generic
+	// role ("user"), as text.TurnSpeaker or text.TurnRole read it from the
+	// first span. Empty for a first span (its Text starts with it) and for
+	// other types. Without it a long turn's later spans would have no
+	// speaker: the speaker prior, attribution and the evidence line's head
+	// could not tell whose they are.
+	TurnSpeaker string
 
 	Lexical  float64 // BM25 score; 0 when the lexical channel did not return the span
 	Semantic float64 // cosine similarity; 0 when the semantic channel did not return it

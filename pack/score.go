@@ -268,7 +268,7 @@ func ownerPrior(cs []*cand) {
 		if c.SourceType != "chat_turn" {
 			continue
 		}
-		switch r := text.TurnRole(c.Text); {
+		switch r := text.TurnRole(c.turnHead()); {
 		case ownerRole(r):
 			owned = true
 		case agentRole(r):

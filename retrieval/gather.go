@@ -7,6 +7,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -362,12 +363,32 @@ func (r *resolver) candidate(part int, doc uint32) (*pack.Candidate, error) {
 		return nil, nil
 	}
 	c := newCandidate(sp, a)
+	if c.SourceType == "chat_turn" && sp.Ordinal > 0 {
+		first, err := r.v.FirstSpan(part, doc, sp)
+		if err != nil {
+			return nil, fmt.Errorf("retrieval: pack: %w", err)
+		}
+		c.TurnSpeaker = turnSpeaker(first.Text)
+	}
 	r.cands[sp.ID] = c
 	r.order = append(r.order, sp.ID)
 	if r.docs != nil {
 		r.docs[sp.ID] = docRef{part, doc}
 	}
 	return c, nil
+}
+
+// turnSpeaker returns the speaker a chat turn's extracted text starts
+// with: a name (text.TurnSpeaker) or a generic role (text.TurnRole), as
+// written there; "" when it starts with neither.
+func turnSpeaker(s string) string {
+	if p := text.TurnSpeaker(s); p != "" {
+		return p
+	}
+	if text.TurnRole(s) != "" {
+		return s[:strings.Index(s, ": ")]
+	}
+	return ""
 }
 
 // byID resolves a span by its artifact and id (pinned spans); nil if gone.
@@ -379,7 +400,17 @@ func (r *resolver) byID(artID, spanID uuid.UUID) (*pack.Candidate, error) {
 	if !ok {
 		return nil, nil
 	}
-	return newCandidate(sp, a), nil
+	c := newCandidate(sp, a)
+	if c.SourceType == "chat_turn" && sp.Ordinal > 0 {
+		first, _, ok, err := r.v.Span(artID, engine.SpanID(artID, 0), nil)
+		if err != nil {
+			return nil, fmt.Errorf("retrieval: pack: %w", err)
+		}
+		if ok {
+			c.TurnSpeaker = turnSpeaker(first.Text)
+		}
+	}
+	return c, nil
 }
 
 // newCandidate is the packer's view of span sp of artifact a. SessionID,
