@@ -18,7 +18,9 @@ const DepthTokens = 200
 //
 //	Q = the largest share of the query's distinct     query coverage
 //	    terms and numbers found in one of the
-//	    CoverageTop most relevant spans of I
+//	    CoverageTop most relevant spans of I, the
+//	    words of a date the query names found in
+//	    a span of that time (dated)
 //	    (when the query has none: R = 0.7*r1 +
 //	    0.3*mean(r1, r2, r3), the best relevance)
 //	A = attribution(V, names, content)               who said the words asked about (attribution.go)
@@ -50,7 +52,7 @@ const DepthTokens = 200
 // when a fifth of their weight is), or when no included span holds
 // more than about a twelfth of the query's terms. docs/pack.md has the
 // calibration.
-func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool, evidence int) float64 {
+func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool, dated []uint64, windows []Window, evidence int) float64 {
 	if len(included) == 0 {
 		return 0
 	}
@@ -72,8 +74,10 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool
 		best := 0
 		for _, c := range coverageSpans(included) {
 			n := 0
+			when := len(dated) > 0 && inWindow(c.Timestamp, windows)
 			for _, w := range query {
-				if c.feat.terms.has(w) || c.feat.nums.has(w) || (c.byAddr && slices.Contains(c.spk, w)) {
+				if c.feat.terms.has(w) || c.feat.nums.has(w) || (c.byAddr && slices.Contains(c.spk, w)) ||
+					(when && slices.Contains(dated, w)) {
 					n++
 				}
 			}
@@ -110,6 +114,24 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool
 	v := float64(min(3, len(slices.Compact(arts)))) / 3
 	support := float64(0.5*d) + float64(0.3*cov) + float64(0.2*v)
 	return round6(clamp01(float64(strength * (0.6 + float64(0.4*support)))))
+}
+
+// datedTerms returns the terms of query (queryTerms) that the expressions
+// of its windows hold ("5", "day", "ago" of "5 days ago"): words that say
+// when, which a span says by its time rather than its text. A span whose
+// time lies in a window holds them for query coverage: "What did I buy 10
+// days ago?" is answered by that day's "I just got a smoker today", which
+// holds none of them. Nil without windows.
+func datedTerms(query []uint64, windows []Window) []uint64 {
+	var out []uint64
+	for _, w := range windows {
+		for _, h := range queryTerms(w.Expr) {
+			if _, ok := slices.BinarySearch(query, h); ok && !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
 }
 
 // CoverageTop is how many of the included spans, the most relevant first,

@@ -36,9 +36,12 @@ type filler struct {
 	tagCost  []int
 
 	// query holds the query's terms and owner whether it asks about the
-	// memory's owner (queryTerms, asksOwner), for confidence.
-	query []uint64
-	owner bool
+	// memory's owner (queryTerms, asksOwner), for confidence; dated are
+	// the query's terms that its windows' expressions hold (datedTerms).
+	query   []uint64
+	owner   bool
+	windows []Window
+	dated   []uint64
 }
 
 // newFiller returns a filler for a budget; tokens is the sum of the

@@ -89,6 +89,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	}
 	f := newFiller(tok, budget, tun, tokens)
 	f.query, f.owner = query, owner
+	f.windows, f.dated = req.Windows, datedTerms(query, req.Windows)
 	if req.Lines != nil && splitsAfterTag(tok) {
 		f.lines = req.Lines
 	}

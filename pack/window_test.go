@@ -2,6 +2,7 @@ package pack
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,35 @@ func TestPackPrefersWindow(t *testing.T) {
 	}
 	if got := first(Pack(rq, nil, []Candidate{oct13, later, strong}, est)); got != strong.Text {
 		t.Errorf("the far stronger span should still lead, got %q", got)
+	}
+}
+
+// TestDatedTermsCoverage: the words of a date the query names count as
+// held, for query coverage, by a span of that time, and by no other: the
+// turn of that day that answers "What did I buy 10 days ago?" holds none
+// of them in its text.
+func TestDatedTermsCoverage(t *testing.T) {
+	const asOf = 100 * day
+	q := "What kitchen appliance did I buy 10 days ago?"
+	query := queryTerms(q)
+	win := []Window{{Start: 90 * day, End: 91 * day, Expr: "10 days ago"}}
+	dated := datedTerms(query, win)
+	if want := queryTerms("10 days ago"); !slices.Equal(sortedSet(slices.Clone(dated)), want) || len(want) != 3 {
+		t.Fatalf("dated terms %v, want the terms of the expression %v", dated, want)
+	}
+	if got := datedTerms(query, nil); got != nil {
+		t.Errorf("dated terms %v without windows", got)
+	}
+	smoker := cnd(1, 1, "I just got a smoker today, a new kitchen appliance to buy wood for.", 5)
+	confidenceAt := func(ts int64, windows []Window) float64 {
+		c := smoker
+		c.Timestamp = ts
+		rq := req(q, 1000)
+		rq.AsOf, rq.Windows = asOf, windows
+		return Pack(rq, nil, []Candidate{c}, est).Confidence
+	}
+	in, out, none := confidenceAt(90*day+3600e6, win), confidenceAt(80*day, win), confidenceAt(90*day+3600e6, nil)
+	if !(in > out) || out != none {
+		t.Errorf("confidence in the window %v, outside it %v, without windows %v: want in > outside = without", in, out, none)
 	}
 }
