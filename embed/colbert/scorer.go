@@ -103,8 +103,9 @@ func (s *Scorer) ScoreAll(ctx context.Context, query any, texts, spans []string,
 	if err != nil {
 		return err
 	}
+	var dots scratch
 	for i := range texts {
-		dst[i] = MaxSimStored(q, speakers[i], contents[i])
+		dst[i] = maxSimStored(q, &dots, speakers[i], contents[i])
 	}
 	return nil
 }
@@ -213,8 +214,9 @@ func (s *Scorer) ScoreAllWithout(ctx context.Context, q any, query string, words
 	if err != nil {
 		return false, err
 	}
+	var dots scratch
 	for i := range texts {
-		dst[i], content[i] = maxSimSplit(rows, keep, speakers[i], contents[i])
+		dst[i], content[i] = maxSimSplit(rows, keep, speakers[i], contents[i], &dots)
 	}
 	return true, nil
 }

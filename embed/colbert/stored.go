@@ -105,17 +105,31 @@ func DecodeStored(b []byte) (Stored, error) {
 // would, with the same bits (the largest of the same products), without
 // copying them together.
 func MaxSimStored(q Stored, parts ...Stored) float64 {
+	var dots scratch
+	return maxSimStored(q, &dots, parts...)
+}
+
+// scratch holds a part's dot products between calls, so that scoring a
+// pool allocates it once: an array on the stack escapes to the heap,
+// since vecindex.DotBatch's kernel is chosen at run time.
+type scratch []int32
+
+// get returns s's first n entries, growing it when shorter.
+func (s *scratch) get(n int) []int32 {
+	if cap(*s) < n {
+		*s = make([]int32, max(n, MaxPassageTokens))
+	}
+	return (*s)[:n]
+}
+
+// maxSimStored is MaxSimStored with scratch for the dot products.
+func maxSimStored(q Stored, dots *scratch, parts ...Stored) float64 {
 	rows := 0
 	for _, p := range parts {
 		rows = max(rows, p.Rows())
 	}
 	if rows == 0 {
 		return 0
-	}
-	var buf [MaxPassageTokens]int32 // a part's rows, on the stack
-	dots := buf[:]
-	if rows > len(dots) {
-		dots = make([]int32, rows)
 	}
 	var total float64
 	for i, qs := range q.Scales {
@@ -127,7 +141,7 @@ func MaxSimStored(q Stored, parts ...Stored) float64 {
 			if p.Rows() == 0 {
 				continue
 			}
-			d := dots[:p.Rows()]
+			d := dots.get(p.Rows())
 			vecindex.DotBatch(qv, p.Vals, StoredDims, d)
 			for j, ps := range p.Scales {
 				best = max(best, float64(qs)*float64(ps)*float64(d[j]))
@@ -158,15 +172,11 @@ func rowBest(qv []int8, qs float32, p Stored, dots []int32) float64 {
 // and, from the same dot products, the MaxSim of content alone for the
 // rows of q that keep marks, summed in row order as MaxSimStored sums
 // (the bits of MaxSimStored over those rows and content).
-func maxSimSplit(q Stored, keep []bool, speaker, content Stored) (full, contentOnly float64) {
+func maxSimSplit(q Stored, keep []bool, speaker, content Stored, scratch *scratch) (full, contentOnly float64) {
 	if speaker.Rows() == 0 && content.Rows() == 0 {
 		return 0, 0
 	}
-	var buf [MaxPassageTokens]int32
-	dots := buf[:]
-	if n := max(speaker.Rows(), content.Rows()); n > len(dots) {
-		dots = make([]int32, n)
-	}
+	dots := scratch.get(max(speaker.Rows(), content.Rows()))
 	for i, qs := range q.Scales {
 		qv := q.Vals[i*StoredDims : (i+1)*StoredDims]
 		c := rowBest(qv, qs, content, dots)
