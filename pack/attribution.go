@@ -377,3 +377,53 @@ func ownerAttribution(visible []*cand, query []uint64) float64 {
 	}
 	return attributionOf(spans)
 }
+
+// ownerGrounding is how much of what a query about the memory's owner names
+// the memory holds outside the agent's words: with named the query's named
+// terms (namedTerms) and g the share of them that some visible span holds
+// other than an agent-role chat turn (assistant, ai, bot, model),
+//
+//	G = AttributionFloor + (1 - AttributionFloor) × g²
+//
+// and 1 when the query names nothing. A question about the owner's life
+// that names a thing the owner never mentioned ("How often do I see Dr.
+// Johnson?" when they see Dr. Smith; "How many Italian restaurants have I
+// tried?" when they told of Korean ones) asks about something else, and the
+// agent's words do not ground it: an assistant's advice names places and
+// brands its user never spoke of. Names are seldom paraphrased, so an
+// answerable question's names are held. A span is read as it is stored, so a
+// name held by a later span of the owner's long turn counts.
+func ownerGrounding(visible []*cand, named names) float64 {
+	if len(named.terms) == 0 {
+		return 1
+	}
+	held := make([]bool, len(named.terms))
+	left := len(named.terms)
+	for _, c := range visible {
+		if agentRole(text.TurnRole(c.turnHead())) || !mayHold(c.Text, named.keys, held) {
+			continue
+		}
+		for i, h := range heldMask(c.Text, named.terms) {
+			if h && !held[i] {
+				held[i] = true
+				left--
+			}
+		}
+		if left == 0 {
+			return 1
+		}
+	}
+	g := float64(len(named.terms)-left) / float64(len(named.terms))
+	return AttributionFloor + float64((1-AttributionFloor)*float64(g*g))
+}
+
+// mayHold reports whether a word of s starts, ignoring case, with the key
+// of a name not yet held: reading a span's words costs much more.
+func mayHold(s string, keys []string, held []bool) bool {
+	for i, k := range keys {
+		if !held[i] && hasWordPrefix(s, k) {
+			return true
+		}
+	}
+	return false
+}

@@ -202,3 +202,91 @@ func TestPossessiveTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedTerms: the words of a query that name something, as
+// ownerGrounding reads them.
+func TestNamedTerms(t *testing.T) {
+	for _, tt := range []struct{ query, want string }{
+		{"How often do I see Dr. Johnson?", "Dr Johnson"},                    // an abbreviation does not end the sentence
+		{"How many Italian restaurants have I tried in my city?", "Italian"}, // "How" starts it; "I" is no name
+		{"How many days before I bought my iPad did I attend the Holiday Market?", "iPad Holiday Market"},
+		{"What did I buy in March? Which Tuesday was it?", ""},              // a sentence's first word, months, weekdays
+		{"I'm planning a trip. Can you suggest a hotel in Miami?", "Miami"}, // "Can" starts the second sentence
+		{"Where did I hang 'Ethereal Dreams' by Emma Taylor?", "Ethereal Dreams Emma Taylor"},
+		{"Did I read books by C. S. Lewis at St. Mary's?", "Lewis St Mary's"}, // initials are single letters
+		{"what did i eat yesterday?", ""},
+	} {
+		if got, want := namedTerms(tt.query).terms, queryTerms(tt.want); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("namedTerms(%q) = %v, want the terms of %q %v", tt.query, got, tt.want, want)
+		}
+	}
+}
+
+// TestOwnerGrounding: a question about the owner that names a thing only the
+// agent's turns hold ("Italian" in the assistant's suggestions, where the
+// user told of Korean restaurants) abstains, where before it kept the
+// confidence of the question the memory answers. A name held by the owner's
+// turn, a note, or a question not about the owner is not affected.
+func TestOwnerGrounding(t *testing.T) {
+	turn := chatTurn
+	memory := []Candidate{
+		turn(1, "user: I've tried three Korean restaurants in my city so far, the last one in Midtown.", 10),
+		turn(2, "assistant: If you like Korean food, you could also try the Italian restaurants downtown.", 9),
+		turn(3, "assistant: Italian restaurants often serve fresh pasta.", 8),
+	}
+	swapped := Pack(req("How many Italian restaurants have I tried in my city?", 4096), nil, memory, est)
+	asked := Pack(req("How many Korean restaurants have I tried in my city?", 4096), nil, memory, est)
+	if !swapped.Abstain || asked.Abstain || !(swapped.Confidence < asked.Confidence/3) {
+		t.Errorf("Italian: confidence %v abstain %v; Korean: %v %v", swapped.Confidence, swapped.Abstain, asked.Confidence, asked.Abstain)
+	}
+	if p := Pack(req("Which Italian restaurants are there in the city?", 4096), nil, memory, est); p.Abstain {
+		t.Errorf("a question not about the owner: confidence %v, abstains", p.Confidence)
+	}
+	noted := append([]Candidate{cnd(4, 4, "Restaurants tried: two Italian ones.", 5)}, memory...)
+	if p := Pack(req("How many Italian restaurants have I tried in my city?", 4096), nil, noted, est); p.Abstain {
+		t.Errorf("a note holds the name: confidence %v, abstains", p.Confidence)
+	}
+
+	// The factor itself.
+	cs := []*cand{
+		{Candidate: Candidate{SourceType: "chat_turn", Text: "assistant: Dr. Johnson and Dr. Brown take new patients."}},
+		{Candidate: Candidate{SourceType: "chat_turn", Start: 60, TurnSpeaker: "assistant", Text: "Ask Dr. Johnson's office."}},
+		{Candidate: Candidate{SourceType: "chat_turn", Text: "user: I see Dr. Smith for my back."}},
+		{Candidate: Candidate{SourceType: "document", Text: "Clinic list: Brown, Smith."}},
+	}
+	named := namedTerms("Do I see Dr. Johnson or Dr. Brown?") // dr, johnson, brown: johnson only in the agent's words
+	want := AttributionFloor + (1-AttributionFloor)*(2.0/3)*(2.0/3)
+	if got := ownerGrounding(cs, named); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		t.Errorf("ownerGrounding = %v, want %v", got, want)
+	}
+	if got := ownerGrounding(cs, namedTerms("Do I see Dr. Smith?")); got != 1 {
+		t.Errorf("ownerGrounding of a held name = %v, want 1", got)
+	}
+	if got := ownerGrounding(cs, names{}); got != 1 {
+		t.Errorf("ownerGrounding without names = %v, want 1", got)
+	}
+}
+
+// TestHasWordPrefix: ownerGrounding's quick look finds a key at a word's
+// start in any case, and not inside a word.
+func TestHasWordPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		s, key string
+		want   bool
+	}{
+		{"We tried the Italian place.", "italia", true},
+		{"ITALIAN FOOD", "italia", true},
+		{"italian", "italia", true},
+		{"(italian)", "italia", true},
+		{"nonitalian food", "italia", false},
+		{"éitalian", "italia", false}, // a letter before it
+		{"Ital", "italia", false},     // too short
+		{"I dream of drives; Dr. Smith", "dr", true},
+		{"address and hydrant", "dr", false},
+		{"anything", "", true},
+	} {
+		if got := hasWordPrefix(tt.s, tt.key); got != tt.want {
+			t.Errorf("hasWordPrefix(%q, %q) = %v, want %v", tt.s, tt.key, got, tt.want)
+		}
+	}
+}

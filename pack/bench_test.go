@@ -154,3 +154,17 @@ func BenchmarkConflictStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOwnerGrounding is ownerGrounding's worst case: a name no
+// candidate holds, so that every one of 400 candidates of about 200 tokens
+// (a small workspace's lexical pool) is read.
+func BenchmarkOwnerGrounding(b *testing.B) {
+	cs := gather(nil, benchCandidates(400), "")
+	named := namedTerms("How often do I see Dr. Johnson?")
+	b.ReportAllocs()
+	for b.Loop() {
+		if g := ownerGrounding(cs, named); g == 1 {
+			b.Fatal("a candidate holds the name")
+		}
+	}
+}

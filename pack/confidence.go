@@ -25,8 +25,8 @@ const DepthTokens = 200
 //	    0.3*mean(r1, r2, r3), the best relevance)
 //	A = attribution(V, names, content)               who said the words asked about (attribution.go)
 //	strength = Q * A^2                               relevance strength
-//	           (Q * A_owner for a query about the memory's owner that
-//	           names no speaker: ownerAttribution)
+//	           (Q * A_owner * G for a query about the memory's owner
+//	           that names no speaker: ownerAttribution, ownerGrounding)
 //	D = min(1, evidence tokens / DepthTokens)        evidence depth
 //	C = sum of relevance over I / sum over I and     budget coverage
 //	    the spans excluded for BUDGET
@@ -52,7 +52,7 @@ const DepthTokens = 200
 // when a fifth of their weight is), or when no included span holds
 // more than about a twelfth of the query's terms. docs/pack.md has the
 // calibration.
-func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool, dated []uint64, windows []Window, evidence int) float64 {
+func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool, named names, dated []uint64, windows []Window, evidence int) float64 {
 	if len(included) == 0 {
 		return 0
 	}
@@ -90,8 +90,9 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool
 	strength := float64(q*a) * a
 	if owner && len(names) == 0 {
 		// A question about the memory's owner: the owner's attribution,
-		// counted once (ownerAttribution).
-		strength = float64(q * ownerAttribution(visible, query))
+		// counted once (ownerAttribution), and how much of what it names
+		// the memory holds outside the agent's words (ownerGrounding).
+		strength = float64(float64(q*ownerAttribution(visible, query)) * ownerGrounding(visible, named))
 	}
 
 	d := min(1, float64(evidence)/DepthTokens)

@@ -36,10 +36,13 @@ type filler struct {
 	tagCost  []int
 
 	// query holds the query's terms and owner whether it asks about the
-	// memory's owner (queryTerms, asksOwner), for confidence; dated are
-	// the query's terms that its windows' expressions hold (datedTerms).
+	// memory's owner (queryTerms, asksOwner), for confidence; named are the
+	// terms of its words that name something (namedTerms), read when it
+	// asks about the owner; dated are the query's terms that its windows'
+	// expressions hold (datedTerms).
 	query   []uint64
 	owner   bool
+	named   names
 	windows []Window
 	dated   []uint64
 }

@@ -89,6 +89,9 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	}
 	f := newFiller(tok, budget, tun, tokens)
 	f.query, f.owner = query, owner
+	if owner {
+		f.named = namedTerms(req.Query)
+	}
 	f.windows, f.dated = req.Windows, datedTerms(query, req.Windows)
 	if req.Lines != nil && splitsAfterTag(tok) {
 		f.lines = req.Lines

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Conflict rules and query coverage compare terms: words that are not
@@ -196,4 +198,124 @@ func intersect(a, b *hashSet) int {
 		}
 	}
 	return n
+}
+
+// names are the terms of the words of a query that name something
+// (namedTerms), sorted, and for each a lower-case prefix that every word of
+// that term holds (its stem's kept prefix, less its last letter when longer
+// than three: "polic" of "policies", which meets "policy"), for a quick
+// look before reading a text's words.
+type names struct {
+	terms []uint64
+	keys  []string
+}
+
+// namedTerms returns the words of query that name something: a word with a
+// capital letter ("Johnson", "Italian", "iPad") that does not start a
+// sentence, is not a single letter ("I", an initial) or a stopword, and is
+// not a month, weekday, unit or scene word (the lexicon's scene role: a
+// date is held by a span's time, not its text). A sentence starts at the
+// query's first word and after . ! or ?, except after a short capitalised
+// abbreviation ("Dr. Johnson", "St. Mary's", "C. S. Lewis"). Names are
+// seldom paraphrased, so a name the memory never holds is a sign the
+// question is about something else (ownerGrounding).
+func namedTerms(query string) names {
+	var n names
+	var buf [64]byte
+	prevStart, prevEnd := -1, 0
+	for i := 0; ; {
+		w, start, end := nextWord(query, i, buf[:0])
+		if len(w) == 0 {
+			break
+		}
+		i = end
+		orig := query[start:end]
+		first := prevStart < 0 || (sentenceBreak(query[prevEnd:start]) && !abbreviation(query[prevStart:prevEnd], query[prevEnd:start]))
+		prevStart, prevEnd = start, end
+		if first || len(w) < 2 || !hasUpper(orig) {
+			continue
+		}
+		if r := lexicon.get(wordKey(w)); r != nil && r.scene {
+			continue
+		}
+		key, _ := stem(w)
+		if len(key) > 3 {
+			key = key[:len(key)-1]
+		}
+		if h, kind := termHash(w); kind == kindTerm {
+			if k, found := slices.BinarySearch(n.terms, h); !found {
+				n.terms = slices.Insert(n.terms, k, h)
+				n.keys = slices.Insert(n.keys, k, string(key))
+			}
+		}
+	}
+	return n
+}
+
+// sentenceBreak reports whether the text between two words ends a
+// sentence: it holds . ! or ? (or their full-width forms).
+func sentenceBreak(gap string) bool {
+	return strings.ContainsAny(gap, ".!?。！？")
+}
+
+// abbreviation reports whether a word and the gap after it are a short
+// capitalised abbreviation ("Dr", "St", "Mrs", "C") followed by ". ",
+// which does not end a sentence.
+func abbreviation(word, gap string) bool {
+	return len(word) <= 3 && word[0] >= 'A' && word[0] <= 'Z' && strings.TrimRight(gap, " ") == "."
+}
+
+// hasWordPrefix reports whether a word of s starts with sub, a lower-case
+// string, ignoring case: whether sub is in s where no letter or digit comes
+// before it. It looks for sub's first byte in both cases with IndexByte,
+// which is vectorised, rather than folding every byte of s.
+func hasWordPrefix(s, sub string) bool {
+	if sub == "" {
+		return true
+	}
+	lo, up := sub[0], sub[0]
+	if 'a' <= lo && lo <= 'z' {
+		up = lo - 'a' + 'A'
+	}
+	for from := 0; len(s)-from >= len(sub); {
+		rest := s[from:]
+		i := strings.IndexByte(rest, lo)
+		end := len(rest)
+		if i >= 0 {
+			end = i
+		}
+		if up != lo {
+			if j := strings.IndexByte(rest[:end], up); j >= 0 {
+				i = j
+			}
+		}
+		if i < 0 {
+			return false
+		}
+		at := from + i
+		if len(s)-at < len(sub) {
+			return false
+		}
+		if (at == 0 || !wordByte(s[at-1])) && strings.EqualFold(s[at:at+len(sub)], sub) {
+			return true
+		}
+		from = at + 1
+	}
+	return false
+}
+
+// wordByte reports whether b may be part of a word: an ASCII letter or
+// digit, or a byte of a multi-byte character (which may be a letter).
+func wordByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b >= utf8.RuneSelf
+}
+
+// hasUpper reports whether s holds an upper-case letter.
+func hasUpper(s string) bool {
+	for _, r := range s {
+		if unicode.IsUpper(r) {
+			return true
+		}
+	}
+	return false
 }
