@@ -215,6 +215,11 @@ func TestNamedTerms(t *testing.T) {
 		{"Where did I hang 'Ethereal Dreams' by Emma Taylor?", "Ethereal Dreams Emma Taylor"},
 		{"Did I read books by C. S. Lewis at St. Mary's?", "Lewis St Mary's"}, // initials are single letters
 		{"what did i eat yesterday?", ""},
+		{"How Often Do I See Dr. Johnson?", ""},                                // Title Case: case names nothing
+		{"HOW OFTEN DO I SEE DR. JOHNSON?", ""},                                // nor do capitals throughout
+		{"When did I visit Yosemite National Park?", "Yosemite National Park"}, // no stopword capitalised
+		{"Do I see Dr. Johnson or Dr. Brown?", "Dr Johnson Brown"},             // most words capitalised, no stopword
+		{"Dr. Johnson?", "Johnson"},
 	} {
 		if got, want := namedTerms(tt.query).terms, queryTerms(tt.want); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("namedTerms(%q) = %v, want the terms of %q %v", tt.query, got, tt.want, want)

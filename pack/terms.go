@@ -223,6 +223,7 @@ func namedTerms(query string) names {
 	var n names
 	var buf [64]byte
 	prevStart, prevEnd := -1, 0
+	words, capitalised, capitalStops := 0, 0, 0
 	for i := 0; ; {
 		w, start, end := nextWord(query, i, buf[:0])
 		if len(w) == 0 {
@@ -232,25 +233,46 @@ func namedTerms(query string) names {
 		orig := query[start:end]
 		first := prevStart < 0 || (sentenceBreak(query[prevEnd:start]) && !abbreviation(query[prevStart:prevEnd], query[prevEnd:start]))
 		prevStart, prevEnd = start, end
-		if first || len(w) < 2 || !hasUpper(orig) {
+		if first || len(w) < 2 {
 			continue
 		}
-		if r := lexicon.get(wordKey(w)); r != nil && r.scene {
+		words++
+		if !hasUpper(orig) {
+			continue
+		}
+		capitalised++
+		if r := lexicon.get(wordKey(w)); r != nil && (r.scene || r.stop) {
+			if r.stop {
+				capitalStops++
+			}
 			continue
 		}
 		key, _ := stem(w)
 		if len(key) > 3 {
 			key = key[:len(key)-1]
 		}
+		k := string(key) // termHash may overwrite w
 		if h, kind := termHash(w); kind == kindTerm {
-			if k, found := slices.BinarySearch(n.terms, h); !found {
-				n.terms = slices.Insert(n.terms, k, h)
-				n.keys = slices.Insert(n.keys, k, string(key))
+			if at, found := slices.BinarySearch(n.terms, h); !found {
+				n.terms = slices.Insert(n.terms, at, h)
+				n.keys = slices.Insert(n.keys, at, k)
 			}
 		}
 	}
+	if words >= TitleCaseWords && 2*capitalised > words && capitalStops > 0 {
+		// Title Case or capitals throughout: case says nothing of names.
+		return names{}
+	}
 	return n
 }
+
+// TitleCaseWords is how many words (the first of each sentence and single
+// letters aside) a query must have for namedTerms to read it as written in
+// Title Case, or in capitals, when more than half of them are capitalised,
+// a stopword among them: "How Often Do I See Dr. Johnson" names nothing;
+// "Do I see Dr. Johnson or Dr. Brown?" names four things, "Did I visit
+// Yosemite National Park?" three.
+const TitleCaseWords = 4
 
 // sentenceBreak reports whether the text between two words ends a
 // sentence: it holds . ! or ? (or their full-width forms).
