@@ -418,8 +418,14 @@ func ownerGrounding(visible []*cand, named names) float64 {
 }
 
 // mayHold reports whether a word of s starts, ignoring case, with the key
-// of a name not yet held: reading a span's words costs much more.
+// of a name not yet held: reading a span's words costs much more. It is
+// never wrong when it says no: a text holding İ or K (Kelvin), the two
+// runes that lower-case to ASCII letters, may hold any name, and so may any
+// text when a key is not ASCII ("").
 func mayHold(s string, keys []string, held []bool) bool {
+	if strings.ContainsRune(s, 'İ') || strings.ContainsRune(s, '\u212a') {
+		return true
+	}
 	for i, k := range keys {
 		if !held[i] && hasWordPrefix(s, k) {
 			return true

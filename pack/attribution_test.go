@@ -3,6 +3,7 @@ package pack
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -284,8 +285,10 @@ func TestHasWordPrefix(t *testing.T) {
 		{"italian", "italia", true},
 		{"(italian)", "italia", true},
 		{"nonitalian food", "italia", false},
-		{"éitalian", "italia", false}, // a letter before it
-		{"Ital", "italia", false},     // too short
+		{"éitalian", "italia", false},     // a letter before it
+		{"—Italian food", "italia", true}, // a dash is no letter
+		{"\xffitalian", "italia", true},   // nor is a byte that is no rune
+		{"Ital", "italia", false},         // too short
 		{"I dream of drives; Dr. Smith", "dr", true},
 		{"address and hydrant", "dr", false},
 		{"anything", "", true},
@@ -294,4 +297,53 @@ func TestHasWordPrefix(t *testing.T) {
 			t.Errorf("hasWordPrefix(%q, %q) = %v, want %v", tt.s, tt.key, got, tt.want)
 		}
 	}
+}
+
+// FuzzOwnerGrounding: for any query and span text, namedTerms and the quick
+// look do not panic, and the quick look never changes the factor: it equals
+// the one read from every span's words.
+func FuzzOwnerGrounding(f *testing.F) {
+	for _, s := range [][2]string{
+		{"How often do I see Dr. Johnson?", "user: I see Dr. Smith, and Dr. Johnson's clinic."},
+		{"Did I buy the iPad at St. Mary's?", "IPAD bought near st marys"},
+		{"Where did I move the Policies?", "user: the policy moved"},
+		{"Zürich or ÖREBRO, which did I visit?", "I visited zürich and Örebro"},
+		{"How Often Do I See Dr. Johnson?", "Johnson"},
+		{"I. A. B. c.", "\xff\xfe I"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, query, text string) {
+		named := namedTerms(query)
+		if len(named.keys) != len(named.terms) || !slices.IsSorted(named.terms) {
+			t.Fatalf("namedTerms(%q) = %+v", query, named)
+		}
+		cs := []*cand{
+			{Candidate: Candidate{SourceType: "note", Text: text}},
+			{Candidate: Candidate{SourceType: "chat_turn", Text: "user: " + text}},
+		}
+		// The factor without the quick look: every span's words read.
+		held := make([]bool, len(named.terms))
+		for _, c := range cs {
+			for i, h := range heldMask(c.Text, named.terms) {
+				held[i] = held[i] || h
+			}
+		}
+		want := 1.0
+		if len(named.terms) > 0 {
+			n := 0
+			for _, h := range held {
+				if h {
+					n++
+				}
+			}
+			g := float64(n) / float64(len(named.terms))
+			if n < len(named.terms) {
+				want = AttributionFloor + (1-AttributionFloor)*g*g
+			}
+		}
+		if got := ownerGrounding(cs, named); got != want {
+			t.Fatalf("ownerGrounding(%q over %q) = %v, read from every word %v", query, text, got, want)
+		}
+	})
 }

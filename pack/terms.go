@@ -252,6 +252,9 @@ func namedTerms(query string) names {
 			key = key[:len(key)-1]
 		}
 		k := string(key) // termHash may overwrite w
+		if !isASCII(k) {
+			k = "" // hasWordPrefix compares bytes: a key it cannot find says "may hold"
+		}
 		if h, kind := termHash(w); kind == kindTerm {
 			if at, found := slices.BinarySearch(n.terms, h); !found {
 				n.terms = slices.Insert(n.terms, at, h)
@@ -318,7 +321,7 @@ func hasWordPrefix(s, sub string) bool {
 		if len(s)-at < len(sub) {
 			return false
 		}
-		if (at == 0 || !wordByte(s[at-1])) && strings.EqualFold(s[at:at+len(sub)], sub) {
+		if !wordBefore(s, at) && strings.EqualFold(s[at:at+len(sub)], sub) {
 			return true
 		}
 		from = at + 1
@@ -326,10 +329,27 @@ func hasWordPrefix(s, sub string) bool {
 	return false
 }
 
-// wordByte reports whether b may be part of a word: an ASCII letter or
-// digit, or a byte of a multi-byte character (which may be a letter).
-func wordByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b >= utf8.RuneSelf
+// wordBefore reports whether the rune before s[at] continues a word, as
+// nextWord reads words: then no word starts at at.
+func wordBefore(s string, at int) bool {
+	if at == 0 {
+		return false
+	}
+	if c := s[at-1]; c < utf8.RuneSelf {
+		return asciiWord[c] != 0
+	}
+	r, _ := utf8.DecodeLastRuneInString(s[:at])
+	return isWordRune(r)
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // hasUpper reports whether s holds an upper-case letter.
