@@ -149,7 +149,7 @@ func BenchmarkConflictStep(b *testing.B) {
 		for i := range cs {
 			fs[i] = featuresOf(cs[i].Text)
 			for j := range i {
-				detectConflict(fs[j], fs[i], newerOf(cs[j].Timestamp, cs[j].Seq, cs[i].Timestamp, cs[i].Seq))
+				detectConflict(fs[j], fs[i], newerOf(cs[j].Timestamp, cs[j].Seq, cs[i].Timestamp, cs[i].Seq), false)
 			}
 		}
 	}

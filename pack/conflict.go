@@ -74,7 +74,11 @@ func newerOf(ta int64, seqA uint64, tb int64, seqB uint64) int {
 //   - negation: the pairs of negationPairs, and a word negated in one
 //     clause ("not coming", "not signed") stated in the other; the two
 //     clauses about the same subject.
-func detectConflict(a, b *features, newer int) (kind, desc string) {
+//
+// chat is true when both spans are chat turns: then a change cue that does
+// not move an object changes only a value of a kind both clauses state
+// (cueClash).
+func detectConflict(a, b *features, newer int, chat bool) (kind, desc string) {
 	if qb, qa, ok := correctionClash(b, a); ok {
 		return ConflictNumerical, fmt.Sprintf("numerical: %q vs %q (a correction)", qa.text, qb.text)
 	}
@@ -85,12 +89,12 @@ func detectConflict(a, b *features, newer int) (kind, desc string) {
 		return ConflictNumerical, fmt.Sprintf("numerical: %q vs %q", qa.text, qb.text)
 	}
 	if newer >= 0 {
-		if cue, ok := cueClash(b, a); ok {
+		if cue, ok := cueClash(b, a, chat); ok {
 			return ConflictSupersession, fmt.Sprintf("supersession: the second says %q", cue)
 		}
 	}
 	if newer <= 0 {
-		if cue, ok := cueClash(a, b); ok {
+		if cue, ok := cueClash(a, b, chat); ok {
 			return ConflictSupersession, fmt.Sprintf("supersession: the first says %q", cue)
 		}
 	}
@@ -275,8 +279,14 @@ func otherYears(a, b *features) bool {
 // cue) in a clause about the same subject as a clause of o, neither clause
 // asks a question, and the current values of n's clause are not among o's
 // values (a change to a value o already states confirms it). It returns
-// the cue.
-func cueClash(n, o *features) (string, bool) {
+// the cue. Between chat turns (chat), a cue that does not move an object
+// ("now", "new", "went", "reached", ...: movesObject) needs both clauses to
+// state a value: people chat in those words about everything ("I'm now
+// mentoring the younger players on my team" and "I met up with my
+// teammates after my trip" share a subject and state nothing that
+// changed), while a chatted change of such a cue states the values ("my
+// address is now 48 Birch Lane", "I've got 1250 followers now").
+func cueClash(n, o *features, chat bool) (string, bool) {
 	if !n.hasCue {
 		return "", false
 	}
@@ -287,7 +297,8 @@ func cueClash(n, o *features) (string, bool) {
 		}
 		for j := range o.claims {
 			y := &o.claims[j]
-			if y.question || !overlaps(x.subject, y.subject) && (!movesObject(x.cue) || !within(x.lead(), y.subject)) ||
+			if y.question || chat && !movesObject(x.cue) && !(statesCurrent(x) && statesCurrent(y)) ||
+				!overlaps(x.subject, y.subject) && (!movesObject(x.cue) || !within(x.lead(), y.subject)) ||
 				!sharesKind(x, y) && !leads(x, y) || confirms(x, o) || otherAttributes(x, y) || statesNothing(x, y) {
 				continue
 			}
@@ -332,6 +343,11 @@ func otherAttributes(x, y *claimClause) bool {
 		}
 	}
 	return any
+}
+
+// statesCurrent reports whether a clause states a current (not old) value.
+func statesCurrent(x *claimClause) bool {
+	return slices.ContainsFunc(x.values, func(v value) bool { return !v.old })
 }
 
 // statesNothing reports whether x states current values and y none: a

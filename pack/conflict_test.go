@@ -123,7 +123,7 @@ func TestDetectConflict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0)
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0, false)
 			if kind != tt.kind || desc != tt.desc {
 				t.Errorf("got %q %q, want %q %q", kind, desc, tt.kind, tt.desc)
 			}
@@ -252,7 +252,7 @@ func TestDetectCorrection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0)
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0, false)
 			want := ""
 			if tt.desc != "" {
 				want = ConflictNumerical

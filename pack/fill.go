@@ -130,7 +130,7 @@ func (f *filler) tryPlace(c *cand, pin bool) (ok bool, cost int) {
 		if len(found) == MaxConflictsPerSpan {
 			break
 		}
-		kind, desc := detectConflict(s.feat, c.feat, newerOf(s.Timestamp, s.Seq, c.Timestamp, c.Seq))
+		kind, desc := detectConflict(s.feat, c.feat, newerOf(s.Timestamp, s.Seq, c.Timestamp, c.Seq), bothChat(s, c))
 		if kind == "" {
 			continue
 		}
@@ -349,4 +349,10 @@ func (f *filler) final() (text, prefix, ws string, tokens, prefixTokens, wsToken
 		c.included, c.cite = false, 0
 		f.exclude(c, ReasonBudget, fmt.Sprintf("taken out after the exact token count of the context text (%d) exceeded the budget of %d", tokens, f.budget))
 	}
+}
+
+// bothChat reports whether two spans are chat turns, whose conflicts
+// detectConflict reads by its chat rule.
+func bothChat(a, b *cand) bool {
+	return a.SourceType == "chat_turn" && b.SourceType == "chat_turn"
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +22,12 @@ type labelledPair struct {
 	TimeB    string `json:"time_b"`
 	B        string `json:"b"`
 	Source   string `json:"source"`
+}
+
+// chat reports whether the pair's texts are chat turns (LongMemEval's and
+// τ-bench's), which the pack reads by detectConflict's chat rule.
+func (p labelledPair) chat() bool {
+	return strings.HasPrefix(p.Source, "longmemeval") || p.Source == "tau-bench"
 }
 
 func readLabelled(t testing.TB) []labelledPair {
@@ -83,7 +90,7 @@ func TestConflictLabelledSet(t *testing.T) {
 	by := map[string]*counts{"all": {}, "dev": {}, "heldout": {}}
 	for _, p := range pairs {
 		ta, tb := parseMicros(t, p.TimeA), parseMicros(t, p.TimeB)
-		kind, desc := detectConflict(featuresOf(p.A), featuresOf(p.B), newerOf(ta, 0, tb, 0))
+		kind, desc := detectConflict(featuresOf(p.A), featuresOf(p.B), newerOf(ta, 0, tb, 0), p.chat())
 		got := kind != ""
 		for _, k := range []string{"all", p.Split} {
 			c := by[k]

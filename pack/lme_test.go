@@ -70,7 +70,7 @@ func TestConflictLongMemEval(t *testing.T) {
 		}
 		questions++
 		flag := func(a, b turn) bool {
-			kind, _ := detectConflict(a.f, b.f, newerOf(a.at, 0, b.at, 0))
+			kind, _ := detectConflict(a.f, b.f, newerOf(a.at, 0, b.at, 0), true)
 			return kind != ""
 		}
 		for i := range ev {

@@ -34,7 +34,7 @@ func TestConflictRuleEdges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0)
+			kind, desc := detectConflict(featuresOf(tt.a), featuresOf(tt.b), 0, false)
 			if kind != tt.kind || desc != tt.desc {
 				t.Errorf("got %q %q, want %q %q", kind, desc, tt.kind, tt.desc)
 			}
@@ -57,17 +57,18 @@ func TestConflictRuleEdges(t *testing.T) {
 // conflicting with itself: a chat turn's speaker ("Maria: ") is not part of
 // its first clause's subject, and cues that do not move an object ("went",
 // "new", "now") need the clauses' subjects to overlap, not only the word
-// after the cue. The turns are pairs of LoCoMo's (dev) the rules used to
-// flag, reworded; each also runs as a note, where "Maria:" is a label and
-// the subject.
+// after the cue; and cue words that name no change are not cues ("a move",
+// "pushed me to", "reached out", "new to me", "so moving"). The turns are
+// pairs of LoCoMo's (dev) the rules used to flag, reworded; each also runs
+// as a note, where "Maria:" is a label and the subject.
 func TestChatTurnConflicts(t *testing.T) {
 	tests := []struct {
 		name, a, b  string
 		chat, notes string // the verdict on chat turns (their speaker a label) and on notes
 	}{
-		{"one speaker, no shared subject", "Maria: That is so moving! What did they say when they read it?",
+		{"one speaker, no shared subject", "Maria: That changed everything! What did they say when they read it?",
 			"Maria: A resident of the shelter, Cindy, wrote the letter.",
-			"", `supersession: the first says "moving"`},
+			"", `supersession: the first says "changed"`},
 		{"went, the word after it shared", "Caroline: Last week I went to an LGBTQ+ pride parade. Everyone there was so happy.",
 			"Caroline: I told the students about my journey and asked them to get involved in the LGBTQ community.",
 			"", `supersession: the first says "went"`},
@@ -80,6 +81,26 @@ func TestChatTurnConflicts(t *testing.T) {
 			`supersession: the first says "moved"`, `supersession: the first says "moved"`},
 		{"a value changed", "Maya: My home address is now 48 Birch Lane.", "Maya: My home address is 12 Elm Street.",
 			`supersession: the first says "now"`, `supersession: the first says "now"`},
+		// Between chat turns a cue that moves no object needs values on
+		// both sides (cueClash); notes keep the subject rule.
+		{"now, no values, chat", "Nate: My tournament practice is great now.",
+			"Nate: My tournament practice is great fun with the team.",
+			"", `supersession: the first says "now"`},
+		// Cue words that name no change of a stated value (incidental,
+		// cancelsCue): in chat they joined turns of one topic, as notes too.
+		{"a move, a noun", "Caroline: Adoption is a move towards my goal of a family.",
+			"Caroline: My goal is a family through adoption.", "", ""},
+		{"pushed me, the speaker its object", "Jon: Losing my job pushed me to start my own business.",
+			"Jon: I lost my job at the bank, so I'm starting my own business.", "", ""},
+		{"reached out", "Maria: I reached out to the shelter and I volunteer there.",
+			"Maria: I volunteer at the homeless shelter.", "", ""},
+		{"new to me", "Nate: Streaming is new to me but I love streaming games.",
+			"Nate: I love streaming games with friends.", "", ""},
+		{"so moving, an adjective", "Maria: The letter from the shelter was so moving.",
+			"Maria: The shelter sent a letter.", "", ""},
+		{"moved, its object not the speaker", "Maria: The shelter moved the letter reading to the hall.",
+			"Maria: The letter reading at the shelter is in the kitchen.",
+			`supersession: the first says "moved"`, `supersession: the first says "moved"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +113,7 @@ func TestChatTurnConflicts(t *testing.T) {
 				}
 				fa := featuresAfter(ca.Text, (&cand{Candidate: ca}).speakerLabel())
 				fb := featuresAfter(cb.Text, (&cand{Candidate: cb}).speakerLabel())
-				if _, desc := detectConflict(fa, fb, -1); desc != want {
+				if _, desc := detectConflict(fa, fb, -1, chat); desc != want {
 					t.Errorf("chat %v: got %q, want %q", chat, desc, want)
 				}
 				r := Pack(req(tt.a+" "+tt.b, 4000), nil, []Candidate{cb, ca}, est)

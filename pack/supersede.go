@@ -81,7 +81,7 @@ func (f *filler) supersede() {
 				a, b = b, a
 			}
 			cf.ClaimA, cf.ClaimB, cf.CiteA, cf.CiteB = claim(a), claim(b), a.cite, b.cite
-			if kind, desc := detectConflict(a.feat, b.feat, newerOf(a.Timestamp, a.Seq, b.Timestamp, b.Seq)); kind != "" {
+			if kind, desc := detectConflict(a.feat, b.feat, newerOf(a.Timestamp, a.Seq, b.Timestamp, b.Seq), bothChat(a, b)); kind != "" {
 				cf.Kind, cf.Description = kind, desc
 			}
 			f.used += f.tok.Count(conflictLine(cf))

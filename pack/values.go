@@ -208,6 +208,7 @@ type claimReader struct {
 	count     *value // a number waiting for the word that says what it counts
 	countGap  int    // stopwords skipped since the count's number
 	notNext   bool   // the previous word was "not" or "never"
+	cueJust   bool   // the previous word was the clause's cue
 	negated   []negation
 	lastTerm  uint64 // the hash of the last subject term of the clause, for "platform 7" (0: none)
 }
@@ -222,13 +223,13 @@ func (r *claimReader) word(s string, w []byte, start int, rl *role) {
 		r.old--
 	}
 	if w[0] >= '0' && w[0] <= '9' {
-		r.prev, r.notNext = "", false
+		r.prev, r.notNext, r.cueJust = "", false, false
 		return
 	}
-	prev := r.prev
-	r.prev = ""
+	prev, cueJust := r.prev, r.cueJust
+	r.prev, r.cueJust = "", false
 	if rl != nil {
-		r.special(s, w, start, prev)
+		r.special(s, w, start, prev, cueJust)
 	}
 	if r.count != nil {
 		switch h, kind := termHash(w); {
@@ -245,8 +246,8 @@ func (r *claimReader) word(s string, w []byte, start int, rl *role) {
 }
 
 // special reads a word the claims look at (claimWords), given the previous
-// one's marker.
-func (r *claimReader) special(s string, w []byte, start int, prev string) {
+// one's marker and whether the previous word was the clause's cue.
+func (r *claimReader) special(s string, w []byte, start int, prev string, cueJust bool) {
 	ws := string(w) // not kept: switches and map lookups do not copy
 	switch ws {
 	case "and", "but", "so", "then":
@@ -262,8 +263,11 @@ func (r *claimReader) special(s string, w []byte, start int, prev string) {
 			r.notNext = false
 		}
 	}
+	if cueJust && r.cue != "" && cancelsCue(r.cue, ws) {
+		r.cue = "" // "it pushed me to", "I reached out"
+	}
 	if changeCues[ws] && r.cue == "" && (ws != "longer" || prev == "no") && !incidental(ws, prev) {
-		r.cue, r.cueAt = cueWords[ws], len(r.all)-r.from
+		r.cue, r.cueAt, r.cueJust = cueWords[ws], len(r.all)-r.from, true
 	}
 	if ws == "that" && prev == "now" && r.cue == "now" {
 		r.cue = "" // "now that it's raining"
@@ -299,14 +303,42 @@ func (r *claimReader) special(s string, w []byte, start int, prev string) {
 		r.prev = "a"
 	case ws == "right" || ws == "for" || ws == "by" || ws == "until" || ws == "just":
 		r.prev = "for"
+	case ws == "so" || ws == "very" || ws == "too" || ws == "really" || ws == "truly":
+		r.prev = "very"
 	}
 }
 
 // incidental reports whether a change cue, after the previous word's
 // marker, names no change: "a new pair of sandals" (a new thing, not a
-// new value of one), "for now", "right now", "until now".
+// new value of one), "for now", "right now", "until now", "a move" and "a
+// change" (a noun: "this is a big move towards my goal" names none),
+// "so moving" (an adjective).
 func incidental(cue, prev string) bool {
-	return cue == "new" && prev == "a" || cue == "now" && prev == "for"
+	switch {
+	case prev == "a":
+		return cue == "new" || cue == "move" || cue == "moves" || cue == "change" || cue == "changes" || cue == "switch"
+	case prev == "for":
+		return cue == "now"
+	case prev == "very":
+		return cue == "moving"
+	}
+	return false
+}
+
+// cancelsCue reports whether the word right after a clause's cue shows it
+// names no change of a stated value: its object is the speaker ("it
+// pushed me to start", "that changed me", "it moved us"), "reached out" (got
+// in touch), "new to me" (unfamiliar).
+func cancelsCue(cue, next string) bool {
+	switch next {
+	case "me", "myself", "us", "ourselves":
+		return true
+	case "out":
+		return cue == "reached"
+	case "to":
+		return cue == "new"
+	}
+	return false
 }
 
 // monthNames are the canonical month names, the keys of months a
@@ -330,7 +362,8 @@ var cueWords = func() map[string]string {
 // featuresAfter makes anyway.
 var claimWords = func() []string {
 	ws := strings.Fields(`and but so then not never be been being is was are were have has had do does did yet the a an
-		longer of than from noon midday at no instead rather some any right for by until just that`)
+		longer of than from noon midday at no instead rather some any right for by until just that very too really
+		truly me myself us ourselves out to`)
 	return appendKeys(appendKeys(appendKeys(ws, changeCues), months), weekdays)
 }()
 
