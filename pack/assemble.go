@@ -68,7 +68,7 @@ func (f *filler) result(req Request, w Weights, cs []*cand, contextText, prefix,
 		}
 	}
 
-	r.Confidence = confidence(f.included, budgetCut, visible, f.query, f.owner, f.named, f.dated, f.windows, evidence)
+	r.Confidence = confidence(f.included, budgetCut, visible, f.query, evidence)
 	switch {
 	case len(f.included) == 0 || evidence < f.tun.MinEvidenceTokens:
 		r.Abstain, r.AbstainReason = true, AbstainFewTokens

@@ -52,7 +52,7 @@ const DepthTokens = 200
 // when a fifth of their weight is), or when no included span holds
 // more than about a twelfth of the query's terms. docs/pack.md has the
 // calibration.
-func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool, named names, dated []uint64, windows []Window, evidence int) float64 {
+func confidence(included, budgetCut, visible []*cand, query *queryRead, evidence int) float64 {
 	if len(included) == 0 {
 		return 0
 	}
@@ -70,29 +70,29 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool
 	r := float64(0.7*rels[0]) + float64(0.3*mean)
 
 	q := r
-	if len(query) > 0 {
+	if terms := query.terms; len(terms) > 0 {
 		best := 0
 		for _, c := range coverageSpans(included) {
 			n := 0
-			when := len(dated) > 0 && inWindow(c.Timestamp, windows)
-			for _, w := range query {
+			when := len(query.dated) > 0 && inWindow(c.Timestamp, query.windows)
+			for _, w := range terms {
 				if c.feat.terms.has(w) || c.feat.nums.has(w) || (c.byAddr && slices.Contains(c.spk, w)) ||
-					(when && slices.Contains(dated, w)) {
+					(when && slices.Contains(query.dated, w)) {
 					n++
 				}
 			}
 			best = max(best, n)
 		}
-		q = float64(best) / float64(len(query))
+		q = float64(best) / float64(len(terms))
 	}
-	names, content := splitNames(visible, query)
+	names, content := splitNames(visible, query.terms)
 	a := attribution(visible, names, content)
 	strength := float64(q*a) * a
-	if owner && len(names) == 0 {
+	if query.owner && len(names) == 0 {
 		// A question about the memory's owner: the owner's attribution,
 		// counted once (ownerAttribution), and how much of what it names
 		// the memory holds outside the agent's words (ownerGrounding).
-		strength = float64(float64(q*ownerAttribution(visible, query)) * ownerGrounding(visible, named))
+		strength = float64(float64(q*ownerAttribution(visible, query.terms)) * ownerGrounding(visible, query.named))
 	}
 
 	d := min(1, float64(evidence)/DepthTokens)
@@ -115,6 +115,26 @@ func confidence(included, budgetCut, visible []*cand, query []uint64, owner bool
 	v := float64(min(3, len(slices.Compact(arts)))) / 3
 	support := float64(0.5*d) + float64(0.3*cov) + float64(0.2*v)
 	return round6(clamp01(float64(strength * (0.6 + float64(0.4*support)))))
+}
+
+// queryRead is what the pack reads of a query once, for speakers, scores
+// and confidence.
+type queryRead struct {
+	terms   []uint64 // its distinct terms and numbers (queryTerms)
+	owner   bool     // whether it asks about the memory's owner (asksOwner)
+	named   names    // the words that name something (namedTerms), read when owner
+	windows []Window // the request's time windows
+	dated   []uint64 // the terms their expressions hold (datedTerms)
+}
+
+// readQuery reads query, with the request's windows.
+func readQuery(query string, windows []Window) *queryRead {
+	q := &queryRead{terms: queryTerms(query), owner: asksOwner(query), windows: windows}
+	if q.owner {
+		q.named = namedTerms(query)
+	}
+	q.dated = datedTerms(q.terms, windows)
+	return q
 }
 
 // datedTerms returns the terms of query (queryTerms) that the expressions

@@ -355,8 +355,7 @@ func statesCurrent(x *claimClause) bool {
 // statement of one ("I have 1,000 followers"), not every clause about the
 // thing ("should I ask my followers?").
 func statesNothing(x, y *claimClause) bool {
-	return slices.ContainsFunc(x.values, func(v value) bool { return !v.old }) &&
-		!slices.ContainsFunc(y.values, func(v value) bool { return !v.old })
+	return statesCurrent(x) && !statesCurrent(y)
 }
 
 // sharesKind reports whether two clauses state current values of one kind.

@@ -35,16 +35,8 @@ type filler struct {
 	analyses *Analyses
 	tagCost  []int
 
-	// query holds the query's terms and owner whether it asks about the
-	// memory's owner (queryTerms, asksOwner), for confidence; named are the
-	// terms of its words that name something (namedTerms), read when it
-	// asks about the owner; dated are the query's terms that its windows'
-	// expressions hold (datedTerms).
-	query   []uint64
-	owner   bool
-	named   names
-	windows []Window
-	dated   []uint64
+	// query is what the pack read of the query, for confidence.
+	query *queryRead
 }
 
 // newFiller returns a filler for a budget; tokens is the sum of the

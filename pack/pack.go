@@ -76,11 +76,9 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 	budget := max(req.MaxTokens, 0)
 
 	cs := gather(pinned, candidates, req.SessionID)
-	// The query's terms and whether it asks about the memory's owner, read
-	// once for speakers, scores and confidence.
-	query, owner := queryTerms(req.Query), asksOwner(req.Query)
-	addressSpeakers(cs, req, query)
-	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, query, owner, newTermPairs(req.Query), req.Analyses)
+	q := readQuery(req.Query, req.Windows)
+	addressSpeakers(cs, req, q.terms)
+	score(cs, w, req.AsOf, tun.TemporalHalfLifeHours, req.Windows, q.terms, q.owner, newTermPairs(req.Query), req.Analyses)
 	slices.SortFunc(cs, byRelevance)
 
 	tokens := 0
@@ -88,11 +86,7 @@ func Pack(req Request, pinned, candidates []Candidate, tok text.TokenCounter) *R
 		tokens += max(c.Tokens, 0)
 	}
 	f := newFiller(tok, budget, tun, tokens)
-	f.query, f.owner = query, owner
-	if owner {
-		f.named = namedTerms(req.Query)
-	}
-	f.windows, f.dated = req.Windows, datedTerms(query, req.Windows)
+	f.query = q
 	if req.Lines != nil && splitsAfterTag(tok) {
 		f.lines = req.Lines
 	}
