@@ -339,7 +339,7 @@ func FuzzOwnerGrounding(f *testing.F) {
 			}
 			g := float64(n) / float64(len(named.terms))
 			if n < len(named.terms) {
-				want = AttributionFloor + (1-AttributionFloor)*g*g
+				want = AttributionFloor + (1-AttributionFloor)*(g*g) // as ownerGrounding associates it
 			}
 		}
 		if got := ownerGrounding(cs, named); got != want {
