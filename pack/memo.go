@@ -3,6 +3,7 @@ package pack
 import (
 	"hash/crc32"
 	"sync"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/loci-memory/loci/invindex"
@@ -49,7 +50,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // get returns the value of id computed from s, computing it with compute
 // and remembering it at the given cost when the memo does not hold it.
 func (m *spanMemo[V]) get(id uuid.UUID, s string, cost int, compute func() V) V {
-	crc := crc32.Checksum([]byte(s), castagnoli)
+	// The string's bytes, read in place: crc32 neither keeps nor writes
+	// them, and []byte(s) would copy every span's text on every look-up.
+	crc := crc32.Checksum(unsafe.Slice(unsafe.StringData(s), len(s)), castagnoli)
 	sh := &m.shards[id[0]%memoShards]
 	sh.mu.Lock()
 	e, ok := sh.m[id]
@@ -101,9 +104,10 @@ type Analyses struct {
 }
 
 // NewAnalyses returns a memo that holds the analyses of about capacity
-// bytes of span text. An analysis takes about 10 times its text in memory
-// (the features of a clause are its term and value hashes, the sets keep
-// room to spare), so capacity is a tenth of the memory it may take.
+// bytes of span text (a turn's addressed names count nameMemoCost bytes).
+// An analysis takes about 10 times its text in memory (the features of a
+// clause are its term and value hashes, the sets keep room to spare), so
+// capacity is a tenth of the memory it may take.
 func NewAnalyses(capacity int) *Analyses {
 	return &Analyses{feats: newSpanMemo[*features](capacity), terms: newSpanMemo[[]uint64](capacity), names: newSpanMemo[[]uint64](capacity)}
 }
@@ -133,8 +137,13 @@ func (c *cand) addressed(memo *Analyses, content string) []uint64 {
 	if memo == nil {
 		return addressedTerms(content)
 	}
-	return memo.names.get(c.SpanID, c.Text, len(c.Text), func() []uint64 { return addressedTerms(content) })
+	return memo.names.get(c.SpanID, c.Text, nameMemoCost, func() []uint64 { return addressedTerms(content) })
 }
+
+// nameMemoCost is what an entry of the addressed names costs the memo, in
+// bytes of text: a turn addresses a name or two at most, so the entry's
+// key and checksum take about as much as 64 bytes of another memo's text.
+const nameMemoCost = 64
 
 // indexTerms returns the wordKeys of c's index terms in order, from memo
 // when it is set.

@@ -172,55 +172,124 @@ var addressWords = []string{
 // speaker uses this way are the other's: that is how a memory of turns sent
 // as user and assistant, with no names, still says who is who.
 func AddressedNames(content string) []string {
-	type token struct {
-		word  string // "" for punctuation
-		punct rune
-	}
-	var toks []token
-	for i := 0; i < len(content); {
-		r, size := utf8.DecodeRuneInString(content[i:])
-		switch {
-		case unicode.IsLetter(r):
-			j := i + size
-			for j < len(content) {
-				r2, s2 := utf8.DecodeRuneInString(content[j:])
-				if !unicode.IsLetter(r2) && r2 != '\'' && r2 != '’' {
-					break
-				}
-				j += s2
-			}
-			toks = append(toks, token{word: content[i:j]})
-			i = j
-		case strings.ContainsRune(",!?.;:\n", r):
-			toks = append(toks, token{punct: r})
-			i += size
-		default:
-			i += size
-		}
-	}
-	clauseEnd := func(k int) bool { return k >= len(toks) || strings.ContainsRune("!?.;:\n", toks[k].punct) }
 	var out []string
-	start := true // at the start of a clause, greetings aside
-	for k, t := range toks {
+	start := true           // at the start of a clause, greetings aside
+	var prev, prev2 addrTok // the two tokens before this one
+	for i, n := 0, 0; ; n++ {
+		t, j := nextAddrTok(content, i)
+		if j < 0 {
+			return out
+		}
+		i = j
 		if t.word == "" {
 			if t.punct != ',' {
 				start = true
 			}
+			prev2, prev = prev, t
 			continue
 		}
-		lower := strings.ToLower(t.word)
-		name := capitalised(t.word) && len(t.word) > 1 && SpeakerName(t.word) && !strings.ContainsAny(t.word, "'’") &&
-			!slices.Contains(addressWords, lower)
-		if name {
-			greeted := k > 0 && (toks[k-1].word != "" || toks[k-1].punct == ',' && k > 1 && toks[k-2].word != "")
-			comma := len(toks) > k+1 && toks[k+1].punct == ','
-			opening := start && (greeted || comma)
-			closing := k > 0 && toks[k-1].punct == ',' && clauseEnd(k+1)
-			if (opening || closing) && !slices.Contains(out, t.word) {
+		// Only a word at a clause's start or after a comma can be one
+		// addressed, so only those are read further: most words are neither.
+		afterComma := n > 0 && prev.punct == ','
+		if (start || afterComma) && len(t.word) > 1 && capitalised(t.word) && !strings.ContainsAny(t.word, "'’") {
+			next, k := nextAddrTok(content, i)
+			greeted := n > 0 && (prev.word != "" || afterComma && n > 1 && prev2.word != "")
+			opening := start && (greeted || k >= 0 && next.punct == ',')
+			closing := afterComma && (k < 0 || strings.ContainsRune("!?.;:\n", next.punct))
+			if (opening || closing) && !isAddressWord(t.word) && SpeakerName(t.word) && !slices.Contains(out, t.word) {
 				out = append(out, t.word)
 			}
 		}
-		start = start && slices.Contains(addressWords, lower)
+		if start {
+			start = isAddressWord(t.word)
+		}
+		prev2, prev = prev, t
 	}
-	return out
+}
+
+// addrTok is a word of a chat turn (letters and apostrophes) or, with word
+// "", a punctuation mark that ends or splits a clause.
+type addrTok struct {
+	word  string
+	punct rune
+}
+
+// nextAddrTok returns the first word or clause punctuation of content at
+// or after i, and where it ends; -1 when there is none. ASCII is read a
+// byte at a time, the rest a rune at a time.
+func nextAddrTok(content string, i int) (addrTok, int) {
+	for i < len(content) {
+		c := content[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case asciiLetter(c):
+				j := wordEnd(content, i+1)
+				return addrTok{word: content[i:j]}, j
+			case c == ',' || c == '!' || c == '?' || c == '.' || c == ';' || c == ':' || c == '\n':
+				return addrTok{punct: rune(c)}, i + 1
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(content[i:])
+		if unicode.IsLetter(r) {
+			j := wordEnd(content, i+size)
+			return addrTok{word: content[i:j]}, j
+		}
+		i += size
+	}
+	return addrTok{}, -1
+}
+
+// wordEnd returns where the word of content that goes on at j ends: at the
+// first rune that is not a letter or an apostrophe (' or ’).
+func wordEnd(content string, j int) int {
+	for j < len(content) {
+		if c := content[j]; c < utf8.RuneSelf {
+			if !asciiLetter(c) && c != '\'' {
+				return j
+			}
+			j++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(content[j:])
+		if !unicode.IsLetter(r) && r != '’' {
+			return j
+		}
+		j += size
+	}
+	return j
+}
+
+func asciiLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// addressSet holds addressWords, for isAddressWord.
+var addressSet = func() map[string]bool {
+	m := make(map[string]bool, len(addressWords))
+	for _, w := range addressWords {
+		m[w] = true
+	}
+	return m
+}()
+
+// isAddressWord reports whether w, in lower case, is one of addressWords,
+// without allocating for an ASCII word.
+func isAddressWord(w string) bool {
+	var buf [16]byte
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			return addressSet[strings.ToLower(w)] // K (Kelvin) lower-cases to k
+		}
+	}
+	if len(w) > len(buf) {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return addressSet[string(buf[:len(w)])]
 }

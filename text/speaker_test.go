@@ -2,7 +2,10 @@ package text
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestChatSpeaker(t *testing.T) {
@@ -127,5 +130,99 @@ func TestTurnRole(t *testing.T) {
 		if got := TurnRole(tt.text); got != tt.want {
 			t.Errorf("TurnRole(%q) = %q, want %q", tt.text, got, tt.want)
 		}
+	}
+}
+
+// addressedNamesRef is AddressedNames as first written, every word read
+// the same way: the oracle of FuzzAddressedNames.
+func addressedNamesRef(content string) []string {
+	type token struct {
+		word  string // "" for punctuation
+		punct rune
+	}
+	var toks []token
+	for i := 0; i < len(content); {
+		r, size := utf8.DecodeRuneInString(content[i:])
+		switch {
+		case unicode.IsLetter(r):
+			j := i + size
+			for j < len(content) {
+				r2, s2 := utf8.DecodeRuneInString(content[j:])
+				if !unicode.IsLetter(r2) && r2 != '\'' && r2 != '’' {
+					break
+				}
+				j += s2
+			}
+			toks = append(toks, token{word: content[i:j]})
+			i = j
+		case strings.ContainsRune(",!?.;:\n", r):
+			toks = append(toks, token{punct: r})
+			i += size
+		default:
+			i += size
+		}
+	}
+	clauseEnd := func(k int) bool { return k >= len(toks) || strings.ContainsRune("!?.;:\n", toks[k].punct) }
+	var out []string
+	start := true // at the start of a clause, greetings aside
+	for k, t := range toks {
+		if t.word == "" {
+			if t.punct != ',' {
+				start = true
+			}
+			continue
+		}
+		lower := strings.ToLower(t.word)
+		name := capitalised(t.word) && len(t.word) > 1 && SpeakerName(t.word) && !strings.ContainsAny(t.word, "'’") &&
+			!slices.Contains(addressWords, lower)
+		if name {
+			greeted := k > 0 && (toks[k-1].word != "" || toks[k-1].punct == ',' && k > 1 && toks[k-2].word != "")
+			comma := len(toks) > k+1 && toks[k+1].punct == ','
+			opening := start && (greeted || comma)
+			closing := k > 0 && toks[k-1].punct == ',' && clauseEnd(k+1)
+			if (opening || closing) && !slices.Contains(out, t.word) {
+				out = append(out, t.word)
+			}
+		}
+		start = start && slices.Contains(addressWords, lower)
+	}
+	return out
+}
+
+// FuzzAddressedNames: AddressedNames, which reads only the words that may
+// be addressed and ASCII a byte at a time, finds what reading every word
+// finds (addressedNamesRef).
+func FuzzAddressedNames(f *testing.F) {
+	for _, s := range []string{
+		"Hey Mel! How are you?", "Thanks, Caroline!", "Caroline, I love it", "That's great, Caroline!",
+		"Good morning, Jon. Jon, see you", "O\u212aAY Jon, fine", "\xffHey Ann", "İstanbul, Ann; Wow Zoë, ok",
+		"Hey there, Anna's here", "Hi Mary-Ann,  hi JOHN!", "Congratulations Bob", "so\nHey Sam",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := AddressedNames(s), addressedNamesRef(s); !slices.Equal(got, want) {
+			t.Fatalf("AddressedNames(%q) = %q, every word read %q", s, got, want)
+		}
+	})
+}
+
+// BenchmarkAddressedNames reads an assistant's long turn, the kind of text
+// most of a user-assistant memory is, and a short chat turn.
+func BenchmarkAddressedNames(b *testing.B) {
+	long := strings.Repeat("Great question! Here are a few **Italian restaurants** in Boston you might enjoy:\n\n"+
+		"1. **Giacomo's**: a cozy North End spot known for seafood pasta. Reservations are not taken, so arrive early.\n"+
+		"2. **Mamma Maria**: upscale, with a seasonal menu; try the osso buco. It's a favourite of locals, Sarah.\n"+
+		"Let me know if you'd like more options, or directions from Back Bay!\n", 4)
+	for _, tt := range []struct{ name, s string }{
+		{"long", long},
+		{"short", "Hey Mel! I went to a LGBTQ support group yesterday and it was so powerful."},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tt.s)))
+			for b.Loop() {
+				AddressedNames(tt.s)
+			}
+		})
 	}
 }
