@@ -93,3 +93,21 @@ func BenchmarkMaxSimStored(b *testing.B) {
 	}
 	_ = sink
 }
+
+// BenchmarkDecodeStored decodes the stored rows of 100 passages of 35
+// tokens: what ScoreAll reads of a pool before MaxSim.
+func BenchmarkDecodeStored(b *testing.B) {
+	_, pm := benchPool()
+	bs := make([][]byte, len(pm))
+	for i, m := range pm {
+		bs[i] = Store(m).Append(nil)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range bs {
+			if _, err := DecodeStored(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -25,6 +25,12 @@ func SplitSpeaker(text string) (speaker, content string) {
 	return name, rest
 }
 
+// contentOf is SplitSpeaker's content of text.
+func contentOf(text string) string {
+	_, c := SplitSpeaker(text)
+	return c
+}
+
 // Rows computes the rows a store keeps of a span (engine.TokenRower): the
 // stored rows (Store, Append) of its content (SplitSpeaker). They are the
 // rows a Scorer computes when it has none, so a pack has the same bits
@@ -137,21 +143,27 @@ func (s *Scorer) passageRows(ctx context.Context, texts, spans []string, stored 
 		byText[text] = n
 		todo = append(todo, n)
 	}
+	// Stored rows are decoded before the memo is locked: most passages
+	// have them, and concurrent packs need not wait for each other's.
+	decoded := make([]bool, len(texts))
+	for i, p := range texts {
+		if i < len(stored) && stored[i] != nil {
+			if _, c := SplitSpeaker(spans[i]); c == contentOf(p) {
+				if r, err := DecodeStored(stored[i]); err == nil {
+					contents[i], decoded[i] = r, true
+				}
+			}
+		}
+	}
 	s.mu.Lock()
 	for i, p := range texts {
 		name, content := SplitSpeaker(p)
 		if name != "" {
 			want(name+":", &speakers[i])
 		}
-		if i < len(stored) && stored[i] != nil {
-			if _, c := SplitSpeaker(spans[i]); c == content {
-				if r, err := DecodeStored(stored[i]); err == nil {
-					contents[i] = r
-					continue
-				}
-			}
+		if !decoded[i] {
+			want(content, &contents[i])
 		}
-		want(content, &contents[i])
 	}
 	s.mu.Unlock()
 	errs := make([]error, len(todo))

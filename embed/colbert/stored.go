@@ -1,9 +1,11 @@
 package colbert
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 
 	"github.com/loci-memory/loci/vecindex"
 )
@@ -84,15 +86,16 @@ func DecodeStored(b []byte) (Stored, error) {
 	}
 	n := len(b) / StoredRowBytes
 	s := Stored{Scales: make([]float32, n), Vals: make([]int8, n*StoredDims)}
+	// int8 and byte share their layout: the values are copied a row at a
+	// time, and -128 is looked for with the vectorised byte search.
+	vals := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.Vals))), len(s.Vals))
 	for t := range n {
 		row := b[t*StoredRowBytes : (t+1)*StoredRowBytes]
-		s.Scales[t] = math.Float32frombits(binary.LittleEndian.Uint32(row))
-		for i, v := range row[4:] {
-			if v == 0x80 {
-				return Stored{}, errStoredValue
-			}
-			s.Vals[t*StoredDims+i] = int8(v)
+		if bytes.IndexByte(row[4:], 0x80) >= 0 {
+			return Stored{}, errStoredValue
 		}
+		s.Scales[t] = math.Float32frombits(binary.LittleEndian.Uint32(row))
+		copy(vals[t*StoredDims:(t+1)*StoredDims], row[4:])
 	}
 	return s, nil
 }

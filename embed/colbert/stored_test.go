@@ -57,10 +57,17 @@ func checkStored(t *testing.T, q, m Matrix) float64 {
 		t.Fatal("a cut encoding decoded")
 	}
 	if s.Rows() > 0 {
-		bad := slices.Clone(enc)
-		bad[4] = 0x80
-		if _, err := DecodeStored(bad); err == nil {
-			t.Fatal("a value of -128 decoded")
+		for _, at := range []int{4, len(enc) - 1} { // the first value, the last
+			bad := slices.Clone(enc)
+			bad[at] = 0x80
+			if _, err := DecodeStored(bad); err == nil {
+				t.Fatalf("a value of -128 at byte %d decoded", at)
+			}
+		}
+		scaleOnly := slices.Clone(enc) // a scale's byte may be 0x80
+		scaleOnly[0] = 0x80
+		if _, err := DecodeStored(scaleOnly); err != nil {
+			t.Fatalf("a scale with a byte 0x80: %v", err)
 		}
 	}
 	var want float64
