@@ -282,6 +282,11 @@ type liveSegment struct {
 	// rows is the segment's token-row file once the worker has opened it
 	// (tokenrows.go); closed with the segment.
 	rows atomic.Pointer[segmentRows]
+	// carried holds, by span id, the rows the flushed head had computed
+	// for this segment's spans, until rows is open: packs read them there
+	// meanwhile (View.TokenRows), rather than compute them at query time
+	// while the file waits for the worker. Immutable once set.
+	carried atomic.Pointer[map[uuid.UUID][]byte]
 }
 
 // Close closes the segment and its token-row file.

@@ -351,7 +351,7 @@ func (db *DB) flushHead(h *head, data []segment.WorkspaceData) error {
 	}
 	db.frozen = db.frozen[1:]
 	if ls != nil && db.opts.TokenRows != nil {
-		db.carryTokenRows(h)
+		ls.carried.Store(db.carryTokenRows(h))
 	}
 	db.mu.Unlock()
 	if ls != nil {

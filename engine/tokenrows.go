@@ -27,16 +27,19 @@ import (
 // by workspace in span order, the rows TokenRower.Rows computes from its
 // text. Packs read them (View.TokenRows) to score candidates by late
 // interaction without a model pass each. The rows are a pure function of
-// the text, so a file is a cache: a segment without one yet, a damaged
-// document, or a head span costs its rows' computation at pack time,
-// never another answer. With Options.TokenRowsMaxWorkspaceSpans, the spans
+// the text, so a file is a cache: a span whose rows are not computed yet
+// or a damaged document costs its rows' computation at pack time, never
+// another answer. With Options.TokenRowsMaxWorkspaceSpans, the spans
 // of larger workspaces get empty documents (real rows always hold [CLS]
 // and [SEP]), which read as not stored.
 //
 // The head's spans get their rows from the same worker, first: kept in
 // memory with their artifact (counted in the head's bytes, so the flush
 // threshold bounds them), read by View.TokenRows, and handed to the flushed
-// segment's file (carryTokenRows) so that they are computed once.
+// segment (carryTokenRows), where View.TokenRows reads them until the
+// worker has written its file from them: they are computed once, and a
+// pack right after a flush does not compute them again. A compaction
+// copies its inputs' rows, from their files or from what they carried.
 //
 // The files live in tokenrows/<model>/, apart from segments/ (whose open
 // removes every file its manifest does not list). A file is named after
@@ -341,13 +344,16 @@ func (db *DB) rowsWantedLocked(tenant, ws string) bool {
 func (db *DB) liveHead(h *head) bool { return h == db.head || slices.Contains(db.frozen, h) }
 
 // carryTokenRows keeps the rows of the flushed head h for its segment's
-// file. Callers hold mu.
-func (db *DB) carryTokenRows(h *head) {
+// file, and returns them by span id (liveSegment.carried). Callers hold mu.
+func (db *DB) carryTokenRows(h *head) *map[uuid.UUID][]byte {
+	m := make(map[uuid.UUID][]byte)
 	for _, ha := range h.byID {
 		for i, r := range ha.rows {
 			db.tokenRows.carry[ha.spans[i].ID] = r
+			m[ha.spans[i].ID] = r
 		}
 	}
+	return &m
 }
 
 // removeStaleTokenRows removes, under root, the directories of other
@@ -403,17 +409,23 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	if db.opts.TokenRows == nil {
 		return
 	}
-	files := make([]*segmentRows, len(run))
+	src := make([]rowSource, len(run))
 	for i, in := range run {
-		if files[i] = in.rows.Load(); files[i] == nil {
+		// carried before rows, as View.TokenRows reads them.
+		carried := in.carried.Load()
+		if src[i].file = in.rows.Load(); src[i].file != nil {
+			continue
+		}
+		if carried == nil || !carriesAll(in, *carried) {
 			return
 		}
+		src[i].carried = *carried
 	}
 	path := db.tokenRowPath(out.Path())
 	db.mu.Lock()
 	db.tokenRows.writing[path] = true
 	db.mu.Unlock()
-	err := db.writeCopiedRows(path, db.opts.TokenRows.RowBytes(), out, run, files)
+	err := db.writeCopiedRows(path, db.opts.TokenRows.RowBytes(), out, run, src)
 	var r *segmentRows
 	if err == nil {
 		r, err = db.openSegmentRows(out)
@@ -426,20 +438,47 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 	db.tokenRows.copied.Add(1)
 }
 
+// rowSource is where a compaction input's rows are: its file, or, while
+// the worker has not written that yet, the rows its head carried.
+type rowSource struct {
+	file    *segmentRows
+	carried map[uuid.UUID][]byte
+}
+
+// carriesAll reports whether carried holds the rows of every span of s
+// (nil for a span its workspace does not get rows for).
+func carriesAll(s *liveSegment, carried map[uuid.UUID][]byte) bool {
+	for ws := range s.Workspaces() {
+		for i := range s.SpanCount(ws) {
+			id, ok := s.SpanID(ws, i)
+			if _, held := carried[id]; !ok || !held {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // writeCopiedRows writes out's token-row file at path from the rows of
-// run's files (files[i] is run[i]'s), found by span id, rows of rowBytes.
-func (db *DB) writeCopiedRows(path string, rowBytes int, out *liveSegment, run []*liveSegment, files []*segmentRows) error {
+// run's sources (src[i] is run[i]'s), found by span id, rows of rowBytes.
+func (db *DB) writeCopiedRows(path string, rowBytes int, out *liveSegment, run []*liveSegment, src []rowSource) error {
 	type place struct {
-		r   *segmentRows
-		doc int
+		r    *segmentRows // nil: rows
+		doc  int
+		rows []byte
 	}
 	at := map[uuid.UUID]place{}
 	for k, in := range run {
-		r := files[k]
+		r := src[k].file
 		for ws := range in.Workspaces() {
 			for i := range in.SpanCount(ws) {
-				if id, ok := in.SpanID(ws, i); ok {
-					at[id] = place{r, r.base[ws] + i}
+				id, ok := in.SpanID(ws, i)
+				switch {
+				case !ok:
+				case r != nil:
+					at[id] = place{r: r, doc: r.base[ws] + i}
+				default:
+					at[id] = place{rows: src[k].carried[id]}
 				}
 			}
 		}
@@ -455,6 +494,9 @@ func (db *DB) writeCopiedRows(path string, rowBytes int, out *liveSegment, run [
 		p, found := at[id]
 		if !ok || !found {
 			return nil, fmt.Errorf("span %d of workspace %d has no rows in the inputs", i, ws)
+		}
+		if p.r == nil {
+			return p.rows, nil
 		}
 		return p.r.f.Rows(p.doc)
 	})
@@ -494,7 +536,7 @@ func (db *DB) reindexTokenRows(out, in *liveSegment) {
 			continue
 		}
 		path := filepath.Join(root, d, manifest.TokenRowFile(filepath.Base(out.Path())))
-		err = db.writeCopiedRows(path, src.f.RowBytes(), out, []*liveSegment{in}, []*segmentRows{src})
+		err = db.writeCopiedRows(path, src.f.RowBytes(), out, []*liveSegment{in}, []rowSource{{file: src}})
 		src.f.Close()
 		if err != nil {
 			db.log.Warn("engine: token rows of a reindexed segment; the worker computes them", "file", path, "err", err)
@@ -560,6 +602,7 @@ func (db *DB) segmentTokenRows(s *liveSegment, par int) error {
 	db.mu.Lock()
 	if slices.Contains(db.segments, s) {
 		s.rows.Store(r)
+		s.carried.Store(nil) // after rows: View.TokenRows reads them in the other order
 		r = nil
 	}
 	db.mu.Unlock()
@@ -785,10 +828,11 @@ func (db *DB) embeddingFirst() error {
 	return nil
 }
 
-// TokenRows returns a copy of the stored token rows of a document, or nil
-// when it has none stored (not computed yet, a damaged document, a span of
-// a workspace past Options.TokenRowsMaxWorkspaceSpans): then the caller
-// computes them.
+// TokenRows returns a copy of the stored token rows of a document (from
+// its segment's file, or the rows its head carried while the file waits
+// for the worker), or nil when it has none stored (not computed yet, a
+// damaged document, a span of a workspace past
+// Options.TokenRowsMaxWorkspaceSpans): then the caller computes them.
 func (v *View) TokenRows(part int, doc uint32) []byte {
 	p := v.srcs[part]
 	if p.hw != nil {
@@ -798,9 +842,18 @@ func (v *View) TokenRows(part int, doc uint32) []byte {
 		}
 		return append([]byte(nil), ref.ha.rows[ref.i]...)
 	}
+	// carried before rows: the worker opens the file, then drops carried.
+	carried := p.seg.carried.Load()
 	r := p.seg.rows.Load()
 	if r == nil {
-		return nil
+		if carried == nil {
+			return nil
+		}
+		id, ok := p.seg.SpanID(p.ws, p.segDoc(doc))
+		if !ok {
+			return nil
+		}
+		return append([]byte(nil), (*carried)[id]...)
 	}
 	b, err := r.f.Rows(r.base[p.ws] + p.segDoc(doc))
 	if err != nil {

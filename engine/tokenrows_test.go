@@ -341,7 +341,8 @@ func TestTokenRowsWorker(t *testing.T) {
 
 // TestTokenRowsCompaction: a compaction that drops an erased artifact
 // copies the rows of what it keeps, in its new order; one whose input has
-// no file yet leaves the output to the worker, which computes it.
+// neither a file nor rows its head computed leaves the output to the
+// worker, which computes it.
 func TestTokenRowsCompaction(t *testing.T) {
 	dir := t.TempDir()
 	rower := &wordRows{model: "m"}
@@ -378,7 +379,8 @@ func TestTokenRowsCompaction(t *testing.T) {
 		t.Fatalf("after compaction: %d stored, %d missing; want 8, 0", s, m)
 	}
 
-	// An input without a file: the output's rows are computed.
+	// An input without a file, whose head computed no rows: the output's
+	// rows are computed.
 	if _, err := db.Ingest("t", chat("a", "one more turn")); err != nil {
 		t.Fatal(err)
 	}
@@ -400,6 +402,65 @@ func TestTokenRowsCompaction(t *testing.T) {
 	}
 	if files := rowFiles(t, dir); len(files) != 1 {
 		t.Fatalf("files = %v, want the one segment's", files)
+	}
+}
+
+// TestTokenRowsCarried: the rows a head computed serve packs from the
+// moment it is flushed, before the worker writes its segment's file, and a
+// compaction of that segment copies them: none is computed twice.
+func TestTokenRowsCarried(t *testing.T) {
+	dir := t.TempDir()
+	rower := &wordRows{model: "m"}
+	db := openTest(t, dir, Options{DisableBackground: true, CompactionMinSegments: 2, TokenRows: rower})
+	ingest := func(seg int) {
+		t.Helper()
+		for i := range 3 {
+			if _, err := db.Ingest("t", chat("a", fmt.Sprintf("segment %d turn %d", seg, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ingest(0)
+	if _, err := db.BuildTokenRows(); err != nil { // the head's rows
+		t.Fatal(err)
+	}
+	calls := rower.calls.Load()
+	if calls != 3 {
+		t.Fatalf("%d rows computed for 3 head turns", calls)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if files := rowFiles(t, dir); len(files) != 0 {
+		t.Fatalf("files before the worker ran: %v", files)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 3 || m != 0 {
+		t.Fatalf("after the flush, before the file: %d stored, %d missing; want 3, 0", s, m)
+	}
+
+	ingest(1)
+	if n, err := db.BuildTokenRows(); err != nil || n != 1 { // the first file, and the new head's rows
+		t.Fatalf("build = %d, %v; want the first segment's file", n, err)
+	}
+	if err := db.Flush(); err != nil { // a second segment, its rows carried
+		t.Fatal(err)
+	}
+	calls = rower.calls.Load()
+	copied := db.tokenRows.copied.Load()
+	if err := db.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if db.tokenRows.copied.Load() != copied+1 {
+		t.Fatal("the compaction did not copy the rows of a file and of a carried segment")
+	}
+	if n, err := db.BuildTokenRows(); err != nil || n != 0 || rower.calls.Load() != calls {
+		t.Fatalf("after compaction: %d built, %v, %d computed; want the rows copied", n, err, rower.calls.Load()-calls)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 6 || m != 0 {
+		t.Fatalf("after compaction: %d stored, %d missing; want 6, 0", s, m)
+	}
+	if rower.calls.Load() != 6 {
+		t.Fatalf("%d rows computed for 6 turns", rower.calls.Load())
 	}
 }
 
