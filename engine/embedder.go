@@ -523,7 +523,8 @@ func (db *DB) WaitEmbedded(ctx context.Context, tenant string, ids []uuid.UUID) 
 // indexPendingLocked reports whether the tenant's artifact id waits for
 // the background embedder or for its token rows (WaitEmbedded). An
 // artifact flushed before its rows were computed waits for its segment's
-// file. Callers hold mu.
+// file; one whose rows its head had computed does not (View.TokenRows
+// reads them from the segment's carried rows). Callers hold mu.
 func (db *DB) indexPendingLocked(tenant string, id uuid.UUID) bool {
 	rows := db.opts.TokenRows != nil && !db.opts.DisableBackground
 	if _, ha := db.headArtifact(id); ha != nil {
@@ -537,7 +538,11 @@ func (db *DB) indexPendingLocked(tenant string, id uuid.UUID) bool {
 		return false
 	}
 	_, s, ref, ok := db.locate(tenant, id)
-	if !ok || s == nil || s.rows.Load() != nil {
+	if !ok || s == nil {
+		return false
+	}
+	// carried before rows, as View.TokenRows reads them.
+	if c := s.carried.Load(); s.rows.Load() != nil || c != nil && c.arts[id] {
 		return false
 	}
 	return db.rowsWantedLocked(tenant, s.Workspace(ref.WS).Workspace)

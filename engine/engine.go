@@ -286,7 +286,14 @@ type liveSegment struct {
 	// for this segment's spans, until rows is open: packs read them there
 	// meanwhile (View.TokenRows), rather than compute them at query time
 	// while the file waits for the worker. Immutable once set.
-	carried atomic.Pointer[map[uuid.UUID][]byte]
+	carried atomic.Pointer[carriedRows]
+}
+
+// carriedRows are the token rows a flushed head had computed, handed to
+// its segment (carryTokenRows).
+type carriedRows struct {
+	spans map[uuid.UUID][]byte // by span id; nil: a workspace without rows
+	arts  map[uuid.UUID]bool   // the artifacts whose every span is in spans
 }
 
 // Close closes the segment and its token-row file.

@@ -345,15 +345,19 @@ func (db *DB) liveHead(h *head) bool { return h == db.head || slices.Contains(db
 
 // carryTokenRows keeps the rows of the flushed head h for its segment's
 // file, and returns them by span id (liveSegment.carried). Callers hold mu.
-func (db *DB) carryTokenRows(h *head) *map[uuid.UUID][]byte {
-	m := make(map[uuid.UUID][]byte)
-	for _, ha := range h.byID {
+func (db *DB) carryTokenRows(h *head) *carriedRows {
+	c := &carriedRows{spans: make(map[uuid.UUID][]byte), arts: make(map[uuid.UUID]bool)}
+	for id, ha := range h.byID {
+		if ha.rows == nil {
+			continue // not computed yet: the worker computes them for the file
+		}
 		for i, r := range ha.rows {
 			db.tokenRows.carry[ha.spans[i].ID] = r
-			m[ha.spans[i].ID] = r
+			c.spans[ha.spans[i].ID] = r
 		}
+		c.arts[id] = true
 	}
-	return &m
+	return c
 }
 
 // removeStaleTokenRows removes, under root, the directories of other
@@ -416,10 +420,10 @@ func (db *DB) copyTokenRows(out *liveSegment, run []*liveSegment) {
 		if src[i].file = in.rows.Load(); src[i].file != nil {
 			continue
 		}
-		if carried == nil || !carriesAll(in, *carried) {
+		if carried == nil || !carriesAll(in, carried.spans) {
 			return
 		}
-		src[i].carried = *carried
+		src[i].carried = carried.spans
 	}
 	path := db.tokenRowPath(out.Path())
 	db.mu.Lock()
@@ -853,7 +857,7 @@ func (v *View) TokenRows(part int, doc uint32) []byte {
 		if !ok {
 			return nil
 		}
-		return append([]byte(nil), (*carried)[id]...)
+		return append([]byte(nil), carried.spans[id]...)
 	}
 	b, err := r.f.Rows(r.base[p.ws] + p.segDoc(doc))
 	if err != nil {

@@ -651,6 +651,55 @@ func TestWaitEmbeddedTokenRows(t *testing.T) {
 	wait("t", gated)
 }
 
+// TestWaitEmbeddedCarriedRows: an artifact whose rows its head computed
+// is not waited for once flushed, while its segment's file waits for the
+// worker (here held by another artifact's rows); one flushed before its
+// rows were computed is waited for until they are.
+func TestWaitEmbeddedCarriedRows(t *testing.T) {
+	rower := &wordRows{model: "m"}
+	db := openTest(t, t.TempDir(), Options{TokenRows: rower})
+	wait := func(ids []uuid.UUID, within time.Duration) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		return db.WaitEmbedded(ctx, "t", ids)
+	}
+	ready := ingestTurnsIn(t, db, "a", 3, "ready")
+	if err := wait(ready, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	rower.gate.Store(&gate)
+	gated := ingestTurnsIn(t, db, "b", 1, "gated")
+	for deadline := time.Now().Add(20 * time.Second); rower.gated.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not start on the gated rows in 20 s")
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if files := rowFiles(t, db.dir); len(files) != 0 {
+		t.Fatalf("files while the worker is held: %v", files)
+	}
+	if err := wait(ready, 20*time.Second); err != nil {
+		t.Fatalf("rows carried by the flushed segment: %v", err)
+	}
+	if s, m := checkTokenRows(t, db, "a", rower); s != 3 || m != 0 {
+		t.Fatalf("carried: %d stored, %d missing; want 3, 0", s, m)
+	}
+	if err := wait(gated, 50*time.Millisecond); err == nil {
+		t.Fatal("an artifact flushed before its rows were computed was not waited for")
+	}
+	close(gate)
+	if err := wait(gated, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s, m := checkTokenRows(t, db, "b", rower); s != 1 || m != 0 {
+		t.Fatalf("gated: %d stored, %d missing; want 1, 0", s, m)
+	}
+}
+
 // While requests run, the rows' worker leaves the cores to an in-process
 // embedder with a backlog (embeddingFirst): no rows are computed while
 // vectors are due, and they follow once the vectors are in.
