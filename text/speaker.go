@@ -222,7 +222,7 @@ func nextAddrTok(content string, i int) (addrTok, int) {
 		c := content[i]
 		if c < utf8.RuneSelf {
 			switch {
-			case asciiLetter(c):
+			case isASCIILetter(c):
 				j := wordEnd(content, i+1)
 				return addrTok{word: content[i:j]}, j
 			case c == ',' || c == '!' || c == '?' || c == '.' || c == ';' || c == ':' || c == '\n':
@@ -246,7 +246,7 @@ func nextAddrTok(content string, i int) (addrTok, int) {
 func wordEnd(content string, j int) int {
 	for j < len(content) {
 		if c := content[j]; c < utf8.RuneSelf {
-			if !asciiLetter(c) && c != '\'' {
+			if !isASCIILetter(c) && c != '\'' {
 				return j
 			}
 			j++
@@ -260,8 +260,6 @@ func wordEnd(content string, j int) int {
 	}
 	return j
 }
-
-func asciiLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 // addressSet holds addressWords, for isAddressWord.
 var addressSet = func() map[string]bool {

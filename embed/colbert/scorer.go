@@ -25,10 +25,13 @@ func SplitSpeaker(text string) (speaker, content string) {
 	return name, rest
 }
 
-// contentOf is SplitSpeaker's content of text.
-func contentOf(text string) string {
-	_, c := SplitSpeaker(text)
-	return c
+// splitSpeakers is SplitSpeaker of each text: the names and the contents.
+func splitSpeakers(texts []string) (names, contents []string) {
+	names, contents = make([]string, len(texts)), make([]string, len(texts))
+	for i, t := range texts {
+		names[i], contents[i] = SplitSpeaker(t)
+	}
+	return names, contents
 }
 
 // Rows computes the rows a store keeps of a span (engine.TokenRower): the
@@ -145,10 +148,11 @@ func (s *Scorer) passageRows(ctx context.Context, texts, spans []string, stored 
 	}
 	// Stored rows are decoded before the memo is locked: most passages
 	// have them, and concurrent packs need not wait for each other's.
+	names, bodies := splitSpeakers(texts)
 	decoded := make([]bool, len(texts))
-	for i, p := range texts {
+	for i, content := range bodies {
 		if i < len(stored) && stored[i] != nil {
-			if _, c := SplitSpeaker(spans[i]); c == contentOf(p) {
+			if _, c := SplitSpeaker(spans[i]); c == content {
 				if r, err := DecodeStored(stored[i]); err == nil {
 					contents[i], decoded[i] = r, true
 				}
@@ -156,10 +160,9 @@ func (s *Scorer) passageRows(ctx context.Context, texts, spans []string, stored 
 		}
 	}
 	s.mu.Lock()
-	for i, p := range texts {
-		name, content := SplitSpeaker(p)
-		if name != "" {
-			want(name+":", &speakers[i])
+	for i, content := range bodies {
+		if names[i] != "" {
+			want(names[i]+":", &speakers[i])
 		}
 		if !decoded[i] {
 			want(content, &contents[i])
