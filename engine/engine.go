@@ -294,6 +294,7 @@ type liveSegment struct {
 type carriedRows struct {
 	spans map[uuid.UUID][]byte // by span id; nil: a workspace without rows
 	arts  map[uuid.UUID]bool   // the artifacts whose every span is in spans
+	bytes int64                // the rows' size, as the head counted them
 }
 
 // Close closes the segment and its token-row file.
@@ -432,6 +433,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.idle = sync.NewCond(&db.gateMu)
 	db.embedding.init()
 	db.tokenRows.init()
+	db.tokenRows.carryLimit = opts.FlushThreshold
 	if err := db.recover(); err != nil {
 		db.closeFiles()
 		return nil, err

@@ -80,6 +80,10 @@ type tokenRowWorker struct {
 	// computing is how many head artifacts taken from queue the worker is
 	// computing now (Stats counts them as pending).
 	computing int
+	// carryLimit bounds the rows segments carry without a file: past it,
+	// the worker builds those files before it computes more head rows
+	// (headTokenRows). Options.FlushThreshold, one head's worth.
+	carryLimit int64
 
 	wake    chan struct{} // cap 1
 	halting chan struct{}
@@ -233,26 +237,32 @@ func (db *DB) syncTokenRows(par int) error {
 	if err := db.opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("token rows: %w", err)
 	}
-	db.mu.RLock()
-	live := slices.Clone(db.segments)
-	db.mu.RUnlock()
 	if err := db.removeStaleTokenRows(root, dir); err != nil {
 		return err
 	}
-	if err := db.headTokenRows(par); err != nil {
-		return err
-	}
-	for _, s := range live {
-		if s.rows.Load() != nil {
-			continue
-		}
-		select {
-		case <-db.tokenRows.halting:
-			return errHalted
-		default:
-		}
-		if err := db.segmentTokenRows(s, par); err != nil {
+	for {
+		yielded, err := db.headTokenRows(par)
+		if err != nil {
 			return err
+		}
+		db.mu.RLock()
+		live := slices.Clone(db.segments)
+		db.mu.RUnlock()
+		for _, s := range live {
+			if s.rows.Load() != nil {
+				continue
+			}
+			select {
+			case <-db.tokenRows.halting:
+				return errHalted
+			default:
+			}
+			if err := db.segmentTokenRows(s, par); err != nil {
+				return err
+			}
+		}
+		if !yielded {
+			break // the queue emptied
 		}
 	}
 	db.mu.Lock()
@@ -267,11 +277,25 @@ func (db *DB) syncTokenRows(par int) error {
 
 // headTokenRows computes the rows of the queued head artifacts, a chunk
 // of spans at a time, and gives them to their artifacts while these are
-// still in a live head.
-func (db *DB) headTokenRows(par int) error {
+// still in a live head. It returns once the queue is empty, or, yielded,
+// when the rows carried by segments without a file pass carryLimit and
+// no client waits for rows: under sustained ingest the queue does not
+// empty and every flush leaves rows carried, so the segments' files come
+// first (syncTokenRows, writeTokenRows), and memory stays bounded.
+func (db *DB) headTokenRows(par int) (yielded bool, err error) {
 	settled := false // placeholders given since the last signal
 	for {
+		if err := db.writeCarriedRows(); err != nil {
+			return false, err
+		}
 		db.mu.Lock()
+		if db.embedding.waiters.Load() == 0 && db.carriedBytesLocked() > db.tokenRows.carryLimit {
+			db.mu.Unlock()
+			if settled {
+				db.embedding.signal() // WaitEmbedded checks again
+			}
+			return true, nil
+		}
 		var batch []pendingEmbed
 		var texts []string
 		q := db.tokenRows.queue
@@ -298,7 +322,7 @@ func (db *DB) headTokenRows(par int) error {
 			if settled {
 				db.embedding.signal() // WaitEmbedded checks again
 			}
-			return nil
+			return false, nil
 		}
 		p := par
 		if p == 1 && db.embedding.waiters.Load() > 0 {
@@ -309,7 +333,7 @@ func (db *DB) headTokenRows(par int) error {
 		db.tokenRows.computing = 0
 		if err != nil {
 			db.mu.Unlock()
-			return err
+			return false, err
 		}
 		for _, pe := range batch {
 			ha := pe.ha
@@ -328,6 +352,40 @@ func (db *DB) headTokenRows(par int) error {
 		db.embedding.signal() // WaitEmbedded checks again
 		settled = false
 	}
+}
+
+// writeCarriedRows writes the file of each live segment without one whose
+// flushed head carried the rows of all its spans: a copy, no model pass.
+// headTokenRows calls it before each chunk, so that under sustained
+// ingest, when its queue does not empty, carried rows go to disk at the
+// next chunk instead of staying in memory until the queue empties.
+func (db *DB) writeCarriedRows() error {
+	db.mu.RLock()
+	var ready []*liveSegment
+	for _, s := range db.segments {
+		if c := s.carried.Load(); c != nil && s.rows.Load() == nil && carriesAll(s, c.spans) {
+			ready = append(ready, s)
+		}
+	}
+	db.mu.RUnlock()
+	for _, s := range ready {
+		if err := db.segmentTokenRows(s, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// carriedBytesLocked is the size of the rows held for live segments
+// without a file (liveSegment.carried). Callers hold mu.
+func (db *DB) carriedBytesLocked() int64 {
+	var n int64
+	for _, s := range db.segments {
+		if c := s.carried.Load(); c != nil && s.rows.Load() == nil {
+			n += c.bytes
+		}
+	}
+	return n
 }
 
 // rowsWantedLocked reports whether the worker computes the rows of a
@@ -355,6 +413,7 @@ func (db *DB) carryTokenRows(h *head) *carriedRows {
 			db.tokenRows.carry[ha.spans[i].ID] = r
 			c.spans[ha.spans[i].ID] = r
 		}
+		c.bytes += ha.rowBytes
 		c.arts[id] = true
 	}
 	return c
@@ -651,7 +710,7 @@ const tokenRowChunk = 64
 // writeTokenRows writes s's token-row file at path: the rows a flushed
 // head carried (carryTokenRows), the others computed (computeRows), a
 // chunk of spans at a time. Between chunks a paced build (par 1) computes
-// the rows of new head artifacts first.
+// the rows of new head artifacts first, unless s carried every row.
 func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 	tr := db.opts.TokenRows
 	var order spanOrder
@@ -666,9 +725,11 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 		wanted[i] = db.rowsWantedLocked(w.Tenant, w.Workspace)
 	}
 	db.mu.RUnlock()
+	carried := s.carried.Load()
+	allCarried := carried != nil && carriesAll(s, carried.spans)
 	fill := func(d int) error {
-		if par == 1 {
-			if err := db.headTokenRows(1); err != nil {
+		if par == 1 && !allCarried { // a copy yields to nothing
+			if _, err := db.headTokenRows(1); err != nil {
 				return err
 			}
 		}
@@ -684,6 +745,9 @@ func (db *DB) writeTokenRows(s *liveSegment, path string, n, par int) error {
 				return err
 			}
 			r, ok := db.tokenRows.carry[sp.ID]
+			if !ok && carried != nil {
+				r, ok = carried.spans[sp.ID]
+			}
 			if ok {
 				used = append(used, sp.ID)
 			} else if wanted[ws] {

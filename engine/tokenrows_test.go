@@ -700,6 +700,72 @@ func TestWaitEmbeddedCarriedRows(t *testing.T) {
 	}
 }
 
+// A flushed segment gets its file before the worker computes more of the
+// head's queue, which sustained ingest never empties, when its head had
+// computed every row (a copy, at once), or when the rows carried by
+// segments without a file pass carryLimit (its missing rows computed).
+func TestCarriedRowsBounded(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		later bool // a turn flushed before its rows were computed
+		limit int64
+		first bool // the segment's file before the head's rows
+	}{
+		{"every row carried", false, 1 << 30, true},
+		{"over the limit", true, 1, true},
+		{"under the limit", true, 1 << 30, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rower := &wordRows{model: "m"}
+			db := openTest(t, t.TempDir(), Options{DisableBackground: true, TokenRows: rower})
+			db.tokenRows.carryLimit = c.limit
+			ingestTurnsIn(t, db, "a", 3, "ready")
+			if _, err := db.BuildTokenRows(); err != nil {
+				t.Fatal(err)
+			}
+			turns := 3
+			if c.later {
+				ingestTurnsIn(t, db, "a", 1, "later") // its rows not computed
+				turns++
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			gate := make(chan struct{})
+			rower.gate.Store(&gate)
+			ingestTurnsIn(t, db, "b", 1, "gated") // the queue: one artifact, held
+			built := make(chan error, 1)
+			go func() {
+				_, err := db.BuildTokenRows()
+				built <- err
+			}()
+			for deadline := time.Now().Add(20 * time.Second); rower.gated.Load() == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					close(gate)
+					t.Fatal("the build did not start on the gated rows in 20 s")
+				}
+			}
+			files := rowFiles(t, db.dir)
+			close(gate)
+			if err := <-built; err != nil {
+				t.Fatal(err)
+			}
+			if got := len(files) == 1; got != c.first {
+				t.Fatalf("files while the head's rows were computed: %v; want the segment's first: %v", files, c.first)
+			}
+			if s, m := checkTokenRows(t, db, "a", rower); s != turns || m != 0 {
+				t.Fatalf("%d stored, %d missing; want %d, 0", s, m, turns)
+			}
+			if s, m := checkTokenRows(t, db, "b", rower); s != 1 || m != 0 {
+				t.Fatalf("head: %d stored, %d missing; want 1, 0", s, m)
+			}
+			if n := rower.calls.Load(); n != int64(turns+1) {
+				t.Fatalf("%d rows computed for %d turns", n, turns+1)
+			}
+		})
+	}
+}
+
 // While requests run, the rows' worker leaves the cores to an in-process
 // embedder with a backlog (embeddingFirst): no rows are computed while
 // vectors are due, and they follow once the vectors are in.
