@@ -194,6 +194,7 @@ type run struct {
 	failMu    sync.Mutex
 	failKinds map[string]int
 	round     int
+	deck      []string // kill point kinds left in this pass (nextKind)
 
 	checkedArtifacts int // artifacts[:n] were read back at least once
 	checkedErasables int
@@ -392,10 +393,23 @@ func (t *run) setupRetention(c *client) error {
 	return nil
 }
 
+// nextKind draws the next kill point kind from a shuffled pass over the
+// configured kinds, so each comes once in every len(Events) rounds: a short
+// run still hits every file event.
+func (t *run) nextKind() string {
+	if len(t.deck) == 0 {
+		t.deck = append(t.deck, t.cfg.Events...)
+		t.rng.Shuffle(len(t.deck), func(i, j int) { t.deck[i], t.deck[j] = t.deck[j], t.deck[i] })
+	}
+	k := t.deck[0]
+	t.deck = t.deck[1:]
+	return k
+}
+
 // load runs the workers until the round's kill point, kills the server and
 // returns the kill point's kind and a description of it.
 func (t *run) load(srv *server, w *watcher) (kind, detail string) {
-	kind = t.cfg.Events[t.rng.Intn(len(t.cfg.Events))]
+	kind = t.nextKind()
 	armAfter := time.Duration(t.rng.Int63n(int64(t.cfg.MaxLoad / 4)))
 	randomAt := armAfter + time.Duration(t.rng.Int63n(int64(t.cfg.MaxLoad-armAfter)))
 	workerSeed := t.rng.Int63()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -151,6 +152,25 @@ func TestTortureCatchesLoss(t *testing.T) {
 	for _, want := range []string{"LOST: acknowledged artifact", "KEY LOST", "PACK CHANGED", "(seed " + strconv.FormatInt(seed(t), 10) + ")"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("failures do not mention %q:\n%s", want, truncate([]byte(all)))
+		}
+	}
+}
+
+// TestNextKind: every pass of len(Events) rounds holds each kill point kind
+// once, whatever the seed.
+func TestNextKind(t *testing.T) {
+	for seed := int64(0); seed < 20; seed++ {
+		r := &run{cfg: Config{Events: AllEvents}, rng: rand.New(rand.NewSource(seed))}
+		for pass := 0; pass < 3; pass++ {
+			seen := map[string]int{}
+			for range AllEvents {
+				seen[r.nextKind()]++
+			}
+			for _, k := range AllEvents {
+				if seen[k] != 1 {
+					t.Fatalf("seed %d pass %d: kind %s drawn %d times (%v)", seed, pass, k, seen[k], seen)
+				}
+			}
 		}
 	}
 }
