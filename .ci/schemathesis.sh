@@ -9,8 +9,8 @@
 # Settings (environment): SCHEMATHESIS_VERSION (default 4.32.5),
 # SCHEMATHESIS_EXAMPLES (test cases per operation and phase, default 25),
 # SCHEMATHESIS_SEED (default 1), SCHEMATHESIS_VENV (reuse a virtualenv that
-# has schemathesis instead of installing one), LOCI_BIN (a built loci instead
-# of building ./cmd/loci).
+# has schemathesis instead of installing one; `.ci/schemathesis.sh install DIR`
+# makes one), LOCI_BIN (a built loci instead of building ./cmd/loci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,11 +25,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
+install_venv() {
+  python3 -m venv "$1"
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check "schemathesis==$version"
+}
+
+# `.ci/schemathesis.sh install DIR` only makes the virtualenv (.ci/run does it
+# while the Go tests run, as it mostly waits on the network).
+if [[ "${1:-}" == install ]]; then
+  install_venv "${2:?usage: .ci/schemathesis.sh install DIR}"
+  exit 0
+fi
+
 venv=${SCHEMATHESIS_VENV:-}
 if [[ -z "$venv" ]]; then
   venv="$work/venv"
-  python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "schemathesis==$version"
+  install_venv "$venv"
 fi
 echo "== $("$venv/bin/schemathesis" --version)"
 
@@ -76,21 +87,21 @@ stop_server() {
 # schema's, are not run yet: see issue 9's notes.)
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,unsupported_method,allow_header_conformance
 
-# fuzz NAME [schemathesis flags...]
+# fuzz NAME PHASES [schemathesis flags...]
 fuzz() {
-  local name=$1
-  shift
-  echo "== schemathesis: $name"
+  local name=$1 phases=$2
+  shift 2
+  echo "== schemathesis: $name (phases $phases)"
   # Run from the temporary directory: schemathesis keeps a cache in ./.schemathesis.
   (cd "$work" && "$venv/bin/schemathesis" run "$base/openapi.json" \
     --checks "$checks" \
     --max-examples "$examples" --seed "$seed" --generation-database none \
-    --phases examples,coverage,fuzzing,stateful --workers 2 --request-timeout 30 \
+    --phases "$phases" --workers 2 --request-timeout 30 \
     --no-color --warnings off "$@")
 }
 
 start_server noauth
-fuzz "authentication off"
+fuzz "authentication off" examples,coverage,fuzzing,stateful
 stop_server noauth
 
 admin="schemathesis-admin-$RANDOM$RANDOM"
@@ -99,7 +110,11 @@ key=$(curl -s -X POST "$base/v1/register" -H "X-API-Key: $admin" -H 'Content-Typ
   -d '{"email": "fuzz@example.com", "plan": "enterprise"}' |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')
 # The tenant's plan allows 1,000 requests a minute: stay under it, and let
-# schemathesis honour Retry-After should it still get a 429.
-fuzz "tenant key" -H "X-API-Key: $key" --rate-limit 900/m
+# schemathesis honour Retry-After should it still get a 429. The limit makes
+# the coverage phase wait, not work (about 1,750 cases whatever the examples:
+# all phases took 132 s, against 34 s for the run above), so this run leaves it
+# out (12 s); the run above has it, and this one is for the key's routes and
+# the 401/403/429 answers.
+fuzz "tenant key" examples,fuzzing,stateful -H "X-API-Key: $key" --rate-limit 900/m
 stop_server auth
 echo "== schemathesis: ok"
