@@ -389,6 +389,30 @@ func TestSearchDir(t *testing.T) {
 	if r.IVF[1].Recall != 1 || r.IVF[1].MinimumRecall != 1 || r.IVF[0].Recall > 1 || r.IVF[0].MinimumRecall > r.IVF[0].Recall {
 		t.Fatalf("recall %+v; want 1 with every list probed", r.IVF)
 	}
+	if r.IVFRecallBySource != nil {
+		t.Fatalf("recall by data set %+v on synthetic queries", r.IVFRecallBySource)
+	}
+
+	// With the shared data sets: every real question, by data set.
+	if data := "../../shared/data"; fileExists(filepath.Join(data, "longmemeval", "longmemeval-s-dev.json")) {
+		real := cfg
+		real.Data = data
+		r, err := Search(real) // the policy probes 2 of 8 lists; cfg 8
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"hotpotqa", "locomo", "longmemeval", "scifact"}
+		if len(r.IVFRecallBySource) != 2*len(want) {
+			t.Fatalf("recall by data set %+v, want each of %v at nprobe 2 then 8", r.IVFRecallBySource, want)
+		}
+		for i, s := range r.IVFRecallBySource {
+			probe := []int{2, 8}[i/len(want)]
+			if s.NProbe != probe || s.Source != want[i%len(want)] || s.Questions < 100 || s.Recall <= 0 || s.Recall > 1 ||
+				s.MinimumRecall > s.Recall || (probe == 8 && s.Recall != 1) {
+				t.Errorf("recall by data set %d: %+v", i, s)
+			}
+		}
+	}
 
 	cfg.Spans = 10_000
 	if _, err := Search(cfg); err == nil || !strings.Contains(err.Error(), "fewer than") {

@@ -20,6 +20,9 @@ import (
 type RealCorpus struct {
 	docs    []realDoc
 	Queries []string
+	// Sources[i] names the data set Queries[i] comes from: "scifact",
+	// "locomo" or "hotpotqa".
+	Sources []string
 	rng     *rand.Rand
 	order   []int
 	pos     int
@@ -48,7 +51,7 @@ func LoadRealCorpus(dir string, seed uint64) (*RealCorpus, error) {
 		add("document", map[string]string{"title": d.Title, "content": d.Text})
 	}
 	for _, q := range sf.Queries {
-		c.Queries = append(c.Queries, q.Text)
+		c.Queries, c.Sources = append(c.Queries, q.Text), append(c.Sources, "scifact")
 	}
 	var locomo []struct {
 		QA []struct {
@@ -78,7 +81,7 @@ func LoadRealCorpus(dir string, seed uint64) (*RealCorpus, error) {
 			}
 		}
 		for _, q := range conv.QA {
-			c.Queries = append(c.Queries, q.Question)
+			c.Queries, c.Sources = append(c.Queries, q.Question), append(c.Sources, "locomo")
 		}
 	}
 	var hotpotCorpus map[string][]string
@@ -100,7 +103,7 @@ func LoadRealCorpus(dir string, seed uint64) (*RealCorpus, error) {
 		return nil, err
 	}
 	for _, q := range hotpot {
-		c.Queries = append(c.Queries, q.Question)
+		c.Queries, c.Sources = append(c.Queries, q.Question), append(c.Sources, "hotpotqa")
 	}
 	var tau []struct {
 		Traj []struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -80,6 +82,11 @@ type SearchResult struct {
 	// against it, then the same for each further probe count.
 	SemanticExactTop100 *Latency  `json:"semantic_exact_top100,omitempty"`
 	IVF                 []IVFTime `json:"ivf,omitempty"`
+	// IVFRecallBySource, where IVF searches the workspace and the texts are
+	// real: recall@100 for every real question of each data set (untimed),
+	// asked in the first workspace, at the policy's probe count and then
+	// at each further one.
+	IVFRecallBySource []SourceRecall `json:"ivf_recall_by_source,omitempty"`
 	// With Dir: the directory as found. OpenSeconds is engine.Open (a
 	// restart); RSS is the process's resident memory after the open, then
 	// after every figure was timed (anonymous and file-backed, MiB);
@@ -100,6 +107,16 @@ type SearchResult struct {
 type IVFTime struct {
 	NProbe        int     `json:"nprobe"`
 	Top100        Latency `json:"top100"`
+	Recall        float64 `json:"recall_at_100"`
+	MinimumRecall float64 `json:"min_recall_at_100"`
+}
+
+// SourceRecall is IVF's recall@100 at one probe count against the exact
+// scan over every question of one data set.
+type SourceRecall struct {
+	NProbe        int     `json:"nprobe"`
+	Source        string  `json:"source"`
+	Questions     int     `json:"questions"`
 	Recall        float64 `json:"recall_at_100"`
 	MinimumRecall float64 `json:"min_recall_at_100"`
 }
@@ -282,6 +299,15 @@ func Search(cfg SearchConfig) (*SearchResult, error) {
 	if err := searchIVF(db, tenant, smallest, wsOf, queries, func(q string) ([]int8, float32) { return qv[q].q, qv[q].s }, cfg.NProbe, measure, p, res); err != nil {
 		return nil, err
 	}
+	if res.IVF != nil && real != nil {
+		qs, err := realQuestions(real, cfg.Data)
+		if err != nil {
+			return nil, err
+		}
+		if res.IVFRecallBySource, err = ivfRecallBySource(db, tenant, wss[0], qs, emb, cfg.NProbe, p); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Dir != "" {
 		res.RSSAfterMiB, res.RSSAfterAnonMiB = processMemory()
 	}
@@ -358,6 +384,130 @@ func searchIVF(db *engine.DB, tenant string, smallest int, wsOf, queries []strin
 		res.IVF = append(res.IVF, t)
 	}
 	return nil
+}
+
+// labelledQuestion is a real question and the data set it comes from.
+type labelledQuestion struct{ source, text string }
+
+// realQuestions is every distinct question of real (SciFact, LoCoMo,
+// HotpotQA) and of LongMemEval's dev split under data when it is there,
+// each with its data set, in the order read.
+func realQuestions(real *RealCorpus, data string) ([]labelledQuestion, error) {
+	var qs []labelledQuestion
+	seen := map[string]bool{}
+	add := func(source, text string) {
+		if !seen[text] && len(invindex.Analyze(text, nil)) > 0 {
+			seen[text] = true
+			qs = append(qs, labelledQuestion{source, text})
+		}
+	}
+	for i, q := range real.Queries {
+		add(real.Sources[i], q)
+	}
+	path := filepath.Join(data, "longmemeval", "longmemeval-s-dev.json")
+	if _, err := os.Stat(path); err != nil {
+		return qs, nil // an older copy of the data sets
+	}
+	lme, err := readLongMemEval(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range lme {
+		add("longmemeval", q.Question)
+	}
+	return qs, nil
+}
+
+// ivfRecallBySource measures IVF at the policy's probe count, then at each
+// of nprobes, against the exact scan for every question of qs, asked in
+// workspace ws, and gives recall@100 per data set, sets in name order
+// within a probe count. It is untimed: the timed sample has too few
+// questions of the smaller sets. The policy is process-wide: nothing else
+// may search meanwhile.
+func ivfRecallBySource(db *engine.DB, tenant, ws string, qs []labelledQuestion, emb embed.Embedder, nprobes []int, p *progress) ([]SourceRecall, error) {
+	cents, minSpans, probe := vecindex.IVFPolicy(emb.Model())
+	if cents == nil {
+		return nil, nil
+	}
+	type qvec struct {
+		q []int8
+		s float32
+	}
+	vecs := make([]qvec, len(qs))
+	const batch = 64
+	for i := 0; i < len(qs); i += batch {
+		p.tick("embedding every real question: %d of %d", i, len(qs))
+		texts := make([]string, 0, batch)
+		for _, q := range qs[i:min(i+batch, len(qs))] {
+			texts = append(texts, q.text)
+		}
+		v, err := emb.Embed(context.Background(), texts)
+		if err != nil {
+			return nil, err
+		}
+		for j := range v {
+			iq := make([]int8, emb.Dim())
+			vecs[i+j] = qvec{iq, vecindex.Quantize(v[j], iq)}
+		}
+	}
+	search := func(limit, probe int, what string) ([]map[uuid.UUID]bool, error) {
+		defer vecindex.UseCentroids(cents, limit, probe)()
+		stop := p.during(what)
+		defer stop()
+		found := make([]map[uuid.UUID]bool, len(qs))
+		for i := range qs {
+			hits, err := db.SearchSemantic(tenant, ws, vecs[i].q, vecs[i].s, 100)
+			if err != nil {
+				return nil, err
+			}
+			found[i] = make(map[uuid.UUID]bool, len(hits))
+			for _, h := range hits {
+				found[i][h.SpanID] = true
+			}
+		}
+		return found, nil
+	}
+	exact, err := search(math.MaxInt, probe, "every real question, exact scan")
+	if err != nil {
+		return nil, err
+	}
+	var out []SourceRecall
+	for _, np := range append([]int{probe}, nprobes...) {
+		ivf, err := search(minSpans, np, fmt.Sprintf("every real question, IVF at nprobe %d", np))
+		if err != nil {
+			return nil, err
+		}
+		by := map[string]*SourceRecall{}
+		var names []string
+		for i, q := range qs {
+			if len(exact[i]) == 0 {
+				continue
+			}
+			r := by[q.source]
+			if r == nil {
+				r = &SourceRecall{NProbe: np, Source: q.source, MinimumRecall: 1}
+				by[q.source] = r
+				names = append(names, q.source)
+			}
+			n := 0
+			for id := range ivf[i] {
+				if exact[i][id] {
+					n++
+				}
+			}
+			share := float64(n) / float64(len(exact[i]))
+			r.Questions++
+			r.Recall += share
+			r.MinimumRecall = min(r.MinimumRecall, share)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			r := *by[name]
+			r.Recall /= float64(r.Questions)
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // fillWorkspace ingests artifacts from next into workspace "bench" of

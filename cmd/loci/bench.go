@@ -26,7 +26,8 @@ const benchUsage = `usage: loci bench <name> [flags]
   compact   one full compaction of --dir as found (in place: give a copy): time, segments and bytes before and
             after, bytes written
   search    lexical and semantic search latency through the engine at N spans (--dir: of a directory as found, with
-            its open time, memory and disk; IVF's recall against the exact scan where the workspace uses it)
+            its open time, memory and disk; IVF's recall against the exact scan where the workspace uses it, and
+            with real data, for every question of each data set)
   pack      context pack latency and throughput over HTTP on loopback at N spans
   workspaces  N small workspaces (LoCoMo turns) on one node over HTTP: ingest rate, memory per workspace, restart, packs
             on random workspaces
