@@ -360,14 +360,8 @@ func searchIVF(db *engine.DB, tenant string, smallest int, wsOf, queries []strin
 			q := key(i)
 			v, s := vec(queries[i])
 			hits, err := db.SearchSemantic(tenant, wsOf[i], v, s, 100)
-			n := 0
-			for _, h := range hits {
-				if exact[q][h.SpanID] {
-					n++
-				}
-			}
 			if len(exact[q]) > 0 {
-				found[q] = float64(n) / float64(len(exact[q]))
+				found[q] = shareFound(exact[q], hits)
 			}
 			return err
 		})
@@ -450,26 +444,29 @@ func ivfRecallBySource(db *engine.DB, tenant, ws string, qs []labelledQuestion, 
 			vecs[i+j] = qvec{iq, vecindex.Quantize(v[j], iq)}
 		}
 	}
-	search := func(limit, probe int, what string) ([]map[uuid.UUID]bool, error) {
+	search := func(limit, probe int, what string) ([][]engine.SearchHit, error) {
 		defer vecindex.UseCentroids(cents, limit, probe)()
 		stop := p.during(what)
 		defer stop()
-		found := make([]map[uuid.UUID]bool, len(qs))
+		found := make([][]engine.SearchHit, len(qs))
 		for i := range qs {
-			hits, err := db.SearchSemantic(tenant, ws, vecs[i].q, vecs[i].s, 100)
-			if err != nil {
+			var err error
+			if found[i], err = db.SearchSemantic(tenant, ws, vecs[i].q, vecs[i].s, 100); err != nil {
 				return nil, err
-			}
-			found[i] = make(map[uuid.UUID]bool, len(hits))
-			for _, h := range hits {
-				found[i][h.SpanID] = true
 			}
 		}
 		return found, nil
 	}
-	exact, err := search(math.MaxInt, probe, "every real question, exact scan")
+	exactHits, err := search(math.MaxInt, probe, "every real question, exact scan")
 	if err != nil {
 		return nil, err
+	}
+	exact := make([]map[uuid.UUID]bool, len(qs))
+	for i, hits := range exactHits {
+		exact[i] = make(map[uuid.UUID]bool, len(hits))
+		for _, h := range hits {
+			exact[i][h.SpanID] = true
+		}
 	}
 	var out []SourceRecall
 	for _, np := range append([]int{probe}, nprobes...) {
@@ -489,13 +486,7 @@ func ivfRecallBySource(db *engine.DB, tenant, ws string, qs []labelledQuestion, 
 				by[q.source] = r
 				names = append(names, q.source)
 			}
-			n := 0
-			for id := range ivf[i] {
-				if exact[i][id] {
-					n++
-				}
-			}
-			share := float64(n) / float64(len(exact[i]))
+			share := shareFound(exact[i], ivf[i])
 			r.Questions++
 			r.Recall += share
 			r.MinimumRecall = min(r.MinimumRecall, share)
@@ -508,6 +499,18 @@ func ivfRecallBySource(db *engine.DB, tenant, ws string, qs []labelledQuestion, 
 		}
 	}
 	return out, nil
+}
+
+// shareFound is the share of exact (a non-empty set of span ids) that hits
+// returned: recall against the exact top k.
+func shareFound(exact map[uuid.UUID]bool, hits []engine.SearchHit) float64 {
+	n := 0
+	for _, h := range hits {
+		if exact[h.SpanID] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(exact))
 }
 
 // fillWorkspace ingests artifacts from next into workspace "bench" of
